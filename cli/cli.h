@@ -1,0 +1,38 @@
+// The `gdrmesh` command: one program, one subcommand per job. Each subcommand lives in its own
+// file and registers itself on the CLI11 app.
+//
+// Exit codes (stable, documented in README):
+//   0 success / test PASSED        1 test FAILED or ERROR        2 bad input (names the field)
+//   3 test SKIPPED                 4 coordinator unreachable      5 internal error
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace gdrmesh::cli {
+
+enum ExitCode { kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitSkipped = 3,
+                kExitUnreachable = 4, kExitInternal = 5 };
+
+// A subcommand's body, run after parsing; returns the exit code.
+using Action = std::function<int()>;
+
+// Options every client command shares.
+struct ClientOptions {
+  std::string coordinator;  // --coordinator, or $GDRMESH_COORDINATOR, or 127.0.0.1:7070
+  std::string output = "table";
+};
+void addClientOptions(CLI::App* app, ClientOptions* opts);
+
+void registerCoordinator(CLI::App& app, Action* action);
+void registerWorker(CLI::App& app, Action* action);
+void registerClientCommands(CLI::App& app, Action* action);
+void registerLocalCommands(CLI::App& app, Action* action);
+
+// Blocks SIGINT/SIGTERM in this thread (call before starting threads) and returns a waiter
+// that blocks until one arrives, then calls `on_signal`.
+void blockTerminationSignals();
+void waitForTerminationSignal(const std::function<void()>& on_signal);
+
+}  // namespace gdrmesh::cli

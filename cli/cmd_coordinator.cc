@@ -1,0 +1,86 @@
+// `gdrmesh coordinator`: the gRPC services, the store and (optionally) the status page.
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "cli/cli.h"
+#include "common/units.h"
+#include "coordinator/service/coordinator_server.h"
+#include "coordinator/store/sqlite_store.h"
+
+namespace gdrmesh::cli {
+namespace {
+
+struct CoordinatorArgs {
+  std::string listen = "127.0.0.1:7070";
+  std::string db;
+  std::string http;
+  std::string port_file;
+  std::string max_size = "1GiB";
+  int heartbeat_ms = 1000;
+};
+
+int runCoordinator(const CoordinatorArgs& a) {
+  CoordinatorOptions opts;
+  opts.listen = a.listen;
+  opts.heartbeat_interval_ms = a.heartbeat_ms;
+  auto max = parseSize(a.max_size, "--max-size");
+  if (!max.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: %s\n", max.status().toString().c_str());
+    return kExitUsage;
+  }
+  opts.runner.max_message_size = *max;
+  auto store = SqliteStore::open(a.db);
+  if (!store.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: --db %s: %s\n", a.db.c_str(),
+                 store.status().toString().c_str());
+    return kExitUsage;
+  }
+  blockTerminationSignals();
+  CoordinatorServer server(opts, **store);
+  auto port = server.start();
+  if (!port.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: --listen: %s\n", port.status().toString().c_str());
+    return kExitUsage;
+  }
+  std::string host = a.listen.substr(0, a.listen.rfind(':'));
+  std::printf("gdrmesh coordinator listening on %s:%d (db %s)\n", host.c_str(), *port,
+              a.db.c_str());
+  std::fflush(stdout);
+  if (!a.port_file.empty()) {
+    std::string tmp = a.port_file + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << *port << "\n";
+    }
+    std::rename(tmp.c_str(), a.port_file.c_str());
+  }
+  std::thread signals([&] {
+    waitForTerminationSignal([&] { server.shutdown(); });
+  });
+  signals.detach();
+  server.wait();
+  std::fprintf(stderr, "gdrmesh coordinator: stopped\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+void registerCoordinator(CLI::App& app, Action* action) {
+  auto* cmd = app.add_subcommand("coordinator", "Run the coordinator (gRPC server, results DB)");
+  auto a = std::make_shared<CoordinatorArgs>();
+  cmd->add_option("--listen", a->listen, "HOST:PORT to listen on (port 0: any free port)")
+      ->capture_default_str();
+  cmd->add_option("--db", a->db, "SQLite results database file (created if missing)")
+      ->required();
+  cmd->add_option("--http", a->http, "HOST:PORT for the status page (off when not given)");
+  cmd->add_option("--port-file", a->port_file, "write the bound gRPC port to this file");
+  cmd->add_option("--max-size", a->max_size, "largest message size a test may ask for")
+      ->capture_default_str();
+  cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "worker heartbeat interval")
+      ->check(CLI::Range(50, 60000))
+      ->capture_default_str();
+  cmd->callback([action, a] { *action = [a] { return runCoordinator(*a); }; });
+}
+
+}  // namespace gdrmesh::cli

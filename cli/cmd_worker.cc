@@ -1,0 +1,81 @@
+// `gdrmesh worker`: discovers this host (NICs, GPUs, transports) and serves the coordinator.
+#include <unistd.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "cli/cli.h"
+#include "cli/worker_setup.h"
+#include "worker/service/worker_agent.h"
+
+namespace gdrmesh::cli {
+namespace {
+
+struct WorkerArgs {
+  std::string coordinator;
+  std::string name;
+  std::string data_host;
+  bool allow_fault_injection = false;
+  bool no_verbs = false;
+  bool no_cuda = false;
+  std::string sysfs_root = "/";
+};
+
+int runWorker(const WorkerArgs& a) {
+  WorkerSetupOptions so;
+  so.enable_verbs = !a.no_verbs;
+  so.enable_cuda = !a.no_cuda;
+  so.sysfs_root = a.sysfs_root;
+  so.allow_fault_injection = a.allow_fault_injection;
+  auto setup = setUpWorker(so);
+  WorkerOptions wo;
+  wo.coordinator = a.coordinator;
+  wo.name = a.name.empty() ? setup->inventory.hostname : a.name;
+  wo.data_host = a.data_host;
+  if (wo.data_host.empty()) {
+    // Loopback coordinators mean a single-host setup; otherwise listen on the host's name.
+    const bool loopback = a.coordinator.rfind("127.", 0) == 0 ||
+                          a.coordinator.rfind("localhost", 0) == 0 ||
+                          a.coordinator.rfind("[::1]", 0) == 0;
+    wo.data_host = loopback ? "127.0.0.1" : setup->inventory.hostname;
+  }
+  std::fprintf(stderr, "gdrmesh worker %s: %zu NIC(s), %zu GPU(s), transports:", wo.name.c_str(),
+               setup->inventory.nics.size(), setup->inventory.gpus.size());
+  for (const auto& t : setup->inventory.transports) std::fprintf(stderr, " %s", t.c_str());
+  std::fprintf(stderr, "\n");
+  for (const auto& n : setup->notes) std::fprintf(stderr, "  note: %s\n", n.c_str());
+
+  blockTerminationSignals();
+  WorkerAgent agent(wo, setup->inventory, *setup->sessions);
+  std::thread signals([&] { waitForTerminationSignal([&] { agent.stop(); }); });
+  signals.detach();
+  Status st = agent.run();
+  if (!st.ok()) {
+    std::fprintf(stderr, "gdrmesh worker %s: %s\n", wo.name.c_str(), st.toString().c_str());
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void registerWorker(CLI::App& app, Action* action) {
+  auto* cmd = app.add_subcommand("worker", "Run a worker: owns this host's GPUs and NICs");
+  auto a = std::make_shared<WorkerArgs>();
+  cmd->add_option("--coordinator", a->coordinator, "coordinator HOST:PORT")
+      ->envname("GDRMESH_COORDINATOR")
+      ->required();
+  cmd->add_option("--name", a->name, "unique worker name (default: the hostname)");
+  cmd->add_option("--data-host", a->data_host,
+                  "address the emulated transport listens on (default: 127.0.0.1 for a "
+                  "loopback coordinator, else the hostname)");
+  cmd->add_flag("--allow-fault-injection", a->allow_fault_injection,
+                "honour fault-injection requests (tests only)");
+  cmd->add_flag("--no-verbs", a->no_verbs, "do not offer the verbs transport");
+  cmd->add_flag("--no-cuda", a->no_cuda, "do not load the CUDA driver");
+  cmd->add_option("--sysfs-root", a->sysfs_root, "read NIC and PCI topology from this root")
+      ->capture_default_str();
+  cmd->callback([action, a] { *action = [a] { return runWorker(*a); }; });
+}
+
+}  // namespace gdrmesh::cli

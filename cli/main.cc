@@ -1,0 +1,22 @@
+// gdrmesh: is GPUDirect RDMA really working across the fleet, and how fast?
+#include <cstdio>
+
+#include "cli/cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gdrmesh: GPUDirect RDMA acceptance tests and fabric sweeps", "gdrmesh"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gdrmesh 0.1.0");
+  gdrmesh::cli::Action action;
+  gdrmesh::cli::registerCoordinator(app, &action);
+  gdrmesh::cli::registerWorker(app, &action);
+  gdrmesh::cli::registerClientCommands(app, &action);
+  gdrmesh::cli::registerLocalCommands(app, &action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : gdrmesh::cli::kExitUsage;
+  }
+  return action ? action() : gdrmesh::cli::kExitUsage;
+}

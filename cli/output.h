@@ -1,0 +1,31 @@
+// Human tables and JSON documents printed by the client commands.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/inventory.h"
+#include "common/result.h"
+
+namespace gdrmesh::cli {
+
+struct WorkerView {
+  std::string name;
+  std::string state;
+  int64_t connected_ms = 0;
+  int64_t last_heartbeat_ms = 0;
+  std::string peer;
+  Inventory inventory;
+};
+
+nlohmann::json workersJson(const std::vector<WorkerView>& workers);
+std::string workersTable(const std::vector<WorkerView>& workers);
+std::string resultsTable(const std::vector<TestResult>& rows);
+// Several lines describing one result, figures with their units.
+std::string resultDetail(const TestResult& r);
+// Simple fixed-width table; the first row is the header.
+std::string renderTable(const std::vector<std::vector<std::string>>& rows);
+std::string fmt(double v, int precision);
+
+}  // namespace gdrmesh::cli

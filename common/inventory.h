@@ -1,0 +1,60 @@
+// What a worker owns: its NICs and GPUs as discovered on the host.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gdrmesh {
+
+struct GidEntry {
+  int index = 0;
+  std::string gid;   // "fe80:0000:...", 8 groups of 4 hex digits
+  std::string type;  // "RoCE v2", "RoCE v1", "IB"
+};
+
+struct NicPort {
+  int port = 1;
+  std::string state;       // "ACTIVE", "DOWN", ...
+  std::string link_layer;  // "InfiniBand" or "Ethernet"
+  double rate_gbps = 0;    // from sysfs rate
+  int active_mtu = 0;      // bytes: 256..4096
+  int max_mtu = 0;
+  uint32_t lid = 0;
+  std::string netdev;  // RoCE: the bound net device
+  std::vector<GidEntry> gids;
+};
+
+struct Nic {
+  std::string name;     // "mlx5_0", "rxe0"
+  std::string pci_bus_id;  // "0000:17:00.0" or "" for software devices
+  int numa_node = -1;
+  std::string node_guid;
+  std::string fw_version;
+  std::vector<NicPort> ports;
+};
+
+struct Gpu {
+  int index = 0;
+  std::string name;
+  std::string uuid;
+  std::string pci_bus_id;  // "0000:1b:00.0"
+  uint64_t memory_bytes = 0;
+  int numa_node = -1;
+  bool dma_buf_supported = false;
+  bool gpu_direct_rdma_supported = false;
+  int compute_capability_major = 0, compute_capability_minor = 0;
+};
+
+struct Inventory {
+  std::string hostname;
+  std::string worker_version;
+  std::vector<Nic> nics;
+  std::vector<Gpu> gpus;
+  std::vector<std::string> transports;  // usable transports on this worker: "emulated", "verbs"
+  std::string cuda_driver_version;      // "" when no driver
+  std::string rdma_core_version;
+  std::vector<std::string> notes;  // why a transport or the GPUs are missing here
+};
+
+}  // namespace gdrmesh

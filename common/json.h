@@ -1,0 +1,18 @@
+// JSON forms of results and inventories: the stable output of `-o json` and of the status
+// page's API. Documented field by field in docs/json.md; fields are only ever added.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "common/inventory.h"
+#include "common/result.h"
+
+namespace gdrmesh {
+
+nlohmann::json toJson(const Inventory& inv);
+nlohmann::json toJson(const TestResult& r);
+nlohmann::json toJson(const Measurement& m);
+nlohmann::json toJson(const IntegrityReport& i);
+nlohmann::json toJson(const EndpointRecord& e);
+
+}  // namespace gdrmesh

@@ -1,0 +1,53 @@
+// One stored test result: the row every query, verdict and report is made from.
+// Every row says which transport and memory path produced it, so an emulated or staged result
+// can never pass as RDMA or as GPUDirect.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/measurement.h"
+#include "common/pattern.h"
+#include "common/types.h"
+
+namespace gdrmesh {
+
+struct EndpointRecord {
+  std::string worker;     // worker name
+  std::string host;       // hostname
+  std::string nic;        // "rxe0", "" for the emulated transport
+  int port = 0;
+  int gpu = -1;           // GPU index, -1 for host memory
+  std::string gpu_pci;    // PCI bus id of the GPU
+  MemoryKind memory = MemoryKind::kHost;
+  RegPath reg_path = RegPath::kHost;  // the path that ran (never kAuto in a stored result)
+  int gid_index = -1;
+  std::string topo_class;  // GPU-NIC path class: PIX, PXB, PHB, NODE, SYS; "" if not applicable
+};
+
+struct TestResult {
+  int64_t id = 0;          // SQLite row id, 0 before insertion
+  std::string test_id;     // unique id, e.g. "t-20261122-151107-3f2a"
+  std::string run_id;      // sweep/acceptance run this test belongs to, "" for ad-hoc
+  int64_t started_ms = 0;  // unix ms
+  int64_t finished_ms = 0;
+  Op op = Op::kWrite;
+  Mode mode = Mode::kBandwidth;
+  TransportKind transport = TransportKind::kEmulated;
+  EndpointRecord initiator;
+  EndpointRecord target;
+  uint64_t message_size = 0;
+  uint64_t iterations = 0;
+  uint32_t num_qps = 1;
+  int path_mtu = 0;        // bytes, 0 if not applicable
+  Measurement measurement;
+  IntegrityReport integrity;
+  TestStatus status = TestStatus::kError;
+  std::string reason;      // why FAILED/SKIPPED/ERROR, "" when PASSED
+  bool gpudirect() const {
+    return isGpuDirect(transport, initiator.memory, initiator.reg_path) ||
+           isGpuDirect(transport, target.memory, target.reg_path);
+  }
+};
+
+}  // namespace gdrmesh

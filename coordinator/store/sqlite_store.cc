@@ -1,0 +1,881 @@
+#include "coordinator/store/sqlite_store.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <type_traits>
+#include <utility>
+
+namespace gdrmesh {
+namespace {
+
+// PRAGMA application_id of a gdrmesh database ("GDMS"): tells our files from other SQLite files.
+constexpr int64_t kApplicationId = 0x47444D53;
+
+// ---------------------------------------------------------------------------------------------
+// Migration 1: results and workers.
+//
+// Columns holding doubles are declared WITHOUT a type on purpose: a REAL (or NUMERIC) column
+// makes SQLite store an integral double as an integer, which turns -0.0 into 0 and breaks the
+// bit-exact round trip. Values are still stored as REAL (typeof() = 'real'), so SQL arithmetic
+// and aggregates work as usual. NaN cannot be stored by SQLite: it becomes NULL, read back as
+// a quiet NaN.
+// uint64 fields are stored as the int64 with the same bits (exact; values >= 2^63, which no
+// real counter reaches, read as negative in raw SQL).
+const char* const kCreateResults = R"sql(
+CREATE TABLE results (
+  id INTEGER PRIMARY KEY,
+  test_id TEXT NOT NULL UNIQUE,
+  run_id TEXT NOT NULL,
+  started_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL,
+  op TEXT NOT NULL,
+  mode TEXT NOT NULL,
+  transport TEXT NOT NULL,
+  gpudirect INTEGER NOT NULL,
+  initiator_worker TEXT NOT NULL,
+  initiator_host TEXT NOT NULL,
+  initiator_nic TEXT NOT NULL,
+  initiator_port INTEGER NOT NULL,
+  initiator_gpu INTEGER NOT NULL,
+  initiator_gpu_pci TEXT NOT NULL,
+  initiator_memory TEXT NOT NULL,
+  initiator_reg_path TEXT NOT NULL,
+  initiator_gid_index INTEGER NOT NULL,
+  initiator_topo_class TEXT NOT NULL,
+  target_worker TEXT NOT NULL,
+  target_host TEXT NOT NULL,
+  target_nic TEXT NOT NULL,
+  target_port INTEGER NOT NULL,
+  target_gpu INTEGER NOT NULL,
+  target_gpu_pci TEXT NOT NULL,
+  target_memory TEXT NOT NULL,
+  target_reg_path TEXT NOT NULL,
+  target_gid_index INTEGER NOT NULL,
+  target_topo_class TEXT NOT NULL,
+  message_size INTEGER NOT NULL,
+  iterations INTEGER NOT NULL,
+  num_qps INTEGER NOT NULL,
+  path_mtu INTEGER NOT NULL,
+  meas_message_size INTEGER NOT NULL,
+  meas_iterations INTEGER NOT NULL,
+  meas_warmup_iterations INTEGER NOT NULL,
+  meas_staging_seconds,
+  bw_valid INTEGER NOT NULL,
+  bw_bytes INTEGER NOT NULL,
+  bw_messages INTEGER NOT NULL,
+  bw_seconds,
+  bw_avg_gbps,
+  bw_peak_gbps,
+  bw_msg_rate_mpps,
+  lat_valid INTEGER NOT NULL,
+  lat_samples INTEGER NOT NULL,
+  lat_min_us,
+  lat_max_us,
+  lat_median_us,
+  lat_mean_us,
+  lat_stdev_us,
+  lat_p99_us,
+  lat_p999_us,
+  ctr_valid INTEGER NOT NULL,
+  ctr_xmit_bytes INTEGER NOT NULL,
+  ctr_rcv_bytes INTEGER NOT NULL,
+  ctr_xmit_packets INTEGER NOT NULL,
+  ctr_rcv_packets INTEGER NOT NULL,
+  ctr_errors INTEGER NOT NULL,
+  integrity_checked INTEGER NOT NULL,
+  integrity_bytes_checked INTEGER NOT NULL,
+  integrity_wrong_bytes INTEGER NOT NULL,
+  integrity_first_wrong_offset INTEGER NOT NULL,
+  integrity_where TEXT NOT NULL,
+  status TEXT NOT NULL,
+  reason TEXT NOT NULL
+))sql";
+
+const char* const kCreateWorkers = R"sql(
+CREATE TABLE workers (
+  name TEXT PRIMARY KEY,
+  hostname TEXT NOT NULL,
+  inventory_json TEXT NOT NULL,
+  first_seen_ms INTEGER NOT NULL,
+  last_seen_ms INTEGER NOT NULL
+))sql";
+
+// ---------------------------------------------------------------------------------------------
+// One list of the results columns, walked by three visitors (names, binding, reading), so the
+// INSERT, the SELECT and the struct cannot drift apart.
+template <typename R, typename V>
+void visitResultColumns(R& r, V& v) {
+  v.field("test_id", r.test_id);
+  v.field("run_id", r.run_id);
+  v.field("started_ms", r.started_ms);
+  v.field("finished_ms", r.finished_ms);
+  v.field("op", r.op);
+  v.field("mode", r.mode);
+  v.field("transport", r.transport);
+  v.derivedGpuDirect("gpudirect", r);
+  v.field("initiator_worker", r.initiator.worker);
+  v.field("initiator_host", r.initiator.host);
+  v.field("initiator_nic", r.initiator.nic);
+  v.field("initiator_port", r.initiator.port);
+  v.field("initiator_gpu", r.initiator.gpu);
+  v.field("initiator_gpu_pci", r.initiator.gpu_pci);
+  v.field("initiator_memory", r.initiator.memory);
+  v.field("initiator_reg_path", r.initiator.reg_path);
+  v.field("initiator_gid_index", r.initiator.gid_index);
+  v.field("initiator_topo_class", r.initiator.topo_class);
+  v.field("target_worker", r.target.worker);
+  v.field("target_host", r.target.host);
+  v.field("target_nic", r.target.nic);
+  v.field("target_port", r.target.port);
+  v.field("target_gpu", r.target.gpu);
+  v.field("target_gpu_pci", r.target.gpu_pci);
+  v.field("target_memory", r.target.memory);
+  v.field("target_reg_path", r.target.reg_path);
+  v.field("target_gid_index", r.target.gid_index);
+  v.field("target_topo_class", r.target.topo_class);
+  v.field("message_size", r.message_size);
+  v.field("iterations", r.iterations);
+  v.field("num_qps", r.num_qps);
+  v.field("path_mtu", r.path_mtu);
+  v.field("meas_message_size", r.measurement.message_size);
+  v.field("meas_iterations", r.measurement.iterations);
+  v.field("meas_warmup_iterations", r.measurement.warmup_iterations);
+  v.field("meas_staging_seconds", r.measurement.staging_seconds);
+  v.field("bw_valid", r.measurement.has_bandwidth);
+  v.field("bw_bytes", r.measurement.bw.bytes);
+  v.field("bw_messages", r.measurement.bw.messages);
+  v.field("bw_seconds", r.measurement.bw.seconds);
+  v.field("bw_avg_gbps", r.measurement.bw.avg_gbps);
+  v.field("bw_peak_gbps", r.measurement.bw.peak_gbps);
+  v.field("bw_msg_rate_mpps", r.measurement.bw.msg_rate_mpps);
+  v.field("lat_valid", r.measurement.has_latency);
+  v.field("lat_samples", r.measurement.lat.samples);
+  v.field("lat_min_us", r.measurement.lat.min_us);
+  v.field("lat_max_us", r.measurement.lat.max_us);
+  v.field("lat_median_us", r.measurement.lat.median_us);
+  v.field("lat_mean_us", r.measurement.lat.mean_us);
+  v.field("lat_stdev_us", r.measurement.lat.stdev_us);
+  v.field("lat_p99_us", r.measurement.lat.p99_us);
+  v.field("lat_p999_us", r.measurement.lat.p999_us);
+  v.field("ctr_valid", r.measurement.counters.valid);
+  v.field("ctr_xmit_bytes", r.measurement.counters.xmit_bytes);
+  v.field("ctr_rcv_bytes", r.measurement.counters.rcv_bytes);
+  v.field("ctr_xmit_packets", r.measurement.counters.xmit_packets);
+  v.field("ctr_rcv_packets", r.measurement.counters.rcv_packets);
+  v.field("ctr_errors", r.measurement.counters.errors);
+  v.field("integrity_checked", r.integrity.checked);
+  v.field("integrity_bytes_checked", r.integrity.bytes_checked);
+  v.field("integrity_wrong_bytes", r.integrity.wrong_bytes);
+  v.field("integrity_first_wrong_offset", r.integrity.first_wrong_offset);
+  v.field("integrity_where", r.integrity.where);
+  v.field("status", r.status);
+  v.field("reason", r.reason);
+}
+
+bool parseEnum(std::string_view s, Op* out) {
+  auto v = parseOp(s);
+  if (v) *out = *v;
+  return v.has_value();
+}
+bool parseEnum(std::string_view s, Mode* out) {
+  auto v = parseMode(s);
+  if (v) *out = *v;
+  return v.has_value();
+}
+bool parseEnum(std::string_view s, MemoryKind* out) {
+  auto v = parseMemoryKind(s);
+  if (v) *out = *v;
+  return v.has_value();
+}
+bool parseEnum(std::string_view s, RegPath* out) {
+  auto v = parseRegPath(s);
+  if (v) *out = *v;
+  return v.has_value();
+}
+bool parseEnum(std::string_view s, TransportKind* out) {
+  auto v = parseTransportKind(s);
+  if (v) *out = *v;
+  return v.has_value();
+}
+bool parseEnum(std::string_view s, TestStatus* out) {
+  auto v = parseTestStatus(s);
+  if (v) *out = *v;
+  return v.has_value();
+}
+
+struct ColumnNames {
+  std::vector<std::string> names;
+  template <typename T>
+  void field(const char* name, const T& /*unused*/) {
+    names.emplace_back(name);
+  }
+  void derivedGpuDirect(const char* name, const TestResult& /*unused*/) {
+    names.emplace_back(name);
+  }
+};
+
+const std::vector<std::string>& resultColumns() {
+  static const std::vector<std::string> kColumns = [] {
+    ColumnNames n;
+    const TestResult r;
+    visitResultColumns(r, n);
+    return n.names;
+  }();
+  return kColumns;
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += sep;
+    out += v[i];
+  }
+  return out;
+}
+
+// "id, test_id, run_id, ...": the SELECT list; column 0 is the row id.
+const std::string& selectColumns() {
+  static const std::string kSelect = "id, " + join(resultColumns(), ", ");
+  return kSelect;
+}
+
+const std::string& insertResultSql() {
+  static const std::string kSql = [] {
+    std::vector<std::string> params(resultColumns().size(), "?");
+    return "INSERT INTO results (" + join(resultColumns(), ", ") + ") VALUES (" +
+           join(params, ", ") + ")";
+  }();
+  return kSql;
+}
+
+// Binds fields to parameters 1..N in visiting order; keeps the first failure.
+class Binder {
+ public:
+  explicit Binder(sqlite3_stmt* s) : s_(s) {}
+  int rc() const { return rc_; }
+  const char* failedColumn() const { return failed_; }
+
+  void field(const char* name, const std::string& v) {
+    check(name, sqlite3_bind_text64(s_, next(), v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
+  }
+  void field(const char* name, int64_t v) { check(name, sqlite3_bind_int64(s_, next(), v)); }
+  void field(const char* name, uint64_t v) { field(name, static_cast<int64_t>(v)); }
+  void field(const char* name, uint32_t v) { field(name, static_cast<int64_t>(v)); }
+  void field(const char* name, int v) { field(name, static_cast<int64_t>(v)); }
+  void field(const char* name, bool v) { field(name, static_cast<int64_t>(v ? 1 : 0)); }
+  void field(const char* name, double v) { check(name, sqlite3_bind_double(s_, next(), v)); }
+  template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+  void field(const char* name, E v) {
+    check(name, sqlite3_bind_text(s_, next(), toString(v), -1, SQLITE_STATIC));
+  }
+  void derivedGpuDirect(const char* name, const TestResult& r) { field(name, r.gpudirect()); }
+
+ private:
+  int next() { return ++index_; }
+  void check(const char* name, int rc) {
+    if (rc != SQLITE_OK && rc_ == SQLITE_OK) {
+      rc_ = rc;
+      failed_ = name;
+    }
+  }
+  sqlite3_stmt* s_;
+  int index_ = 0;
+  int rc_ = SQLITE_OK;
+  const char* failed_ = "";
+};
+
+// Reads columns 1..N (column 0 is the row id) in visiting order; keeps the first problem.
+class Reader {
+ public:
+  explicit Reader(sqlite3_stmt* s) : s_(s) {}
+  const std::string& problem() const { return problem_; }
+
+  void field(const char* /*name*/, std::string& v) {
+    const int i = next();
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(s_, i));
+    const int n = sqlite3_column_bytes(s_, i);
+    v.assign(p ? p : "", p ? static_cast<size_t>(n) : 0);
+  }
+  void field(const char* /*name*/, int64_t& v) { v = sqlite3_column_int64(s_, next()); }
+  void field(const char* /*name*/, uint64_t& v) {
+    v = static_cast<uint64_t>(sqlite3_column_int64(s_, next()));
+  }
+  void field(const char* name, uint32_t& v) {
+    const int64_t x = sqlite3_column_int64(s_, next());
+    if (x < 0 || x > std::numeric_limits<uint32_t>::max()) bad(name, std::to_string(x));
+    v = static_cast<uint32_t>(x);
+  }
+  void field(const char* name, int& v) {
+    const int64_t x = sqlite3_column_int64(s_, next());
+    if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max()) {
+      bad(name, std::to_string(x));
+    }
+    v = static_cast<int>(x);
+  }
+  void field(const char* /*name*/, bool& v) { v = sqlite3_column_int64(s_, next()) != 0; }
+  void field(const char* /*name*/, double& v) {
+    const int i = next();
+    v = sqlite3_column_type(s_, i) == SQLITE_NULL ? std::numeric_limits<double>::quiet_NaN()
+                                                  : sqlite3_column_double(s_, i);
+  }
+  template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+  void field(const char* name, E& v) {
+    const int i = next();
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, i));
+    const std::string_view s =
+        p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(s_, i)))
+          : std::string_view();
+    if (!parseEnum(s, &v)) bad(name, "'" + std::string(s) + "'");
+  }
+  void derivedGpuDirect(const char* /*name*/, TestResult& /*unused*/) { next(); }
+
+ private:
+  int next() { return ++index_; }
+  void bad(const char* name, const std::string& value) {
+    if (problem_.empty()) problem_ = std::string("column ") + name + " holds " + value;
+  }
+  sqlite3_stmt* s_;
+  int index_ = 0;
+  std::string problem_;
+};
+
+// Resets a cached statement (and drops its bindings) when the scope ends.
+class StmtScope {
+ public:
+  explicit StmtScope(sqlite3_stmt* s) : s_(s) {}
+  ~StmtScope() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  StmtScope(const StmtScope&) = delete;
+  StmtScope& operator=(const StmtScope&) = delete;
+
+ private:
+  sqlite3_stmt* s_;
+};
+
+std::string columnText(sqlite3_stmt* s, int i) {
+  const auto* p = static_cast<const char*>(sqlite3_column_blob(s, i));
+  return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();
+}
+
+int bindText(sqlite3_stmt* s, const char* param, const std::string& v) {
+  const int i = sqlite3_bind_parameter_index(s, param);
+  return sqlite3_bind_text64(s, i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+}
+int bindInt(sqlite3_stmt* s, const char* param, int64_t v) {
+  return sqlite3_bind_int64(s, sqlite3_bind_parameter_index(s, param), v);
+}
+
+std::string dbFix(const std::string& path) {
+  return "point --db at another file, or move " + path +
+         " aside; the coordinator creates a new database where none exists";
+}
+
+}  // namespace
+
+const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
+  // Append new steps at the end (runs, sweeps, ... come later); never edit a released one.
+  static const std::vector<SqliteMigration> kMigrations = {
+      {1,
+       "results and workers",
+       {
+           "PRAGMA application_id = 1195658579",  // kApplicationId, "GDMS"
+           kCreateResults,
+           "CREATE INDEX results_started_ms ON results (started_ms)",
+           "CREATE INDEX results_run_id ON results (run_id)",
+           "CREATE INDEX results_status ON results (status)",
+           "CREATE INDEX results_initiator_worker ON results (initiator_worker)",
+           "CREATE INDEX results_target_worker ON results (target_worker)",
+           kCreateWorkers,
+       }},
+  };
+  return kMigrations;
+}
+
+int SqliteStore::latestSchemaVersion() {
+  return sqliteSchemaMigrations().back().version;
+}
+
+SqliteStore::SqliteStore(std::string path, DbPtr db) : path_(std::move(path)), db_(std::move(db)) {}
+
+SqliteStore::~SqliteStore() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stmts_.clear();  // finalize before the connection closes
+  db_.reset();
+}
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path) {
+  return open(path, SqliteStoreOptions{});
+}
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
+                                                       const SqliteStoreOptions& options) {
+  namespace fs = std::filesystem;
+  if (path.empty()) {
+    return invalidArgument("database path is empty", "pass --db <file>, e.g. /var/lib/gdrmesh/db");
+  }
+  const bool in_memory = path == ":memory:";
+  if (!in_memory) {
+    fs::path dir = fs::path(path).parent_path();
+    if (dir.empty()) dir = ".";
+    std::error_code ec;
+    const fs::file_status st = fs::status(dir, ec);
+    if (!fs::exists(st)) {
+      return notFound("directory " + dir.string() + " does not exist (database " + path + ")",
+                      "create it (mkdir -p " + dir.string() + ") or pass --db a path in an " +
+                          "existing directory");
+    }
+    if (!fs::is_directory(st)) {
+      return failedPrecondition(dir.string() + " is not a directory (database " + path + ")",
+                                "pass --db a path inside a directory");
+    }
+    // WAL creates <path>-wal and <path>-shm beside the database: the directory must be writable.
+    if (::access(dir.c_str(), W_OK | X_OK) != 0 && errno == EACCES) {
+      return Status(Code::kPermissionDenied,
+                    "no write permission on directory " + dir.string() + " (database " + path +
+                        "; WAL mode creates " + path + "-wal and -shm there)",
+                    "run the coordinator as a user that can write " + dir.string() +
+                        " (chown/chmod), or pass --db a path in a writable directory");
+    }
+    if (fs::exists(fs::path(path), ec) && ::access(path.c_str(), R_OK | W_OK) != 0 &&
+        errno == EACCES) {
+      return Status(
+          Code::kPermissionDenied, "no read/write permission on database " + path,
+          "chown/chmod " + path + " to the coordinator's user, or pass --db another file");
+    }
+  }
+
+  sqlite3* raw = nullptr;
+  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  DbPtr db(raw);
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path, std::move(db)));
+  std::lock_guard<std::mutex> lock(store->mu_);
+  if (rc != SQLITE_OK) {
+    if (!store->db_) {
+      return Status(Code::kResourceExhausted, "out of memory opening database " + path);
+    }
+    return store->error(rc, "open");
+  }
+  GDR_RETURN_IF_ERROR(store->configure(options));
+  return store;
+}
+
+Status SqliteStore::configure(const SqliteStoreOptions& options) {
+  sqlite3_extended_result_codes(db_.get(), 1);
+  sqlite3_busy_timeout(db_.get(), options.busy_timeout_ms);
+  const std::vector<SqliteMigration>& migrations =
+      options.migrations ? *options.migrations : sqliteSchemaMigrations();
+  for (size_t i = 0; i < migrations.size(); ++i) {
+    if (migrations[i].version != static_cast<int>(i) + 1) {
+      return internalError("schema migration list is not numbered 1..N: entry " +
+                           std::to_string(i) + " has version " +
+                           std::to_string(migrations[i].version));
+    }
+  }
+  const int latest = migrations.empty() ? 0 : migrations.back().version;
+
+  // Read-only checks first, so a file that is not ours is never modified. The first read of
+  // the header is also where "not a database" shows up.
+  GDR_ASSIGN_OR_RETURN(const int64_t app_id,
+                       queryInt("read application_id", "PRAGMA application_id"));
+  GDR_ASSIGN_OR_RETURN(const int64_t version, queryInt("read user_version", "PRAGMA user_version"));
+  GDR_ASSIGN_OR_RETURN(
+      const int64_t tables,
+      queryInt("count tables",
+               "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"));
+  if (app_id != 0 && app_id != kApplicationId) {
+    return failedPrecondition("database " + path_ +
+                                  " belongs to another application (application_id " +
+                                  std::to_string(app_id) + ")",
+                              dbFix(path_));
+  }
+  if (version == 0 && tables > 0) {
+    return failedPrecondition("database " + path_ + " is a SQLite file but not a gdrmesh " +
+                                  "database (it has tables and no gdrmesh schema version)",
+                              dbFix(path_));
+  }
+  if (version > latest) {
+    return failedPrecondition(
+        "database " + path_ + " has schema version " + std::to_string(version) +
+            ", newer than this gdrmesh build understands (" + std::to_string(latest) + ")",
+        "run a gdrmesh coordinator at least as new as the one that wrote " + path_ +
+            ", or point --db at another file");
+  }
+
+  GDR_ASSIGN_OR_RETURN(const std::string mode,
+                       queryText("set journal_mode", "PRAGMA journal_mode = WAL"));
+  const bool in_memory = path_ == ":memory:";
+  if (!in_memory && mode != "wal") {
+    return failedPrecondition("could not switch database " + path_ + " to WAL mode (journal " +
+                                  "mode stays '" + mode + "')",
+                              "put the database on a local filesystem that supports shared " +
+                                  std::string("memory (not NFS)"));
+  }
+  GDR_RETURN_IF_ERROR(execOnce("set synchronous", "PRAGMA synchronous = NORMAL"));
+  GDR_RETURN_IF_ERROR(execOnce("set foreign_keys", "PRAGMA foreign_keys = ON"));
+  return migrate(migrations);
+}
+
+Status SqliteStore::migrate(const std::vector<SqliteMigration>& migrations) {
+  for (const SqliteMigration& m : migrations) {
+    GDR_ASSIGN_OR_RETURN(const int64_t current,
+                         queryInt("read user_version", "PRAGMA user_version"));
+    if (current >= m.version) continue;
+    Status s = applyMigration(m);
+    if (!s.ok()) {
+      return s.withContext("schema migration " + std::to_string(m.version) + " (" + m.name +
+                           ") of " + path_ + ": ");
+    }
+  }
+  return Status();
+}
+
+Status SqliteStore::applyMigration(const SqliteMigration& m) {
+  GDR_RETURN_IF_ERROR(begin());
+  // Another process may have migrated between our check and our write lock: look again.
+  Result<int64_t> current = queryInt("read user_version", "PRAGMA user_version");
+  if (!current.ok()) {
+    rollbackQuietly();
+    return current.status();
+  }
+  if (*current >= m.version) return commit();
+  for (const std::string& sql : m.statements) {
+    Status s = execOnce("migration " + std::to_string(m.version), sql);
+    if (!s.ok()) {
+      rollbackQuietly();
+      return s;
+    }
+  }
+  // PRAGMA takes no bound parameters; the value is our own integer constant, not input.
+  Status s = execOnce("set user_version", "PRAGMA user_version = " + std::to_string(m.version));
+  if (!s.ok()) {
+    rollbackQuietly();
+    return s;
+  }
+  return commit();
+}
+
+Result<sqlite3_stmt*> SqliteStore::statement(const std::string& name, const std::string& sql) {
+  auto it = stmts_.find(name);
+  if (it != stmts_.end()) return it->second.get();
+  sqlite3_stmt* raw = nullptr;
+  const int rc = sqlite3_prepare_v3(db_.get(), sql.c_str(), static_cast<int>(sql.size() + 1),
+                                    SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+  StmtPtr s(raw);
+  if (rc != SQLITE_OK) return error(rc, "prepare " + name);
+  if (!s) return internalError("statement " + name + " is empty");
+  sqlite3_stmt* out = s.get();
+  stmts_.emplace(name, std::move(s));
+  return out;
+}
+
+Status SqliteStore::execOnce(const std::string& name, const std::string& sql) {
+  sqlite3_stmt* raw = nullptr;
+  const int rc = sqlite3_prepare_v3(db_.get(), sql.c_str(), static_cast<int>(sql.size() + 1), 0,
+                                    &raw, nullptr);
+  StmtPtr s(raw);
+  if (rc != SQLITE_OK) return error(rc, "prepare " + name);
+  if (!s) return Status();
+  int step;
+  while ((step = sqlite3_step(s.get())) == SQLITE_ROW) {
+  }
+  if (step != SQLITE_DONE) return error(step, name);
+  return Status();
+}
+
+Result<int64_t> SqliteStore::queryInt(const std::string& name, const std::string& sql) {
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(name, sql));
+  StmtScope scope(s);
+  const int rc = sqlite3_step(s);
+  if (rc != SQLITE_ROW) return error(rc == SQLITE_DONE ? SQLITE_INTERNAL : rc, name);
+  return static_cast<int64_t>(sqlite3_column_int64(s, 0));
+}
+
+Result<std::string> SqliteStore::queryText(const std::string& name, const std::string& sql) {
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(name, sql));
+  StmtScope scope(s);
+  const int rc = sqlite3_step(s);
+  if (rc != SQLITE_ROW) return error(rc == SQLITE_DONE ? SQLITE_INTERNAL : rc, name);
+  return columnText(s, 0);
+}
+
+Status SqliteStore::begin() {
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement("begin", "BEGIN IMMEDIATE"));
+  StmtScope scope(s);
+  const int rc = sqlite3_step(s);
+  return rc == SQLITE_DONE ? Status() : error(rc, "begin");
+}
+
+Status SqliteStore::commit() {
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement("commit", "COMMIT"));
+  Status st;
+  {
+    StmtScope scope(s);  // reset before the ROLLBACK below
+    const int rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) return Status();
+    st = error(rc, "commit");
+  }
+  rollbackQuietly();
+  return st;
+}
+
+void SqliteStore::rollbackQuietly() noexcept {
+  if (sqlite3_get_autocommit(db_.get())) return;  // SQLite already rolled back (e.g. FULL)
+  Result<sqlite3_stmt*> s = statement("rollback", "ROLLBACK");
+  if (!s.ok()) return;
+  StmtScope scope(*s);
+  (void)sqlite3_step(*s);
+}
+
+Status SqliteStore::error(int rc, const std::string& what) const {
+  const int primary = rc & 0xff;
+  const std::string msg = sqlite3_errmsg(db_.get());
+  const int sys = sqlite3_system_errno(db_.get());
+  const std::string detail =
+      what + ": " + msg + " [" + sqlite3_errstr(rc) + ", code " + std::to_string(rc) + "]";
+  if (primary == SQLITE_FULL || (primary == SQLITE_IOERR && sys == ENOSPC)) {
+    return Status(Code::kResourceExhausted, "database disk is full: " + path_ + " (" + detail + ")",
+                  "free space on the filesystem that holds " + path_ +
+                      " (df -h), or move the database (--db); the failed write was rolled back");
+  }
+  switch (primary) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return unavailable("database is locked by another process: " + path_ + " (" + detail + ")",
+                         "another coordinator (or a sqlite3 shell) holds " + path_ +
+                             "; stop it, or give this coordinator its own --db");
+    case SQLITE_NOTADB:
+      return failedPrecondition(
+          "not a database (or its header is corrupt): " + path_ + " (" + detail + ")",
+          dbFix(path_));
+    case SQLITE_CORRUPT:
+      return Status(Code::kDataLoss, "database is corrupt: " + path_ + " (" + detail + ")",
+                    "restore " + path_ + " from a backup, or salvage it with `sqlite3 " + path_ +
+                        " .recover`; " + dbFix(path_));
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      return Status(Code::kPermissionDenied, "cannot write database " + path_ + " (" + detail + ")",
+                    "give the coordinator's user write access to " + path_ +
+                        " and its directory (WAL needs the -wal and -shm files)");
+    case SQLITE_CANTOPEN:
+      if (sys == EACCES || sys == EPERM) {
+        return Status(Code::kPermissionDenied,
+                      "no permission to open database " + path_ + " (" + detail + ")",
+                      "give the coordinator's user read/write access to " + path_ +
+                          " and its directory, or pass --db another file");
+      }
+      return unavailable(
+          "cannot open database " + path_ + " (" + detail + ": " + std::strerror(sys) + ")",
+          "check that " + path_ + " and its directory exist and are writable");
+    case SQLITE_IOERR:
+      return unavailable(
+          "I/O error on database " + path_ + " (" + detail + ": " + std::strerror(sys) + ")",
+          "check the disk that holds " + path_ + " (dmesg, smartctl)");
+    case SQLITE_CONSTRAINT:
+      return invalidArgument("database " + path_ + " refused the row (" + detail + ")");
+    case SQLITE_NOMEM:
+      return Status(Code::kResourceExhausted, "out of memory in SQLite (" + detail + ")");
+    default:
+      return internalError("sqlite error on " + path_ + " (" + detail + ")");
+  }
+}
+
+Result<int64_t> SqliteStore::insertResult(const TestResult& result) {
+  if (result.test_id.empty()) {
+    return invalidArgument("result.test_id is empty", "every stored result needs a unique id");
+  }
+  if (result.initiator.reg_path == RegPath::kAuto || result.target.reg_path == RegPath::kAuto) {
+    return invalidArgument(
+        "result " + result.test_id + ": reg_path 'auto' is a request, not a path that ran",
+        "store the registration path the transport actually used");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement("insert_result", insertResultSql()));
+  GDR_RETURN_IF_ERROR(begin());
+  int rc;
+  std::string what = "insert_result";
+  Status failure;
+  {
+    StmtScope scope(s);  // reset before any ROLLBACK below
+    Binder binder(s);
+    visitResultColumns(result, binder);
+    rc = binder.rc();
+    if (rc != SQLITE_OK) {
+      what += " (bind " + std::string(binder.failedColumn()) + ")";
+    } else {
+      rc = sqlite3_step(s);
+    }
+    if (rc == SQLITE_CONSTRAINT_UNIQUE) {
+      failure = invalidArgument("test_id '" + result.test_id + "' is already stored in " + path_,
+                                "test ids are unique: give each test its own id");
+    } else if (rc != SQLITE_DONE) {
+      failure = error(rc, what);
+    }
+  }
+  if (!failure.ok()) {
+    rollbackQuietly();
+    return failure;
+  }
+  const int64_t id = sqlite3_last_insert_rowid(db_.get());
+  GDR_RETURN_IF_ERROR(commit());
+  return id;
+}
+
+namespace {
+
+Result<TestResult> readRow(sqlite3_stmt* s, const std::string& path) {
+  TestResult r;
+  r.id = sqlite3_column_int64(s, 0);
+  Reader reader(s);
+  visitResultColumns(r, reader);
+  if (!reader.problem().empty()) {
+    return Status(Code::kDataLoss,
+                  "results row " + std::to_string(r.id) + " (test_id '" + r.test_id + "') in " +
+                      path + ": " + reader.problem(),
+                  "the row was written by another program or a newer gdrmesh; upgrade gdrmesh");
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<std::vector<TestResult>> SqliteStore::queryResults(const ResultQuery& query) {
+  // One fixed statement text per combination of filters present (at most 8, each cached): no
+  // values in the SQL, and the planner can use the worker/status/run_id indexes.
+  std::string name = "query_results";
+  std::string sql = "SELECT " + selectColumns() + " FROM results WHERE started_ms >= :since";
+  if (!query.worker.empty()) {
+    name += "+worker";
+    sql += " AND (initiator_worker = :worker OR target_worker = :worker)";
+  }
+  if (query.status) {
+    name += "+status";
+    sql += " AND status = :status";
+  }
+  if (!query.run_id.empty()) {
+    name += "+run";
+    sql += " AND run_id = :run";
+  }
+  sql += " ORDER BY started_ms DESC, id DESC LIMIT :limit";
+
+  std::lock_guard<std::mutex> lock(mu_);
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(name, sql));
+  StmtScope scope(s);
+  int rc = bindInt(s, ":since", query.since_ms);
+  if (rc == SQLITE_OK && !query.worker.empty()) rc = bindText(s, ":worker", query.worker);
+  if (rc == SQLITE_OK && query.status) rc = bindText(s, ":status", toString(*query.status));
+  if (rc == SQLITE_OK && !query.run_id.empty()) rc = bindText(s, ":run", query.run_id);
+  // limit 0 means no limit (LIMIT -1 in SQLite).
+  if (rc == SQLITE_OK) rc = bindInt(s, ":limit", query.limit == 0 ? -1 : int64_t{query.limit});
+  if (rc != SQLITE_OK) return error(rc, name + " (bind)");
+  std::vector<TestResult> out;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    GDR_ASSIGN_OR_RETURN(TestResult r, readRow(s, path_));
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return error(rc, name);
+  return out;
+}
+
+Result<std::optional<TestResult>> SqliteStore::getResult(const std::string& test_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  GDR_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      statement("get_result", "SELECT " + selectColumns() + " FROM results WHERE test_id = ?1"));
+  StmtScope scope(s);
+  int rc = sqlite3_bind_text64(s, 1, test_id.data(), test_id.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK) return error(rc, "get_result (bind)");
+  rc = sqlite3_step(s);
+  if (rc == SQLITE_DONE) return std::optional<TestResult>();
+  if (rc != SQLITE_ROW) return error(rc, "get_result");
+  GDR_ASSIGN_OR_RETURN(TestResult r, readRow(s, path_));
+  return std::optional<TestResult>(std::move(r));
+}
+
+Status SqliteStore::upsertWorker(const WorkerRecord& worker) {
+  if (worker.name.empty()) {
+    return invalidArgument("worker.name is empty", "register workers under a non-empty name");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  // hostname and inventory: the latest registration wins. first_seen keeps the earliest time,
+  // last_seen the latest.
+  GDR_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      statement("upsert_worker",
+                "INSERT INTO workers (name, hostname, inventory_json, first_seen_ms, "
+                "last_seen_ms) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET "
+                "hostname = excluded.hostname, inventory_json = excluded.inventory_json, "
+                "first_seen_ms = min(first_seen_ms, excluded.first_seen_ms), "
+                "last_seen_ms = max(last_seen_ms, excluded.last_seen_ms)"));
+  StmtScope scope(s);
+  int rc = sqlite3_bind_text64(s, 1, worker.name.data(), worker.name.size(), SQLITE_TRANSIENT,
+                               SQLITE_UTF8);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_bind_text64(s, 2, worker.hostname.data(), worker.hostname.size(), SQLITE_TRANSIENT,
+                             SQLITE_UTF8);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_bind_text64(s, 3, worker.inventory_json.data(), worker.inventory_json.size(),
+                             SQLITE_TRANSIENT, SQLITE_UTF8);
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 4, worker.first_seen_ms);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 5, worker.last_seen_ms);
+  if (rc != SQLITE_OK) return error(rc, "upsert_worker (bind)");
+  // A single statement is its own transaction: it is applied whole or not at all.
+  rc = sqlite3_step(s);
+  if (rc != SQLITE_DONE) return error(rc, "upsert_worker");
+  return Status();
+}
+
+Result<std::vector<WorkerRecord>> SqliteStore::listWorkers() {
+  std::lock_guard<std::mutex> lock(mu_);
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                       statement("list_workers",
+                                 "SELECT name, hostname, inventory_json, first_seen_ms, "
+                                 "last_seen_ms FROM workers ORDER BY name"));
+  StmtScope scope(s);
+  std::vector<WorkerRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    WorkerRecord w;
+    w.name = columnText(s, 0);
+    w.hostname = columnText(s, 1);
+    w.inventory_json = columnText(s, 2);
+    w.first_seen_ms = sqlite3_column_int64(s, 3);
+    w.last_seen_ms = sqlite3_column_int64(s, 4);
+    out.push_back(std::move(w));
+  }
+  if (rc != SQLITE_DONE) return error(rc, "list_workers");
+  return out;
+}
+
+Result<int> SqliteStore::schemaVersion() {
+  std::lock_guard<std::mutex> lock(mu_);
+  GDR_ASSIGN_OR_RETURN(const int64_t v, queryInt("read user_version", "PRAGMA user_version"));
+  return static_cast<int>(v);
+}
+
+Result<std::string> SqliteStore::journalMode() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queryText("read journal_mode", "PRAGMA journal_mode");
+}
+
+Status SqliteStore::setMaxPageCountForTesting(int64_t pages) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // PRAGMA takes no bound parameters; a test-only integer, not input.
+  return execOnce("set max_page_count", "PRAGMA max_page_count = " + std::to_string(pages));
+}
+
+Result<int64_t> SqliteStore::pageCountForTesting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queryInt("read page_count", "PRAGMA page_count");
+}
+
+}  // namespace gdrmesh

@@ -1,0 +1,385 @@
+#include "convert.h"
+
+namespace gdrmesh::convert {
+
+pb::Op toProto(Op v) {
+  switch (v) {
+    case Op::kWrite: return pb::OP_WRITE;
+    case Op::kRead: return pb::OP_READ;
+    case Op::kSend: return pb::OP_SEND;
+    case Op::kWriteImm: return pb::OP_WRITE_IMM;
+  }
+  return pb::OP_UNSPECIFIED;
+}
+pb::Mode toProto(Mode v) {
+  return v == Mode::kLatency ? pb::MODE_LATENCY : pb::MODE_BANDWIDTH;
+}
+pb::MemoryKind toProto(MemoryKind v) {
+  return v == MemoryKind::kCuda ? pb::MEMORY_KIND_CUDA : pb::MEMORY_KIND_HOST;
+}
+pb::RegPath toProto(RegPath v) {
+  switch (v) {
+    case RegPath::kAuto: return pb::REG_PATH_AUTO;
+    case RegPath::kHost: return pb::REG_PATH_HOST;
+    case RegPath::kDmabuf: return pb::REG_PATH_DMABUF;
+    case RegPath::kPeermem: return pb::REG_PATH_PEERMEM;
+    case RegPath::kStaged: return pb::REG_PATH_STAGED;
+  }
+  return pb::REG_PATH_UNSPECIFIED;
+}
+pb::Transport toProto(TransportKind v) {
+  return v == TransportKind::kVerbs ? pb::TRANSPORT_VERBS : pb::TRANSPORT_EMULATED;
+}
+pb::TestStatus toProto(TestStatus v) {
+  switch (v) {
+    case TestStatus::kPassed: return pb::TEST_STATUS_PASSED;
+    case TestStatus::kFailed: return pb::TEST_STATUS_FAILED;
+    case TestStatus::kSkipped: return pb::TEST_STATUS_SKIPPED;
+    case TestStatus::kError: return pb::TEST_STATUS_ERROR;
+  }
+  return pb::TEST_STATUS_UNSPECIFIED;
+}
+pb::Role toProto(Role v) { return v == Role::kTarget ? pb::ROLE_TARGET : pb::ROLE_INITIATOR; }
+
+Op fromProto(pb::Op v, Op def) {
+  switch (v) {
+    case pb::OP_WRITE: return Op::kWrite;
+    case pb::OP_READ: return Op::kRead;
+    case pb::OP_SEND: return Op::kSend;
+    case pb::OP_WRITE_IMM: return Op::kWriteImm;
+    default: return def;
+  }
+}
+Mode fromProto(pb::Mode v, Mode def) {
+  switch (v) {
+    case pb::MODE_BANDWIDTH: return Mode::kBandwidth;
+    case pb::MODE_LATENCY: return Mode::kLatency;
+    default: return def;
+  }
+}
+MemoryKind fromProto(pb::MemoryKind v, MemoryKind def) {
+  switch (v) {
+    case pb::MEMORY_KIND_HOST: return MemoryKind::kHost;
+    case pb::MEMORY_KIND_CUDA: return MemoryKind::kCuda;
+    default: return def;
+  }
+}
+RegPath fromProto(pb::RegPath v, RegPath def) {
+  switch (v) {
+    case pb::REG_PATH_AUTO: return RegPath::kAuto;
+    case pb::REG_PATH_HOST: return RegPath::kHost;
+    case pb::REG_PATH_DMABUF: return RegPath::kDmabuf;
+    case pb::REG_PATH_PEERMEM: return RegPath::kPeermem;
+    case pb::REG_PATH_STAGED: return RegPath::kStaged;
+    default: return def;
+  }
+}
+TransportKind fromProto(pb::Transport v, TransportKind def) {
+  switch (v) {
+    case pb::TRANSPORT_EMULATED: return TransportKind::kEmulated;
+    case pb::TRANSPORT_VERBS: return TransportKind::kVerbs;
+    default: return def;
+  }
+}
+TestStatus fromProto(pb::TestStatus v, TestStatus def) {
+  switch (v) {
+    case pb::TEST_STATUS_PASSED: return TestStatus::kPassed;
+    case pb::TEST_STATUS_FAILED: return TestStatus::kFailed;
+    case pb::TEST_STATUS_SKIPPED: return TestStatus::kSkipped;
+    case pb::TEST_STATUS_ERROR: return TestStatus::kError;
+    default: return def;
+  }
+}
+Role fromProto(pb::Role v, Role def) {
+  switch (v) {
+    case pb::ROLE_INITIATOR: return Role::kInitiator;
+    case pb::ROLE_TARGET: return Role::kTarget;
+    default: return def;
+  }
+}
+
+void toProto(const Inventory& in, pb::Inventory* out) {
+  out->set_hostname(in.hostname);
+  out->set_worker_version(in.worker_version);
+  out->set_cuda_driver_version(in.cuda_driver_version);
+  out->set_rdma_core_version(in.rdma_core_version);
+  for (const auto& n : in.nics) {
+    auto* pn = out->add_nics();
+    pn->set_name(n.name);
+    pn->set_pci_bus_id(n.pci_bus_id);
+    pn->set_numa_node(n.numa_node);
+    pn->set_node_guid(n.node_guid);
+    pn->set_fw_version(n.fw_version);
+    for (const auto& p : n.ports) {
+      auto* pp = pn->add_ports();
+      pp->set_port(p.port);
+      pp->set_state(p.state);
+      pp->set_link_layer(p.link_layer);
+      pp->set_rate_gbps(p.rate_gbps);
+      pp->set_active_mtu(p.active_mtu);
+      pp->set_max_mtu(p.max_mtu);
+      pp->set_lid(p.lid);
+      pp->set_netdev(p.netdev);
+      for (const auto& g : p.gids) {
+        auto* pg = pp->add_gids();
+        pg->set_index(g.index);
+        pg->set_gid(g.gid);
+        pg->set_type(g.type);
+      }
+    }
+  }
+  for (const auto& g : in.gpus) {
+    auto* pg = out->add_gpus();
+    pg->set_index(g.index);
+    pg->set_name(g.name);
+    pg->set_uuid(g.uuid);
+    pg->set_pci_bus_id(g.pci_bus_id);
+    pg->set_memory_bytes(g.memory_bytes);
+    pg->set_numa_node(g.numa_node);
+    pg->set_dma_buf_supported(g.dma_buf_supported);
+    pg->set_gpu_direct_rdma_supported(g.gpu_direct_rdma_supported);
+    pg->set_cc_major(g.compute_capability_major);
+    pg->set_cc_minor(g.compute_capability_minor);
+  }
+  for (const auto& t : in.transports) {
+    auto k = parseTransportKind(t);
+    if (k) out->add_transports(toProto(*k));
+  }
+  for (const auto& n : in.notes) out->add_notes(n);
+}
+
+Inventory fromProto(const pb::Inventory& in) {
+  Inventory out;
+  out.hostname = in.hostname();
+  out.worker_version = in.worker_version();
+  out.cuda_driver_version = in.cuda_driver_version();
+  out.rdma_core_version = in.rdma_core_version();
+  for (const auto& pn : in.nics()) {
+    Nic n;
+    n.name = pn.name();
+    n.pci_bus_id = pn.pci_bus_id();
+    n.numa_node = pn.numa_node();
+    n.node_guid = pn.node_guid();
+    n.fw_version = pn.fw_version();
+    for (const auto& pp : pn.ports()) {
+      NicPort p;
+      p.port = pp.port();
+      p.state = pp.state();
+      p.link_layer = pp.link_layer();
+      p.rate_gbps = pp.rate_gbps();
+      p.active_mtu = pp.active_mtu();
+      p.max_mtu = pp.max_mtu();
+      p.lid = pp.lid();
+      p.netdev = pp.netdev();
+      for (const auto& pg : pp.gids()) p.gids.push_back({pg.index(), pg.gid(), pg.type()});
+      n.ports.push_back(std::move(p));
+    }
+    out.nics.push_back(std::move(n));
+  }
+  for (const auto& pg : in.gpus()) {
+    Gpu g;
+    g.index = pg.index();
+    g.name = pg.name();
+    g.uuid = pg.uuid();
+    g.pci_bus_id = pg.pci_bus_id();
+    g.memory_bytes = pg.memory_bytes();
+    g.numa_node = pg.numa_node();
+    g.dma_buf_supported = pg.dma_buf_supported();
+    g.gpu_direct_rdma_supported = pg.gpu_direct_rdma_supported();
+    g.compute_capability_major = pg.cc_major();
+    g.compute_capability_minor = pg.cc_minor();
+    out.gpus.push_back(std::move(g));
+  }
+  for (int t : in.transports()) {
+    out.transports.push_back(toString(fromProto(static_cast<pb::Transport>(t))));
+  }
+  for (const auto& n : in.notes()) out.notes.push_back(n);
+  return out;
+}
+
+void toProto(const Measurement& in, pb::Measurement* out) {
+  out->set_message_size(in.message_size);
+  out->set_iterations(in.iterations);
+  out->set_warmup_iterations(in.warmup_iterations);
+  out->set_staging_seconds(in.staging_seconds);
+  if (in.has_bandwidth) {
+    auto* b = out->mutable_bw();
+    b->set_bytes(in.bw.bytes);
+    b->set_messages(in.bw.messages);
+    b->set_seconds(in.bw.seconds);
+    b->set_avg_gbps(in.bw.avg_gbps);
+    b->set_peak_gbps(in.bw.peak_gbps);
+    b->set_msg_rate_mpps(in.bw.msg_rate_mpps);
+  }
+  if (in.has_latency) {
+    auto* l = out->mutable_lat();
+    l->set_samples(in.lat.samples);
+    l->set_min_us(in.lat.min_us);
+    l->set_max_us(in.lat.max_us);
+    l->set_median_us(in.lat.median_us);
+    l->set_mean_us(in.lat.mean_us);
+    l->set_stdev_us(in.lat.stdev_us);
+    l->set_p99_us(in.lat.p99_us);
+    l->set_p999_us(in.lat.p999_us);
+  }
+  if (in.counters.valid) {
+    auto* c = out->mutable_counters();
+    c->set_valid(true);
+    c->set_xmit_bytes(in.counters.xmit_bytes);
+    c->set_rcv_bytes(in.counters.rcv_bytes);
+    c->set_xmit_packets(in.counters.xmit_packets);
+    c->set_rcv_packets(in.counters.rcv_packets);
+    c->set_errors(in.counters.errors);
+  }
+}
+
+Measurement fromProto(const pb::Measurement& in) {
+  Measurement m;
+  m.message_size = in.message_size();
+  m.iterations = in.iterations();
+  m.warmup_iterations = in.warmup_iterations();
+  m.staging_seconds = in.staging_seconds();
+  if (in.has_bw()) {
+    m.has_bandwidth = true;
+    m.bw.bytes = in.bw().bytes();
+    m.bw.messages = in.bw().messages();
+    m.bw.seconds = in.bw().seconds();
+    m.bw.avg_gbps = in.bw().avg_gbps();
+    m.bw.peak_gbps = in.bw().peak_gbps();
+    m.bw.msg_rate_mpps = in.bw().msg_rate_mpps();
+  }
+  if (in.has_lat()) {
+    m.has_latency = true;
+    m.lat.samples = in.lat().samples();
+    m.lat.min_us = in.lat().min_us();
+    m.lat.max_us = in.lat().max_us();
+    m.lat.median_us = in.lat().median_us();
+    m.lat.mean_us = in.lat().mean_us();
+    m.lat.stdev_us = in.lat().stdev_us();
+    m.lat.p99_us = in.lat().p99_us();
+    m.lat.p999_us = in.lat().p999_us();
+  }
+  if (in.has_counters()) {
+    m.counters.valid = in.counters().valid();
+    m.counters.xmit_bytes = in.counters().xmit_bytes();
+    m.counters.rcv_bytes = in.counters().rcv_bytes();
+    m.counters.xmit_packets = in.counters().xmit_packets();
+    m.counters.rcv_packets = in.counters().rcv_packets();
+    m.counters.errors = in.counters().errors();
+  }
+  return m;
+}
+
+void toProto(const IntegrityReport& in, pb::Integrity* out) {
+  out->set_checked(in.checked);
+  out->set_bytes_checked(in.bytes_checked);
+  out->set_wrong_bytes(in.wrong_bytes);
+  out->set_first_wrong_offset(in.first_wrong_offset);
+  out->set_where(in.where);
+}
+
+IntegrityReport fromProto(const pb::Integrity& in) {
+  IntegrityReport r;
+  r.checked = in.checked();
+  r.bytes_checked = in.bytes_checked();
+  r.wrong_bytes = in.wrong_bytes();
+  r.first_wrong_offset = in.checked() ? in.first_wrong_offset() : -1;
+  r.where = in.where();
+  return r;
+}
+
+void toProto(const EndpointRecord& in, pb::EndpointRecord* out) {
+  out->set_worker(in.worker);
+  out->set_host(in.host);
+  out->set_nic(in.nic);
+  out->set_port(in.port);
+  out->set_gpu(in.gpu);
+  out->set_gpu_pci(in.gpu_pci);
+  out->set_memory(toProto(in.memory));
+  out->set_reg_path(toProto(in.reg_path));
+  out->set_gid_index(in.gid_index);
+  out->set_topo_class(in.topo_class);
+}
+
+EndpointRecord fromProto(const pb::EndpointRecord& in) {
+  EndpointRecord r;
+  r.worker = in.worker();
+  r.host = in.host();
+  r.nic = in.nic();
+  r.port = in.port();
+  r.gpu = in.gpu();
+  r.gpu_pci = in.gpu_pci();
+  r.memory = fromProto(in.memory());
+  r.reg_path = fromProto(in.reg_path(), RegPath::kHost);
+  r.gid_index = in.gid_index();
+  r.topo_class = in.topo_class();
+  return r;
+}
+
+void toProto(const TestResult& in, pb::TestResult* out) {
+  out->set_id(in.id);
+  out->set_test_id(in.test_id);
+  out->set_run_id(in.run_id);
+  out->set_started_ms(in.started_ms);
+  out->set_finished_ms(in.finished_ms);
+  out->set_op(toProto(in.op));
+  out->set_mode(toProto(in.mode));
+  out->set_transport(toProto(in.transport));
+  toProto(in.initiator, out->mutable_initiator());
+  toProto(in.target, out->mutable_target());
+  out->set_message_size(in.message_size);
+  out->set_iterations(in.iterations);
+  out->set_num_qps(in.num_qps);
+  out->set_path_mtu(in.path_mtu);
+  toProto(in.measurement, out->mutable_measurement());
+  toProto(in.integrity, out->mutable_integrity());
+  out->set_status(toProto(in.status));
+  out->set_reason(in.reason);
+  out->set_gpudirect(in.gpudirect());
+}
+
+TestResult fromProto(const pb::TestResult& in) {
+  TestResult r;
+  r.id = in.id();
+  r.test_id = in.test_id();
+  r.run_id = in.run_id();
+  r.started_ms = in.started_ms();
+  r.finished_ms = in.finished_ms();
+  r.op = fromProto(in.op());
+  r.mode = fromProto(in.mode());
+  r.transport = fromProto(in.transport());
+  r.initiator = fromProto(in.initiator());
+  r.target = fromProto(in.target());
+  r.message_size = in.message_size();
+  r.iterations = in.iterations();
+  r.num_qps = in.num_qps();
+  r.path_mtu = in.path_mtu();
+  r.measurement = fromProto(in.measurement());
+  r.integrity = fromProto(in.integrity());
+  r.status = fromProto(in.status());
+  r.reason = in.reason();
+  return r;
+}
+
+void toProto(const Status& in, pb::CommandStatus* out) {
+  out->set_ok(in.ok());
+  out->set_code(codeName(in.code()));
+  out->set_message(in.message());
+  out->set_fix(in.fix());
+}
+
+Status fromProto(const pb::CommandStatus& in) {
+  if (in.ok()) return {};
+  static const Code kCodes[] = {
+      Code::kInvalidArgument, Code::kNotFound,        Code::kFailedPrecondition,
+      Code::kUnavailable,     Code::kDeadlineExceeded, Code::kAborted,
+      Code::kResourceExhausted, Code::kPermissionDenied, Code::kDataLoss,
+      Code::kUnimplemented,   Code::kInternal};
+  Code code = Code::kInternal;
+  for (Code c : kCodes) {
+    if (in.code() == codeName(c)) code = c;
+  }
+  return Status(code, in.message(), in.fix());
+}
+
+}  // namespace gdrmesh::convert

@@ -1,0 +1,53 @@
+// Conversions between the domain types (common/, worker/transport/) and the generated
+// gdrmesh.v1 messages. Only the service layers (worker/service, coordinator/service, cli)
+// include this file.
+#pragma once
+
+#include "common/inventory.h"
+#include "common/measurement.h"
+#include "common/pattern.h"
+#include "common/result.h"
+#include "common/status.h"
+#include "common/types.h"
+#include "gdrmesh/v1/gdrmesh.pb.h"
+
+namespace gdrmesh::convert {
+
+namespace pb = ::gdrmesh::v1;
+
+pb::Op toProto(Op v);
+pb::Mode toProto(Mode v);
+pb::MemoryKind toProto(MemoryKind v);
+pb::RegPath toProto(RegPath v);
+pb::Transport toProto(TransportKind v);
+pb::TestStatus toProto(TestStatus v);
+pb::Role toProto(Role v);
+
+// UNSPECIFIED values map to the given default.
+Op fromProto(pb::Op v, Op def = Op::kWrite);
+Mode fromProto(pb::Mode v, Mode def = Mode::kBandwidth);
+MemoryKind fromProto(pb::MemoryKind v, MemoryKind def = MemoryKind::kHost);
+RegPath fromProto(pb::RegPath v, RegPath def = RegPath::kAuto);
+TransportKind fromProto(pb::Transport v, TransportKind def = TransportKind::kEmulated);
+TestStatus fromProto(pb::TestStatus v, TestStatus def = TestStatus::kError);
+Role fromProto(pb::Role v, Role def = Role::kInitiator);
+
+void toProto(const Inventory& in, pb::Inventory* out);
+Inventory fromProto(const pb::Inventory& in);
+
+void toProto(const Measurement& in, pb::Measurement* out);
+Measurement fromProto(const pb::Measurement& in);
+
+void toProto(const IntegrityReport& in, pb::Integrity* out);
+IntegrityReport fromProto(const pb::Integrity& in);
+
+void toProto(const EndpointRecord& in, pb::EndpointRecord* out);
+EndpointRecord fromProto(const pb::EndpointRecord& in);
+
+void toProto(const TestResult& in, pb::TestResult* out);
+TestResult fromProto(const pb::TestResult& in);
+
+void toProto(const Status& in, pb::CommandStatus* out);
+Status fromProto(const pb::CommandStatus& in);
+
+}  // namespace gdrmesh::convert

@@ -1,0 +1,677 @@
+// gdrmesh_verbs_selftest: the verbs transport on real (Soft-RoCE) devices.
+//
+// Two processes (fork): the parent is the initiator, the child the target. They exchange
+// EndpointDesc, results and integrity reports over a socketpair, as the coordinator does over
+// gRPC in the product. Each case fills both buffers with different seeds (common/pattern.h),
+// runs, then the side that received data verifies [0, size) against the sender's seed.
+//
+//   gdrmesh_verbs_selftest [--init-dev rxe1] [--target-dev rxe0] [--loop-dev rxe2]
+//                          [--down-if veth1] [--only SUBSTR] [--quick]
+//       runs every case, prints one CASE line each and exits 0 when all pass.
+//   gdrmesh_verbs_selftest --bench OP SIZE ITERS [--qps N] [--init-dev ..] [--target-dev ..]
+//       OP: write_bw read_bw send_bw write_imm_bw write_lat send_lat read_lat write_imm_lat.
+//       One run with perftest's defaults (tx_depth 128, rx_depth 512, cq_mod 100, inline 220
+//       for latency); prints one line in lib_perftest.sh's normalized format ("gdrmesh op=...").
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/pattern.h"
+#include "worker/transport/verbs/verbs_transport.h"
+
+namespace gdrmesh {
+namespace {
+
+// ---------------------------------------------------------------- channel between the sides
+class Channel {
+ public:
+  explicit Channel(int fd) : fd_(fd) {}
+  bool send(const std::string& s) {
+    uint32_t n = static_cast<uint32_t>(s.size());
+    return writeAll(&n, sizeof(n)) && writeAll(s.data(), s.size());
+  }
+  bool recv(std::string* s) {
+    uint32_t n = 0;
+    if (!readAll(&n, sizeof(n))) return false;
+    s->assign(n, '\0');
+    return readAll(s->data(), n);
+  }
+
+ private:
+  bool writeAll(const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (n) {
+      ssize_t w = ::write(fd_, c, n);
+      if (w <= 0) return false;
+      c += w;
+      n -= static_cast<size_t>(w);
+    }
+    return true;
+  }
+  bool readAll(void* p, size_t n) {
+    char* c = static_cast<char*>(p);
+    while (n) {
+      ssize_t r = ::read(fd_, c, n);
+      if (r <= 0) return false;
+      c += r;
+      n -= static_cast<size_t>(r);
+    }
+    return true;
+  }
+  int fd_;
+};
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t p = s.find(sep, start);
+    out.push_back(s.substr(start, p - start));
+    if (p == std::string::npos) break;
+    start = p + 1;
+  }
+  return out;
+}
+
+std::string encodeDesc(const EndpointDesc& d) {
+  std::string q;
+  for (const auto& i : d.qps) q += (q.empty() ? "" : ",") + std::to_string(i.qpn) + ":" +
+                                    std::to_string(i.psn);
+  return std::to_string(d.addr) + ";" + std::to_string(d.length) + ";" + std::to_string(d.rkey) +
+         ";" + std::to_string(static_cast<int>(d.memory)) + ";" +
+         std::to_string(static_cast<int>(d.reg_path)) + ";" + d.device + ";" +
+         std::to_string(d.port) + ";" + d.link_layer + ";" + std::to_string(d.lid) + ";" + d.gid +
+         ";" + std::to_string(d.gid_index) + ";" + std::to_string(d.active_mtu) + ";" + q;
+}
+
+bool decodeDesc(const std::string& s, EndpointDesc* d) {
+  auto f = split(s, ';');
+  if (f.size() != 13) return false;
+  d->transport = TransportKind::kVerbs;
+  d->addr = std::stoull(f[0]);
+  d->length = std::stoull(f[1]);
+  d->rkey = static_cast<uint32_t>(std::stoul(f[2]));
+  d->memory = static_cast<MemoryKind>(std::stoi(f[3]));
+  d->reg_path = static_cast<RegPath>(std::stoi(f[4]));
+  d->device = f[5];
+  d->port = static_cast<uint32_t>(std::stoul(f[6]));
+  d->link_layer = f[7];
+  d->lid = static_cast<uint32_t>(std::stoul(f[8]));
+  d->gid = f[9];
+  d->gid_index = std::stoi(f[10]);
+  d->active_mtu = static_cast<uint32_t>(std::stoul(f[11]));
+  d->qps.clear();
+  if (!f[12].empty()) {
+    for (const auto& qp : split(f[12], ',')) {
+      auto parts = split(qp, ':');
+      if (parts.size() != 2) return false;
+      d->qps.push_back(QpInfo{static_cast<uint32_t>(std::stoul(parts[0])),
+                              static_cast<uint32_t>(std::stoul(parts[1]))});
+    }
+  }
+  return true;
+}
+
+std::string encodeStatus(const Status& s) {
+  if (s.ok()) return "OK";
+  return std::string("ERR|") + std::to_string(static_cast<int>(s.code())) + "|" + s.message() +
+         "|" + s.fix();
+}
+
+Status decodeStatus(const std::string& s) {
+  if (s == "OK") return Status();
+  auto f = split(s, '|');
+  if (f.size() < 4 || f[0] != "ERR") return internalError("bad status message: " + s);
+  return Status(static_cast<Code>(std::stoi(f[1])), f[2], f[3]);
+}
+
+// ---------------------------------------------------------------- cases
+enum class Fault {
+  kNone,
+  kGidIndexEmpty,   // initiator forces an empty GID index
+  kGidMismatch,     // initiator forces the link-local GID, the target uses the IPv4 one
+  kPortDownBefore,  // target downs the initiator's net device before the run
+  kPortDownMid,     // ... during the run
+  kDeregMid,        // target deregisters its MR during the run
+  kAbort,           // another initiator thread calls abort()
+  kPeerSilent,      // target never runs its side: the initiator must time out
+};
+
+struct Case {
+  std::string name;
+  std::string init_dev, target_dev;
+  Op op = Op::kWrite;
+  Mode mode = Mode::kBandwidth;
+  uint64_t size = 65536;
+  uint64_t iters = 1000;
+  uint64_t warmup = 16;
+  uint32_t qps = 1;
+  bool bidir = false;
+  double duration = 0;
+  double timeout = 60;
+  uint32_t inline_size = 0;
+  Fault fault = Fault::kNone;
+  bool expect_ok = true;
+  Code expect_code = Code::kOk;  // kOk with expect_ok=false: any error
+  std::string expect_text;       // must appear in the error message
+};
+
+struct Options {
+  std::string init_dev = "rxe1", target_dev = "rxe0", loop_dev = "rxe2";
+  std::string down_if = "veth1";
+  std::string only;
+  bool quick = false;
+};
+
+struct Outcome {
+  Status status;             // initiator's view of the whole case
+  Measurement m;
+  std::string integrity;     // "ok(N)" / "WRONG ..." / "n/a"
+  bool integrity_ok = true;
+  uint32_t mtu = 0;
+  int gid = -1;
+  double seconds = 0;
+};
+
+uint64_t bufferSizeFor(const Case& c) { return c.bidir ? 2 * c.size : c.size; }
+
+EndpointSpec specFor(const Case& c, Role role) {
+  EndpointSpec s;
+  s.test_id = c.name;
+  s.role = role;
+  s.op = c.op;
+  s.mode = c.mode;
+  s.buffer_size = bufferSizeFor(c);
+  s.num_qps = c.qps;
+  s.tx_depth = 128;
+  s.rx_depth = 512;
+  s.inline_size = c.inline_size;
+  s.device = role == Role::kInitiator ? c.init_dev : c.target_dev;
+  if (role == Role::kInitiator && c.fault == Fault::kGidIndexEmpty) s.gid_index = 200;
+  if (role == Role::kInitiator && c.fault == Fault::kGidMismatch) s.gid_index = 0;
+  return s;
+}
+
+RunSpec runFor(const Case& c) {
+  RunSpec r;
+  r.message_size = c.size;
+  r.iterations = c.iters;
+  r.warmup_iterations = c.warmup;
+  r.duration_seconds = c.duration;
+  r.bidirectional = c.bidir;
+  r.timeout_seconds = c.timeout;
+  return r;
+}
+
+void shell(const std::string& cmd) {
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) std::fprintf(stderr, "selftest: '%s' exited %d\n", cmd.c_str(), rc);
+}
+
+void linkUp(const Options& o) {
+  shell("/usr/bin/ip link set " + o.down_if + " up");
+  // Bringing the link down dropped the policy routes that vm.sh added for it.
+  shell("/usr/bin/ip route replace 10.77.0.1 dev veth1 src 10.77.0.2 table 100");
+  shell("/usr/bin/ip route replace 10.77.0.2 dev veth0 src 10.77.0.1 table 100");
+  // Wait (bounded) until the rxe ports are ACTIVE again.
+  for (int i = 0; i < 200; ++i) {
+    if (std::system("grep -q ACTIVE /sys/class/infiniband/rxe1/ports/1/state && "
+                    "grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state") == 0) {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// Integrity of the bytes this side received: which ranges, against which seed.
+std::string verifyReceived(Buffer& buf, const Case& c, Role role, uint64_t test_seed, bool* ok) {
+  const uint64_t half = bufferSizeFor(c) / 2;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // (offset, seed)
+  const bool initiator = role == Role::kInitiator;
+  if (c.op == Op::kRead) {
+    if (initiator) ranges.push_back({0, targetSeed(test_seed)});
+    if (!initiator && c.bidir) ranges.push_back({half, initiatorSeed(test_seed)});
+  } else {
+    if (!initiator) ranges.push_back({0, initiatorSeed(test_seed)});
+    if (initiator && c.bidir) ranges.push_back({half, targetSeed(test_seed)});
+    // Latency pongs forward the initiator's own bytes back to it.
+    if (initiator && c.mode == Mode::kLatency) ranges.push_back({0, initiatorSeed(test_seed)});
+  }
+  if (ranges.empty()) {
+    *ok = true;
+    return "n/a";
+  }
+  std::string out;
+  *ok = true;
+  for (auto [off, seed] : ranges) {
+    auto r = buf.verify(seed, off, c.size);
+    if (!r.ok()) {
+      *ok = false;
+      out += "verify failed: " + r.status().toString();
+      continue;
+    }
+    if (!r->ok()) *ok = false;
+    out += (out.empty() ? "" : ",") +
+           (r->ok() ? "ok(" + std::to_string(r->bytes_checked) + "@" + std::to_string(off) + ")"
+                    : "WRONG(" + r->toString() + ")");
+  }
+  return out;
+}
+
+// Runs one case on one side. The initiator returns the outcome; the target's is discarded.
+Outcome runSide(const Case& c, Role role, Channel& ch, const Options& opt, uint64_t test_seed) {
+  Outcome o;
+  const bool initiator = role == Role::kInitiator;
+  const uint64_t seed = initiator ? initiatorSeed(test_seed) : targetSeed(test_seed);
+  auto exchange = [&](const Status& mine) -> Status {
+    ch.send(encodeStatus(mine));
+    std::string msg;
+    if (!ch.recv(&msg)) return internalError("peer process lost");
+    Status theirs = decodeStatus(msg);
+    if (!mine.ok()) return mine;
+    if (!theirs.ok()) return theirs.withContext(initiator ? "target" : "initiator");
+    return Status();
+  };
+  auto bufr = HostBuffer::allocate(bufferSizeFor(c));
+  if (!bufr.ok()) {
+    o.status = exchange(bufr.status());
+    return o;
+  }
+  Buffer& buf = **bufr;
+  Status fs = buf.fill(seed, 0, buf.size());
+  VerbsTransport transport;
+  std::unique_ptr<VerbsEndpoint> ep;
+  if (fs.ok()) {
+    auto r = transport.createVerbsEndpoint(specFor(c, role), buf, RegPath::kHost);
+    if (r.ok()) {
+      ep = std::move(r).value();
+    } else {
+      fs = r.status();
+    }
+  }
+  // Descriptions travel as the payload of an OK status exchange.
+  ch.send(fs.ok() ? "OK" + encodeDesc(ep->local()) : encodeStatus(fs));
+  std::string msg;
+  if (!ch.recv(&msg)) {
+    o.status = internalError("peer process lost");
+    return o;
+  }
+  EndpointDesc peer;
+  if (!fs.ok()) {
+    o.status = fs;
+    return o;
+  }
+  if (msg.rfind("OK", 0) != 0 || !decodeDesc(msg.substr(2), &peer)) {
+    o.status = decodeStatus(msg).withContext(initiator ? "target" : "initiator");
+    return o;
+  }
+  o.status = exchange(ep->connect(peer));
+  if (!o.status.ok()) return o;
+  o.mtu = ep->pathMtu();
+  o.gid = ep->gidIndex();
+
+  if (!initiator && c.fault == Fault::kPortDownBefore) shell("/usr/bin/ip link set " + opt.down_if + " down");
+  o.status = exchange(Status());  // barrier: both connected (and faults placed)
+  if (!o.status.ok()) return o;
+
+  const RunSpec rs = runFor(c);
+  Status run_status;
+  std::thread aborter;
+  if (initiator && c.fault == Fault::kAbort) {
+    aborter = std::thread([&ep] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      ep->abort();
+    });
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!(c.fault == Fault::kPeerSilent && !initiator)) {
+    auto r = ep->run(rs);
+    if (r.ok()) {
+      o.m = *r;
+    } else {
+      run_status = r.status();
+    }
+  }
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (aborter.joinable()) aborter.join();
+  if (!initiator && (c.fault == Fault::kDeregMid || c.fault == Fault::kPortDownMid)) {
+    // Fault injection during the initiator's (duration) run: a delay is the point here.
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    if (c.fault == Fault::kDeregMid) {
+      ep->deregisterForFaultTest();
+    } else {
+      shell("/usr/bin/ip link set " + opt.down_if + " down");
+    }
+  }
+  o.status = exchange(run_status);
+  if (!initiator && (c.fault == Fault::kPortDownBefore || c.fault == Fault::kPortDownMid)) {
+    linkUp(opt);
+  }
+  if (o.status.ok()) {
+    bool ok = true;
+    std::string mine = verifyReceived(buf, c, role, test_seed, &ok);
+    ch.send(std::string(ok ? "1" : "0") + mine);
+    std::string theirs;
+    if (!ch.recv(&theirs) || theirs.empty()) {
+      o.status = internalError("peer process lost");
+      return o;
+    }
+    o.integrity_ok = ok && theirs[0] == '1';
+    std::string parts;
+    if (mine != "n/a") parts += (initiator ? "init:" : "target:") + mine;
+    if (theirs.substr(1) != "n/a") {
+      parts += std::string(parts.empty() ? "" : " ") + (initiator ? "target:" : "init:") +
+               theirs.substr(1);
+    }
+    o.integrity = parts.empty() ? "n/a" : parts;
+  }
+  static_cast<void>(exchange(Status()));  // both done with the buffers before they go away
+  return o;
+}
+
+std::string fmt2(double v) {
+  char b[64];
+  std::snprintf(b, sizeof(b), "%.2f", v);
+  return b;
+}
+
+std::string fmt6(double v) {
+  char b[64];
+  std::snprintf(b, sizeof(b), "%.6f", v);
+  return b;
+}
+
+bool report(const Case& c, const Outcome& o) {
+  bool pass;
+  std::string line = "CASE " + c.name + " " + c.init_dev + "->" + c.target_dev;
+  if (c.expect_ok) {
+    pass = o.status.ok() && o.integrity_ok;
+  } else {
+    pass = !o.status.ok() &&
+           (c.expect_code == Code::kOk || o.status.code() == c.expect_code) &&
+           (c.expect_text.empty() || o.status.message().find(c.expect_text) != std::string::npos);
+  }
+  line += std::string(" status=") + (pass ? "PASS" : "FAIL");
+  line += std::string(" result=") + (o.status.ok() ? "OK" : codeName(o.status.code()));
+  if (!c.expect_ok) line += " expected=error";
+  if (o.status.ok()) {
+    if (o.m.has_bandwidth) {
+      line += " bw_avg_MBps=" + fmt2(o.m.bw.avg_gbps * 125.0) +
+              " bw_peak_MBps=" + fmt2(o.m.bw.peak_gbps * 125.0) +
+              " msg_rate_Mpps=" + fmt6(o.m.bw.msg_rate_mpps) +
+              " msgs=" + std::to_string(o.m.bw.messages);
+    }
+    if (o.m.has_latency) {
+      line += " t_min_us=" + fmt2(o.m.lat.min_us) +
+              " t_typical_us=" + fmt2(o.m.lat.median_us) +
+              " t_avg_us=" + fmt2(o.m.lat.mean_us) +
+              " t_p99_us=" + fmt2(o.m.lat.p99_us) +
+              " samples=" + std::to_string(o.m.lat.samples);
+    }
+    if (o.m.counters.valid) {
+      line += " pkts_tx=" + std::to_string(o.m.counters.xmit_packets) +
+              " pkt_errs=" + std::to_string(o.m.counters.errors);
+    }
+    line += " mtu=" + std::to_string(o.mtu) + " gid=" + std::to_string(o.gid) +
+            " integrity=" + o.integrity;
+  }
+  line += " time_s=" + fmt2(o.seconds);
+  if (!o.status.ok()) line += " reason=\"" + o.status.toString() + "\"";
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+  return pass;
+}
+
+std::vector<Case> allCases(const Options& o) {
+  std::vector<Case> cs;
+  const std::string A = o.init_dev, B = o.target_dev, L = o.loop_dev;
+  auto add = [&](Case c) {
+    if (c.init_dev.empty()) c.init_dev = A;
+    if (c.target_dev.empty()) c.target_dev = B;
+    if (o.quick && c.mode == Mode::kBandwidth && c.duration == 0) c.iters = std::min<uint64_t>(c.iters, 200);
+    if (o.only.empty() || c.name.find(o.only) != std::string::npos) cs.push_back(c);
+  };
+  auto bw = [&](std::string name, Op op, uint64_t size, uint64_t iters) {
+    Case c;
+    c.name = std::move(name);
+    c.op = op;
+    c.size = size;
+    c.iters = iters;
+    return c;
+  };
+  auto lat = [&](std::string name, Op op, uint64_t iters) {
+    Case c;
+    c.name = std::move(name);
+    c.op = op;
+    c.mode = Mode::kLatency;
+    c.size = 2;
+    c.iters = iters;
+    c.inline_size = 220;
+    return c;
+  };
+  add(bw("write_bw_64k", Op::kWrite, 65536, 1000));
+  add(bw("write_bw_1m", Op::kWrite, 1 << 20, 100));
+  add(bw("read_bw_64k", Op::kRead, 65536, 1000));
+  add(bw("read_bw_1m", Op::kRead, 1 << 20, 100));
+  add(bw("send_bw_64k", Op::kSend, 65536, 1000));
+  add(bw("send_bw_1m", Op::kSend, 1 << 20, 100));
+  add(bw("write_imm_bw_64k", Op::kWriteImm, 65536, 1000));
+  {
+    Case c = bw("write_bw_64k_q4", Op::kWrite, 65536, 250);
+    c.qps = 4;
+    add(c);
+  }
+  {
+    Case c = bw("write_bw_64k_bidir", Op::kWrite, 65536, 500);
+    c.bidir = true;
+    add(c);
+  }
+  {
+    Case c = bw("send_bw_64k_bidir", Op::kSend, 65536, 500);
+    c.bidir = true;
+    add(c);
+  }
+  {
+    Case c = bw("write_bw_64k_duration", Op::kWrite, 65536, 0);
+    c.duration = 1.0;
+    add(c);
+  }
+  {
+    Case c = bw("send_bw_4k_duration", Op::kSend, 4096, 0);
+    c.duration = 1.0;
+    add(c);
+  }
+  {
+    Case c = bw("write_bw_64b_inline", Op::kWrite, 64, 2000);
+    c.inline_size = 64;
+    add(c);
+  }
+  add(lat("write_lat_2", Op::kWrite, 1000));
+  add(lat("send_lat_2", Op::kSend, 1000));
+  add(lat("write_imm_lat_2", Op::kWriteImm, 1000));
+  add(lat("read_lat_2", Op::kRead, 1000));
+  {
+    Case c = lat("write_lat_4k", Op::kWrite, 300);
+    c.size = 4096;
+    add(c);
+  }
+  // Loopback pair: both ends on one device.
+  for (Case c : {bw("loop_write_bw_64k", Op::kWrite, 65536, 1000),
+                 bw("loop_read_bw_64k", Op::kRead, 65536, 1000),
+                 bw("loop_send_bw_64k", Op::kSend, 65536, 1000),
+                 lat("loop_write_lat_2", Op::kWrite, 1000)}) {
+    c.init_dev = c.target_dev = L;
+    add(c);
+  }
+  // Failure cases: each must end as an error Status, within its timeout.
+  auto fault = [&](std::string name, Fault f, Code code, std::string text) {
+    Case c = bw(std::move(name), Op::kWrite, 65536, 0);
+    c.fault = f;
+    c.expect_ok = false;
+    c.expect_code = code;
+    c.expect_text = std::move(text);
+    c.timeout = 15;
+    c.duration = 5;
+    return c;
+  };
+  add(fault("fault_gid_index_empty", Fault::kGidIndexEmpty, Code::kInvalidArgument,
+            "gid_index 200"));
+  add(fault("fault_gid_mismatch", Fault::kGidMismatch, Code::kOk, ""));
+  add(fault("fault_abort", Fault::kAbort, Code::kAborted, "aborted"));
+  {
+    Case c = fault("fault_peer_silent", Fault::kPeerSilent, Code::kDeadlineExceeded, "timed out");
+    c.op = Op::kSend;  // the target never reaps: sends stall on RNR retries ...
+    c.mode = Mode::kLatency;  // ... and a latency ping waits for a pong that never comes
+    c.duration = 0;
+    c.iters = 100;
+    c.size = 2;
+    c.timeout = 2;
+    add(c);
+  }
+  add(fault("fault_peer_dereg_mid_run", Fault::kDeregMid, Code::kOk,
+            "remote key/range invalid (peer deregistered?)"));
+  add(fault("fault_port_down_before_run", Fault::kPortDownBefore, Code::kOk, "DOWN"));
+  add(fault("fault_port_down_mid_run", Fault::kPortDownMid, Code::kOk, "DOWN"));
+  return cs;
+}
+
+int runAll(const std::vector<Case>& cases, const Options& opt, bool bench_line) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+    std::perror("socketpair");
+    return 2;
+  }
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("fork");
+    return 2;
+  }
+  if (pid == 0) {
+    ::close(sv[0]);
+    Channel ch(sv[1]);
+    uint64_t n = 0;
+    for (const Case& c : cases) runSide(c, Role::kTarget, ch, opt, 1000 + n++);
+    ::close(sv[1]);
+    std::_Exit(0);
+  }
+  ::close(sv[1]);
+  Channel ch(sv[0]);
+  int failed = 0;
+  uint64_t n = 0;
+  for (const Case& c : cases) {
+    Outcome o = runSide(c, Role::kInitiator, ch, opt, 1000 + n++);
+    if (bench_line) {
+      const char* name = nullptr;
+      switch (c.op) {
+        case Op::kWrite: name = "write"; break;
+        case Op::kRead: name = "read"; break;
+        case Op::kSend: name = "send"; break;
+        case Op::kWriteImm: name = "write_imm"; break;
+      }
+      std::string line = std::string("gdrmesh op=") + name +
+                         (c.mode == Mode::kBandwidth ? "_bw" : "_lat") +
+                         " size=" + std::to_string(c.size) + " iters=" + std::to_string(c.iters);
+      if (!o.status.ok() || !o.integrity_ok) {
+        line += " status=FAILED reason=\"" +
+                (o.status.ok() ? "integrity " + o.integrity : o.status.toString()) + "\"";
+        ++failed;
+      } else if (o.m.has_bandwidth) {
+        line += " bw_avg_MBps=" + fmt2(o.m.bw.avg_gbps * 125.0) +
+                " bw_peak_MBps=" + fmt2(o.m.bw.peak_gbps * 125.0) +
+                " msg_rate_Mpps=" + fmt6(o.m.bw.msg_rate_mpps);
+      } else {
+        line += " t_min_us=" + fmt2(o.m.lat.min_us) +
+                " t_typical_us=" + fmt2(o.m.lat.median_us) +
+                " t_avg_us=" + fmt2(o.m.lat.mean_us) +
+                " t_max_us=" + fmt2(o.m.lat.max_us) +
+                " t_p99_us=" + fmt2(o.m.lat.p99_us) +
+                " t_p999_us=" + fmt2(o.m.lat.p999_us);
+      }
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    } else if (!report(c, o)) {
+      ++failed;
+    }
+  }
+  ::close(sv[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!bench_line) {
+    std::printf("SUMMARY cases=%zu passed=%zu failed=%d\n", cases.size(),
+                cases.size() - static_cast<size_t>(failed), failed);
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: gdrmesh_verbs_selftest [--init-dev D] [--target-dev D] [--loop-dev D] "
+               "[--down-if IF] [--only SUBSTR] [--quick]\n"
+               "       gdrmesh_verbs_selftest --bench OP SIZE ITERS [--qps N] [--init-dev D] "
+               "[--target-dev D]\n");
+  return 2;
+}
+
+int mainImpl(int argc, char** argv) {
+  Options opt;
+  bool bench = false;
+  std::string bench_op;
+  uint64_t bench_size = 0, bench_iters = 0;
+  uint32_t bench_qps = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
+    if (a == "--init-dev") opt.init_dev = next();
+    else if (a == "--target-dev") opt.target_dev = next();
+    else if (a == "--loop-dev") opt.loop_dev = next();
+    else if (a == "--down-if") opt.down_if = next();
+    else if (a == "--only") opt.only = next();
+    else if (a == "--quick") opt.quick = true;
+    else if (a == "--qps") bench_qps = static_cast<uint32_t>(std::stoul(next()));
+    else if (a == "--bench" && i + 3 < argc) {
+      bench = true;
+      bench_op = argv[++i];
+      bench_size = std::stoull(argv[++i]);
+      bench_iters = std::stoull(argv[++i]);
+    } else {
+      return usage();
+    }
+  }
+  if (!bench) return runAll(allCases(opt), opt, false);
+  Case c;
+  c.name = "bench_" + bench_op;
+  c.init_dev = opt.init_dev;
+  c.target_dev = opt.target_dev;
+  c.size = bench_size;
+  c.iters = bench_iters;
+  c.qps = bench_qps;
+  c.timeout = 600;
+  const std::string base = bench_op.substr(0, bench_op.rfind('_'));
+  const std::string kind = bench_op.substr(bench_op.rfind('_') + 1);
+  if (base == "write") c.op = Op::kWrite;
+  else if (base == "read") c.op = Op::kRead;
+  else if (base == "send") c.op = Op::kSend;
+  else if (base == "write_imm") c.op = Op::kWriteImm;
+  else return usage();
+  if (kind == "lat") {
+    c.mode = Mode::kLatency;
+    c.inline_size = 220;  // perftest's default for write_lat/send_lat
+  } else if (kind != "bw") {
+    return usage();
+  }
+  return runAll({c}, opt, true);
+}
+
+}  // namespace
+}  // namespace gdrmesh
+
+int main(int argc, char** argv) { return gdrmesh::mainImpl(argc, argv); }

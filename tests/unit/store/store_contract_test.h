@@ -1,0 +1,59 @@
+// The ResultStore contract: one parameterised suite that every ResultStore implementation is
+// instantiated against (INSTANTIATE_TEST_SUITE_P(Name, ResultStoreContractTest, ...)).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "common/status.h"
+#include "coordinator/store/store.h"
+
+namespace gdrmesh::testing {
+
+// One store under test, plus a way to close it and open the same storage again.
+class StoreHarness {
+ public:
+  virtual ~StoreHarness() = default;
+  virtual ResultStore& store() = 0;
+  // False for stores that keep nothing across a reopen (the reopen test is skipped).
+  virtual bool persistent() const = 0;
+  // Closes the store and opens the same storage again.
+  virtual Status reopen() = 0;
+};
+
+struct StoreFactory {
+  std::string name;  // test-name suffix
+  std::function<Result<std::unique_ptr<StoreHarness>>()> make;
+};
+
+// gtest prints the parameter by name, not as bytes.
+inline void PrintTo(const StoreFactory& f, std::ostream* os) {
+  *os << f.name;
+}
+
+inline std::string storeFactoryName(const ::testing::TestParamInfo<StoreFactory>& info) {
+  return info.param.name;
+}
+
+class ResultStoreContractTest : public ::testing::TestWithParam<StoreFactory> {
+ protected:
+  void SetUp() override;
+  ResultStore& store() { return harness_->store(); }
+  std::unique_ptr<StoreHarness> harness_;
+};
+
+// A TestResult with every field set to a value other than its default (extreme values,
+// -0.0, a denormal, infinity, NaN, SQL metacharacters, UTF-8, an embedded NUL).
+TestResult makeFullResult(const std::string& test_id);
+// A small result: `initiator` -> `target`, started at `started_ms`.
+TestResult makeResult(const std::string& test_id, const std::string& initiator,
+                      const std::string& target, int64_t started_ms,
+                      TestStatus status = TestStatus::kPassed, const std::string& run_id = "");
+// Field by field; doubles compared bit for bit. Includes `id`.
+void expectSameResult(const TestResult& want, const TestResult& got);
+
+}  // namespace gdrmesh::testing

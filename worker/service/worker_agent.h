@@ -1,0 +1,62 @@
+// The worker's gRPC client: dials the coordinator, registers the inventory, heartbeats, and
+// executes the coordinator's commands (prepare, connect, run, verify, release) on the
+// SessionManager. Only the coordinator listens; the worker needs no open port for control.
+//
+// When the stream breaks (coordinator restarted, network), every session is aborted and the
+// worker dials again with exponential backoff (0.2 s .. 5 s).
+//
+// Thread contract: run() blocks the calling thread; stop() may be called from any thread
+// (e.g. a signal-handling thread).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/inventory.h"
+#include "common/status.h"
+#include "worker/session/session.h"
+
+namespace grpc {
+class ClientContext;
+}
+
+namespace gdrmesh {
+
+struct WorkerOptions {
+  std::string coordinator;  // host:port
+  std::string name;         // unique worker name; defaults to the hostname
+  std::string data_host;    // address the emulated transport listens on
+  int heartbeat_ms = 1000;
+  bool reconnect = true;    // false: return after the first stream ends (tests)
+  int numa_node = -1;
+};
+
+class WorkerAgent {
+ public:
+  WorkerAgent(WorkerOptions options, Inventory inventory, SessionManager& sessions);
+  ~WorkerAgent();
+  WorkerAgent(const WorkerAgent&) = delete;
+  WorkerAgent& operator=(const WorkerAgent&) = delete;
+
+  // Serves until stop(). Returns an error only for conditions that retrying cannot fix
+  // (the coordinator refused the registration: duplicate name, protocol mismatch).
+  Status run();
+  void stop();
+
+ private:
+  class Stream;
+  Status serveOnce(bool* registered);
+
+  const WorkerOptions options_;
+  const Inventory inventory_;
+  SessionManager& sessions_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mu_;  // guards context_
+  std::condition_variable cv_;
+  grpc::ClientContext* context_ = nullptr;
+};
+
+}  // namespace gdrmesh

@@ -1,0 +1,65 @@
+// The verbs transport: libibverbs RC queue pairs between two workers.
+//
+// Data layout (so that the session can verify [0, size) afterwards):
+//   write, write_imm, send   the initiator's [0, size) lands in the target's [0, size)
+//   read                     the target's [0, size) lands in the initiator's [0, size)
+//   bidirectional bandwidth  the reverse direction (target -> initiator) uses the region
+//                            [buffer_size / 2, buffer_size / 2 + size) on both sides, so the
+//                            forward data stays intact; needs size <= buffer_size / 2.
+// Counts: RunSpec::iterations and warmup_iterations are per QP (as perftest's -n with -q);
+// both sides derive their counts from the same RunSpec, no extra round trip.
+// Measurement (as perftest): warm-up not measured; up to tx_depth outstanding per QP;
+// a completion requested every cq_moderation sends (default min(100, tx_depth), perftest's
+// cq_mod); inline when size <= inline_size; per-message post/completion times
+// (CLOCK_MONOTONIC) -> computeBandwidth(window = tx_depth).
+// Latency: write = perftest write_lat (each side polls the last byte of its own buffer, host
+// memory on both sides); with GPU memory on either side write uses write_with_imm and polls the
+// CQ; send and write_imm ping-pong through receive completions. Samples are RTT/2 (read: the
+// full read round trip, as ib_read_lat). The initiator restores the target's [0, size) to its
+// own bytes before run() returns (the last byte carries the ping counter during the test).
+// Failures (work completion errors, timeouts, abort) leave the endpoint broken: only
+// destruction remains.
+//
+// Thread contract: connect() and run() are called from one thread at a time; abort() from any.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "worker/transport/transport.h"
+#include "worker/transport/verbs/verbs_registration.h"
+
+namespace gdrmesh {
+
+struct VerbsOptions {
+  std::string sysfs_root = "/sys";          // for gid_attrs and port counters
+  verbs::MrRegistrar* registrar = nullptr;  // nullptr: the real libibverbs calls
+};
+
+class VerbsEndpoint : public Endpoint {
+ public:
+  // GID index in use (RoCE and IB with an explicit index), -1 for none.
+  virtual int gidIndex() const = 0;
+  // The registration attempts that ran, e.g. "dmabuf: ...EOPNOTSUPP...; peermem: ok".
+  virtual const std::string& registrationAttempts() const = 0;
+  // Fault injection for tests: deregisters the memory region now while the QPs stay up, so the
+  // peer's next access to it fails with a remote access error.
+  virtual void deregisterForFaultTest() = 0;
+};
+
+class VerbsTransport final : public Transport {
+ public:
+  explicit VerbsTransport(VerbsOptions options = {});
+  TransportKind kind() const override { return TransportKind::kVerbs; }
+  Status viable() const override;
+  Result<std::unique_ptr<Endpoint>> createEndpoint(const EndpointSpec& spec, Buffer& buffer,
+                                                   RegPath reg) override;
+  // Same as createEndpoint, with the verbs-only interface.
+  Result<std::unique_ptr<VerbsEndpoint>> createVerbsEndpoint(const EndpointSpec& spec,
+                                                             Buffer& buffer, RegPath reg);
+
+ private:
+  VerbsOptions options_;
+};
+
+}  // namespace gdrmesh
