@@ -65,6 +65,7 @@ int runWorkers(const ClientOptions& o) {
     v.connected_ms = w.connected_ms();
     v.last_heartbeat_ms = w.last_heartbeat_ms();
     v.peer = w.peer();
+    v.active_tests = w.active_tests();
     v.inventory = convert::fromProto(w.inventory());
     views.push_back(std::move(v));
   }

@@ -40,6 +40,7 @@ nlohmann::json workersJson(const std::vector<WorkerView>& workers) {
                  {"connected", w.connected_ms ? formatRfc3339(w.connected_ms) : ""},
                  {"last_heartbeat", w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : ""},
                  {"peer", w.peer},
+                 {"active_tests", w.active_tests},
                  {"inventory", toJson(w.inventory)}});
   }
   return j;

@@ -16,6 +16,7 @@ struct WorkerView {
   int64_t connected_ms = 0;
   int64_t last_heartbeat_ms = 0;
   std::string peer;
+  uint32_t active_tests = 0;
   Inventory inventory;
 };
 

@@ -138,6 +138,7 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
       w->set_last_heartbeat_ms(e.last_heartbeat_ms);
       *w->mutable_inventory() = e.inventory;
       w->set_peer(e.peer);
+      w->set_active_tests(e.active_tests);
     }
     return grpc::Status::OK;
   }

@@ -242,8 +242,21 @@ Result<TestResult> PairRunner::run(const pb::RunTestRequest& req) {
     for (auto& [link, p] : calls) (void)link->wait(p, after(10));
   };
   auto fail = [&](const std::string& phase, const std::string& worker, const Status& st) {
+    // A transport error is often the echo of a peer that died: give the coordinator a moment
+    // to see a lost stream, and name the lost worker first.
+    if (st.code() == Code::kUnavailable || st.code() == Code::kDeadlineExceeded ||
+        st.code() == Code::kAborted) {
+      const auto grace = after(2.0);
+      while (!il.lost() && !tl.lost() && Clock::now() < grace) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
     releaseAll(phase + " failed");
-    std::string reason = phase + " on " + worker + ": " + st.message();
+    std::string reason;
+    for (const auto* w : {&tgt, &ini}) {
+      if (w->link->lost()) reason += "worker lost: " + w->name + " disconnected during " + phase + "; ";
+    }
+    reason += phase + " on " + worker + ": " + st.message();
     if (!st.fix().empty()) reason += " (fix: " + st.fix() + ")";
     TestStatus status = st.code() == Code::kUnimplemented ? TestStatus::kSkipped
                                                           : TestStatus::kFailed;

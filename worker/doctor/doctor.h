@@ -47,7 +47,8 @@ struct DoctorInput {
   // GPUs from the CUDA inventory (bus ids, memory, dma-buf attribute). Empty: GPUs are found in
   // sysfs and the checks that need CUDA attributes answer UNKNOWN.
   std::vector<Gpu> gpus;
-  // NICs; nullopt: discoverNics(root).
+  // NICs for the port checks; nullopt: discoverNics(root). The topology (ACS, affinity) is
+  // always read from sysfs under root.
   std::optional<std::vector<Nic>> nics;
   // The worker's RLIMIT_MEMLOCK; nullopt: UNKNOWN.
   std::optional<MemlockLimit> memlock;

@@ -83,8 +83,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 std::string encodeDesc(const EndpointDesc& d) {
   std::string q;
-  for (const auto& i : d.qps) q += (q.empty() ? "" : ",") + std::to_string(i.qpn) + ":" +
-                                    std::to_string(i.psn);
+  for (const auto& i : d.qps)
+    q += (q.empty() ? "" : ",") + std::to_string(i.qpn) + ":" + std::to_string(i.psn);
   return std::to_string(d.addr) + ";" + std::to_string(d.length) + ";" + std::to_string(d.rkey) +
          ";" + std::to_string(static_cast<int>(d.memory)) + ";" +
          std::to_string(static_cast<int>(d.reg_path)) + ";" + d.device + ";" +
@@ -172,16 +172,18 @@ struct Options {
 };
 
 struct Outcome {
-  Status status;             // initiator's view of the whole case
+  Status status;  // initiator's view of the whole case
   Measurement m;
-  std::string integrity;     // "ok(N)" / "WRONG ..." / "n/a"
+  std::string integrity;  // "ok(N)" / "WRONG ..." / "n/a"
   bool integrity_ok = true;
   uint32_t mtu = 0;
   int gid = -1;
   double seconds = 0;
 };
 
-uint64_t bufferSizeFor(const Case& c) { return c.bidir ? 2 * c.size : c.size; }
+uint64_t bufferSizeFor(const Case& c) {
+  return c.bidir ? 2 * c.size : c.size;
+}
 
 EndpointSpec specFor(const Case& c, Role role) {
   EndpointSpec s;
@@ -318,7 +320,8 @@ Outcome runSide(const Case& c, Role role, Channel& ch, const Options& opt, uint6
   o.mtu = ep->pathMtu();
   o.gid = ep->gidIndex();
 
-  if (!initiator && c.fault == Fault::kPortDownBefore) shell("/usr/bin/ip link set " + opt.down_if + " down");
+  if (!initiator && c.fault == Fault::kPortDownBefore)
+    shell("/usr/bin/ip link set " + opt.down_if + " down");
   o.status = exchange(Status());  // barrier: both connected (and faults placed)
   if (!o.status.ok()) return o;
 
@@ -395,8 +398,7 @@ bool report(const Case& c, const Outcome& o) {
   if (c.expect_ok) {
     pass = o.status.ok() && o.integrity_ok;
   } else {
-    pass = !o.status.ok() &&
-           (c.expect_code == Code::kOk || o.status.code() == c.expect_code) &&
+    pass = !o.status.ok() && (c.expect_code == Code::kOk || o.status.code() == c.expect_code) &&
            (c.expect_text.empty() || o.status.message().find(c.expect_text) != std::string::npos);
   }
   line += std::string(" status=") + (pass ? "PASS" : "FAIL");
@@ -410,10 +412,8 @@ bool report(const Case& c, const Outcome& o) {
               " msgs=" + std::to_string(o.m.bw.messages);
     }
     if (o.m.has_latency) {
-      line += " t_min_us=" + fmt2(o.m.lat.min_us) +
-              " t_typical_us=" + fmt2(o.m.lat.median_us) +
-              " t_avg_us=" + fmt2(o.m.lat.mean_us) +
-              " t_p99_us=" + fmt2(o.m.lat.p99_us) +
+      line += " t_min_us=" + fmt2(o.m.lat.min_us) + " t_typical_us=" + fmt2(o.m.lat.median_us) +
+              " t_avg_us=" + fmt2(o.m.lat.mean_us) + " t_p99_us=" + fmt2(o.m.lat.p99_us) +
               " samples=" + std::to_string(o.m.lat.samples);
     }
     if (o.m.counters.valid) {
@@ -436,7 +436,8 @@ std::vector<Case> allCases(const Options& o) {
   auto add = [&](Case c) {
     if (c.init_dev.empty()) c.init_dev = A;
     if (c.target_dev.empty()) c.target_dev = B;
-    if (o.quick && c.mode == Mode::kBandwidth && c.duration == 0) c.iters = std::min<uint64_t>(c.iters, 200);
+    if (o.quick && c.mode == Mode::kBandwidth && c.duration == 0)
+      c.iters = std::min<uint64_t>(c.iters, 200);
     if (o.only.empty() || c.name.find(o.only) != std::string::npos) cs.push_back(c);
   };
   auto bw = [&](std::string name, Op op, uint64_t size, uint64_t iters) {
@@ -528,7 +529,7 @@ std::vector<Case> allCases(const Options& o) {
   add(fault("fault_abort", Fault::kAbort, Code::kAborted, "aborted"));
   {
     Case c = fault("fault_peer_silent", Fault::kPeerSilent, Code::kDeadlineExceeded, "timed out");
-    c.op = Op::kSend;  // the target never reaps: sends stall on RNR retries ...
+    c.op = Op::kSend;         // the target never reaps: sends stall on RNR retries ...
     c.mode = Mode::kLatency;  // ... and a latency ping waits for a pong that never comes
     c.duration = 0;
     c.iters = 100;
@@ -572,10 +573,18 @@ int runAll(const std::vector<Case>& cases, const Options& opt, bool bench_line) 
     if (bench_line) {
       const char* name = nullptr;
       switch (c.op) {
-        case Op::kWrite: name = "write"; break;
-        case Op::kRead: name = "read"; break;
-        case Op::kSend: name = "send"; break;
-        case Op::kWriteImm: name = "write_imm"; break;
+        case Op::kWrite:
+          name = "write";
+          break;
+        case Op::kRead:
+          name = "read";
+          break;
+        case Op::kSend:
+          name = "send";
+          break;
+        case Op::kWriteImm:
+          name = "write_imm";
+          break;
       }
       std::string line = std::string("gdrmesh op=") + name +
                          (c.mode == Mode::kBandwidth ? "_bw" : "_lat") +
@@ -589,12 +598,9 @@ int runAll(const std::vector<Case>& cases, const Options& opt, bool bench_line) 
                 " bw_peak_MBps=" + fmt2(o.m.bw.peak_gbps * 125.0) +
                 " msg_rate_Mpps=" + fmt6(o.m.bw.msg_rate_mpps);
       } else {
-        line += " t_min_us=" + fmt2(o.m.lat.min_us) +
-                " t_typical_us=" + fmt2(o.m.lat.median_us) +
-                " t_avg_us=" + fmt2(o.m.lat.mean_us) +
-                " t_max_us=" + fmt2(o.m.lat.max_us) +
-                " t_p99_us=" + fmt2(o.m.lat.p99_us) +
-                " t_p999_us=" + fmt2(o.m.lat.p999_us);
+        line += " t_min_us=" + fmt2(o.m.lat.min_us) + " t_typical_us=" + fmt2(o.m.lat.median_us) +
+                " t_avg_us=" + fmt2(o.m.lat.mean_us) + " t_max_us=" + fmt2(o.m.lat.max_us) +
+                " t_p99_us=" + fmt2(o.m.lat.p99_us) + " t_p999_us=" + fmt2(o.m.lat.p999_us);
       }
       std::printf("%s\n", line.c_str());
       std::fflush(stdout);
@@ -630,13 +636,20 @@ int mainImpl(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
-    if (a == "--init-dev") opt.init_dev = next();
-    else if (a == "--target-dev") opt.target_dev = next();
-    else if (a == "--loop-dev") opt.loop_dev = next();
-    else if (a == "--down-if") opt.down_if = next();
-    else if (a == "--only") opt.only = next();
-    else if (a == "--quick") opt.quick = true;
-    else if (a == "--qps") bench_qps = static_cast<uint32_t>(std::stoul(next()));
+    if (a == "--init-dev")
+      opt.init_dev = next();
+    else if (a == "--target-dev")
+      opt.target_dev = next();
+    else if (a == "--loop-dev")
+      opt.loop_dev = next();
+    else if (a == "--down-if")
+      opt.down_if = next();
+    else if (a == "--only")
+      opt.only = next();
+    else if (a == "--quick")
+      opt.quick = true;
+    else if (a == "--qps")
+      bench_qps = static_cast<uint32_t>(std::stoul(next()));
     else if (a == "--bench" && i + 3 < argc) {
       bench = true;
       bench_op = argv[++i];
@@ -657,11 +670,16 @@ int mainImpl(int argc, char** argv) {
   c.timeout = 600;
   const std::string base = bench_op.substr(0, bench_op.rfind('_'));
   const std::string kind = bench_op.substr(bench_op.rfind('_') + 1);
-  if (base == "write") c.op = Op::kWrite;
-  else if (base == "read") c.op = Op::kRead;
-  else if (base == "send") c.op = Op::kSend;
-  else if (base == "write_imm") c.op = Op::kWriteImm;
-  else return usage();
+  if (base == "write")
+    c.op = Op::kWrite;
+  else if (base == "read")
+    c.op = Op::kRead;
+  else if (base == "send")
+    c.op = Op::kSend;
+  else if (base == "write_imm")
+    c.op = Op::kWriteImm;
+  else
+    return usage();
   if (kind == "lat") {
     c.mode = Mode::kLatency;
     c.inline_size = 220;  // perftest's default for write_lat/send_lat
@@ -674,4 +692,6 @@ int mainImpl(int argc, char** argv) {
 }  // namespace
 }  // namespace gdrmesh
 
-int main(int argc, char** argv) { return gdrmesh::mainImpl(argc, argv); }
+int main(int argc, char** argv) {
+  return gdrmesh::mainImpl(argc, argv);
+}

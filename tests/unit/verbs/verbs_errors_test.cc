@@ -7,7 +7,9 @@
 namespace gdrmesh::verbs {
 namespace {
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 TEST(VerbsErrors, ErrnoNames) {
   EXPECT_EQ(errnoName(EFAULT), "EFAULT");
@@ -48,12 +50,12 @@ TEST(VerbsErrors, DmabufUnsupported) {
     EXPECT_TRUE(has(s.fix(), "peermem"));
   }
   EXPECT_TRUE(has(registrationError(RegPath::kDmabuf, 95, "d", "g").message(), "EOPNOTSUPP"));
-  EXPECT_TRUE(
-      has(registrationError(RegPath::kDmabuf, 93, "d", "g").message(), "EPROTONOSUPPORT"));
+  EXPECT_TRUE(has(registrationError(RegPath::kDmabuf, 93, "d", "g").message(), "EPROTONOSUPPORT"));
 }
 
 TEST(VerbsErrors, ModifyQpRtrNamesGidMtuRoute) {
-  Status s = modifyQpError("RTR", EINVAL, "rxe0", 7, 1024, "0000:0000:0000:0000:0000:ffff:0a4d:0002");
+  Status s =
+      modifyQpError("RTR", EINVAL, "rxe0", 7, 1024, "0000:0000:0000:0000:0000:ffff:0a4d:0002");
   EXPECT_TRUE(has(s.message(), "RTR"));
   EXPECT_TRUE(has(s.message(), "sgid_index=7"));
   EXPECT_TRUE(has(s.message(), "path_mtu=1024"));

@@ -1,7 +1,6 @@
 #include "worker/transport/verbs/verbs_select.h"
 
 #include <gtest/gtest.h>
-
 #include <infiniband/verbs.h>
 
 #include <cstdlib>
@@ -29,8 +28,7 @@ std::vector<GidCandidate> rxeTable() {
 std::vector<GidCandidate> mlxTable() {
   return {gid(0, "fe80::1", GidType::kRoceV1), gid(1, "fe80::1", GidType::kRoceV2),
           gid(2, "::ffff:192.168.1.5", GidType::kRoceV1),
-          gid(3, "::ffff:192.168.1.5", GidType::kRoceV2),
-          gid(4, "2001:db8::5", GidType::kRoceV2)};
+          gid(3, "::ffff:192.168.1.5", GidType::kRoceV2), gid(4, "2001:db8::5", GidType::kRoceV2)};
 }
 
 TEST(GidSelect, PrefersRoceV2Ipv4Mapped) {
@@ -116,9 +114,11 @@ TEST(Mtu, NegotiatesMinimum) {
 
 TEST(Counters, IbWordsAndRxePackets) {
   CounterSnapshot a, b;
-  a.values = {{"port_xmit_data", 100}, {"port_rcv_data", 10}, {"port_xmit_packets", 5},
-              {"link_downed", 0}};
-  b.values = {{"port_xmit_data", 1100}, {"port_rcv_data", 20}, {"port_xmit_packets", 9},
+  a.values = {
+      {"port_xmit_data", 100}, {"port_rcv_data", 10}, {"port_xmit_packets", 5}, {"link_downed", 0}};
+  b.values = {{"port_xmit_data", 1100},
+              {"port_rcv_data", 20},
+              {"port_xmit_packets", 9},
               {"link_downed", 1}};
   PortCounters c = counterDelta(a, b);
   EXPECT_TRUE(c.valid);

@@ -15,7 +15,9 @@ int deviceCount() {
   return n;
 }
 
-TEST(VerbsTransport, KindIsVerbs) { EXPECT_EQ(VerbsTransport().kind(), TransportKind::kVerbs); }
+TEST(VerbsTransport, KindIsVerbs) {
+  EXPECT_EQ(VerbsTransport().kind(), TransportKind::kVerbs);
+}
 
 TEST(VerbsTransport, NotViableWithoutDevices) {
   if (deviceCount() > 0) GTEST_SKIP() << "this host has RDMA devices";
@@ -44,12 +46,10 @@ TEST(VerbsTransport, RejectsBadSpecBeforeTouchingDevices) {
   VerbsTransport t;
   EndpointSpec spec;
   spec.buffer_size = 8192;  // larger than the buffer
-  EXPECT_EQ(t.createEndpoint(spec, **buf, RegPath::kHost).status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(t.createEndpoint(spec, **buf, RegPath::kHost).status().code(), Code::kInvalidArgument);
   spec.buffer_size = 4096;
   spec.num_qps = 0;
-  EXPECT_EQ(t.createEndpoint(spec, **buf, RegPath::kHost).status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(t.createEndpoint(spec, **buf, RegPath::kHost).status().code(), Code::kInvalidArgument);
 }
 
 }  // namespace

@@ -13,7 +13,9 @@ std::string strerr(int err) {
   return s ? std::string(s) : std::string("unknown error");
 }
 
-std::string errnoText(int err) { return strerr(err) + " (" + errnoName(err) + ")"; }
+std::string errnoText(int err) {
+  return strerr(err) + " (" + errnoName(err) + ")";
+}
 
 Code codeForErrno(int err) {
   switch (err) {
@@ -46,42 +48,65 @@ Code codeForErrno(int err) {
 
 std::string errnoName(int err) {
   switch (err) {
-    case EPERM: return "EPERM";
-    case ENOENT: return "ENOENT";
-    case EINTR: return "EINTR";
-    case EIO: return "EIO";
-    case ENXIO: return "ENXIO";
-    case EAGAIN: return "EAGAIN";
-    case ENOMEM: return "ENOMEM";
-    case EACCES: return "EACCES";
-    case EFAULT: return "EFAULT";
-    case EBUSY: return "EBUSY";
-    case ENODEV: return "ENODEV";
-    case EINVAL: return "EINVAL";
-    case ENOSPC: return "ENOSPC";
-    case ENOSYS: return "ENOSYS";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
-    case ENETUNREACH: return "ENETUNREACH";
-    case EHOSTUNREACH: return "EHOSTUNREACH";
-    case ECONNREFUSED: return "ECONNREFUSED";
-    case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
-    default: return "errno " + std::to_string(err);
+    case EPERM:
+      return "EPERM";
+    case ENOENT:
+      return "ENOENT";
+    case EINTR:
+      return "EINTR";
+    case EIO:
+      return "EIO";
+    case ENXIO:
+      return "ENXIO";
+    case EAGAIN:
+      return "EAGAIN";
+    case ENOMEM:
+      return "ENOMEM";
+    case EACCES:
+      return "EACCES";
+    case EFAULT:
+      return "EFAULT";
+    case EBUSY:
+      return "EBUSY";
+    case ENODEV:
+      return "ENODEV";
+    case EINVAL:
+      return "EINVAL";
+    case ENOSPC:
+      return "ENOSPC";
+    case ENOSYS:
+      return "ENOSYS";
+    case ETIMEDOUT:
+      return "ETIMEDOUT";
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";
+    case EPROTONOSUPPORT:
+      return "EPROTONOSUPPORT";
+    case ENETUNREACH:
+      return "ENETUNREACH";
+    case EHOSTUNREACH:
+      return "EHOSTUNREACH";
+    case ECONNREFUSED:
+      return "ECONNREFUSED";
+    case EADDRNOTAVAIL:
+      return "EADDRNOTAVAIL";
+    default:
+      return "errno " + std::to_string(err);
   }
 }
 
 Status callError(const std::string& call, int err, const std::string& device,
                  const std::string& detail) {
-  std::string msg = call + " on " + (device.empty() ? std::string("?") : device) + " failed: " +
-                    errnoText(err);
+  std::string msg =
+      call + " on " + (device.empty() ? std::string("?") : device) + " failed: " + errnoText(err);
   if (!detail.empty()) msg += "; " + detail;
   std::string fix;
   switch (err) {
     case ENOMEM:
     case EAGAIN:
-      fix = "out of device or pinned memory: raise the memlock limit (ulimit -l unlimited, "
-            "LimitMEMLOCK=infinity for a systemd unit) or lower the queue depths";
+      fix =
+          "out of device or pinned memory: raise the memlock limit (ulimit -l unlimited, "
+          "LimitMEMLOCK=infinity for a systemd unit) or lower the queue depths";
       break;
     case EPERM:
     case EACCES:
@@ -104,15 +129,16 @@ Status callError(const std::string& call, int err, const std::string& device,
 Status registrationError(RegPath path, int err, const std::string& device,
                          const std::string& buffer) {
   const char* call = path == RegPath::kDmabuf ? "ibv_reg_dmabuf_mr" : "ibv_reg_mr";
-  std::string msg = std::string(call) + " (" + toString(path) + ") of " + buffer + " on " +
-                    device + " failed: " + errnoText(err);
+  std::string msg = std::string(call) + " (" + toString(path) + ") of " + buffer + " on " + device +
+                    " failed: " + errnoText(err);
   const bool gpu = path == RegPath::kDmabuf || path == RegPath::kPeermem;
   std::string cause, fix;
   Code code = codeForErrno(err);
   if (err == ENOMEM || err == EAGAIN) {
     cause = "memlock limit too low";
-    fix = "raise the locked-memory limit: ulimit -l unlimited (or LimitMEMLOCK=infinity in the "
-          "systemd unit, memlock in /etc/security/limits.conf)";
+    fix =
+        "raise the locked-memory limit: ulimit -l unlimited (or LimitMEMLOCK=infinity in the "
+        "systemd unit, memlock in /etc/security/limits.conf)";
     code = Code::kResourceExhausted;
   } else if (path == RegPath::kPeermem && (err == EFAULT || err == EINVAL)) {
     cause = "nvidia-peermem not loaded: the NIC driver cannot pin GPU memory";
@@ -121,14 +147,16 @@ Status registrationError(RegPath path, int err, const std::string& device,
   } else if (path == RegPath::kDmabuf &&
              (err == EOPNOTSUPP || err == EPROTONOSUPPORT || err == ENOSYS)) {
     cause = "kernel/driver lacks dma-buf support";
-    fix = "dma-buf needs Linux >= 5.12, rdma-core >= 34, a NIC driver with dma-buf support and "
-          "the NVIDIA open kernel modules (or driver >= 515 with CONFIG_DMABUF_MOVE_NOTIFY); "
-          "otherwise use peermem (modprobe nvidia-peermem, --reg peermem)";
+    fix =
+        "dma-buf needs Linux >= 5.12, rdma-core >= 34, a NIC driver with dma-buf support and "
+        "the NVIDIA open kernel modules (or driver >= 515 with CONFIG_DMABUF_MOVE_NOTIFY); "
+        "otherwise use peermem (modprobe nvidia-peermem, --reg peermem)";
     code = Code::kUnimplemented;
   } else if (path == RegPath::kDmabuf && (err == EINVAL || err == EFAULT)) {
     cause = "the dma-buf range was rejected (offset/length not page aligned or not exported)";
-    fix = "check the GPU driver's dma-buf support (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED) or use "
-          "peermem";
+    fix =
+        "check the GPU driver's dma-buf support (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED) or use "
+        "peermem";
     code = Code::kFailedPrecondition;
   } else if (err == EFAULT) {
     cause = gpu ? "the address is not pinnable memory" : "the address range is not mapped";
@@ -146,11 +174,12 @@ Status modifyQpError(const std::string& state, int err, const std::string& devic
   std::string msg = "ibv_modify_qp to " + state + " on " + device + " failed: " + errnoText(err);
   std::string fix;
   if (state == "RTR") {
-    msg += " (sgid_index=" + std::to_string(gid_index) + ", path_mtu=" +
-           std::to_string(path_mtu) + ", dgid=" + (peer_gid.empty() ? "-" : peer_gid) + ")";
-    fix = "check the GID index (RoCE v2 IPv4-mapped GIDs on both sides, `show_gids` or "
-          "/sys/class/infiniband/<dev>/ports/<n>/gids), the MTU on both ports, and that a route to "
-          "the peer's address exists on the bound net device";
+    msg += " (sgid_index=" + std::to_string(gid_index) + ", path_mtu=" + std::to_string(path_mtu) +
+           ", dgid=" + (peer_gid.empty() ? "-" : peer_gid) + ")";
+    fix =
+        "check the GID index (RoCE v2 IPv4-mapped GIDs on both sides, `show_gids` or "
+        "/sys/class/infiniband/<dev>/ports/<n>/gids), the MTU on both ports, and that a route to "
+        "the peer's address exists on the bound net device";
   } else if (state == "RTS") {
     fix = "check the QP timeout/retry settings and the device state";
   } else {
@@ -176,8 +205,9 @@ Status completionError(ibv_wc_status status, uint32_t vendor_err, const std::str
   switch (status) {
     case IBV_WC_RETRY_EXC_ERR:
       cause = "peer unreachable or port down (transport retries exhausted)";
-      fix = "check that both ports are ACTIVE, the link and the switch path, the GID index and "
-            "the route between the two addresses; the peer may have exited";
+      fix =
+          "check that both ports are ACTIVE, the link and the switch path, the GID index and "
+          "the route between the two addresses; the peer may have exited";
       code = Code::kUnavailable;
       break;
     case IBV_WC_RNR_RETRY_EXC_ERR:
@@ -187,12 +217,14 @@ Status completionError(ibv_wc_status status, uint32_t vendor_err, const std::str
       break;
     case IBV_WC_REM_ACCESS_ERR:
       cause = "remote key/range invalid (peer deregistered?)";
-      fix = "the peer's memory region was deregistered or is smaller than the access; check "
-            "that the peer is still running and that message_size <= its buffer";
+      fix =
+          "the peer's memory region was deregistered or is smaller than the access; check "
+          "that the peer is still running and that message_size <= its buffer";
       break;
     case IBV_WC_REM_INV_REQ_ERR:
-      cause = "the peer rejected the request (operation not enabled on its QP or MR, or the "
-              "message is longer than its receive buffer)";
+      cause =
+          "the peer rejected the request (operation not enabled on its QP or MR, or the "
+          "message is longer than its receive buffer)";
       fix = "check the access flags and the receive buffer size on the peer";
       break;
     case IBV_WC_REM_OP_ERR:
@@ -211,8 +243,9 @@ Status completionError(ibv_wc_status status, uint32_t vendor_err, const std::str
       code = Code::kInternal;
       break;
     case IBV_WC_LOC_QP_OP_ERR:
-      cause = "local QP operation error (the device could not execute the request: net device "
-              "down, or a request beyond the QP capabilities such as the inline size)";
+      cause =
+          "local QP operation error (the device could not execute the request: net device "
+          "down, or a request beyond the QP capabilities such as the inline size)";
       fix = "check the port and net device state; lower inline_size";
       code = Code::kInternal;
       break;

@@ -42,12 +42,12 @@ Attempt tryDmabuf(MrRegistrar& r, ibv_pd* pd, Buffer& buffer, const std::string&
   Attempt a;
   auto exp = buffer.exportDmabuf();
   if (!exp.ok()) {
-    a.status = Status(exp.status().code(),
-                      "dma-buf export of " + buffer.describe() + " for " + device +
-                          " failed: " + exp.status().message(),
-                      exp.status().fix().empty()
-                          ? "use peermem (modprobe nvidia-peermem, --reg peermem)"
-                          : exp.status().fix());
+    a.status =
+        Status(exp.status().code(),
+               "dma-buf export of " + buffer.describe() + " for " + device +
+                   " failed: " + exp.status().message(),
+               exp.status().fix().empty() ? "use peermem (modprobe nvidia-peermem, --reg peermem)"
+                                          : exp.status().fix());
     return a;
   }
   a.dmabuf = std::move(exp).value();
@@ -56,8 +56,8 @@ Attempt tryDmabuf(MrRegistrar& r, ibv_pd* pd, Buffer& buffer, const std::string&
   ibv_mr* mr = r.regDmabufMr(pd, a.dmabuf->offset(), buffer.size(), iova, a.dmabuf->fd(),
                              defaultAccessFlags(buffer.kind()));
   if (!mr) {
-    a.status = registrationError(RegPath::kDmabuf, errno ? errno : EINVAL, device,
-                                 buffer.describe());
+    a.status =
+        registrationError(RegPath::kDmabuf, errno ? errno : EINVAL, device, buffer.describe());
     a.dmabuf.reset();
     return a;
   }
@@ -110,8 +110,7 @@ Result<Registration> registerBuffer(MrRegistrar& registrar, ibv_pd* pd, Buffer& 
   }
   switch (requested) {
     case RegPath::kHost:
-      return invalidArgument("registration path 'host' asked for GPU memory " +
-                                 buffer.describe(),
+      return invalidArgument("registration path 'host' asked for GPU memory " + buffer.describe(),
                              "use dmabuf, peermem or auto for GPU buffers");
     case RegPath::kDmabuf: {
       Attempt a = tryDmabuf(registrar, pd, buffer, device);

@@ -54,16 +54,20 @@ GidType parseGidType(const std::string& sysfs_text) {
 
 const char* toString(GidType t) {
   switch (t) {
-    case GidType::kIb: return "IB";
-    case GidType::kRoceV1: return "RoCE v1";
-    case GidType::kRoceV2: return "RoCE v2";
-    case GidType::kUnknown: break;
+    case GidType::kIb:
+      return "IB";
+    case GidType::kRoceV1:
+      return "RoCE v1";
+    case GidType::kRoceV2:
+      return "RoCE v2";
+    case GidType::kUnknown:
+      break;
   }
   return "unknown";
 }
 
-Result<int> selectGidIndex(const std::vector<GidCandidate>& table, bool is_roce,
-                           int override_index, const std::string& device, uint32_t port) {
+Result<int> selectGidIndex(const std::vector<GidCandidate>& table, bool is_roce, int override_index,
+                           const std::string& device, uint32_t port) {
   const std::string where = device + " port " + std::to_string(port);
   auto describeTable = [&] {
     std::string s;
@@ -121,23 +125,35 @@ Result<int> selectGidIndex(const std::vector<GidCandidate>& table, bool is_roce,
 
 uint32_t mtuEnumToBytes(int mtu_enum) {
   switch (mtu_enum) {
-    case 1: return 256;
-    case 2: return 512;
-    case 3: return 1024;
-    case 4: return 2048;
-    case 5: return 4096;
-    default: return 0;
+    case 1:
+      return 256;
+    case 2:
+      return 512;
+    case 3:
+      return 1024;
+    case 4:
+      return 2048;
+    case 5:
+      return 4096;
+    default:
+      return 0;
   }
 }
 
 int mtuBytesToEnum(uint32_t bytes) {
   switch (bytes) {
-    case 256: return 1;
-    case 512: return 2;
-    case 1024: return 3;
-    case 2048: return 4;
-    case 4096: return 5;
-    default: return 0;
+    case 256:
+      return 1;
+    case 512:
+      return 2;
+    case 1024:
+      return 3;
+    case 2048:
+      return 4;
+    case 4096:
+      return 5;
+    default:
+      return 0;
   }
 }
 
@@ -190,12 +206,20 @@ PortCounters counterDelta(const CounterSnapshot& before, const CounterSnapshot& 
     c.rcv_packets = v;
     c.valid = true;
   }
-  static const char* const kErrors[] = {
-      "symbol_error",        "port_rcv_errors",        "port_xmit_discards",
-      "link_downed",         "link_error_recovery",    "local_link_integrity_errors",
-      "excessive_buffer_overrun_errors", "port_rcv_remote_physical_errors",
-      "retry_exceeded_err",  "retry_rnr_exceeded_err", "completer_retry_err",
-      "send_err",            "rcvd_seq_err",           "out_of_seq_request"};
+  static const char* const kErrors[] = {"symbol_error",
+                                        "port_rcv_errors",
+                                        "port_xmit_discards",
+                                        "link_downed",
+                                        "link_error_recovery",
+                                        "local_link_integrity_errors",
+                                        "excessive_buffer_overrun_errors",
+                                        "port_rcv_remote_physical_errors",
+                                        "retry_exceeded_err",
+                                        "retry_rnr_exceeded_err",
+                                        "completer_retry_err",
+                                        "send_err",
+                                        "rcvd_seq_err",
+                                        "out_of_seq_request"};
   for (const char* name : kErrors) {
     if (delta(name, &v)) c.errors += v;
   }

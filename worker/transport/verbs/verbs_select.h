@@ -39,8 +39,8 @@ const char* toString(GidType t);
 //                   RoCE v1 (lowest index within each class).
 //   InfiniBand: index 0 (the port GID) when present.
 // Errors name the device/port and list what the table held.
-Result<int> selectGidIndex(const std::vector<GidCandidate>& table, bool is_roce,
-                           int override_index, const std::string& device, uint32_t port);
+Result<int> selectGidIndex(const std::vector<GidCandidate>& table, bool is_roce, int override_index,
+                           const std::string& device, uint32_t port);
 
 // IB MTU enum value (1..5, as ibv_mtu) <-> bytes (256..4096). 0 for anything else.
 uint32_t mtuEnumToBytes(int mtu_enum);

@@ -26,8 +26,8 @@ using verbs::DeviceListPtr;
 using verbs::PdPtr;
 using verbs::QpPtr;
 
-constexpr int kPollBatch = 16;             // perftest's CTX_POLL_BATCH
-constexpr uint32_t kDefaultCqMod = 100;    // perftest's default cq_mod
+constexpr int kPollBatch = 16;               // perftest's CTX_POLL_BATCH
+constexpr uint32_t kDefaultCqMod = 100;      // perftest's default cq_mod
 constexpr uint32_t kFinalImm = 0xffffffffu;  // last message of a duration run
 constexpr uint32_t kMaxRdAtomic = 16;
 
@@ -37,7 +37,9 @@ uint64_t nowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-const char* portStateName(ibv_port_state s) { return ibv_port_state_str(s); }
+const char* portStateName(ibv_port_state s) {
+  return ibv_port_state_str(s);
+}
 
 Status noDeviceStatus() {
   return failedPrecondition(
@@ -118,10 +120,18 @@ std::vector<verbs::GidCandidate> readGidTable(ibv_context* ctx, const std::strin
     if (ibv_query_gid_ex(ctx, port, static_cast<uint32_t>(i), &entry, 0) == 0) {
       std::memcpy(c.raw.data(), entry.gid.raw, 16);
       switch (entry.gid_type) {
-        case IBV_GID_TYPE_IB: c.type = verbs::GidType::kIb; break;
-        case IBV_GID_TYPE_ROCE_V1: c.type = verbs::GidType::kRoceV1; break;
-        case IBV_GID_TYPE_ROCE_V2: c.type = verbs::GidType::kRoceV2; break;
-        default: c.type = verbs::GidType::kUnknown; break;
+        case IBV_GID_TYPE_IB:
+          c.type = verbs::GidType::kIb;
+          break;
+        case IBV_GID_TYPE_ROCE_V1:
+          c.type = verbs::GidType::kRoceV1;
+          break;
+        case IBV_GID_TYPE_ROCE_V2:
+          c.type = verbs::GidType::kRoceV2;
+          break;
+        default:
+          c.type = verbs::GidType::kUnknown;
+          break;
       }
     } else {
       ibv_gid gid{};
@@ -168,10 +178,14 @@ class Watch {
 
 const char* opName(Op op) {
   switch (op) {
-    case Op::kWrite: return "RDMA write";
-    case Op::kRead: return "RDMA read";
-    case Op::kSend: return "send";
-    case Op::kWriteImm: return "RDMA write with immediate";
+    case Op::kWrite:
+      return "RDMA write";
+    case Op::kRead:
+      return "RDMA read";
+    case Op::kSend:
+      return "send";
+    case Op::kWriteImm:
+      return "RDMA write with immediate";
   }
   return "?";
 }
@@ -262,9 +276,9 @@ Status VerbsEndpointImpl::init(RegPath reg) {
     return invalidArgument("tx_depth and rx_depth must be >= 1");
   }
   if (spec_.buffer_size == 0 || spec_.buffer_size > buffer_.size()) {
-    return invalidArgument("buffer_size " + std::to_string(spec_.buffer_size) +
-                           " must be in 1.." + std::to_string(buffer_.size()) + " (the buffer " +
-                           buffer_.describe() + ")");
+    return invalidArgument("buffer_size " + std::to_string(spec_.buffer_size) + " must be in 1.." +
+                           std::to_string(buffer_.size()) + " (the buffer " + buffer_.describe() +
+                           ")");
   }
   if (spec_.use_rdma_cm) {
     return unimplemented("rdma_cm connection mode is not implemented in this build",
@@ -337,8 +351,7 @@ Status VerbsEndpointImpl::init(RegPath reg) {
                              static_cast<uint32_t>(dev_attr_.max_qp_init_rd_atom)}));
 
   // Receives: send and write_imm consume them, latency uses them for the first exchange.
-  needs_recv_ = spec_.op == Op::kSend || spec_.op == Op::kWriteImm ||
-                spec_.mode == Mode::kLatency;
+  needs_recv_ = spec_.op == Op::kSend || spec_.op == Op::kWriteImm || spec_.mode == Mode::kLatency;
   if (spec_.role == Role::kInitiator && spec_.mode == Mode::kBandwidth) {
     // Only the reverse direction of a bidirectional run lands here.
     recv_offset_ = spec_.buffer_size / 2;
@@ -388,9 +401,8 @@ Status VerbsEndpointImpl::modifyToInit(ibv_qp* qp) {
   a.pkey_index = 0;
   a.port_num = static_cast<uint8_t>(port_);
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE;
-  if (int rc = ibv_modify_qp(qp, &a,
-                             IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                 IBV_QP_ACCESS_FLAGS)) {
+  if (int rc = ibv_modify_qp(
+          qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
     return verbs::modifyQpError("INIT", rc, dev_, gid_index_, 0, peer_.gid);
   }
   return Status();
@@ -416,10 +428,10 @@ Status VerbsEndpointImpl::modifyToRtr(ibv_qp* qp, const QpInfo& remote, const ib
     a.ah_attr.grh.flow_label = 0;
     a.ah_attr.grh.traffic_class = 0;
   }
-  if (int rc = ibv_modify_qp(qp, &a,
-                             IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                 IBV_QP_MIN_RNR_TIMER)) {
+  if (int rc =
+          ibv_modify_qp(qp, &a,
+                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
     return verbs::modifyQpError("RTR", rc, dev_, gid_index_, path_mtu_, peer_.gid);
   }
   return Status();
@@ -434,8 +446,8 @@ Status VerbsEndpointImpl::modifyToRts(ibv_qp* qp, uint32_t psn) {
   a.sq_psn = psn;
   a.max_rd_atomic = static_cast<uint8_t>(rd_atomic_);
   if (int rc = ibv_modify_qp(qp, &a,
-                             IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
+                             IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                 IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
     return verbs::modifyQpError("RTS", rc, dev_, gid_index_, path_mtu_, peer_.gid);
   }
   return Status();
@@ -445,8 +457,8 @@ Status VerbsEndpointImpl::connect(const EndpointDesc& peer) {
   if (connected_) return failedPrecondition("connect() called twice on " + dev_);
   if (aborted_.load()) return Status(Code::kAborted, "aborted before connect on " + dev_);
   if (peer.transport != TransportKind::kVerbs) {
-    return invalidArgument(std::string("peer description is for the ") +
-                           toString(peer.transport) + " transport, not verbs");
+    return invalidArgument(std::string("peer description is for the ") + toString(peer.transport) +
+                           " transport, not verbs");
   }
   if (peer.qps.size() != qps_.size()) {
     return invalidArgument("peer " + peer.device + " has " + std::to_string(peer.qps.size()) +
@@ -541,10 +553,18 @@ Status VerbsEndpointImpl::pump(Stream& st, Watch& watch, RecvProgress& rx) {
   wr.sg_list = &sge;
   wr.num_sge = 1;
   switch (st.op) {
-    case Op::kWrite: wr.opcode = IBV_WR_RDMA_WRITE; break;
-    case Op::kRead: wr.opcode = IBV_WR_RDMA_READ; break;
-    case Op::kSend: wr.opcode = IBV_WR_SEND; break;
-    case Op::kWriteImm: wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM; break;
+    case Op::kWrite:
+      wr.opcode = IBV_WR_RDMA_WRITE;
+      break;
+    case Op::kRead:
+      wr.opcode = IBV_WR_RDMA_READ;
+      break;
+    case Op::kSend:
+      wr.opcode = IBV_WR_SEND;
+      break;
+    case Op::kWriteImm:
+      wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+      break;
   }
   wr.wr.rdma.remote_addr = peer_.addr + st.remote_off;
   wr.wr.rdma.rkey = peer_.rkey;
@@ -577,8 +597,7 @@ Status VerbsEndpointImpl::pump(Stream& st, Watch& watch, RecvProgress& rx) {
           if (st.record) st.posted_ns.push_back(nowNs());
           ibv_send_wr* bad = nullptr;
           if (int rc = ibv_post_send(qps_[q].get(), &wr, &bad)) {
-            return verbs::callError("ibv_post_send (" + std::string(opName(st.op)) + ")", rc,
-                                    dev_);
+            return verbs::callError("ibv_post_send (" + std::string(opName(st.op)) + ")", rc, dev_);
           }
           ++posted[q];
           if (signal) marks[q].push_back(posted[q]);
@@ -625,8 +644,8 @@ Status VerbsEndpointImpl::pump(Stream& st, Watch& watch, RecvProgress& rx) {
       }
     }
     if (done) break;
-    GDR_RETURN_IF_ERROR(watch.check(st.send ? "waiting for send completions"
-                                            : "waiting for the peer's messages"));
+    GDR_RETURN_IF_ERROR(
+        watch.check(st.send ? "waiting for send completions" : "waiting for the peer's messages"));
   }
   for (size_t q = 0; q < nq; ++q) st.messages += posted[q];
   return Status();
@@ -873,9 +892,10 @@ Result<Measurement> VerbsEndpointImpl::run(const RunSpec& rs) {
     return invalidArgument("bidirectional applies to bandwidth runs only");
   }
   if (rs.bidirectional && rs.message_size > spec_.buffer_size / 2) {
-    return invalidArgument("bidirectional runs need message_size <= buffer_size / 2 (the reverse "
-                           "direction uses the upper half)",
-                           "allocate buffer_size >= 2 * message_size");
+    return invalidArgument(
+        "bidirectional runs need message_size <= buffer_size / 2 (the reverse "
+        "direction uses the upper half)",
+        "allocate buffer_size >= 2 * message_size");
   }
   if (spec_.mode == Mode::kLatency && rs.duration_seconds > 0) {
     return invalidArgument("latency runs take a fixed iteration count, not duration_seconds");
@@ -884,8 +904,7 @@ Result<Measurement> VerbsEndpointImpl::run(const RunSpec& rs) {
     return invalidArgument("iterations must be >= 1 (or duration_seconds > 0)");
   }
   const auto before = verbs::readCounterSnapshot(sysfs_root_, dev_, port_);
-  Result<Measurement> r =
-      spec_.mode == Mode::kBandwidth ? runBandwidth(rs) : runLatency(rs);
+  Result<Measurement> r = spec_.mode == Mode::kBandwidth ? runBandwidth(rs) : runLatency(rs);
   if (!r.ok()) return r;
   const auto after = verbs::readCounterSnapshot(sysfs_root_, dev_, port_);
   r->counters = verbs::counterDelta(before, after);
@@ -912,8 +931,8 @@ Status VerbsTransport::viable() const {
     const std::string name = ibv_get_device_name(list.get()[i]);
     ContextPtr ctx(ibv_open_device(list.get()[i]));
     if (!ctx) {
-      states += (states.empty() ? "" : ", ") + name + ": cannot open (" +
-                verbs::errnoName(errno) + ")";
+      states +=
+          (states.empty() ? "" : ", ") + name + ": cannot open (" + verbs::errnoName(errno) + ")";
       continue;
     }
     ibv_device_attr attr{};
@@ -932,8 +951,9 @@ Status VerbsTransport::viable() const {
       "a running subnet manager for InfiniBand");
 }
 
-Result<std::unique_ptr<VerbsEndpoint>> VerbsTransport::createVerbsEndpoint(
-    const EndpointSpec& spec, Buffer& buffer, RegPath reg) {
+Result<std::unique_ptr<VerbsEndpoint>> VerbsTransport::createVerbsEndpoint(const EndpointSpec& spec,
+                                                                           Buffer& buffer,
+                                                                           RegPath reg) {
   auto ep = std::make_unique<VerbsEndpointImpl>(
       spec, buffer, options_.registrar ? *options_.registrar : verbs::systemRegistrar(),
       options_.sysfs_root);

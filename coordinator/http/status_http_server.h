@@ -1,0 +1,78 @@
+// The coordinator's status page: a small HTTP server with the single-page view (web/, embedded
+// in the binary) and its read-only JSON API. It knows nothing of gRPC: the coordinator hands it
+// a StatusSource.
+//
+//   GET /                 the page (also /index.html, /app.js, /style.css)
+//   GET /api/workers      JSON array, the shape of `gdrmesh workers -o json`
+//   GET /api/results      JSON array of toJson(TestResult), newest first;
+//                         ?limit=1..10000 (50) &worker=NAME &status=passed|failed|skipped|error
+//                         &run_id=ID
+//   GET /api/summary      counts over the latest results (?limit=1..10000, 500): by status, by
+//                         worker, by data path (GPUDirect, RDMA host memory, staged, emulated)
+//   GET /healthz          "ok"
+// A bad or unknown query parameter answers 400 with {"error", "parameter", "fix"}; a failing
+// source answers 503 (unavailable) or 500 with the same shape.
+//
+// Thread contract: start() and stop() from one owner thread; the server calls the StatusSource
+// from its own worker threads, concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/inventory.h"
+#include "common/result.h"
+#include "common/status.h"
+#include "coordinator/store/store.h"
+
+namespace gdrmesh {
+
+// One worker as the status page shows it.
+struct WorkerSummary {
+  std::string name;
+  std::string state;              // "online" or "offline"
+  int64_t last_heartbeat_ms = 0;  // unix ms, 0 when never seen
+  Inventory inventory;
+  // Optional details, shown when known (same fields as `gdrmesh workers -o json`).
+  int64_t connected_ms = 0;
+  std::string peer;
+  uint32_t active_tests = 0;
+};
+
+// Where the status page reads from. Implementations must be thread-safe.
+class StatusSource {
+ public:
+  virtual ~StatusSource() = default;
+  virtual std::vector<WorkerSummary> workers() = 0;
+  // Newest first, as ResultStore::queryResults.
+  virtual Result<std::vector<TestResult>> results(const ResultQuery& query) = 0;
+};
+
+// The JSON forms served by the API (exposed for tests and other outputs).
+nlohmann::json workersJson(const std::vector<WorkerSummary>& workers);
+// Counts over `results` (the latest `limit` results): see /api/summary in docs.
+nlohmann::json summaryJson(const std::vector<WorkerSummary>& workers,
+                           const std::vector<TestResult>& results, uint32_t limit);
+
+class StatusHttpServer {
+ public:
+  explicit StatusHttpServer(StatusSource& source);
+  ~StatusHttpServer();
+  StatusHttpServer(const StatusHttpServer&) = delete;
+  StatusHttpServer& operator=(const StatusHttpServer&) = delete;
+
+  // Listens on HOST:PORT ("127.0.0.1:8080", "[::1]:0"; port 0 picks a free port) and serves
+  // from a background thread. Binds only the address given. Returns the bound port.
+  Result<int> start(const std::string& host_port);
+  // Stops serving and joins the threads. Idempotent; the destructor calls it.
+  void stop();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gdrmesh
