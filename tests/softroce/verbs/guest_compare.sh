@@ -27,40 +27,7 @@ while [ "$r" -le "$ROUNDS" ]; do
 done
 cat "$RES"
 echo
-awk '
-    function kv(line, key,   i, n, f, a) {
-        n = split(line, f, " ")
-        for (i = 1; i <= n; i++) { split(f[i], a, "="); if (a[1] == key) return a[2] }
-        return ""
-    }
-    function median(list,   n, v, i, j, t) {
-        n = split(list, v, " ")
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
-        if (n == 0) return ""
-        return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-    }
-    ($1 == "perftest" || $1 == "gdrmesh") {
-        op = kv($0, "op"); size = kv($0, "size"); key = op " " size
-        if (!(key in seen)) { seen[key] = 1; order[++n] = key }
-        if (index($0, "status=FAILED")) { fails[$1, key]++; next }
-        v = (op ~ /_bw$/) ? kv($0, "bw_avg_MBps") : kv($0, "t_typical_us")
-        vals[$1, key] = vals[$1, key] " " v
-    }
-    END {
-        printf "%-22s %14s %14s %7s  %s\n", "case", "perftest", "gdrmesh", "ratio", "verdict"
-        bad = 0
-        for (i = 1; i <= n; i++) {
-            k = order[i]; split(k, p, " ")
-            unit = (p[1] ~ /_bw$/) ? "MB/s" : "us"
-            a = median(vals["perftest", k]); b = median(vals["gdrmesh", k])
-            if (a == "" || b == "" || a + 0 == 0) { printf "%-22s %14s %14s %7s  %s\n", k, a, b, "-", "NO DATA"; bad++; continue }
-            ratio = b / a
-            ok = (unit == "MB/s") ? (ratio >= 1.0) : (ratio <= 1.0)
-            if (!ok) bad++
-            printf "%-22s %9.2f %4s %9.2f %4s %7.3f  %s\n", k, a, unit, b, unit, ratio, ok ? "ok" : "BELOW TARGET"
-        }
-        printf "TABLE_DONE below_target=%d\n", bad
-    }' "$RES" | tee /tmp/compare_table.txt
+awk -f /opt/share/compare_table.awk "$RES" | tee /tmp/compare_table.txt
 /opt/export "$RES" compare_raw.txt
 /opt/export /tmp/compare_table.txt compare_table.txt
 pt_export_raw perftest_raw.tar.gz

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs everything gdrmesh needs to build and test on Debian 12 or Ubuntu 24.04, from the
+# distribution's own packages. Idempotent: already-installed packages are skipped quickly.
+#
+#   deploy/install-deps.sh            build + test dependencies (default)
+#   deploy/install-deps.sh --runtime  only what a worker/coordinator host needs to run
+set -euo pipefail
+
+mode="${1:-all}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 2; }
+  SUDO="sudo"
+fi
+
+runtime=(libgrpc++1.51 libprotobuf32 libsqlite3-0 libibverbs1 librdmacm1 ibverbs-providers
+         rdma-core)
+build=(build-essential cmake ninja-build pkg-config git
+       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+       libsqlite3-dev sqlite3 libgtest-dev libgmock-dev
+       libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
+       nlohmann-json3-dev libcli11-dev libcpp-httplib-dev clang-format)
+# Soft-RoCE VM tests (tests/softroce): qemu, a static busybox, the rdma userspace and perftest.
+softroce=(qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils perftest iproute2 cpio kmod
+          ca-certificates)
+# Status page browser test (tests/browser).
+browser=(chromium)
+
+# Ubuntu names the runtime libraries differently; resolve by what apt knows.
+pick() {
+  local out=()
+  for p in "$@"; do
+    if apt-cache show "$p" >/dev/null 2>&1; then out+=("$p"); fi
+  done
+  echo "${out[@]}"
+}
+
+missing() {
+  local out=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || out+=("$p")
+  done
+  echo "${out[@]}"
+}
+
+case "$mode" in
+  --runtime) want=("${runtime[@]}") ;;
+  all|--all) want=("${build[@]}" "${softroce[@]}" "${browser[@]}") ;;
+  *) echo "usage: $0 [--runtime]" >&2; exit 2 ;;
+esac
+
+need=$(missing "${want[@]}")
+if [[ -z "$need" ]]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+echo "install-deps: installing: $need"
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+need=$(pick $need)
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $need
+echo "install-deps: done"

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): installs dependencies, builds, checks formatting, and
+# runs every test suite with ctest. Suites that cannot run on this machine (no GPU, no browser,
+# no qemu) skip with their reason, visibly.
+#   deploy/test.sh [ctest args...]      e.g. deploy/test.sh -L unit
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$root/deploy/install-deps.sh"
+"$root/deploy/build.sh"
+"$root/deploy/check-format.sh"
+build="${GDRMESH_BUILD_DIR:-$root/build}"
+cd "$build"
+ctest --output-on-failure -j 2 "$@"
