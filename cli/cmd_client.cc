@@ -95,6 +95,7 @@ struct TestArgs {
   int gid_index = -1;
   double timeout = 0;
   uint64_t corrupt_bytes = 0;
+  bool invalidate_rkey = false;
   std::string run_id;
   bool rdma_cm = false;
 };
@@ -137,6 +138,7 @@ int runTest(const ClientOptions& o, const TestArgs& a) {
   req.set_timeout_seconds(a.timeout);
   req.set_run_id(a.run_id);
   req.mutable_fault()->set_corrupt_bytes(a.corrupt_bytes);
+  req.mutable_fault()->set_invalidate_remote_key(a.invalidate_rkey);
   if (a.transport != "auto") {
     auto t = parseTransportKind(a.transport);
     if (!t) return usage("--transport: '" + a.transport + "' is not one of auto, emulated, verbs");
@@ -270,6 +272,9 @@ void registerClientCommands(CLI::App& app, Action* action) {
     cmd->add_option("--run-id", a->run_id, "group this result under a run id");
     cmd->add_option("--inject-corrupt-bytes", a->corrupt_bytes,
                     "TEST ONLY: flip N landed bytes (worker needs --allow-fault-injection)")
+        ->group("");
+    cmd->add_flag("--inject-invalidate-rkey", a->invalidate_rkey,
+                  "TEST ONLY: the target revokes remote access after connect")
         ->group("");
     cmd->callback([action, o, a] { *action = [o, a] { return runTest(*o, *a); }; });
   }

@@ -5,11 +5,54 @@
 
 #include "cli/cli.h"
 #include "common/units.h"
+#include "convert.h"
+#include "coordinator/http/status_http_server.h"
 #include "coordinator/service/coordinator_server.h"
 #include "coordinator/store/sqlite_store.h"
 
 namespace gdrmesh::cli {
 namespace {
+
+// What the status page shows: the live registry and the store (plus results the store has not
+// accepted yet, as ListResults does).
+class CoordinatorStatusSource final : public StatusSource {
+ public:
+  CoordinatorStatusSource(CoordinatorServer& server, ResultStore& store)
+      : server_(server), store_(store) {}
+  std::vector<WorkerSummary> workers() override {
+    std::vector<WorkerSummary> out;
+    for (const auto& e : server_.registry().list()) {
+      WorkerSummary w;
+      w.name = e.name;
+      w.state = e.online ? "online" : "offline";
+      w.last_heartbeat_ms = e.last_heartbeat_ms;
+      w.connected_ms = e.connected_ms;
+      w.peer = e.peer;
+      w.active_tests = e.active_tests;
+      w.inventory = convert::fromProto(e.inventory);
+      out.push_back(std::move(w));
+    }
+    return out;
+  }
+  Result<std::vector<TestResult>> results(const ResultQuery& q) override {
+    auto rows = store_.queryResults(q);
+    if (!rows.ok()) return rows.status();
+    std::vector<TestResult> out;
+    for (auto& t : server_.unstored()) {
+      bool worker_ok = q.worker.empty() || t.initiator.worker == q.worker ||
+                       t.target.worker == q.worker;
+      bool status_ok = !q.status || t.status == *q.status;
+      bool run_ok = q.run_id.empty() || t.run_id == q.run_id;
+      if (worker_ok && status_ok && run_ok) out.push_back(std::move(t));
+    }
+    out.insert(out.end(), rows->begin(), rows->end());
+    return out;
+  }
+
+ private:
+  CoordinatorServer& server_;
+  ResultStore& store_;
+};
 
 struct CoordinatorArgs {
   std::string listen = "127.0.0.1:7070";
@@ -55,11 +98,25 @@ int runCoordinator(const CoordinatorArgs& a) {
     }
     std::rename(tmp.c_str(), a.port_file.c_str());
   }
+  CoordinatorStatusSource source(server, **store);
+  StatusHttpServer http(source);
+  if (!a.http.empty()) {
+    auto hp = http.start(a.http);
+    if (!hp.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: %s\n", hp.status().toString().c_str());
+      server.shutdown();
+      return kExitUsage;
+    }
+    std::string hh = a.http.substr(0, a.http.rfind(':'));
+    std::printf("gdrmesh status page on http://%s:%d/\n", hh.c_str(), *hp);
+    std::fflush(stdout);
+  }
   std::thread signals([&] {
     waitForTerminationSignal([&] { server.shutdown(); });
   });
   signals.detach();
   server.wait();
+  http.stop();
   std::fprintf(stderr, "gdrmesh coordinator: stopped\n");
   return kExitOk;
 }

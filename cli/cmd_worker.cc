@@ -32,6 +32,8 @@ int runWorker(const WorkerArgs& a) {
   wo.coordinator = a.coordinator;
   wo.name = a.name.empty() ? setup->inventory.hostname : a.name;
   wo.data_host = a.data_host;
+  WorkerSetup* raw = setup.get();
+  wo.topo_class = [raw](int gpu, const std::string& nic) { return raw->topoClass(gpu, nic); };
   if (wo.data_host.empty()) {
     // Loopback coordinators mean a single-host setup; otherwise listen on the host's name.
     const bool loopback = a.coordinator.rfind("127.", 0) == 0 ||

@@ -46,6 +46,15 @@ struct Gpu {
   int compute_capability_major = 0, compute_capability_minor = 0;
 };
 
+// One preflight check as the worker ran it at start (worker/doctor).
+struct PreflightCheck {
+  std::string id;      // "gpudirect.peermem"
+  std::string title;
+  std::string status;  // PASS, WARN, FAIL, UNKNOWN
+  std::string detail;
+  std::string remediation;
+};
+
 struct Inventory {
   std::string hostname;
   std::string worker_version;
@@ -55,6 +64,7 @@ struct Inventory {
   std::string cuda_driver_version;      // "" when no driver
   std::string rdma_core_version;
   std::vector<std::string> notes;  // why a transport or the GPUs are missing here
+  std::vector<PreflightCheck> preflight;
 };
 
 }  // namespace gdrmesh

@@ -14,6 +14,14 @@ json toJson(const Inventory& inv) {
   j["rdma_core_version"] = inv.rdma_core_version;
   j["transports"] = inv.transports;
   j["notes"] = inv.notes;
+  j["preflight"] = json::array();
+  for (const auto& c : inv.preflight) {
+    j["preflight"].push_back({{"id", c.id},
+                              {"title", c.title},
+                              {"status", c.status},
+                              {"detail", c.detail},
+                              {"remediation", c.remediation}});
+  }
   j["nics"] = json::array();
   for (const auto& n : inv.nics) {
     json jn{{"name", n.name},

@@ -146,6 +146,14 @@ void toProto(const Inventory& in, pb::Inventory* out) {
     if (k) out->add_transports(toProto(*k));
   }
   for (const auto& n : in.notes) out->add_notes(n);
+  for (const auto& c : in.preflight) {
+    auto* pc = out->add_preflight();
+    pc->set_id(c.id);
+    pc->set_title(c.title);
+    pc->set_status(c.status);
+    pc->set_detail(c.detail);
+    pc->set_remediation(c.remediation);
+  }
 }
 
 Inventory fromProto(const pb::Inventory& in) {
@@ -194,6 +202,9 @@ Inventory fromProto(const pb::Inventory& in) {
     out.transports.push_back(toString(fromProto(static_cast<pb::Transport>(t))));
   }
   for (const auto& n : in.notes()) out.notes.push_back(n);
+  for (const auto& c : in.preflight()) {
+    out.preflight.push_back({c.id(), c.title(), c.status(), c.detail(), c.remediation()});
+  }
   return out;
 }
 

@@ -19,7 +19,7 @@
       if (k === 'class') e.className = v;
       else e.setAttribute(k, v === true ? '' : String(v));
     }
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === undefined || c === null || c === false) continue;
       e.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -90,7 +90,7 @@
       if (g.gpu_direct_rdma_supported) caps.push('GDR');
       return el('li', {}, g.index + ': ' + g.name + ' ',
           el('span', {class: 'small mono'}, g.pci_bus_id),
-          caps.length ? el('span', {class: 'small'}, ' (' + caps.join(', ') + ')') : null);
+          caps.length ? el('span', {class: 'small nowrap'}, ' (' + caps.join(', ') + ')') : null);
     }));
   }
 
@@ -103,7 +103,7 @@
           el('th', {scope: 'row', class: 'mono'}, w.name),
           el('td', {}, badge(w.state, w.state === 'online' ? 'online' : 'offline')),
           el('td', {}, el('div', {}, inv.hostname || '-'), notes),
-          el('td', {}, (inv.transports || []).join(', ') || '-'),
+          el('td', {}, el('ul', {class: 'list'}, (inv.transports || []).map((t) => el('li', {}, t)))),
           el('td', {}, nicList(inv)),
           el('td', {}, gpuList(inv)),
           el('td', {class: 'nowrap'}, fmtTime(w.last_heartbeat)));
@@ -158,11 +158,13 @@
     const m = r.measurement || {};
     if (r.mode === 'bw' && m.bandwidth) {
       return [el('div', {}, fmtNum(m.bandwidth.avg_gbps, 2) + ' Gb/s'),
-              el('div', {class: 'small'}, 'peak ' + fmtNum(m.bandwidth.peak_gbps, 2))];
+              m.bandwidth.peak_gbps > 0 ?
+                  el('div', {class: 'small'}, 'peak ' + fmtNum(m.bandwidth.peak_gbps, 2)) : null];
     }
     if (r.mode === 'lat' && m.latency) {
       return [el('div', {}, fmtNum(m.latency.median_us, 2) + ' us'),
-              el('div', {class: 'small'}, 'p99 ' + fmtNum(m.latency.p99_us, 2))];
+              m.latency.p99_us > 0 ?
+                  el('div', {class: 'small'}, 'p99 ' + fmtNum(m.latency.p99_us, 2)) : null];
     }
     return '-';
   }
@@ -185,7 +187,8 @@
         el('td', {}, badge(r.status, 'st-' + r.status)),
         el('td', {class: 'nowrap'}, r.op + ' / ' + r.mode),
         el('td', {class: 'r nowrap'}, fmtSize(r.message_size_bytes)),
-        el('td', {class: 'mono'}, side(r.initiator) + ' \u2192 ' + side(r.target)),
+        el('td', {class: 'mono nowrap'}, el('div', {}, side(r.initiator) + ' \u2192'),
+            el('div', {}, side(r.target))),
         el('td', {}, dataPath(r)),
         el('td', {class: 'r nowrap'}, measured(r)),
         el('td', {}, integrity(r)),

@@ -1,6 +1,7 @@
 #include "coordinator/http/status_http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cctype>
@@ -299,6 +300,12 @@ class StatusHttpServer::Impl {
     server_.set_read_timeout(5, 0);
     server_.set_write_timeout(5, 0);
     server_.set_payload_max_length(64 * 1024);
+    // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port
+    // without an error: keep only SO_REUSEADDR (restart while old connections linger).
+    server_.set_socket_options([](socket_t sock) {
+      int yes = 1;
+      (void)setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    });
     server_.set_default_headers({{"Cache-Control", "no-store"},
                                  {"X-Content-Type-Options", "nosniff"},
                                  {"X-Frame-Options", "DENY"},

@@ -93,11 +93,8 @@ Status PairRunner::validate(const pb::RunTestRequest& req) const {
     }
     if (s.memory() == pb::MEMORY_KIND_CUDA) {
       int n = w->inventory.gpus_size();
-      if (n == 0) {
-        return failedPrecondition(f + ": worker '" + s.worker() + "' has no GPUs",
-                                  "use --memory host, or a worker with GPUs");
-      }
-      if (s.gpu() < -1 || s.gpu() >= n) {
+      // No GPUs at all is a state of the host, reported as a SKIPPED result by run().
+      if (n > 0 && (s.gpu() < -1 || s.gpu() >= n)) {
         return notFound(f + ": gpu " + std::to_string(s.gpu()) + " not on worker '" +
                             s.worker() + "' (has 0.." + std::to_string(n - 1) + ")");
       }
@@ -193,6 +190,14 @@ Result<TestResult> PairRunner::run(const pb::RunTestRequest& req) {
     return r;
   };
   for (const auto* w : {&ini, &tgt}) {
+    const auto& sel = w == &ini ? req.initiator() : req.target();
+    if (sel.memory() == pb::MEMORY_KIND_CUDA && w->inventory.gpus_size() == 0) {
+      std::string note = transportNotes(w->inventory, "cuda");
+      return finish(TestStatus::kSkipped,
+                    "GPU memory requested but worker " + w->name + " has no GPUs" +
+                        (note.empty() ? "" : " (" + note + ")") +
+                        "; a GPUDirect result needs a GPU on both sides");
+    }
     if (!hasTransport(w->inventory, transport)) {
       std::string note = transportNotes(w->inventory, toString(r.transport));
       return finish(TestStatus::kSkipped, std::string("transport ") + toString(r.transport) +
@@ -223,7 +228,10 @@ Result<TestResult> PairRunner::run(const pb::RunTestRequest& req) {
     spec.set_seed(seed);
     // Corruption is injected where the data lands.
     bool dest = (role == pb::ROLE_INITIATOR) == initiatorIsDestination(r.op);
-    if (dest) *spec.mutable_fault() = req.fault();
+    if (dest) spec.mutable_fault()->set_corrupt_bytes(req.fault().corrupt_bytes());
+    if (role == pb::ROLE_TARGET) {
+      spec.mutable_fault()->set_invalidate_remote_key(req.fault().invalidate_remote_key());
+    }
     return spec;
   };
 

@@ -691,7 +691,10 @@ Result<int64_t> SqliteStore::insertResult(const TestResult& result) {
   if (result.test_id.empty()) {
     return invalidArgument("result.test_id is empty", "every stored result needs a unique id");
   }
-  if (result.initiator.reg_path == RegPath::kAuto || result.target.reg_path == RegPath::kAuto) {
+  // 'auto' is a request: a result that passed must say which path ran. A test that ended before
+  // any registration (skipped, failed in prepare) keeps the request it was given.
+  if (result.status == TestStatus::kPassed &&
+      (result.initiator.reg_path == RegPath::kAuto || result.target.reg_path == RegPath::kAuto)) {
     return invalidArgument(
         "result " + result.test_id + ": reg_path 'auto' is a request, not a path that ran",
         "store the registration path the transport actually used");

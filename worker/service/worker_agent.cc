@@ -86,6 +86,7 @@ SessionSpec specFromProto(const pb::EndpointSpec& in, const std::string& data_ho
   s.reg = fromProto(in.reg_path(), RegPath::kAuto);
   s.seed = in.seed();
   s.corrupt_bytes = in.fault().corrupt_bytes();
+  s.invalidate_remote_key = in.fault().invalidate_remote_key();
   s.numa_node = numa_node;
   return s;
 }
@@ -238,6 +239,9 @@ Status WorkerAgent::serveOnce(bool* registered) {
             p->set_buffer(r->buffer);
             p->set_reg_path(toProto(r->reg_path));
             p->set_gpu(cmd.prepare().spec().gpu());
+            if (options_.topo_class) {
+              p->set_topo_class(options_.topo_class(cmd.prepare().spec().gpu(), r->desc.device));
+            }
           }
           st = r.status();
           break;

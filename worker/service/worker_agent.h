@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +33,8 @@ struct WorkerOptions {
   int heartbeat_ms = 1000;
   bool reconnect = true;    // false: return after the first stream ends (tests)
   int numa_node = -1;
+  // PCIe path class between a GPU index and a NIC name ("PIX", ...), recorded with results.
+  std::function<std::string(int gpu, const std::string& nic)> topo_class;
 };
 
 class WorkerAgent {

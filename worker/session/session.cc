@@ -84,7 +84,8 @@ Result<PreparedEndpoint> SessionManager::prepare(const SessionSpec& spec) {
                     "worker has " + std::to_string(sessions_.size()) + " tests in progress");
     }
   }
-  if (spec.corrupt_bytes > 0 && !options_.allow_fault_injection) {
+  if ((spec.corrupt_bytes > 0 || spec.invalidate_remote_key) &&
+      !options_.allow_fault_injection) {
     return Status(Code::kPermissionDenied, "fault injection requested but not allowed",
                   "start the worker with --allow-fault-injection (tests only)");
   }
@@ -147,6 +148,9 @@ Result<uint32_t> SessionManager::connect(const std::string& test_id, const Endpo
   auto s = find(test_id);
   if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
   GDR_RETURN_IF_ERROR(s->endpoint->connect(peer));
+  if (s->spec.invalidate_remote_key && s->spec.endpoint.role == Role::kTarget) {
+    GDR_RETURN_IF_ERROR(s->endpoint->invalidateRemoteAccessForTest());
+  }
   if (s->mirror && isSource(s->spec.endpoint.op, s->spec.endpoint.role)) {
     // Source side of the staged path: GPU -> host mirror before anything is sent.
     auto t0 = std::chrono::steady_clock::now();

@@ -45,6 +45,7 @@ struct SessionSpec {
   RegPath reg = RegPath::kAuto;
   uint64_t seed = 1;
   uint64_t corrupt_bytes = 0;  // fault injection, honoured only when allowed
+  bool invalidate_remote_key = false;  // fault injection: revoke remote access after connect
   int numa_node = -1;
 };
 

@@ -162,7 +162,6 @@ TEST_F(ClusterTest, BadInputExitsNonZeroNamingTheField) {
       {{"test", "a", "b", "--size", "1GiB"}, "above the maximum"},
       {{"test", "a", "b", "--iters", "0"}, "--iters"},
       {{"test", "a", "b", "--op", "teleport"}, "--op"},
-      {{"test", "a", "b", "--memory", "cuda"}, "has no GPUs"},
       {{"test", "a", "b", "--reg", "dmabuf"}, "GPU memory only"},
       {{"test", "a", "b", "--qps", "1000"}, "qps"},
       {{"results", "--status", "MAYBE"}, "--status"},
@@ -176,6 +175,16 @@ TEST_F(ClusterTest, BadInputExitsNonZeroNamingTheField) {
   }
   // Nothing was stored for rejected requests.
   EXPECT_TRUE(c_.query("SELECT id FROM results").empty());
+}
+
+TEST_F(ClusterTest, GpuMemoryOnAHostWithoutGpusIsSkippedNeverPassed) {
+  for (const std::string reg : {"auto", "dmabuf", "staged"}) {
+    auto j = runJson({"test", "a", "b", "--memory", "cuda", "--reg", reg}, 3);
+    EXPECT_EQ(j["status"], "SKIPPED") << j.dump(2);
+    EXPECT_NE(j["reason"].get<std::string>().find("has no GPUs"), std::string::npos);
+    EXPECT_EQ(j["gpudirect"], false);
+  }
+  EXPECT_EQ(c_.query("SELECT id FROM results WHERE status = 'SKIPPED'").size(), 3u);
 }
 
 TEST_F(ClusterTest, DuplicateWorkerNameIsRefused) {

@@ -539,8 +539,9 @@ std::vector<Case> allCases(const Options& o) {
   }
   add(fault("fault_peer_dereg_mid_run", Fault::kDeregMid, Code::kOk,
             "remote key/range invalid (peer deregistered?)"));
-  add(fault("fault_port_down_before_run", Fault::kPortDownBefore, Code::kOk, "DOWN"));
-  add(fault("fault_port_down_mid_run", Fault::kPortDownMid, Code::kOk, "DOWN"));
+  add(fault("fault_port_down_before_run", Fault::kPortDownBefore, Code::kUnavailable,
+            "is now down"));
+  add(fault("fault_port_down_mid_run", Fault::kPortDownMid, Code::kUnavailable, "is now down"));
   return cs;
 }
 

@@ -174,15 +174,28 @@ TEST_F(SqliteStoreTest, RowsAreFlattenedWithTypesNamesAndGpuDirect) {
   }
 }
 
-TEST_F(SqliteStoreTest, RegPathAutoIsRefused) {
+TEST_F(SqliteStoreTest, RegPathAutoIsRefusedForAPassedResult) {
   auto store = openOk();
   ASSERT_NE(store, nullptr);
   TestResult r = makeResult("t-auto", "a", "b", 1);
+  r.status = TestStatus::kPassed;
   r.target.reg_path = RegPath::kAuto;
   auto id = store->insertResult(r);
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), Code::kInvalidArgument);
   EXPECT_THAT(id.status().message(), HasSubstr("auto"));
+}
+
+TEST_F(SqliteStoreTest, RegPathAutoIsKeptForATestThatNeverRegistered) {
+  auto store = openOk();
+  ASSERT_NE(store, nullptr);
+  TestResult r = makeResult("t-skip", "a", "b", 1);
+  r.status = TestStatus::kSkipped;
+  r.target.reg_path = RegPath::kAuto;
+  ASSERT_TRUE(store->insertResult(r).ok());
+  auto back = store->getResult("t-skip");
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ((*back)->target.reg_path, RegPath::kAuto);
 }
 
 TEST_F(SqliteStoreTest, FutureSchemaVersionIsRefused) {

@@ -182,6 +182,11 @@ class EmulatedEndpoint final : public Endpoint {
     return runBandwidth(spec, deadline, m);
   }
 
+  Status invalidateRemoteAccessForTest() override {
+    desc_.rkey ^= 0x5A5A5A5Au;  // the key the peer holds no longer opens the region
+    return {};
+  }
+
   void abort() override {
     aborted_.store(true);
     std::lock_guard<std::mutex> lock(mu_);
