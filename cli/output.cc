@@ -87,8 +87,8 @@ std::string dataPath(const TestResult& r) {
     if (e.memory == MemoryKind::kCuda) s += std::string("(") + toString(e.reg_path) + ")";
     return s;
   };
-  std::string s = std::string(toString(r.transport)) + " " + one(r.initiator) + "->" +
-                  one(r.target);
+  std::string s = std::string(r.ran() ? "" : "requested ") + toString(r.transport) + " " +
+                  one(r.initiator) + "->" + one(r.target);
   if (r.gpudirect()) s += " GPUDirect";
   return s;
 }

@@ -44,10 +44,16 @@ struct TestResult {
   IntegrityReport integrity;
   TestStatus status = TestStatus::kError;
   std::string reason;      // why FAILED/SKIPPED/ERROR, "" when PASSED
+  // True only for a PASSED result in which the NIC moved GPU memory directly (dma-buf or
+  // peermem) on at least one side: the claim "GPUDirect RDMA works here". A skipped or failed
+  // test never makes it, even when GPUDirect was what it asked for; staged and emulated never do.
   bool gpudirect() const {
-    return isGpuDirect(transport, initiator.memory, initiator.reg_path) ||
-           isGpuDirect(transport, target.memory, target.reg_path);
+    return status == TestStatus::kPassed &&
+           (isGpuDirect(transport, initiator.memory, initiator.reg_path) ||
+            isGpuDirect(transport, target.memory, target.reg_path));
   }
+  // True when the test got as far as moving data (there are figures).
+  bool ran() const { return measurement.has_bandwidth || measurement.has_latency; }
 };
 
 }  // namespace gdrmesh

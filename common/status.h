@@ -80,7 +80,10 @@ class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
-    assert(!std::get<Status>(v_).ok() && "Result constructed from an OK status");
+    // An OK status carries no value: that is a bug in the caller, never a success.
+    if (std::get<Status>(v_).ok()) {
+      v_ = Status(Code::kInternal, "Result constructed from an OK status without a value");
+    }
   }
 
   bool ok() const { return std::holds_alternative<T>(v_); }

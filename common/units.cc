@@ -36,7 +36,10 @@ Result<uint64_t> parseSize(std::string_view text, std::string_view field) {
     mult = 1ULL << 20;
   } else if (suffix == "G" || suffix == "Gi" || suffix == "GiB") {
     mult = 1ULL << 30;
-  } else if (suffix == "KB" || suffix == "kB" || suffix == "MB" || suffix == "GB") {
+  } else if (suffix == "T" || suffix == "Ti" || suffix == "TiB") {
+    mult = 1ULL << 40;
+  } else if (suffix == "KB" || suffix == "kB" || suffix == "MB" || suffix == "GB" ||
+             suffix == "TB") {
     return invalidArgument(f + ": suffix '" + suffix + "' is ambiguous (1000 or 1024?)",
                            "use KiB/MiB/GiB (1024-based) or plain bytes");
   } else {

@@ -19,6 +19,11 @@
 #   125 the guest died without a verdict (kernel panic, /init failed, qemu error).
 set -euo pipefail
 
+# The whole script is one { ... } block, so bash parses all of it before running any of it.
+# bash otherwise reads a script as it goes: an edit to this file during a VM run (minutes) made
+# it resume at a stale byte offset inside extract_files() ("tmp: unbound variable" at a line in
+# its body, with `rm -rf "$tmp"` run outside the function). Keep the closing "exit; }" last.
+{
 readonly PROG="vm.sh"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 readonly HERE
@@ -660,3 +665,5 @@ fi
 log "guest script exited $RC ($timing)"
 log "exported to $WORKDIR/out: ${exported:-nothing}"
 exit "$RC"
+exit
+}

@@ -77,13 +77,34 @@ Result<PreparedEndpoint> SessionManager::prepare(const SessionSpec& spec) {
   if (id.empty()) return invalidArgument("test_id: empty");
   if (spec.endpoint.buffer_size == 0) return invalidArgument("buffer_size: must be > 0");
   {
+    // Reserve the id (an empty slot) so that concurrent prepares of one id, or beyond the
+    // session limit, cannot both win.
     std::lock_guard<std::mutex> lock(mu_);
     if (sessions_.count(id) != 0) return invalidArgument("test " + id + ": already prepared");
     if (sessions_.size() >= options_.max_sessions) {
       return Status(Code::kResourceExhausted,
-                    "worker has " + std::to_string(sessions_.size()) + " tests in progress");
+                    "worker has " + std::to_string(sessions_.size()) + " tests in progress",
+                    "wait for running tests to finish");
     }
+    sessions_[id] = nullptr;
   }
+  auto result = prepareReserved(spec);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(id);
+  if (!result.ok()) {
+    if (it != sessions_.end() && it->second == nullptr) sessions_.erase(it);
+    return result.status();
+  }
+  if (it == sessions_.end()) {
+    // Released (abortAll) while being prepared.
+    return Status(Code::kAborted, "test " + id + ": released while being prepared");
+  }
+  it->second = std::move(result->first);
+  return std::move(result->second);
+}
+
+Result<std::pair<std::shared_ptr<SessionManager::Session>, PreparedEndpoint>>
+SessionManager::prepareReserved(const SessionSpec& spec) {
   if ((spec.corrupt_bytes > 0 || spec.invalidate_remote_key) &&
       !options_.allow_fault_injection) {
     return Status(Code::kPermissionDenied, "fault injection requested but not allowed",
@@ -131,17 +152,13 @@ Result<PreparedEndpoint> SessionManager::prepare(const SessionSpec& spec) {
   out.desc.reg_path = out.reg_path;
   out.desc.memory = spec.memory;
   out.buffer = s->buffer->describe();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    sessions_[id] = std::move(s);
-  }
-  return out;
+  return std::make_pair(std::move(s), std::move(out));
 }
 
 std::shared_ptr<SessionManager::Session> SessionManager::find(const std::string& test_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = sessions_.find(test_id);
-  return it == sessions_.end() ? nullptr : it->second;
+  return it == sessions_.end() ? nullptr : it->second;  // null also for a reserved slot
 }
 
 Result<uint32_t> SessionManager::connect(const std::string& test_id, const EndpointDesc& peer) {
@@ -222,7 +239,7 @@ void SessionManager::release(const std::string& test_id) {
     s = std::move(it->second);
     sessions_.erase(it);
   }
-  s->endpoint->abort();
+  if (s) s->endpoint->abort();
   // The last holder (this thread or a run in flight) destroys endpoint, then buffers.
 }
 
@@ -232,7 +249,9 @@ void SessionManager::abortAll() {
     std::lock_guard<std::mutex> lock(mu_);
     all.swap(sessions_);
   }
-  for (auto& [id, s] : all) s->endpoint->abort();
+  for (auto& [id, s] : all) {
+    if (s) s->endpoint->abort();
+  }
 }
 
 size_t SessionManager::active() const {

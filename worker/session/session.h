@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "common/status.h"
 #include "common/types.h"
@@ -87,6 +88,8 @@ class SessionManager {
  private:
   struct Session;
   std::shared_ptr<Session> find(const std::string& test_id) const;
+  Result<std::pair<std::shared_ptr<Session>, PreparedEndpoint>> prepareReserved(
+      const SessionSpec& spec);
 
   MemoryProvider& memory_;
   const Options options_;

@@ -10,12 +10,15 @@ WORKDIR="${2:-$(mktemp -d "${TMPDIR:-/tmp}/gdrmesh-verbs-cmp.XXXXXX")}"
 mkdir -p "$WORKDIR"
 # The guest sees no host environment: CMP_* settings travel inside the script.
 {
-    for v in CMP_ROUNDS CMP_BW_ITERS_64K CMP_BW_ITERS_1M CMP_LAT_ITERS CMP_CASES; do
+    for v in CMP_ROUNDS CMP_WARMUP_ROUNDS CMP_BW_ITERS_64K CMP_BW_ITERS_1M CMP_LAT_ITERS \
+        CMP_CPU_INIT CMP_CPU_TARGET CMP_NICE CMP_CASES; do
         [[ -n "${!v:-}" ]] && printf "%s='%s'\n" "$v" "${!v}"
     done
     cat "$HERE/guest_compare.sh"
 } >"$WORKDIR/guest_compare.sh"
+# busybox has no nice applet: coreutils' goes along (guest_compare.sh's CMP_NICE)
 "$HERE/../vm.sh" --workdir "$WORKDIR" --script "$WORKDIR/guest_compare.sh" --bin "$BIN" \
+    --bin "$(command -v nice)" \
     --file "$HERE/compare_table.awk" --quiet \
     --timeout "${GDRMESH_VM_TIMEOUT:-1800}"
 cat "$WORKDIR/out/compare_table.txt"

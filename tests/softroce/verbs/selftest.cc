@@ -9,13 +9,23 @@
 //                          [--down-if veth1] [--only SUBSTR] [--quick]
 //       runs every case, prints one CASE line each and exits 0 when all pass.
 //   gdrmesh_verbs_selftest --bench OP SIZE ITERS [--qps N] [--init-dev ..] [--target-dev ..]
+//                          [--tx-depth N] [--rx-depth N] [--cq-mod N] [--rd-atomic N]
+//                          [--inline N] [--warmup N] [--cpu-init C] [--cpu-target C]
+//                          [--rdma-cm]
 //       OP: write_bw read_bw send_bw write_imm_bw write_lat send_lat read_lat write_imm_lat.
-//       One run with perftest's defaults (tx_depth 128, rx_depth 512, cq_mod 100, inline 220
-//       for latency); prints one line in lib_perftest.sh's normalized format ("gdrmesh op=...").
+//       One run; defaults tx_depth 128 (1 for latency), rx_depth 512, cq_mod 100, outstanding
+//       reads 16, inline 220 for latency, 16 warm-up iterations. The knobs take the values
+//       perftest prints in its header (TX depth, CQ Moderation, Outstand reads, Max inline
+//       data), so that both run the same parameters. --cpu-init/--cpu-target pin the two
+//       processes (sched_setaffinity), as `taskset -c` does for perftest. Prints one line in
+//       lib_perftest.sh's normalized format ("gdrmesh op=...") with the parameters used.
+//       --rdma-cm connects through rdma_cm (perftest -R).
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -89,12 +99,13 @@ std::string encodeDesc(const EndpointDesc& d) {
          ";" + std::to_string(static_cast<int>(d.memory)) + ";" +
          std::to_string(static_cast<int>(d.reg_path)) + ";" + d.device + ";" +
          std::to_string(d.port) + ";" + d.link_layer + ";" + std::to_string(d.lid) + ";" + d.gid +
-         ";" + std::to_string(d.gid_index) + ";" + std::to_string(d.active_mtu) + ";" + q;
+         ";" + std::to_string(d.gid_index) + ";" + std::to_string(d.active_mtu) + ";" + q + ";" +
+         d.tcp_host + ";" + std::to_string(d.tcp_port);
 }
 
 bool decodeDesc(const std::string& s, EndpointDesc* d) {
   auto f = split(s, ';');
-  if (f.size() != 13) return false;
+  if (f.size() != 15) return false;
   d->transport = TransportKind::kVerbs;
   d->addr = std::stoull(f[0]);
   d->length = std::stoull(f[1]);
@@ -108,6 +119,8 @@ bool decodeDesc(const std::string& s, EndpointDesc* d) {
   d->gid = f[9];
   d->gid_index = std::stoi(f[10]);
   d->active_mtu = static_cast<uint32_t>(std::stoul(f[11]));
+  d->tcp_host = f[13];
+  d->tcp_port = static_cast<uint32_t>(std::stoul(f[14]));
   d->qps.clear();
   if (!f[12].empty()) {
     for (const auto& qp : split(f[12], ',')) {
@@ -143,6 +156,7 @@ enum class Fault {
   kDeregMid,        // target deregisters its MR during the run
   kAbort,           // another initiator thread calls abort()
   kPeerSilent,      // target never runs its side: the initiator must time out
+  kInvalidate,      // target calls invalidateRemoteAccessForTest() after connect
 };
 
 struct Case {
@@ -158,6 +172,11 @@ struct Case {
   double duration = 0;
   double timeout = 60;
   uint32_t inline_size = 0;
+  uint32_t tx_depth = 128;
+  uint32_t rx_depth = 512;
+  uint32_t cq_mod = 0;      // 0: the transport's default
+  uint32_t rd_atomic = 16;  // VerbsOptions::max_rd_atomic
+  bool rdma_cm = false;     // EndpointSpec::use_rdma_cm
   Fault fault = Fault::kNone;
   bool expect_ok = true;
   Code expect_code = Code::kOk;  // kOk with expect_ok=false: any error
@@ -169,6 +188,7 @@ struct Options {
   std::string down_if = "veth1";
   std::string only;
   bool quick = false;
+  int cpu_init = -1, cpu_target = -1;  // pin the processes; -1: no pinning
 };
 
 struct Outcome {
@@ -177,6 +197,7 @@ struct Outcome {
   std::string integrity;  // "ok(N)" / "WRONG ..." / "n/a"
   bool integrity_ok = true;
   uint32_t mtu = 0;
+  uint32_t rd_atomic = 0;
   int gid = -1;
   double seconds = 0;
 };
@@ -193,9 +214,10 @@ EndpointSpec specFor(const Case& c, Role role) {
   s.mode = c.mode;
   s.buffer_size = bufferSizeFor(c);
   s.num_qps = c.qps;
-  s.tx_depth = 128;
-  s.rx_depth = 512;
+  s.tx_depth = c.tx_depth;
+  s.rx_depth = c.rx_depth;
   s.inline_size = c.inline_size;
+  s.use_rdma_cm = c.rdma_cm;
   s.device = role == Role::kInitiator ? c.init_dev : c.target_dev;
   if (role == Role::kInitiator && c.fault == Fault::kGidIndexEmpty) s.gid_index = 200;
   if (role == Role::kInitiator && c.fault == Fault::kGidMismatch) s.gid_index = 0;
@@ -210,6 +232,7 @@ RunSpec runFor(const Case& c) {
   r.duration_seconds = c.duration;
   r.bidirectional = c.bidir;
   r.timeout_seconds = c.timeout;
+  r.cq_moderation = c.cq_mod;
   return r;
 }
 
@@ -289,7 +312,9 @@ Outcome runSide(const Case& c, Role role, Channel& ch, const Options& opt, uint6
   }
   Buffer& buf = **bufr;
   Status fs = buf.fill(seed, 0, buf.size());
-  VerbsTransport transport;
+  VerbsOptions vopt;
+  vopt.max_rd_atomic = c.rd_atomic;
+  VerbsTransport transport(vopt);
   std::unique_ptr<VerbsEndpoint> ep;
   if (fs.ok()) {
     auto r = transport.createVerbsEndpoint(specFor(c, role), buf, RegPath::kHost);
@@ -317,7 +342,15 @@ Outcome runSide(const Case& c, Role role, Channel& ch, const Options& opt, uint6
   }
   o.status = exchange(ep->connect(peer));
   if (!o.status.ok()) return o;
+  if (!initiator && c.fault == Fault::kInvalidate) {
+    o.status = exchange(ep->invalidateRemoteAccessForTest());
+    if (!o.status.ok()) return o;
+  } else if (c.fault == Fault::kInvalidate) {
+    o.status = exchange(Status());
+    if (!o.status.ok()) return o;
+  }
   o.mtu = ep->pathMtu();
+  o.rd_atomic = ep->rdAtomic();
   o.gid = ep->gidIndex();
 
   if (!initiator && c.fault == Fault::kPortDownBefore)
@@ -504,6 +537,15 @@ std::vector<Case> allCases(const Options& o) {
     c.size = 4096;
     add(c);
   }
+  // rdma_cm connection mode (perftest -R): the target listens on its device's IPv4 address.
+  for (Case c :
+       {bw("cm_write_bw_64k", Op::kWrite, 65536, 1000),
+        bw("cm_send_bw_64k", Op::kSend, 65536, 1000),
+        bw("cm_read_bw_64k_q2", Op::kRead, 65536, 500), lat("cm_send_lat_2", Op::kSend, 1000)}) {
+    c.rdma_cm = true;
+    if (c.name == "cm_read_bw_64k_q2") c.qps = 2;
+    add(c);
+  }
   // Loopback pair: both ends on one device.
   for (Case c : {bw("loop_write_bw_64k", Op::kWrite, 65536, 1000),
                  bw("loop_read_bw_64k", Op::kRead, 65536, 1000),
@@ -539,10 +581,31 @@ std::vector<Case> allCases(const Options& o) {
   }
   add(fault("fault_peer_dereg_mid_run", Fault::kDeregMid, Code::kOk,
             "remote key/range invalid (peer deregistered?)"));
+  {
+    // The session layer's fault injection: MR gone before the run, QPs up; the target's run()
+    // succeeds (nothing to do for write), the initiator's first write fails, both endpoints
+    // are destroyed afterwards.
+    Case c = fault("fault_invalidate_remote_access", Fault::kInvalidate, Code::kOk,
+                   "remote key/range invalid (peer deregistered?)");
+    c.duration = 0;
+    c.iters = 100;
+    add(c);
+  }
   add(fault("fault_port_down_before_run", Fault::kPortDownBefore, Code::kUnavailable,
             "is now down"));
   add(fault("fault_port_down_mid_run", Fault::kPortDownMid, Code::kUnavailable, "is now down"));
   return cs;
+}
+
+// Pins the calling process to one CPU (as `taskset -c cpu`); -1 leaves it alone.
+void pinTo(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+    std::fprintf(stderr, "selftest: sched_setaffinity(cpu %d): %s\n", cpu, std::strerror(errno));
+  }
 }
 
 int runAll(const std::vector<Case>& cases, const Options& opt, bool bench_line) {
@@ -558,6 +621,7 @@ int runAll(const std::vector<Case>& cases, const Options& opt, bool bench_line) 
     return 2;
   }
   if (pid == 0) {
+    pinTo(opt.cpu_target);
     ::close(sv[0]);
     Channel ch(sv[1]);
     uint64_t n = 0;
@@ -565,6 +629,7 @@ int runAll(const std::vector<Case>& cases, const Options& opt, bool bench_line) 
     ::close(sv[1]);
     std::_Exit(0);
   }
+  pinTo(opt.cpu_init);
   ::close(sv[1]);
   Channel ch(sv[0]);
   int failed = 0;
@@ -587,9 +652,13 @@ int runAll(const std::vector<Case>& cases, const Options& opt, bool bench_line) 
           name = "write_imm";
           break;
       }
-      std::string line = std::string("gdrmesh op=") + name +
-                         (c.mode == Mode::kBandwidth ? "_bw" : "_lat") +
-                         " size=" + std::to_string(c.size) + " iters=" + std::to_string(c.iters);
+      std::string line =
+          std::string("gdrmesh op=") + name + (c.mode == Mode::kBandwidth ? "_bw" : "_lat") +
+          " size=" + std::to_string(c.size) + " iters=" + std::to_string(c.iters) +
+          " tx_depth=" + std::to_string(c.tx_depth) + " cq_mod=" + std::to_string(c.cq_mod) +
+          " rd_atomic=" + std::to_string(o.rd_atomic) + " inline=" + std::to_string(c.inline_size) +
+          " warmup=" + std::to_string(c.warmup) + " mtu=" + std::to_string(o.mtu) +
+          " cpus=" + std::to_string(opt.cpu_init) + "," + std::to_string(opt.cpu_target);
       if (!o.status.ok() || !o.integrity_ok) {
         line += " status=FAILED reason=\"" +
                 (o.status.ok() ? "integrity " + o.integrity : o.status.toString()) + "\"";
@@ -624,7 +693,8 @@ int usage() {
                "usage: gdrmesh_verbs_selftest [--init-dev D] [--target-dev D] [--loop-dev D] "
                "[--down-if IF] [--only SUBSTR] [--quick]\n"
                "       gdrmesh_verbs_selftest --bench OP SIZE ITERS [--qps N] [--init-dev D] "
-               "[--target-dev D]\n");
+               "[--target-dev D] [--tx-depth N] [--rx-depth N] [--cq-mod N] [--rd-atomic N] "
+               "[--inline N] [--warmup N] [--cpu-init C] [--cpu-target C] [--rdma-cm]\n");
   return 2;
 }
 
@@ -634,6 +704,8 @@ int mainImpl(int argc, char** argv) {
   std::string bench_op;
   uint64_t bench_size = 0, bench_iters = 0;
   uint32_t bench_qps = 1;
+  bool bench_cm = false;
+  long tx_depth = -1, rx_depth = -1, cq_mod = -1, rd_atomic = -1, inline_size = -1, warmup = -1;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
@@ -651,6 +723,24 @@ int mainImpl(int argc, char** argv) {
       opt.quick = true;
     else if (a == "--qps")
       bench_qps = static_cast<uint32_t>(std::stoul(next()));
+    else if (a == "--tx-depth")
+      tx_depth = std::stol(next());
+    else if (a == "--rx-depth")
+      rx_depth = std::stol(next());
+    else if (a == "--cq-mod")
+      cq_mod = std::stol(next());
+    else if (a == "--rd-atomic")
+      rd_atomic = std::stol(next());
+    else if (a == "--inline")
+      inline_size = std::stol(next());
+    else if (a == "--warmup")
+      warmup = std::stol(next());
+    else if (a == "--rdma-cm")
+      bench_cm = true;
+    else if (a == "--cpu-init")
+      opt.cpu_init = std::stoi(next());
+    else if (a == "--cpu-target")
+      opt.cpu_target = std::stoi(next());
     else if (a == "--bench" && i + 3 < argc) {
       bench = true;
       bench_op = argv[++i];
@@ -668,6 +758,7 @@ int mainImpl(int argc, char** argv) {
   c.size = bench_size;
   c.iters = bench_iters;
   c.qps = bench_qps;
+  c.rdma_cm = bench_cm;
   c.timeout = 600;
   const std::string base = bench_op.substr(0, bench_op.rfind('_'));
   const std::string kind = bench_op.substr(bench_op.rfind('_') + 1);
@@ -683,10 +774,17 @@ int mainImpl(int argc, char** argv) {
     return usage();
   if (kind == "lat") {
     c.mode = Mode::kLatency;
-    c.inline_size = 220;  // perftest's default for write_lat/send_lat
+    c.inline_size = 220;  // perftest's default for write_lat/send_lat (where the device has it)
+    c.tx_depth = 1;       // perftest's latency tests
   } else if (kind != "bw") {
     return usage();
   }
+  if (tx_depth > 0) c.tx_depth = static_cast<uint32_t>(tx_depth);
+  if (rx_depth > 0) c.rx_depth = static_cast<uint32_t>(rx_depth);
+  if (cq_mod >= 0) c.cq_mod = static_cast<uint32_t>(cq_mod);
+  if (rd_atomic > 0) c.rd_atomic = static_cast<uint32_t>(rd_atomic);
+  if (inline_size >= 0) c.inline_size = static_cast<uint32_t>(inline_size);
+  if (warmup >= 0) c.warmup = static_cast<uint64_t>(warmup);
   return runAll({c}, opt, true);
 }
 

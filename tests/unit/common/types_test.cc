@@ -90,6 +90,7 @@ TEST(TypesTest, IsGpuDirectTruthTable) {
 
 TEST(TypesTest, ResultIsGpuDirectWhenEitherSideIs) {
   TestResult r;
+  r.status = TestStatus::kPassed;
   r.transport = TransportKind::kVerbs;
   EXPECT_FALSE(r.gpudirect());
   r.target.memory = MemoryKind::kCuda;
@@ -102,6 +103,19 @@ TEST(TypesTest, ResultIsGpuDirectWhenEitherSideIs) {
   EXPECT_TRUE(r.gpudirect());
   r.transport = TransportKind::kEmulated;
   EXPECT_FALSE(r.gpudirect());
+}
+
+TEST(TypesTest, OnlyAPassedResultClaimsGpuDirect) {
+  TestResult r;
+  r.transport = TransportKind::kVerbs;
+  r.initiator.memory = r.target.memory = MemoryKind::kCuda;
+  r.initiator.reg_path = r.target.reg_path = RegPath::kDmabuf;
+  for (auto st : {TestStatus::kFailed, TestStatus::kSkipped, TestStatus::kError}) {
+    r.status = st;
+    EXPECT_FALSE(r.gpudirect()) << toString(st);
+  }
+  r.status = TestStatus::kPassed;
+  EXPECT_TRUE(r.gpudirect());
 }
 
 }  // namespace

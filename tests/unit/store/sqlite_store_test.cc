@@ -145,6 +145,9 @@ TEST_F(SqliteStoreTest, RowsAreFlattenedWithTypesNamesAndGpuDirect) {
   auto store = openOk();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->insertResult(makeFullResult("t-cols")).ok());
+  TestResult passed = makeFullResult("t-gdr");
+  passed.status = TestStatus::kPassed;
+  ASSERT_TRUE(store->insertResult(passed).ok());
   TestResult staged = makeResult("t-staged", "a", "b", 5);
   staged.transport = TransportKind::kVerbs;
   staged.initiator.memory = MemoryKind::kCuda;
@@ -154,7 +157,9 @@ TEST_F(SqliteStoreTest, RowsAreFlattenedWithTypesNamesAndGpuDirect) {
 
   RawDb raw(dbPath());
   const std::string where = " FROM results WHERE test_id = 't-cols'";
-  EXPECT_EQ(raw.one("SELECT gpudirect" + where), "1");
+  // A FAILED test never claims GPUDirect, even on a dma-buf path; the PASSED twin does.
+  EXPECT_EQ(raw.one("SELECT gpudirect" + where), "0");
+  EXPECT_EQ(raw.one("SELECT gpudirect FROM results WHERE test_id = 't-gdr'"), "1");
   EXPECT_EQ(raw.one("SELECT status" + where), "FAILED");
   EXPECT_EQ(raw.one("SELECT transport" + where), "verbs");
   EXPECT_EQ(raw.one("SELECT op || ',' || mode" + where), "write_imm,lat");

@@ -129,6 +129,7 @@ class EmulatedEndpoint final : public Endpoint {
     desc_.reg_path = RegPath::kHost;
     std::random_device rd;
     desc_.rkey = static_cast<uint32_t>(rd()) | 1u;  // never 0
+    key_.store(desc_.rkey);
     if (spec_.role == Role::kTarget) {
       uint16_t port = 0;
       GDR_ASSIGN_OR_RETURN(listener_, listenOn(spec_.listen_host, &port));
@@ -183,7 +184,7 @@ class EmulatedEndpoint final : public Endpoint {
   }
 
   Status invalidateRemoteAccessForTest() override {
-    desc_.rkey ^= 0x5A5A5A5Au;  // the key the peer holds no longer opens the region
+    key_.store(key_.load() ^ 0x5A5A5A5Au);  // the key the peer holds no longer opens the region
     return {};
   }
 
@@ -248,11 +249,14 @@ class EmulatedEndpoint final : public Endpoint {
     const bool timed = spec.duration_seconds > 0;
     const auto stop_at = deadlineAfter(spec.duration_seconds);
     uint64_t n = timed ? UINT64_MAX : spec.iterations;
+    // Per-message timestamps for the peak figure, for the first kMaxSamples messages only, so
+    // that very long runs cost bounded memory; the average always covers every message.
+    constexpr uint64_t kMaxSamples = 1 << 22;
     std::vector<uint64_t> posted, completed;
-    if (!timed) {
-      posted.reserve(n);
-      completed.reserve(n);
-    }
+    posted.reserve(std::min(n, kMaxSamples));
+    completed.reserve(std::min(n, kMaxSamples));
+    const uint64_t first_post = nowNs();
+    uint64_t last_completion = first_post;
     uint64_t issued = 0, done = 0;
     while (done < n) {
       while (issued < n && issued - done < depth) {
@@ -260,19 +264,27 @@ class EmulatedEndpoint final : public Endpoint {
           n = issued;
           break;
         }
-        posted.push_back(nowNs());
+        if (issued < kMaxSamples) posted.push_back(nowNs());
         GDR_RETURN_IF_ERROR(post(issued, spec.message_size, deadline));
         ++issued;
       }
       if (done < issued) {
         GDR_RETURN_IF_ERROR(complete(deadline));
-        completed.push_back(nowNs());
+        last_completion = nowNs();
+        if (done < kMaxSamples) completed.push_back(last_completion);
         ++done;
       }
     }
     m.iterations = done;
     m.has_bandwidth = true;
-    m.bw = computeBandwidth(spec.message_size, posted, completed, depth);
+    if (done <= kMaxSamples) {
+      m.bw = computeBandwidth(spec.message_size, posted, completed, depth);
+    } else {
+      const double peak = computeBandwidth(spec.message_size, posted, completed, depth).peak_gbps;
+      m.bw = bandwidthFromTotals(spec.message_size * done, done,
+                                 static_cast<double>(last_completion - first_post) / 1e9);
+      m.bw.peak_gbps = std::max(peak, m.bw.avg_gbps);
+    }
     return m;
   }
 
@@ -307,6 +319,11 @@ class EmulatedEndpoint final : public Endpoint {
     while (received_ - received_base_ < want) {
       if (aborted_.load()) return Status(Code::kAborted, "receive: aborted");
       if (!server_error_.ok()) return server_error_;
+      if (peer_gone_) {
+        return unavailable("receive: the initiator disconnected after " +
+                           std::to_string(received_ - received_base_) + " of " +
+                           std::to_string(want) + " messages");
+      }
       if (cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
           received_ - received_base_ < want) {
         return Status(Code::kDeadlineExceeded,
@@ -339,6 +356,7 @@ class EmulatedEndpoint final : public Endpoint {
     if (!st.ok() && st.code() != Code::kUnavailable && st.code() != Code::kAborted) {
       server_error_ = st;
     }
+    peer_gone_ = true;
     ::close(c);
     server_conn_ = -1;
     cv_.notify_all();
@@ -350,6 +368,17 @@ class EmulatedEndpoint final : public Endpoint {
     r.error = static_cast<uint32_t>(e);
     r.seq = seq;
     (void)emulated::writeFrame(c, r, nullptr, 0, deadline, aborted_);
+    // Like a QP in the error state: no more completions. Close our side gracefully and drain
+    // what the initiator already pipelined, so that it reads the error frame instead of a
+    // connection reset.
+    ::shutdown(c, SHUT_WR);
+    std::vector<uint8_t> sink(64 << 10);
+    const auto drain_until = Clock::now() + std::chrono::seconds(2);
+    while (!aborted_.load() && Clock::now() < drain_until) {
+      pollfd p{c, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      if (::recv(c, sink.data(), sink.size(), MSG_DONTWAIT) <= 0) break;
+    }
     return Status(Code::kFailedPrecondition, emulated::remoteErrorText(e));
   }
 
@@ -359,7 +388,7 @@ class EmulatedEndpoint final : public Endpoint {
     for (;;) {
       FrameHeader h;
       GDR_RETURN_IF_ERROR(emulated::readHeader(c, &h, deadline, aborted_));
-      if (h.key != desc_.rkey) return reject(c, RemoteError::kBadKey, h.seq, deadline);
+      if (h.key != key_.load()) return reject(c, RemoteError::kBadKey, h.seq, deadline);
       FrameHeader ack;
       ack.type = FrameType::kAck;
       ack.seq = h.seq;
@@ -401,6 +430,7 @@ class EmulatedEndpoint final : public Endpoint {
   EndpointDesc desc_;
   EndpointDesc peer_;
   std::atomic<bool> aborted_{false};
+  std::atomic<uint32_t> key_{0};  // the key that opens the region (the server thread reads it)
   Fd listener_;
   Fd conn_;  // initiator: connection to the target
   std::thread server_;
@@ -411,6 +441,7 @@ class EmulatedEndpoint final : public Endpoint {
   uint64_t received_ = 0;
   uint64_t received_base_ = 0;
   Status server_error_;
+  bool peer_gone_ = false;  // the initiator's connection ended
 };
 
 }  // namespace

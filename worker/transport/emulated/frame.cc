@@ -95,6 +95,9 @@ Status readFull(int fd, void* buf, size_t len, Clock::time_point deadline,
       len -= static_cast<size_t>(n);
       continue;
     }
+    if (aborted.load(std::memory_order_relaxed)) {
+      return Status(Code::kAborted, std::string(what) + ": aborted");
+    }
     if (n == 0) return unavailable(std::string(what) + ": connection closed by the peer");
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -116,6 +119,9 @@ Status writeFull(int fd, const void* buf, size_t len, Clock::time_point deadline
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
+    if (aborted.load(std::memory_order_relaxed)) {
+      return Status(Code::kAborted, std::string(what) + ": aborted");
+    }
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       return unavailable(std::string(what) + ": send: " + std::strerror(errno));
     }
@@ -135,6 +141,7 @@ Status writeFrame(int fd, const FrameHeader& h, const void* payload, size_t len,
   msg.msg_iovlen = len > 0 ? 2 : 1;
   ssize_t n = ::sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n < 0) {
+    if (aborted.load(std::memory_order_relaxed)) return Status(Code::kAborted, "send: aborted");
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       return unavailable(std::string("send frame: ") + std::strerror(errno));
     }

@@ -1,7 +1,11 @@
 #include "worker/transport/verbs/verbs_transport.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,16 +24,19 @@
 namespace gdrmesh {
 namespace {
 
+using verbs::CmIdPtr;
 using verbs::ContextPtr;
 using verbs::CqPtr;
 using verbs::DeviceListPtr;
+using verbs::EventChannelPtr;
 using verbs::PdPtr;
 using verbs::QpPtr;
 
 constexpr int kPollBatch = 16;               // perftest's CTX_POLL_BATCH
 constexpr uint32_t kDefaultCqMod = 100;      // perftest's default cq_mod
 constexpr uint32_t kFinalImm = 0xffffffffu;  // last message of a duration run
-constexpr uint32_t kMaxRdAtomic = 16;
+constexpr int kCmResolveMs = 5000;           // rdma_resolve_addr/route timeouts
+constexpr double kCmConnectSeconds = 60;     // connect(): the peer's side must show up by then
 
 uint64_t nowNs() {
   timespec ts;
@@ -152,12 +159,14 @@ class Watch {
     start_ = nowNs();
     deadline_ = timeout_s > 0 ? start_ + static_cast<uint64_t>(timeout_s * 1e9) : UINT64_MAX;
   }
-  // Cheap enough for every spin: the clock is read once per 256 calls.
+  // Cheap enough for every spin: the clock is read once per 16384 calls (under emulation a
+  // clock read is a system call plus an HPET access, microseconds: once per 256 spins it
+  // showed in 2 B latencies; 16384 spins are still well under a millisecond).
   Status check(const char* what) {
     if (aborted_.load(std::memory_order_relaxed)) {
       return Status(Code::kAborted, std::string("aborted while ") + what + " on " + device_);
     }
-    if ((++spins_ & 0xff) == 0 && nowNs() > deadline_) {
+    if ((++spins_ & 0x3fff) == 0 && nowNs() > deadline_) {
       char t[32];
       std::snprintf(t, sizeof(t), "%.1f", timeout_s_);
       return Status(Code::kDeadlineExceeded,
@@ -193,10 +202,19 @@ const char* opName(Op op) {
 class VerbsEndpointImpl final : public VerbsEndpoint {
  public:
   VerbsEndpointImpl(const EndpointSpec& spec, Buffer& buffer, verbs::MrRegistrar& registrar,
-                    std::string sysfs_root)
-      : spec_(spec), buffer_(buffer), registrar_(registrar), sysfs_root_(std::move(sysfs_root)) {}
+                    std::string sysfs_root, uint32_t max_rd_atomic)
+      : spec_(spec),
+        buffer_(buffer),
+        registrar_(registrar),
+        sysfs_root_(std::move(sysfs_root)),
+        max_rd_atomic_(max_rd_atomic) {}
 
-  ~VerbsEndpointImpl() override = default;
+  ~VerbsEndpointImpl() override {
+    // rdma_cm: disconnect first (the peer sees DISCONNECTED), then the members go in order.
+    for (auto& id : cm_ids_) {
+      if (id && id->qp) rdma_disconnect(id.get());
+    }
+  }
 
   Status init(RegPath reg);
 
@@ -208,7 +226,9 @@ class VerbsEndpointImpl final : public VerbsEndpoint {
 
   int gidIndex() const override { return gid_index_; }
   const std::string& registrationAttempts() const override { return reg_.attempts; }
-  void deregisterForFaultTest() override { reg_.mr.reset(); }
+  void deregisterForFaultTest() override { static_cast<void>(deregisterMr()); }
+  uint32_t rdAtomic() const override { return rd_atomic_; }
+  Status invalidateRemoteAccessForTest() override { return deregisterMr(); }
 
  private:
   struct Stream;
@@ -216,11 +236,17 @@ class VerbsEndpointImpl final : public VerbsEndpoint {
     broken_ = true;
     return s;
   }
+  Status deregisterMr();
   uint64_t localAddr(uint64_t off) const {
     return reinterpret_cast<uintptr_t>(buffer_.data()) + off;
   }
   uint32_t lkey() const { return reg_.mr ? reg_.mr->lkey : 0; }
   Status postRecv(size_t q);
+  Status initCm();
+  Status connectCm(const EndpointDesc& peer);
+  Status createCmQp(rdma_cm_id* id, size_t q);
+  // Waits for the next event on the rdma_cm channel (abort and deadline aware). The caller acks.
+  Result<rdma_cm_event*> nextCmEvent(uint64_t deadline_ns, const char* what);
   Status modifyToInit(ibv_qp* qp);
   Status modifyToRtr(ibv_qp* qp, const QpInfo& remote, const ibv_gid& dgid);
   Status modifyToRts(ibv_qp* qp, uint32_t psn);
@@ -243,6 +269,7 @@ class VerbsEndpointImpl final : public VerbsEndpoint {
   Buffer& buffer_;
   verbs::MrRegistrar& registrar_;
   std::string sysfs_root_;
+  uint32_t max_rd_atomic_ = 16;
   EndpointDesc local_;
   EndpointDesc peer_;
   std::string dev_;
@@ -261,12 +288,23 @@ class VerbsEndpointImpl final : public VerbsEndpoint {
   bool broken_ = false;
   std::atomic<bool> aborted_{false};
 
-  // Verbs objects. Destroyed in reverse order: MR (and dma-buf), QPs, CQs, PD, device.
+  // rdma_cm (use_rdma_cm): the event channel, the listening (target) or bound (initiator) ids,
+  // and per QP the connection's id, which owns its QP (rdma_create_qp). vctx_ is the context
+  // everything is allocated on: rdma_cm's for the bound id, ctx_ otherwise.
+  EventChannelPtr cm_channel_;
+  CmIdPtr cm_listen_;
+  std::string cm_ip_;
+
+  // Verbs objects. Destroyed in reverse order: MR (and dma-buf), QPs (rdma_cm: after a
+  // disconnect, with their ids), CQs, PD, device; then the listening id and the channel.
   ContextPtr ctx_;
+  ibv_context* vctx_ = nullptr;
   PdPtr pd_;
   CqPtr send_cq_;
   CqPtr recv_cq_;
-  std::vector<QpPtr> qps_;
+  std::vector<QpPtr> owned_qps_;
+  std::vector<CmIdPtr> cm_ids_;
+  std::vector<ibv_qp*> qps_;  // the QPs in use, in order (owned by owned_qps_ or cm_ids_)
   verbs::Registration reg_;
 };
 
@@ -280,12 +318,9 @@ Status VerbsEndpointImpl::init(RegPath reg) {
                            std::to_string(buffer_.size()) + " (the buffer " + buffer_.describe() +
                            ")");
   }
-  if (spec_.use_rdma_cm) {
-    return unimplemented("rdma_cm connection mode is not implemented in this build",
-                         "leave use_rdma_cm off (the out-of-band exchange is used)");
-  }
   GDR_ASSIGN_OR_RETURN(OpenDevice d, openDevice(spec_.device, spec_.port));
   ctx_ = std::move(d.ctx);
+  vctx_ = ctx_.get();
   dev_ = d.name;
   port_ = d.port;
   port_attr_ = d.port_attr;
@@ -304,25 +339,31 @@ Status VerbsEndpointImpl::init(RegPath reg) {
     }
   }
 
-  pd_.reset(ibv_alloc_pd(ctx_.get()));
+  if (spec_.use_rdma_cm) GDR_RETURN_IF_ERROR(initCm());
+  pd_.reset(ibv_alloc_pd(vctx_));
   if (!pd_) return verbs::callError("ibv_alloc_pd", errno, dev_);
   GDR_ASSIGN_OR_RETURN(reg_, verbs::registerBuffer(registrar_, pd_.get(), buffer_, reg, dev_));
 
   const int send_cqe = static_cast<int>(spec_.tx_depth * spec_.num_qps + 16);
   const int recv_cqe = static_cast<int>(spec_.rx_depth * spec_.num_qps + 16);
-  send_cq_.reset(ibv_create_cq(ctx_.get(), send_cqe, nullptr, nullptr, 0));
+  send_cq_.reset(ibv_create_cq(vctx_, send_cqe, nullptr, nullptr, 0));
   if (!send_cq_) {
     return verbs::callError("ibv_create_cq(" + std::to_string(send_cqe) + ")", errno, dev_,
                             "lower tx_depth or num_qps");
   }
-  recv_cq_.reset(ibv_create_cq(ctx_.get(), recv_cqe, nullptr, nullptr, 0));
+  recv_cq_.reset(ibv_create_cq(vctx_, recv_cqe, nullptr, nullptr, 0));
   if (!recv_cq_) {
     return verbs::callError("ibv_create_cq(" + std::to_string(recv_cqe) + ")", errno, dev_,
                             "lower rx_depth or num_qps");
   }
   std::random_device rd;
   std::mt19937 rng(rd());
-  for (uint32_t i = 0; i < spec_.num_qps; ++i) {
+  for (uint32_t i = 0; i < spec_.num_qps && spec_.use_rdma_cm; ++i) {
+    // The QPs come with the connections (rdma_create_qp in connect()); the count is what the
+    // peer checks.
+    local_.qps.push_back(QpInfo{});
+  }
+  for (uint32_t i = 0; i < spec_.num_qps && !spec_.use_rdma_cm; ++i) {
     ibv_qp_init_attr attr{};
     attr.send_cq = send_cq_.get();
     attr.recv_cq = recv_cq_.get();
@@ -344,10 +385,11 @@ Status VerbsEndpointImpl::init(RegPath reg) {
     }
     psns_.push_back(rng() & 0xffffff);
     local_.qps.push_back(QpInfo{qp->qp_num, psns_.back()});
-    qps_.push_back(std::move(qp));
+    qps_.push_back(qp.get());
+    owned_qps_.push_back(std::move(qp));
   }
   rd_atomic_ = std::max<uint32_t>(
-      1, std::min<uint32_t>({kMaxRdAtomic, static_cast<uint32_t>(dev_attr_.max_qp_rd_atom),
+      1, std::min<uint32_t>({max_rd_atomic_, static_cast<uint32_t>(dev_attr_.max_qp_rd_atom),
                              static_cast<uint32_t>(dev_attr_.max_qp_init_rd_atom)}));
 
   // Receives: send and write_imm consume them, latency uses them for the first exchange.
@@ -376,6 +418,258 @@ Status VerbsEndpointImpl::init(RegPath reg) {
   local_.gid = gid_index_ >= 0 ? verbs::formatGid(raw) : std::string();
   local_.gid_index = gid_index_;
   local_.active_mtu = verbs::mtuEnumToBytes(port_attr_.active_mtu);
+  if (spec_.use_rdma_cm) {
+    // The rdma_cm address rides in the emulated transport's fields: the target's listening
+    // address and port, the initiator's bound address (port 0).
+    local_.tcp_host = cm_ip_;
+    local_.tcp_port = cm_listen_ ? ntohs(rdma_get_src_port(cm_listen_.get())) : 0;
+  }
+  return Status();
+}
+
+// rdma_cm needs an IP address on the device: the IPv4 address of the selected GID (RoCE v2,
+// ::ffff:a.b.c.d). The target binds and listens on it (port 0: the kernel picks one), the
+// initiator binds one id per QP to it; both take rdma_cm's verbs context, on which the PD,
+// CQs and MR are then created.
+Status VerbsEndpointImpl::initCm() {
+  if (!roce_ || gid_index_ < 0) {
+    return unimplemented("rdma_cm mode on " + dev_ + " needs a RoCE port with an IPv4 GID",
+                         "use the out-of-band exchange (use_rdma_cm off) on InfiniBand ports");
+  }
+  ibv_gid gid{};
+  if (int rc = ibv_query_gid(ctx_.get(), static_cast<uint8_t>(port_), gid_index_, &gid)) {
+    return verbs::callError("ibv_query_gid(" + std::to_string(gid_index_) + ")", rc, dev_);
+  }
+  std::array<uint8_t, 16> raw{};
+  std::memcpy(raw.data(), gid.raw, 16);
+  if (!verbs::isIpv4MappedGid(raw)) {
+    return failedPrecondition(
+        "rdma_cm mode: GID " + std::to_string(gid_index_) + " of " + dev_ + " (" +
+            verbs::formatGid(raw) + ") is not an IPv4 address",
+        "give the bound net device an IPv4 address (ip addr add ... dev <netdev>) or pick the "
+        "IPv4-mapped GID index");
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  std::memcpy(&addr.sin_addr, raw.data() + 12, 4);
+  char ip[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof(ip));
+  cm_ip_ = ip;
+
+  cm_channel_.reset(rdma_create_event_channel());
+  if (!cm_channel_) return verbs::callError("rdma_create_event_channel", errno, dev_);
+  // Non-blocking: nextCmEvent() polls with a deadline and watches abort().
+  const int fl = fcntl(cm_channel_->fd, F_GETFL);
+  if (fl < 0 || fcntl(cm_channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+    return verbs::callError("fcntl(O_NONBLOCK) on the rdma_cm channel", errno, dev_);
+  }
+  auto bound = [&](CmIdPtr* out) -> Status {
+    rdma_cm_id* raw_id = nullptr;
+    if (rdma_create_id(cm_channel_.get(), &raw_id, nullptr, RDMA_PS_TCP)) {
+      return verbs::callError("rdma_create_id", errno, dev_);
+    }
+    out->reset(raw_id);
+    if (rdma_bind_addr(raw_id, reinterpret_cast<sockaddr*>(&addr))) {
+      return verbs::callError("rdma_bind_addr(" + cm_ip_ + ")", errno, dev_,
+                              "the address must be configured on " + dev_ + "'s net device");
+    }
+    if (!raw_id->verbs || ibv_get_device_name(raw_id->verbs->device) != dev_) {
+      return failedPrecondition(
+          "rdma_cm bound " + cm_ip_ + " to " +
+              (raw_id->verbs ? std::string(ibv_get_device_name(raw_id->verbs->device))
+                             : std::string("no device")) +
+              ", not " + dev_,
+          "the address belongs to another RDMA device; check `rdma link` and `ip addr`");
+    }
+    vctx_ = raw_id->verbs;
+    return Status();
+  };
+  if (spec_.role == Role::kTarget) {
+    GDR_RETURN_IF_ERROR(bound(&cm_listen_));
+    if (rdma_listen(cm_listen_.get(), static_cast<int>(spec_.num_qps) + 4)) {
+      return verbs::callError("rdma_listen(" + cm_ip_ + ")", errno, dev_);
+    }
+  } else {
+    for (uint32_t i = 0; i < spec_.num_qps; ++i) {
+      CmIdPtr id;
+      GDR_RETURN_IF_ERROR(bound(&id));
+      cm_ids_.push_back(std::move(id));
+    }
+  }
+  return Status();
+}
+
+Result<rdma_cm_event*> VerbsEndpointImpl::nextCmEvent(uint64_t deadline_ns, const char* what) {
+  for (;;) {
+    rdma_cm_event* ev = nullptr;
+    if (rdma_get_cm_event(cm_channel_.get(), &ev) == 0) return ev;
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      return verbs::callError("rdma_get_cm_event", errno, dev_);
+    }
+    if (aborted_.load()) {
+      return Status(Code::kAborted, std::string("aborted while ") + what + " on " + dev_);
+    }
+    if (nowNs() > deadline_ns) {
+      return Status(Code::kDeadlineExceeded, "rdma_cm on " + dev_ + ": timed out while " + what,
+                    "check that the peer runs its side with use_rdma_cm and that " + cm_ip_ +
+                        " reaches the peer's address");
+    }
+    pollfd pfd{cm_channel_->fd, POLLIN, 0};
+    ::poll(&pfd, 1, 100);  // short slices: abort() is noticed within 100 ms
+  }
+}
+
+// rdma_create_qp on the connection's id: the QP lives on rdma_cm's context with our PD and CQs
+// and is in INIT afterwards, so receives go up before the connection is accepted/established.
+Status VerbsEndpointImpl::createCmQp(rdma_cm_id* id, size_t q) {
+  ibv_qp_init_attr attr{};
+  attr.send_cq = send_cq_.get();
+  attr.recv_cq = recv_cq_.get();
+  attr.qp_type = IBV_QPT_RC;
+  attr.cap.max_send_wr = spec_.tx_depth;
+  attr.cap.max_recv_wr = spec_.rx_depth;
+  attr.cap.max_send_sge = 1;
+  attr.cap.max_recv_sge = 1;
+  attr.cap.max_inline_data = spec_.inline_size;
+  if (rdma_create_qp(id, pd_.get(), &attr)) {
+    return verbs::callError("rdma_create_qp(RC, send_wr=" + std::to_string(spec_.tx_depth) +
+                                ", recv_wr=" + std::to_string(spec_.rx_depth) + ")",
+                            errno, dev_, "lower tx_depth/rx_depth or inline_size");
+  }
+  qps_[q] = id->qp;
+  if (needs_recv_) {
+    for (uint32_t i = 0; i < spec_.rx_depth; ++i) GDR_RETURN_IF_ERROR(postRecv(q));
+  }
+  return Status();
+}
+
+// Initiator: per QP resolve address and route, create the QP, connect (private data: the QP
+// index). Target: accept num_qps connection requests, placing each at the index it carries.
+// Outstanding reads are negotiated through the connection parameters (min of both sides).
+Status VerbsEndpointImpl::connectCm(const EndpointDesc& peer) {
+  const uint64_t deadline = nowNs() + static_cast<uint64_t>(kCmConnectSeconds * 1e9);
+  const size_t nq = spec_.num_qps;
+  qps_.assign(nq, nullptr);
+  auto eventName = [](const rdma_cm_event* ev) { return std::string(rdma_event_str(ev->event)); };
+  // Waits for `want` on `id` (nullptr: any id); other events are errors. With `keep` the event
+  // is returned unacknowledged (the caller acks it), otherwise acked and nullptr returned.
+  auto expect = [&](rdma_cm_id* id, rdma_cm_event_type want, const char* what,
+                    bool keep = false) -> Result<rdma_cm_event*> {
+    GDR_ASSIGN_OR_RETURN(rdma_cm_event * ev, nextCmEvent(deadline, what));
+    if (ev->event == want && (!id || ev->id == id)) {
+      if (keep) return ev;
+      rdma_ack_cm_event(ev);
+      return nullptr;
+    }
+    const std::string got = eventName(ev);
+    const int status = ev->status;
+    rdma_ack_cm_event(ev);
+    return unavailable("rdma_cm on " + dev_ + ": " + got + " (status " + std::to_string(status) +
+                           ") while " + what + " with " + peer.tcp_host + ":" +
+                           std::to_string(peer.tcp_port),
+                       "check the peer's address and port, that it listens (use_rdma_cm on "
+                       "both sides) and the route between the two (ip route get)");
+  };
+  rdma_conn_param param{};
+  param.responder_resources = static_cast<uint8_t>(rd_atomic_);
+  param.initiator_depth = static_cast<uint8_t>(rd_atomic_);
+  param.retry_count = 7;
+  param.rnr_retry_count = 7;
+
+  if (spec_.role == Role::kInitiator) {
+    if (peer.tcp_host.empty() || peer.tcp_port == 0 || peer.tcp_port > 65535) {
+      return invalidArgument("peer " + peer.device + " published no rdma_cm address (" +
+                                 peer.tcp_host + ":" + std::to_string(peer.tcp_port) + ")",
+                             "set use_rdma_cm on both sides");
+    }
+    sockaddr_in dst{};
+    dst.sin_family = AF_INET;
+    dst.sin_port = htons(static_cast<uint16_t>(peer.tcp_port));
+    if (inet_pton(AF_INET, peer.tcp_host.c_str(), &dst.sin_addr) != 1) {
+      return invalidArgument("peer " + peer.device + " sent an unreadable rdma_cm address '" +
+                             peer.tcp_host + "'");
+    }
+    for (size_t q = 0; q < nq; ++q) {
+      rdma_cm_id* id = cm_ids_[q].get();
+      if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), kCmResolveMs)) {
+        return verbs::callError("rdma_resolve_addr(" + peer.tcp_host + ")", errno, dev_);
+      }
+      GDR_RETURN_IF_ERROR(
+          expect(id, RDMA_CM_EVENT_ADDR_RESOLVED, "resolving the address").status());
+      if (id->verbs != vctx_) {
+        return failedPrecondition("rdma_cm on " + dev_ + ": the route from " + cm_ip_ + " to " +
+                                      peer.tcp_host + " leaves through another RDMA device",
+                                  "check `ip route get " + peer.tcp_host + " from " + cm_ip_ +
+                                      "` (two devices in one namespace need policy routing)");
+      }
+      if (rdma_resolve_route(id, kCmResolveMs)) {
+        return verbs::callError("rdma_resolve_route(" + peer.tcp_host + ")", errno, dev_);
+      }
+      GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ROUTE_RESOLVED, "resolving the route").status());
+      GDR_RETURN_IF_ERROR(createCmQp(id, q));
+      const uint32_t index = static_cast<uint32_t>(q);
+      param.private_data = &index;
+      param.private_data_len = sizeof(index);
+      if (rdma_connect(id, &param)) {
+        return verbs::callError("rdma_connect(" + peer.tcp_host + ")", errno, dev_);
+      }
+      GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ESTABLISHED, "connecting").status());
+    }
+  } else {
+    cm_ids_.resize(nq);
+    size_t accepted = 0;
+    while (accepted < nq) {
+      GDR_ASSIGN_OR_RETURN(rdma_cm_event * ev, expect(nullptr, RDMA_CM_EVENT_CONNECT_REQUEST,
+                                                      "waiting for connection requests", true));
+      rdma_cm_id* child = ev->id;
+      uint32_t index = UINT32_MAX;
+      if (ev->param.conn.private_data && ev->param.conn.private_data_len >= sizeof(index)) {
+        std::memcpy(&index, ev->param.conn.private_data, sizeof(index));
+      }
+      const uint8_t their_init = ev->param.conn.initiator_depth;
+      const uint8_t their_resp = ev->param.conn.responder_resources;
+      rdma_ack_cm_event(ev);
+      if (index >= nq || cm_ids_[index]) {
+        rdma_reject(child, nullptr, 0);
+        rdma_destroy_id(child);
+        return invalidArgument("rdma_cm on " + dev_ + ": connection request for QP index " +
+                                   std::to_string(index) + " of " + std::to_string(nq),
+                               "both sides must use the same num_qps");
+      }
+      cm_ids_[index].reset(child);
+      GDR_RETURN_IF_ERROR(createCmQp(child, index));
+      rdma_conn_param acc = param;
+      acc.responder_resources = std::min<uint8_t>(param.responder_resources, their_init);
+      acc.initiator_depth = std::min<uint8_t>(param.initiator_depth, their_resp);
+      acc.private_data = nullptr;
+      acc.private_data_len = 0;
+      if (rdma_accept(child, &acc)) return verbs::callError("rdma_accept", errno, dev_);
+      ++accepted;
+    }
+    for (size_t q = 0; q < nq; ++q) {
+      GDR_RETURN_IF_ERROR(
+          expect(nullptr, RDMA_CM_EVENT_ESTABLISHED, "waiting for ESTABLISHED").status());
+    }
+  }
+  // The path MTU rdma_cm chose (from the route), for pathMtu().
+  ibv_qp_attr qa{};
+  ibv_qp_init_attr qi{};
+  if (ibv_query_qp(qps_[0], &qa, IBV_QP_PATH_MTU, &qi) == 0) {
+    path_mtu_ = verbs::mtuEnumToBytes(qa.path_mtu);
+  }
+  return Status();
+}
+
+// The MR goes now; the QPs, CQs and PD stay (the PD is deallocated after the QPs at
+// destruction, with no MR left on it). A failed deregistration keeps the MR owned, so that
+// destruction tries again.
+Status VerbsEndpointImpl::deregisterMr() {
+  if (!reg_.mr) return Status();
+  ibv_mr* mr = reg_.mr.release();
+  if (int rc = registrar_.deregMr(mr)) {
+    reg_.mr.reset(mr);
+    return verbs::callError("ibv_dereg_mr", rc, dev_, "fault injection: the MR stays registered");
+  }
   return Status();
 }
 
@@ -389,7 +683,7 @@ Status VerbsEndpointImpl::postRecv(size_t q) {
   wr.sg_list = &sge;
   wr.num_sge = 1;
   ibv_recv_wr* bad = nullptr;
-  if (int rc = ibv_post_recv(qps_[q].get(), &wr, &bad)) {
+  if (int rc = ibv_post_recv(qps_[q], &wr, &bad)) {
     return verbs::callError("ibv_post_recv", rc, dev_);
   }
   return Status();
@@ -460,9 +754,9 @@ Status VerbsEndpointImpl::connect(const EndpointDesc& peer) {
     return invalidArgument(std::string("peer description is for the ") + toString(peer.transport) +
                            " transport, not verbs");
   }
-  if (peer.qps.size() != qps_.size()) {
+  if (peer.qps.size() != spec_.num_qps) {
     return invalidArgument("peer " + peer.device + " has " + std::to_string(peer.qps.size()) +
-                               " QPs, this side " + std::to_string(qps_.size()),
+                               " QPs, this side " + std::to_string(spec_.num_qps),
                            "both sides must use the same num_qps");
   }
   if ((peer.link_layer == "Ethernet") != roce_) {
@@ -470,6 +764,12 @@ Status VerbsEndpointImpl::connect(const EndpointDesc& peer) {
                            peer.device + " is " + peer.link_layer);
   }
   peer_ = peer;
+  if (spec_.use_rdma_cm) {
+    GDR_RETURN_IF_ERROR(fail(connectCm(peer)));
+    broken_ = false;
+    connected_ = true;
+    return Status();
+  }
   GDR_ASSIGN_OR_RETURN(path_mtu_,
                        verbs::negotiatePathMtu(local_.active_mtu, peer.active_mtu, peer.device));
   ibv_gid dgid{};
@@ -481,13 +781,13 @@ Status VerbsEndpointImpl::connect(const EndpointDesc& peer) {
     std::memcpy(dgid.raw, raw.data(), 16);
   }
   for (size_t q = 0; q < qps_.size(); ++q) {
-    GDR_RETURN_IF_ERROR(fail(modifyToInit(qps_[q].get())));
+    GDR_RETURN_IF_ERROR(fail(modifyToInit(qps_[q])));
     // Receives go up before RTR so that nothing the peer sends finds an empty queue.
     if (needs_recv_) {
       for (uint32_t i = 0; i < spec_.rx_depth; ++i) GDR_RETURN_IF_ERROR(fail(postRecv(q)));
     }
-    GDR_RETURN_IF_ERROR(fail(modifyToRtr(qps_[q].get(), peer.qps[q], dgid)));
-    GDR_RETURN_IF_ERROR(fail(modifyToRts(qps_[q].get(), psns_[q])));
+    GDR_RETURN_IF_ERROR(fail(modifyToRtr(qps_[q], peer.qps[q], dgid)));
+    GDR_RETURN_IF_ERROR(fail(modifyToRts(qps_[q], psns_[q])));
   }
   broken_ = false;
   connected_ = true;
@@ -596,7 +896,7 @@ Status VerbsEndpointImpl::pump(Stream& st, Watch& watch, RecvProgress& rx) {
           }
           if (st.record) st.posted_ns.push_back(nowNs());
           ibv_send_wr* bad = nullptr;
-          if (int rc = ibv_post_send(qps_[q].get(), &wr, &bad)) {
+          if (int rc = ibv_post_send(qps_[q], &wr, &bad)) {
             return verbs::callError("ibv_post_send (" + std::string(opName(st.op)) + ")", rc, dev_);
           }
           ++posted[q];
@@ -721,7 +1021,7 @@ Result<Measurement> VerbsEndpointImpl::runBandwidth(const RunSpec& rs) {
 
 Status VerbsEndpointImpl::initiatorLatency(const RunSpec& rs, Watch& watch,
                                            std::vector<double>* samples) {
-  ibv_qp* qp = qps_[0].get();
+  ibv_qp* qp = qps_[0];
   const uint64_t s = rs.message_size;
   const uint64_t total = rs.warmup_iterations + rs.iterations;
   samples->reserve(rs.iterations);
@@ -751,13 +1051,21 @@ Status VerbsEndpointImpl::initiatorLatency(const RunSpec& rs, Watch& watch,
     return postRecv(0);
   };
 
+  // One clock read per iteration, as perftest (a stamp per post, samples from consecutive
+  // stamps): each sample covers one whole iteration, and the clock is read half as often (under
+  // emulation clock_gettime is a system call plus an HPET read, several microseconds).
+  uint64_t prev = 0;
+  auto stamp = [&](uint64_t k, double divisor) {
+    const uint64_t t = nowNs();
+    if (k > rs.warmup_iterations) samples->push_back(static_cast<double>(t - prev) / divisor);
+    prev = t;
+  };
   if (spec_.op == Op::kRead) {
-    for (uint64_t k = 0; k < total; ++k) {
-      const uint64_t t0 = nowNs();
+    prev = nowNs();
+    for (uint64_t k = 1; k <= total; ++k) {
       GDR_RETURN_IF_ERROR(post(IBV_WR_RDMA_READ, 0));
       GDR_RETURN_IF_ERROR(pollOne(send_cq_.get(), &wc, watch, "RDMA read"));
-      const uint64_t t1 = nowNs();
-      if (k >= rs.warmup_iterations) samples->push_back(static_cast<double>(t1 - t0) / 1e3);
+      stamp(k, 1e3);
     }
     return Status();
   }
@@ -772,27 +1080,23 @@ Status VerbsEndpointImpl::initiatorLatency(const RunSpec& rs, Watch& watch,
     GDR_RETURN_IF_ERROR(pollOne(send_cq_.get(), &wc, watch, "RDMA write (sync)"));
     GDR_RETURN_IF_ERROR(waitRecv());
   }
+  const ibv_wr_opcode opc = spec_.op == Op::kSend ? IBV_WR_SEND : IBV_WR_RDMA_WRITE_WITH_IMM;
+  prev = nowNs();
   for (uint64_t k = 1; k <= total; ++k) {
-    uint64_t t0 = 0, t1 = 0;
     if (poll_memory) {
       const uint8_t v = static_cast<uint8_t>(base + k);
       const uint8_t pong = static_cast<uint8_t>(v ^ 0x80);
       *last = v;
-      t0 = nowNs();
       GDR_RETURN_IF_ERROR(post(IBV_WR_RDMA_WRITE, 0));
       while (*last != pong) GDR_RETURN_IF_ERROR(watch.check("waiting for the pong"));
-      t1 = nowNs();
       GDR_RETURN_IF_ERROR(pollOne(send_cq_.get(), &wc, watch, "RDMA write"));
     } else {
-      const ibv_wr_opcode opc = spec_.op == Op::kSend ? IBV_WR_SEND : IBV_WR_RDMA_WRITE_WITH_IMM;
-      t0 = nowNs();
       GDR_RETURN_IF_ERROR(post(opc, static_cast<uint32_t>(k)));
       GDR_RETURN_IF_ERROR(pollOne(recv_cq_.get(), &wc, watch, "waiting for the pong"));
-      t1 = nowNs();
       GDR_RETURN_IF_ERROR(postRecv(0));
       GDR_RETURN_IF_ERROR(pollOne(send_cq_.get(), &wc, watch, opName(spec_.op)));
     }
-    if (k > rs.warmup_iterations) samples->push_back(static_cast<double>(t1 - t0) / 2e3);
+    stamp(k, 2e3);
   }
   if (poll_memory) {
     // Restore the counter byte and hand the target our [0, size) intact.
@@ -806,7 +1110,7 @@ Status VerbsEndpointImpl::initiatorLatency(const RunSpec& rs, Watch& watch,
 
 Status VerbsEndpointImpl::targetLatency(const RunSpec& rs, Watch& watch) {
   if (spec_.op == Op::kRead) return Status();
-  ibv_qp* qp = qps_[0].get();
+  ibv_qp* qp = qps_[0];
   const uint64_t s = rs.message_size;
   const uint64_t total = rs.warmup_iterations + rs.iterations;
   ibv_sge sge{};
@@ -881,7 +1185,11 @@ Result<Measurement> VerbsEndpointImpl::run(const RunSpec& rs) {
   if (broken_) {
     return failedPrecondition("endpoint on " + dev_ + " failed earlier; create a new one");
   }
-  if (!reg_.mr) return failedPrecondition("memory region on " + dev_ + " was deregistered");
+  // After the fault injection only a target runs (its peer's accesses are what must fail).
+  if (!reg_.mr && spec_.role != Role::kTarget) {
+    return failedPrecondition("memory region on " + dev_ + " was deregistered (fault injection)",
+                              "create a new endpoint");
+  }
   if (rs.message_size == 0 || rs.message_size > spec_.buffer_size ||
       rs.message_size > peer_.length || rs.message_size > 0xffffffffull) {
     return invalidArgument("message_size " + std::to_string(rs.message_size) + " must be in 1.." +
@@ -956,7 +1264,7 @@ Result<std::unique_ptr<VerbsEndpoint>> VerbsTransport::createVerbsEndpoint(const
                                                                            RegPath reg) {
   auto ep = std::make_unique<VerbsEndpointImpl>(
       spec, buffer, options_.registrar ? *options_.registrar : verbs::systemRegistrar(),
-      options_.sysfs_root);
+      options_.sysfs_root, options_.max_rd_atomic);
   GDR_RETURN_IF_ERROR(ep->init(reg));
   return std::unique_ptr<VerbsEndpoint>(std::move(ep));
 }

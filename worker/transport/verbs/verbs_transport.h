@@ -20,7 +20,13 @@
 // Failures (work completion errors, timeouts, abort) leave the endpoint broken: only
 // destruction remains.
 //
-// Thread contract: connect() and run() are called from one thread at a time; abort() from any.
+// Fault injection: invalidateRemoteAccessForTest() (= deregisterForFaultTest()) deregisters the
+// MR while the QPs stay up. A target may still run() afterwards (write/read: nothing to do; the
+// peer's accesses fail with a remote access error; send/write_imm: the receives fail); an
+// initiator's run() is refused. Destruction afterwards releases the rest as usual.
+//
+// Thread contract: connect(), run() and the fault injection are called from one thread at a
+// time; abort() from any.
 #pragma once
 
 #include <memory>
@@ -34,6 +40,11 @@ namespace gdrmesh {
 struct VerbsOptions {
   std::string sysfs_root = "/sys";          // for gid_attrs and port counters
   verbs::MrRegistrar* registrar = nullptr;  // nullptr: the real libibverbs calls
+  // Outstanding RDMA reads per QP (max_rd_atomic / max_dest_rd_atomic), capped by the device's
+  // max_qp_rd_atom and max_qp_init_rd_atom. Both sides must use the same value: EndpointDesc
+  // does not carry it (perftest exchanges it as "OUT"). 16 is what every RDMA NIC in use
+  // supports; perftest uses the device maximum (128 on rxe).
+  uint32_t max_rd_atomic = 16;
 };
 
 class VerbsEndpoint : public Endpoint {
@@ -43,8 +54,10 @@ class VerbsEndpoint : public Endpoint {
   // The registration attempts that ran, e.g. "dmabuf: ...EOPNOTSUPP...; peermem: ok".
   virtual const std::string& registrationAttempts() const = 0;
   // Fault injection for tests: deregisters the memory region now while the QPs stay up, so the
-  // peer's next access to it fails with a remote access error.
+  // peer's next access to it fails with a remote access error. Not concurrent with run().
   virtual void deregisterForFaultTest() = 0;
+  // Outstanding RDMA reads per QP in use (after the device caps).
+  virtual uint32_t rdAtomic() const = 0;
 };
 
 class VerbsTransport final : public Transport {
