@@ -12,8 +12,14 @@
 
 namespace gdrmesh::cli {
 
-enum ExitCode { kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitSkipped = 3,
-                kExitUnreachable = 4, kExitInternal = 5 };
+enum ExitCode {
+  kExitOk = 0,
+  kExitFailed = 1,
+  kExitUsage = 2,
+  kExitSkipped = 3,
+  kExitUnreachable = 4,
+  kExitInternal = 5
+};
 
 // A subcommand's body, run after parsing; returns the exit code.
 using Action = std::function<int()>;

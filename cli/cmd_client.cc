@@ -37,8 +37,10 @@ int reportRpcError(const ClientOptions& o, const grpc::Status& st) {
   switch (st.error_code()) {
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:
-    case grpc::StatusCode::FAILED_PRECONDITION: return kExitUsage;
-    default: return kExitInternal;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return kExitUsage;
+    default:
+      return kExitInternal;
   }
 }
 
@@ -147,7 +149,8 @@ int runTest(const ClientOptions& o, const TestArgs& a) {
   auto mem = parseMemoryKind(a.memory);
   if (!mem) return usage("--memory: '" + a.memory + "' is not one of host, cuda");
   auto reg = parseRegPath(a.reg);
-  if (!reg) return usage("--reg: '" + a.reg + "' is not one of auto, host, dmabuf, peermem, staged");
+  if (!reg)
+    return usage("--reg: '" + a.reg + "' is not one of auto, host, dmabuf, peermem, staged");
   for (auto* side : {req.mutable_initiator(), req.mutable_target()}) {
     side->set_memory(convert::toProto(*mem));
     side->set_gpu(*mem == MemoryKind::kCuda ? std::max(0, a.gpu) : a.gpu);
@@ -176,9 +179,12 @@ int runTest(const ClientOptions& o, const TestArgs& a) {
   }
   if (!resp.store_error().empty()) return kExitInternal;
   switch (r.status) {
-    case TestStatus::kPassed: return kExitOk;
-    case TestStatus::kSkipped: return kExitSkipped;
-    default: return kExitFailed;
+    case TestStatus::kPassed:
+      return kExitOk;
+    case TestStatus::kSkipped:
+      return kExitSkipped;
+    default:
+      return kExitFailed;
   }
 }
 
@@ -199,8 +205,10 @@ int runResults(const ClientOptions& o, const ResultsArgs& a) {
   if (!a.status.empty()) {
     auto s = parseTestStatus(a.status);
     if (!s) {
-      std::fprintf(stderr, "gdrmesh results: --status: '%s' is not one of PASSED, FAILED, "
-                           "SKIPPED, ERROR\n", a.status.c_str());
+      std::fprintf(stderr,
+                   "gdrmesh results: --status: '%s' is not one of PASSED, FAILED, "
+                   "SKIPPED, ERROR\n",
+                   a.status.c_str());
       return kExitUsage;
     }
     req.set_status(convert::toProto(*s));
@@ -260,8 +268,7 @@ void registerClientCommands(CLI::App& app, Action* action) {
     cmd->add_option("--qps", a->qps, "queue pairs")->capture_default_str();
     cmd->add_option("--tx-depth", a->tx_depth, "outstanding operations per QP")
         ->capture_default_str();
-    cmd->add_option("--transport", a->transport, "auto | verbs | emulated")
-        ->capture_default_str();
+    cmd->add_option("--transport", a->transport, "auto | verbs | emulated")->capture_default_str();
     cmd->add_option("--memory", a->memory, "host | cuda (both sides)")->capture_default_str();
     cmd->add_option("--gpu", a->gpu, "GPU index for --memory cuda (default 0)");
     cmd->add_option("--reg", a->reg, "auto | host | dmabuf | peermem | staged")

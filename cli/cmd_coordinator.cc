@@ -39,8 +39,8 @@ class CoordinatorStatusSource final : public StatusSource {
     if (!rows.ok()) return rows.status();
     std::vector<TestResult> out;
     for (auto& t : server_.unstored()) {
-      bool worker_ok = q.worker.empty() || t.initiator.worker == q.worker ||
-                       t.target.worker == q.worker;
+      bool worker_ok =
+          q.worker.empty() || t.initiator.worker == q.worker || t.target.worker == q.worker;
       bool status_ok = !q.status || t.status == *q.status;
       bool run_ok = q.run_id.empty() || t.run_id == q.run_id;
       if (worker_ok && status_ok && run_ok) out.push_back(std::move(t));
@@ -111,9 +111,7 @@ int runCoordinator(const CoordinatorArgs& a) {
     std::printf("gdrmesh status page on http://%s:%d/\n", hh.c_str(), *hp);
     std::fflush(stdout);
   }
-  std::thread signals([&] {
-    waitForTerminationSignal([&] { server.shutdown(); });
-  });
+  std::thread signals([&] { waitForTerminationSignal([&] { server.shutdown(); }); });
   signals.detach();
   server.wait();
   http.stop();
@@ -128,8 +126,7 @@ void registerCoordinator(CLI::App& app, Action* action) {
   auto a = std::make_shared<CoordinatorArgs>();
   cmd->add_option("--listen", a->listen, "HOST:PORT to listen on (port 0: any free port)")
       ->capture_default_str();
-  cmd->add_option("--db", a->db, "SQLite results database file (created if missing)")
-      ->required();
+  cmd->add_option("--db", a->db, "SQLite results database file (created if missing)")->required();
   cmd->add_option("--http", a->http, "HOST:PORT for the status page (off when not given)");
   cmd->add_option("--port-file", a->port_file, "write the bound gRPC port to this file");
   cmd->add_option("--max-size", a->max_size, "largest message size a test may ask for")

@@ -1,5 +1,6 @@
-#include <csignal>
 #include <pthread.h>
+
+#include <csignal>
 
 #include "cli/cli.h"
 

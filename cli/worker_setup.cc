@@ -19,10 +19,11 @@ class WorkerMemoryProvider final : public MemoryProvider {
                                            int numa_node) override {
     if (kind == MemoryKind::kCuda) {
       if (cuda_ == nullptr || !cuda_->available()) {
-        return failedPrecondition(
-            "GPU memory requested (gpu " + std::to_string(gpu) + ") but the CUDA driver is not "
-            "usable on this worker" + (cuda_ ? ": " + cuda_->reason() : std::string()),
-            "install the NVIDIA driver, or use --memory host");
+        return failedPrecondition("GPU memory requested (gpu " + std::to_string(gpu) +
+                                      ") but the CUDA driver is not "
+                                      "usable on this worker" +
+                                      (cuda_ ? ": " + cuda_->reason() : std::string()),
+                                  "install the NVIDIA driver, or use --memory host");
       }
       return allocateCudaBuffer(*cuda_, gpu, size);
     }
@@ -88,8 +89,7 @@ std::unique_ptr<WorkerSetup> setUpWorker(const WorkerSetupOptions& o) {
   din.root = o.sysfs_root;
   din.rdma_core_version = s->inventory.rdma_core_version;
   for (const auto& c : runChecks(din)) {
-    s->inventory.preflight.push_back(
-        {c.id, c.title, toString(c.status), c.detail, c.remediation});
+    s->inventory.preflight.push_back({c.id, c.title, toString(c.status), c.detail, c.remediation});
   }
 
   if (o.build_sessions) {

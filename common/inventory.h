@@ -26,7 +26,7 @@ struct NicPort {
 };
 
 struct Nic {
-  std::string name;     // "mlx5_0", "rxe0"
+  std::string name;        // "mlx5_0", "rxe0"
   std::string pci_bus_id;  // "0000:17:00.0" or "" for software devices
   int numa_node = -1;
   std::string node_guid;
@@ -48,7 +48,7 @@ struct Gpu {
 
 // One preflight check as the worker ran it at start (worker/doctor).
 struct PreflightCheck {
-  std::string id;      // "gpudirect.peermem"
+  std::string id;  // "gpudirect.peermem"
   std::string title;
   std::string status;  // PASS, WARN, FAIL, UNKNOWN
   std::string detail;

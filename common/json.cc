@@ -24,12 +24,8 @@ json toJson(const Inventory& inv) {
   }
   j["nics"] = json::array();
   for (const auto& n : inv.nics) {
-    json jn{{"name", n.name},
-            {"pci_bus_id", n.pci_bus_id},
-            {"numa_node", n.numa_node},
-            {"node_guid", n.node_guid},
-            {"fw_version", n.fw_version},
-            {"ports", json::array()}};
+    json jn{{"name", n.name},           {"pci_bus_id", n.pci_bus_id}, {"numa_node", n.numa_node},
+            {"node_guid", n.node_guid}, {"fw_version", n.fw_version}, {"ports", json::array()}};
     for (const auto& p : n.ports) {
       json jp{{"port", p.port},
               {"state", p.state},
@@ -57,8 +53,7 @@ json toJson(const Inventory& inv) {
                          {"numa_node", g.numa_node},
                          {"dma_buf_supported", g.dma_buf_supported},
                          {"gpu_direct_rdma_supported", g.gpu_direct_rdma_supported},
-                         {"compute_capability", std::to_string(g.compute_capability_major) +
-                                                    "." +
+                         {"compute_capability", std::to_string(g.compute_capability_major) + "." +
                                                     std::to_string(g.compute_capability_minor)}});
   }
   return j;
@@ -70,22 +65,18 @@ json toJson(const Measurement& m) {
          {"warmup_iterations", m.warmup_iterations},
          {"staging_seconds", m.staging_seconds}};
   if (m.has_bandwidth) {
-    j["bandwidth"] = {{"bytes", m.bw.bytes},
-                      {"messages", m.bw.messages},
-                      {"seconds", m.bw.seconds},
-                      {"avg_gbps", m.bw.avg_gbps},
-                      {"peak_gbps", m.bw.peak_gbps},
-                      {"avg_GBps", m.bw.avgGBps()},
-                      {"peak_GBps", m.bw.peakGBps()},
-                      {"msg_rate_mpps", m.bw.msg_rate_mpps}};
+    j["bandwidth"] = {{"bytes", m.bw.bytes},          {"messages", m.bw.messages},
+                      {"seconds", m.bw.seconds},      {"avg_gbps", m.bw.avg_gbps},
+                      {"peak_gbps", m.bw.peak_gbps},  {"avg_GBps", m.bw.avgGBps()},
+                      {"peak_GBps", m.bw.peakGBps()}, {"msg_rate_mpps", m.bw.msg_rate_mpps}};
   } else {
     j["bandwidth"] = nullptr;
   }
   if (m.has_latency) {
-    j["latency"] = {{"samples", m.lat.samples},   {"min_us", m.lat.min_us},
+    j["latency"] = {{"samples", m.lat.samples},     {"min_us", m.lat.min_us},
                     {"median_us", m.lat.median_us}, {"mean_us", m.lat.mean_us},
-                    {"stdev_us", m.lat.stdev_us}, {"p99_us", m.lat.p99_us},
-                    {"p999_us", m.lat.p999_us},   {"max_us", m.lat.max_us}};
+                    {"stdev_us", m.lat.stdev_us},   {"p99_us", m.lat.p99_us},
+                    {"p999_us", m.lat.p999_us},     {"max_us", m.lat.max_us}};
   } else {
     j["latency"] = nullptr;
   }

@@ -49,11 +49,15 @@ IntegrityReport verifyPattern(uint64_t seed, uint64_t offset, const void* src, s
 std::string IntegrityReport::toString() const {
   if (!checked) return "not verified";
   if (wrong_bytes == 0) return "verified " + std::to_string(bytes_checked) + " B on " + where;
-  return std::to_string(wrong_bytes) + " of " + std::to_string(bytes_checked) +
-         " B wrong on " + where + ", first at offset " + std::to_string(first_wrong_offset);
+  return std::to_string(wrong_bytes) + " of " + std::to_string(bytes_checked) + " B wrong on " +
+         where + ", first at offset " + std::to_string(first_wrong_offset);
 }
 
-uint64_t initiatorSeed(uint64_t test_seed) { return splitmix64(test_seed ^ 0x1A1A1A1A1A1A1A1AULL); }
-uint64_t targetSeed(uint64_t test_seed) { return splitmix64(test_seed ^ 0x7E7E7E7E7E7E7E7EULL); }
+uint64_t initiatorSeed(uint64_t test_seed) {
+  return splitmix64(test_seed ^ 0x1A1A1A1A1A1A1A1AULL);
+}
+uint64_t targetSeed(uint64_t test_seed) {
+  return splitmix64(test_seed ^ 0x7E7E7E7E7E7E7E7EULL);
+}
 
 }  // namespace gdrmesh

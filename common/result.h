@@ -13,12 +13,12 @@
 namespace gdrmesh {
 
 struct EndpointRecord {
-  std::string worker;     // worker name
-  std::string host;       // hostname
-  std::string nic;        // "rxe0", "" for the emulated transport
+  std::string worker;  // worker name
+  std::string host;    // hostname
+  std::string nic;     // "rxe0", "" for the emulated transport
   int port = 0;
-  int gpu = -1;           // GPU index, -1 for host memory
-  std::string gpu_pci;    // PCI bus id of the GPU
+  int gpu = -1;         // GPU index, -1 for host memory
+  std::string gpu_pci;  // PCI bus id of the GPU
   MemoryKind memory = MemoryKind::kHost;
   RegPath reg_path = RegPath::kHost;  // the path that ran (never kAuto in a stored result)
   int gid_index = -1;
@@ -39,11 +39,11 @@ struct TestResult {
   uint64_t message_size = 0;
   uint64_t iterations = 0;
   uint32_t num_qps = 1;
-  int path_mtu = 0;        // bytes, 0 if not applicable
+  int path_mtu = 0;  // bytes, 0 if not applicable
   Measurement measurement;
   IntegrityReport integrity;
   TestStatus status = TestStatus::kError;
-  std::string reason;      // why FAILED/SKIPPED/ERROR, "" when PASSED
+  std::string reason;  // why FAILED/SKIPPED/ERROR, "" when PASSED
   // True only for a PASSED result in which the NIC moved GPU memory directly (dma-buf or
   // peermem) on at least one side: the claim "GPUDirect RDMA works here". A skipped or failed
   // test never makes it, even when GPUDirect was what it asked for; staged and emulated never do.

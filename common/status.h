@@ -78,7 +78,7 @@ inline Status unimplemented(std::string message, std::string fix = {}) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     // An OK status carries no value: that is a bug in the caller, never a success.
     if (std::get<Status>(v_).ok()) {
@@ -106,9 +106,9 @@ class [[nodiscard]] Result {
 }  // namespace gdrmesh
 
 // Propagates a non-OK Status from an expression returning Status.
-#define GDR_RETURN_IF_ERROR(expr)         \
-  do {                                    \
-    ::gdrmesh::Status gdr_status_ = (expr); \
+#define GDR_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::gdrmesh::Status gdr_status_ = (expr);    \
     if (!gdr_status_.ok()) return gdr_status_; \
   } while (0)
 

@@ -96,6 +96,8 @@ std::string formatRfc3339(int64_t unix_ms) {
   return buf;
 }
 
-std::string nowRfc3339() { return formatRfc3339(nowUnixMs()); }
+std::string nowRfc3339() {
+  return formatRfc3339(nowUnixMs());
+}
 
 }  // namespace gdrmesh

@@ -4,10 +4,14 @@ namespace gdrmesh::convert {
 
 pb::Op toProto(Op v) {
   switch (v) {
-    case Op::kWrite: return pb::OP_WRITE;
-    case Op::kRead: return pb::OP_READ;
-    case Op::kSend: return pb::OP_SEND;
-    case Op::kWriteImm: return pb::OP_WRITE_IMM;
+    case Op::kWrite:
+      return pb::OP_WRITE;
+    case Op::kRead:
+      return pb::OP_READ;
+    case Op::kSend:
+      return pb::OP_SEND;
+    case Op::kWriteImm:
+      return pb::OP_WRITE_IMM;
   }
   return pb::OP_UNSPECIFIED;
 }
@@ -19,11 +23,16 @@ pb::MemoryKind toProto(MemoryKind v) {
 }
 pb::RegPath toProto(RegPath v) {
   switch (v) {
-    case RegPath::kAuto: return pb::REG_PATH_AUTO;
-    case RegPath::kHost: return pb::REG_PATH_HOST;
-    case RegPath::kDmabuf: return pb::REG_PATH_DMABUF;
-    case RegPath::kPeermem: return pb::REG_PATH_PEERMEM;
-    case RegPath::kStaged: return pb::REG_PATH_STAGED;
+    case RegPath::kAuto:
+      return pb::REG_PATH_AUTO;
+    case RegPath::kHost:
+      return pb::REG_PATH_HOST;
+    case RegPath::kDmabuf:
+      return pb::REG_PATH_DMABUF;
+    case RegPath::kPeermem:
+      return pb::REG_PATH_PEERMEM;
+    case RegPath::kStaged:
+      return pb::REG_PATH_STAGED;
   }
   return pb::REG_PATH_UNSPECIFIED;
 }
@@ -32,69 +41,103 @@ pb::Transport toProto(TransportKind v) {
 }
 pb::TestStatus toProto(TestStatus v) {
   switch (v) {
-    case TestStatus::kPassed: return pb::TEST_STATUS_PASSED;
-    case TestStatus::kFailed: return pb::TEST_STATUS_FAILED;
-    case TestStatus::kSkipped: return pb::TEST_STATUS_SKIPPED;
-    case TestStatus::kError: return pb::TEST_STATUS_ERROR;
+    case TestStatus::kPassed:
+      return pb::TEST_STATUS_PASSED;
+    case TestStatus::kFailed:
+      return pb::TEST_STATUS_FAILED;
+    case TestStatus::kSkipped:
+      return pb::TEST_STATUS_SKIPPED;
+    case TestStatus::kError:
+      return pb::TEST_STATUS_ERROR;
   }
   return pb::TEST_STATUS_UNSPECIFIED;
 }
-pb::Role toProto(Role v) { return v == Role::kTarget ? pb::ROLE_TARGET : pb::ROLE_INITIATOR; }
+pb::Role toProto(Role v) {
+  return v == Role::kTarget ? pb::ROLE_TARGET : pb::ROLE_INITIATOR;
+}
 
 Op fromProto(pb::Op v, Op def) {
   switch (v) {
-    case pb::OP_WRITE: return Op::kWrite;
-    case pb::OP_READ: return Op::kRead;
-    case pb::OP_SEND: return Op::kSend;
-    case pb::OP_WRITE_IMM: return Op::kWriteImm;
-    default: return def;
+    case pb::OP_WRITE:
+      return Op::kWrite;
+    case pb::OP_READ:
+      return Op::kRead;
+    case pb::OP_SEND:
+      return Op::kSend;
+    case pb::OP_WRITE_IMM:
+      return Op::kWriteImm;
+    default:
+      return def;
   }
 }
 Mode fromProto(pb::Mode v, Mode def) {
   switch (v) {
-    case pb::MODE_BANDWIDTH: return Mode::kBandwidth;
-    case pb::MODE_LATENCY: return Mode::kLatency;
-    default: return def;
+    case pb::MODE_BANDWIDTH:
+      return Mode::kBandwidth;
+    case pb::MODE_LATENCY:
+      return Mode::kLatency;
+    default:
+      return def;
   }
 }
 MemoryKind fromProto(pb::MemoryKind v, MemoryKind def) {
   switch (v) {
-    case pb::MEMORY_KIND_HOST: return MemoryKind::kHost;
-    case pb::MEMORY_KIND_CUDA: return MemoryKind::kCuda;
-    default: return def;
+    case pb::MEMORY_KIND_HOST:
+      return MemoryKind::kHost;
+    case pb::MEMORY_KIND_CUDA:
+      return MemoryKind::kCuda;
+    default:
+      return def;
   }
 }
 RegPath fromProto(pb::RegPath v, RegPath def) {
   switch (v) {
-    case pb::REG_PATH_AUTO: return RegPath::kAuto;
-    case pb::REG_PATH_HOST: return RegPath::kHost;
-    case pb::REG_PATH_DMABUF: return RegPath::kDmabuf;
-    case pb::REG_PATH_PEERMEM: return RegPath::kPeermem;
-    case pb::REG_PATH_STAGED: return RegPath::kStaged;
-    default: return def;
+    case pb::REG_PATH_AUTO:
+      return RegPath::kAuto;
+    case pb::REG_PATH_HOST:
+      return RegPath::kHost;
+    case pb::REG_PATH_DMABUF:
+      return RegPath::kDmabuf;
+    case pb::REG_PATH_PEERMEM:
+      return RegPath::kPeermem;
+    case pb::REG_PATH_STAGED:
+      return RegPath::kStaged;
+    default:
+      return def;
   }
 }
 TransportKind fromProto(pb::Transport v, TransportKind def) {
   switch (v) {
-    case pb::TRANSPORT_EMULATED: return TransportKind::kEmulated;
-    case pb::TRANSPORT_VERBS: return TransportKind::kVerbs;
-    default: return def;
+    case pb::TRANSPORT_EMULATED:
+      return TransportKind::kEmulated;
+    case pb::TRANSPORT_VERBS:
+      return TransportKind::kVerbs;
+    default:
+      return def;
   }
 }
 TestStatus fromProto(pb::TestStatus v, TestStatus def) {
   switch (v) {
-    case pb::TEST_STATUS_PASSED: return TestStatus::kPassed;
-    case pb::TEST_STATUS_FAILED: return TestStatus::kFailed;
-    case pb::TEST_STATUS_SKIPPED: return TestStatus::kSkipped;
-    case pb::TEST_STATUS_ERROR: return TestStatus::kError;
-    default: return def;
+    case pb::TEST_STATUS_PASSED:
+      return TestStatus::kPassed;
+    case pb::TEST_STATUS_FAILED:
+      return TestStatus::kFailed;
+    case pb::TEST_STATUS_SKIPPED:
+      return TestStatus::kSkipped;
+    case pb::TEST_STATUS_ERROR:
+      return TestStatus::kError;
+    default:
+      return def;
   }
 }
 Role fromProto(pb::Role v, Role def) {
   switch (v) {
-    case pb::ROLE_INITIATOR: return Role::kInitiator;
-    case pb::ROLE_TARGET: return Role::kTarget;
-    default: return def;
+    case pb::ROLE_INITIATOR:
+      return Role::kInitiator;
+    case pb::ROLE_TARGET:
+      return Role::kTarget;
+    default:
+      return def;
   }
 }
 
@@ -382,10 +425,10 @@ void toProto(const Status& in, pb::CommandStatus* out) {
 Status fromProto(const pb::CommandStatus& in) {
   if (in.ok()) return {};
   static const Code kCodes[] = {
-      Code::kInvalidArgument, Code::kNotFound,        Code::kFailedPrecondition,
-      Code::kUnavailable,     Code::kDeadlineExceeded, Code::kAborted,
+      Code::kInvalidArgument,   Code::kNotFound,         Code::kFailedPrecondition,
+      Code::kUnavailable,       Code::kDeadlineExceeded, Code::kAborted,
       Code::kResourceExhausted, Code::kPermissionDenied, Code::kDataLoss,
-      Code::kUnimplemented,   Code::kInternal};
+      Code::kUnimplemented,     Code::kInternal};
   Code code = Code::kInternal;
   for (Code c : kCodes) {
     if (in.code() == codeName(c)) code = c;

@@ -20,16 +20,36 @@ grpc::Status toGrpc(const Status& st) {
   if (st.ok()) return grpc::Status::OK;
   grpc::StatusCode code = grpc::StatusCode::UNKNOWN;
   switch (st.code()) {
-    case Code::kInvalidArgument: code = grpc::StatusCode::INVALID_ARGUMENT; break;
-    case Code::kNotFound: code = grpc::StatusCode::NOT_FOUND; break;
-    case Code::kFailedPrecondition: code = grpc::StatusCode::FAILED_PRECONDITION; break;
-    case Code::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
-    case Code::kDeadlineExceeded: code = grpc::StatusCode::DEADLINE_EXCEEDED; break;
-    case Code::kAborted: code = grpc::StatusCode::ABORTED; break;
-    case Code::kResourceExhausted: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
-    case Code::kPermissionDenied: code = grpc::StatusCode::PERMISSION_DENIED; break;
-    case Code::kUnimplemented: code = grpc::StatusCode::UNIMPLEMENTED; break;
-    default: code = grpc::StatusCode::INTERNAL; break;
+    case Code::kInvalidArgument:
+      code = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+    case Code::kNotFound:
+      code = grpc::StatusCode::NOT_FOUND;
+      break;
+    case Code::kFailedPrecondition:
+      code = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    case Code::kUnavailable:
+      code = grpc::StatusCode::UNAVAILABLE;
+      break;
+    case Code::kDeadlineExceeded:
+      code = grpc::StatusCode::DEADLINE_EXCEEDED;
+      break;
+    case Code::kAborted:
+      code = grpc::StatusCode::ABORTED;
+      break;
+    case Code::kResourceExhausted:
+      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+      break;
+    case Code::kPermissionDenied:
+      code = grpc::StatusCode::PERMISSION_DENIED;
+      break;
+    case Code::kUnimplemented:
+      code = grpc::StatusCode::UNIMPLEMENTED;
+      break;
+    default:
+      code = grpc::StatusCode::INTERNAL;
+      break;
   }
   std::string msg = st.message();
   if (!st.fix().empty()) msg += " (fix: " + st.fix() + ")";
@@ -65,9 +85,9 @@ class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Ser
                               " is not supported by this coordinator (speaks 1)");
     }
     if (!validWorkerName(reg.name())) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "worker name '" + reg.name() +
-                              "': use 1-64 characters from A-Z a-z 0-9 . _ -");
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          "worker name '" + reg.name() + "': use 1-64 characters from A-Z a-z 0-9 . _ -");
     }
     const std::string name = reg.name();
     auto link = std::make_shared<WorkerLink>(
@@ -174,7 +194,9 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
 CoordinatorServer::CoordinatorServer(CoordinatorOptions options, ResultStore& store)
     : options_(std::move(options)), store_(store), runner_(registry_, options_.runner) {}
 
-CoordinatorServer::~CoordinatorServer() { shutdown(); }
+CoordinatorServer::~CoordinatorServer() {
+  shutdown();
+}
 
 Result<int> CoordinatorServer::start() {
   // Workers known from earlier runs are listed as offline until they connect again.

@@ -43,7 +43,9 @@ std::string knownWorkers(const Registry& r) {
 }
 
 // The side whose memory receives the data: the target, except for READ.
-bool initiatorIsDestination(Op op) { return op == Op::kRead; }
+bool initiatorIsDestination(Op op) {
+  return op == Op::kRead;
+}
 
 }  // namespace
 
@@ -70,9 +72,9 @@ Status PairRunner::validate(const pb::RunTestRequest& req) const {
     }
     auto w = registry_.get(s.worker());
     if (!w) {
-      return notFound(f + ": unknown worker '" + s.worker() + "' (known: " +
-                          knownWorkers(registry_) + ")",
-                      "start a worker with --name " + s.worker() + " or pick a known one");
+      return notFound(
+          f + ": unknown worker '" + s.worker() + "' (known: " + knownWorkers(registry_) + ")",
+          "start a worker with --name " + s.worker() + " or pick a known one");
     }
     if (!w->online) {
       return unavailable(f + ": worker '" + s.worker() + "' is offline",
@@ -95,8 +97,8 @@ Status PairRunner::validate(const pb::RunTestRequest& req) const {
       int n = w->inventory.gpus_size();
       // No GPUs at all is a state of the host, reported as a SKIPPED result by run().
       if (n > 0 && (s.gpu() < -1 || s.gpu() >= n)) {
-        return notFound(f + ": gpu " + std::to_string(s.gpu()) + " not on worker '" +
-                            s.worker() + "' (has 0.." + std::to_string(n - 1) + ")");
+        return notFound(f + ": gpu " + std::to_string(s.gpu()) + " not on worker '" + s.worker() +
+                        "' (has 0.." + std::to_string(n - 1) + ")");
       }
     } else if (s.gpu() >= 0) {
       return invalidArgument(f + ": a GPU index was given with host memory",
@@ -193,10 +195,10 @@ Result<TestResult> PairRunner::run(const pb::RunTestRequest& req) {
     const auto& sel = w == &ini ? req.initiator() : req.target();
     if (sel.memory() == pb::MEMORY_KIND_CUDA && w->inventory.gpus_size() == 0) {
       std::string note = transportNotes(w->inventory, "cuda");
-      return finish(TestStatus::kSkipped,
-                    "GPU memory requested but worker " + w->name + " has no GPUs" +
-                        (note.empty() ? "" : " (" + note + ")") +
-                        "; a GPUDirect result needs a GPU on both sides");
+      return finish(TestStatus::kSkipped, "GPU memory requested but worker " + w->name +
+                                              " has no GPUs" +
+                                              (note.empty() ? "" : " (" + note + ")") +
+                                              "; a GPUDirect result needs a GPU on both sides");
     }
     if (!hasTransport(w->inventory, transport)) {
       std::string note = transportNotes(w->inventory, toString(r.transport));
@@ -262,12 +264,13 @@ Result<TestResult> PairRunner::run(const pb::RunTestRequest& req) {
     releaseAll(phase + " failed");
     std::string reason;
     for (const auto* w : {&tgt, &ini}) {
-      if (w->link->lost()) reason += "worker lost: " + w->name + " disconnected during " + phase + "; ";
+      if (w->link->lost())
+        reason += "worker lost: " + w->name + " disconnected during " + phase + "; ";
     }
     reason += phase + " on " + worker + ": " + st.message();
     if (!st.fix().empty()) reason += " (fix: " + st.fix() + ")";
-    TestStatus status = st.code() == Code::kUnimplemented ? TestStatus::kSkipped
-                                                          : TestStatus::kFailed;
+    TestStatus status =
+        st.code() == Code::kUnimplemented ? TestStatus::kSkipped : TestStatus::kFailed;
     return finish(status, reason);
   };
 

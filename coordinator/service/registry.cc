@@ -6,9 +6,9 @@ Status Registry::add(WorkerEntry entry) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = workers_.find(entry.name);
   if (it != workers_.end() && it->second.online && it->second.link && !it->second.link->lost()) {
-    return invalidArgument("worker name '" + entry.name + "' is already registered by " +
-                               it->second.peer,
-                           "give each worker a unique --name");
+    return invalidArgument(
+        "worker name '" + entry.name + "' is already registered by " + it->second.peer,
+        "give each worker a unique --name");
   }
   entry.online = true;
   workers_[entry.name] = std::move(entry);

@@ -3,7 +3,8 @@
 namespace gdrmesh {
 
 WorkerLink::WorkerLink(std::string worker, Writer writer, std::function<void()> cancel_stream)
-    : worker_(std::move(worker)), writer_(std::move(writer)),
+    : worker_(std::move(worker)),
+      writer_(std::move(writer)),
       cancel_stream_(std::move(cancel_stream)) {}
 
 std::shared_ptr<WorkerLink::Pending> WorkerLink::call(v1::CoordinatorCommand command) {

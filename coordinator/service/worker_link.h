@@ -34,7 +34,8 @@ class WorkerLink {
   std::shared_ptr<Pending> call(v1::CoordinatorCommand command);
   // Waits for the reply until the deadline. Errors: worker lost (kUnavailable), deadline
   // (kDeadlineExceeded), or the worker's own failure Status from the reply.
-  Result<v1::CommandReply> wait(const std::shared_ptr<Pending>& pending, Clock::time_point deadline);
+  Result<v1::CommandReply> wait(const std::shared_ptr<Pending>& pending,
+                                Clock::time_point deadline);
   // Non-blocking: true when the reply (or a failure) is in.
   bool ready(const std::shared_ptr<Pending>& pending);
 

@@ -20,7 +20,8 @@ namespace gdrmesh {
 // (the export is aligned to the host page size as the driver requires).
 class DmabufExport {
  public:
-  DmabufExport(int fd, uint64_t offset, uint64_t length) : fd_(fd), offset_(offset), length_(length) {}
+  DmabufExport(int fd, uint64_t offset, uint64_t length)
+      : fd_(fd), offset_(offset), length_(length) {}
   ~DmabufExport();
   DmabufExport(const DmabufExport&) = delete;
   DmabufExport& operator=(const DmabufExport&) = delete;

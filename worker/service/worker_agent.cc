@@ -62,8 +62,7 @@ void descToProto(const EndpointDesc& d, pb::EndpointDesc* out) {
   }
 }
 
-SessionSpec specFromProto(const pb::EndpointSpec& in, const std::string& data_host,
-                          int numa_node) {
+SessionSpec specFromProto(const pb::EndpointSpec& in, const std::string& data_host, int numa_node) {
   SessionSpec s;
   auto& e = s.endpoint;
   e.test_id = in.test_id();
@@ -109,8 +108,8 @@ RunSpec runFromProto(const pb::RunSpec& in) {
 // on their own threads.
 class WorkerAgent::Stream {
  public:
-  explicit Stream(std::unique_ptr<grpc::ClientReaderWriter<pb::WorkerMessage,
-                                                           pb::CoordinatorMessage>> s)
+  explicit Stream(
+      std::unique_ptr<grpc::ClientReaderWriter<pb::WorkerMessage, pb::CoordinatorMessage>> s)
       : s_(std::move(s)) {}
   bool write(const pb::WorkerMessage& m) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -133,7 +132,9 @@ class WorkerAgent::Stream {
 WorkerAgent::WorkerAgent(WorkerOptions options, Inventory inventory, SessionManager& sessions)
     : options_(std::move(options)), inventory_(std::move(inventory)), sessions_(sessions) {}
 
-WorkerAgent::~WorkerAgent() { stop(); }
+WorkerAgent::~WorkerAgent() {
+  stop();
+}
 
 void WorkerAgent::stop() {
   stopping_.store(true);
@@ -271,7 +272,9 @@ Status WorkerAgent::serveOnce(bool* registered) {
           sessions_.release(cmd.release().test_id());
           reply->mutable_release();
           break;
-        default: st = unimplemented("unknown command from coordinator"); break;
+        default:
+          st = unimplemented("unknown command from coordinator");
+          break;
       }
       toProto(st, reply->mutable_status());
       stream.write(out);

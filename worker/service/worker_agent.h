@@ -31,7 +31,7 @@ struct WorkerOptions {
   std::string name;         // unique worker name; defaults to the hostname
   std::string data_host;    // address the emulated transport listens on
   int heartbeat_ms = 1000;
-  bool reconnect = true;    // false: return after the first stream ends (tests)
+  bool reconnect = true;  // false: return after the first stream ends (tests)
   int numa_node = -1;
   // PCIe path class between a GPU index and a NIC name ("PIX", ...), recorded with results.
   std::function<std::string(int gpu, const std::string& nic)> topo_class;

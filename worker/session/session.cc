@@ -38,12 +38,12 @@ struct SessionManager::Session {
   Buffer& wire() { return mirror ? *mirror : *buffer; }
 };
 
-Result<std::unique_ptr<Buffer>> HostMemoryProvider::allocate(MemoryKind kind, int gpu,
-                                                            size_t size, int numa_node) {
+Result<std::unique_ptr<Buffer>> HostMemoryProvider::allocate(MemoryKind kind, int gpu, size_t size,
+                                                             int numa_node) {
   if (kind == MemoryKind::kCuda) {
-    return failedPrecondition("GPU memory requested (gpu " + std::to_string(gpu) +
-                                  ") but this worker has no CUDA driver",
-                              "run the test on a worker with GPUs, or use --memory host");
+    return failedPrecondition(
+        "GPU memory requested (gpu " + std::to_string(gpu) + ") but this worker has no CUDA driver",
+        "run the test on a worker with GPUs, or use --memory host");
   }
   GDR_ASSIGN_OR_RETURN(auto b, HostBuffer::allocate(size, numa_node));
   return std::unique_ptr<Buffer>(std::move(b));
@@ -52,7 +52,9 @@ Result<std::unique_ptr<Buffer>> HostMemoryProvider::allocate(MemoryKind kind, in
 SessionManager::SessionManager(MemoryProvider& memory, Options options)
     : memory_(memory), options_(options) {}
 
-SessionManager::~SessionManager() { abortAll(); }
+SessionManager::~SessionManager() {
+  abortAll();
+}
 
 void SessionManager::addTransport(std::unique_ptr<Transport> transport) {
   auto kind = transport->kind();
@@ -105,8 +107,7 @@ Result<PreparedEndpoint> SessionManager::prepare(const SessionSpec& spec) {
 
 Result<std::pair<std::shared_ptr<SessionManager::Session>, PreparedEndpoint>>
 SessionManager::prepareReserved(const SessionSpec& spec) {
-  if ((spec.corrupt_bytes > 0 || spec.invalidate_remote_key) &&
-      !options_.allow_fault_injection) {
+  if ((spec.corrupt_bytes > 0 || spec.invalidate_remote_key) && !options_.allow_fault_injection) {
     return Status(Code::kPermissionDenied, "fault injection requested but not allowed",
                   "start the worker with --allow-fault-injection (tests only)");
   }
@@ -116,21 +117,21 @@ SessionManager::prepareReserved(const SessionSpec& spec) {
                          "' is not built into this worker");
   }
   Transport& transport = *it->second;
-  GDR_RETURN_IF_ERROR(transport.viable().withContext(std::string("transport ") +
-                                                      toString(spec.transport)));
+  GDR_RETURN_IF_ERROR(
+      transport.viable().withContext(std::string("transport ") + toString(spec.transport)));
 
   auto s = std::make_shared<Session>();
   s->spec = spec;
-  GDR_ASSIGN_OR_RETURN(s->buffer, memory_.allocate(spec.memory, spec.gpu,
-                                                   spec.endpoint.buffer_size, spec.numa_node));
+  GDR_ASSIGN_OR_RETURN(s->buffer, memory_.allocate(spec.memory, spec.gpu, spec.endpoint.buffer_size,
+                                                   spec.numa_node));
   const uint64_t seed = ownSeed(spec);
   GDR_RETURN_IF_ERROR(s->buffer->fill(seed, 0, s->buffer->size()));
   RegPath reg = spec.reg;
   if (spec.memory == MemoryKind::kHost) {
     if (reg == RegPath::kDmabuf || reg == RegPath::kPeermem || reg == RegPath::kStaged) {
-      return invalidArgument(std::string("reg_path: '") + toString(reg) +
-                                 "' applies to GPU memory only",
-                             "use --reg host (or auto) with --memory host");
+      return invalidArgument(
+          std::string("reg_path: '") + toString(reg) + "' applies to GPU memory only",
+          "use --reg host (or auto) with --memory host");
     }
     reg = RegPath::kHost;
   } else if (reg == RegPath::kStaged) {

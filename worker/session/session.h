@@ -45,14 +45,14 @@ struct SessionSpec {
   int gpu = -1;
   RegPath reg = RegPath::kAuto;
   uint64_t seed = 1;
-  uint64_t corrupt_bytes = 0;  // fault injection, honoured only when allowed
+  uint64_t corrupt_bytes = 0;          // fault injection, honoured only when allowed
   bool invalidate_remote_key = false;  // fault injection: revoke remote access after connect
   int numa_node = -1;
 };
 
 struct PreparedEndpoint {
   EndpointDesc desc;
-  std::string buffer;  // "host", "gpu:0"
+  std::string buffer;                 // "host", "gpu:0"
   RegPath reg_path = RegPath::kHost;  // as it ran, staged included
 };
 

@@ -51,10 +51,10 @@ struct EndpointDesc {
   uint32_t port = 0;       // HCA port number
   std::string link_layer;  // "InfiniBand" or "Ethernet"
   uint32_t lid = 0;
-  std::string gid;         // 16 bytes, printed as 8 groups "fe80:0000:...:0001"
+  std::string gid;  // 16 bytes, printed as 8 groups "fe80:0000:...:0001"
   int gid_index = -1;
-  uint32_t active_mtu = 0; // bytes (256..4096), the local port's active MTU
-  std::vector<QpInfo> qps; // one per QP, in order
+  uint32_t active_mtu = 0;  // bytes (256..4096), the local port's active MTU
+  std::vector<QpInfo> qps;  // one per QP, in order
 };
 
 struct EndpointSpec {
@@ -68,7 +68,7 @@ struct EndpointSpec {
   uint32_t rx_depth = 512;   // posted receives per QP (send/recv, write_imm)
   uint32_t inline_size = 0;  // max inline data; 0 = none
   // Verbs only.
-  std::string device;        // "" = first active device
+  std::string device;  // "" = first active device
   uint32_t port = 1;
   int gid_index = -1;        // -1 = automatic (RoCE v2, IPv4-mapped where present)
   bool use_rdma_cm = false;  // connect through librdmacm instead of the out-of-band exchange
@@ -77,13 +77,13 @@ struct EndpointSpec {
 };
 
 struct RunSpec {
-  uint64_t message_size = 0;       // bytes, <= EndpointSpec::buffer_size
-  uint64_t iterations = 1000;      // measured iterations (ignored when duration_seconds > 0)
-  uint64_t warmup_iterations = 16; // not measured
-  double duration_seconds = 0;     // > 0: run for this long instead of a fixed count
-  bool bidirectional = false;      // both sides initiate (bandwidth only)
-  uint32_t cq_moderation = 0;      // signal every Nth send; 0 = transport default
-  double timeout_seconds = 120;    // run() gives up with kDeadlineExceeded after this
+  uint64_t message_size = 0;        // bytes, <= EndpointSpec::buffer_size
+  uint64_t iterations = 1000;       // measured iterations (ignored when duration_seconds > 0)
+  uint64_t warmup_iterations = 16;  // not measured
+  double duration_seconds = 0;      // > 0: run for this long instead of a fixed count
+  bool bidirectional = false;       // both sides initiate (bandwidth only)
+  uint32_t cq_moderation = 0;       // signal every Nth send; 0 = transport default
+  double timeout_seconds = 120;     // run() gives up with kDeadlineExceeded after this
 };
 
 class Endpoint {
@@ -114,8 +114,8 @@ class Transport {
   virtual Status viable() const = 0;
   // Creates one side of a pair test over `buffer`, which outlives the endpoint. `reg` is the
   // requested registration path; local().reg_path holds the one that ran.
-  virtual Result<std::unique_ptr<Endpoint>> createEndpoint(const EndpointSpec& spec,
-                                                           Buffer& buffer, RegPath reg) = 0;
+  virtual Result<std::unique_ptr<Endpoint>> createEndpoint(const EndpointSpec& spec, Buffer& buffer,
+                                                           RegPath reg) = 0;
 };
 
 }  // namespace gdrmesh

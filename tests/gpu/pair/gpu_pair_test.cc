@@ -75,14 +75,14 @@ TEST_F(GpuPairTest, CorruptionInGpuMemoryIsCountedOnTheGpu) {
 TEST_F(GpuPairTest, GpuDirectRequestsWithoutAnRdmaNicNeverPass) {
   // auto = dmabuf then peermem; the emulated transport has neither, and staging is not
   // chosen silently.
-  auto a = run({"test", "g1", "g2", "--transport", "emulated", "--memory", "cuda", "--reg",
-                "auto", "--size", "1MiB", "--iters", "5"},
+  auto a = run({"test", "g1", "g2", "--transport", "emulated", "--memory", "cuda", "--reg", "auto",
+                "--size", "1MiB", "--iters", "5"},
                3);
   EXPECT_EQ(a["status"], "SKIPPED") << a.dump(2);
   EXPECT_NE(a["reason"].get<std::string>().find("staged"), std::string::npos) << a["reason"];
   // verbs was asked for: no RDMA device on this host.
-  auto v = run({"test", "g1", "g2", "--transport", "verbs", "--memory", "cuda", "--reg",
-                "dmabuf", "--size", "1MiB", "--iters", "5"},
+  auto v = run({"test", "g1", "g2", "--transport", "verbs", "--memory", "cuda", "--reg", "dmabuf",
+                "--size", "1MiB", "--iters", "5"},
                3);
   EXPECT_EQ(v["status"], "SKIPPED") << v.dump(2);
   EXPECT_EQ(v["gpudirect"], false);

@@ -60,8 +60,8 @@ TEST_P(OpTest, PairTestStoresPassedRowWithVerifiedPayload) {
   EXPECT_GT(j["measurement"]["bandwidth"]["avg_gbps"].get<double>(), 0.0);
   EXPECT_EQ(j["measurement"]["bandwidth"]["bytes"], 50ull << 20);
   // The stored row says what produced it.
-  auto rows = c_.query("SELECT * FROM results WHERE test_id = '" +
-                       j["test_id"].get<std::string>() + "'");
+  auto rows =
+      c_.query("SELECT * FROM results WHERE test_id = '" + j["test_id"].get<std::string>() + "'");
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0]["status"], "PASSED");
   EXPECT_EQ(rows[0]["transport"], "emulated");
@@ -109,8 +109,8 @@ TEST_F(ClusterTest, CorruptedPayloadStoresFailedWithWrongByteCount) {
 TEST_F(ClusterTest, KilledWorkerMidTestStoresFailedAndCoordinatorKeepsServing) {
   c_.startWorker("c");
   // A test long enough to be killed in the middle of.
-  pid_t cli = c_.cliAsync({"test", "a", "b", "--size", "1MiB", "--iters", "100000000",
-                           "--timeout", "600", "-o", "json"},
+  pid_t cli = c_.cliAsync({"test", "a", "b", "--size", "1MiB", "--iters", "100000000", "--timeout",
+                           "600", "-o", "json"},
                           "long");
   ASSERT_TRUE(c_.waitFor([](const json& ws) {
     for (const auto& w : ws) {

@@ -75,9 +75,10 @@ pid_t LocalCluster::spawn(const std::vector<std::string>& args, const std::strin
 void LocalCluster::startCoordinator(const std::vector<std::string>& extra, int port) {
   std::string port_file = dir_ + "/port";
   ::unlink(port_file.c_str());
-  std::vector<std::string> args{"coordinator", "--listen", "127.0.0.1:" + std::to_string(port),
-                                "--db",        dbPath(),   "--port-file",
-                                port_file,     "--heartbeat-ms", "100"};
+  std::vector<std::string> args{
+      "coordinator", "--listen",       "127.0.0.1:" + std::to_string(port),
+      "--db",        dbPath(),         "--port-file",
+      port_file,     "--heartbeat-ms", "100"};
   args.insert(args.end(), extra.begin(), extra.end());
   coordinator_ = spawn(args, dir_ + "/coordinator.out", dir_ + "/coordinator.err");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -105,10 +106,11 @@ void LocalCluster::stopCoordinator(int sig) {
 }
 
 void LocalCluster::startWorker(const std::string& name, const std::vector<std::string>& extra) {
-  std::vector<std::string> args{"worker", "--coordinator", address(), "--name", name,
-                                "--allow-fault-injection"};
+  std::vector<std::string> args{"worker", "--coordinator",          address(), "--name",
+                                name,     "--allow-fault-injection"};
   args.insert(args.end(), extra.begin(), extra.end());
-  workers_[name] = spawn(args, dir_ + "/worker-" + name + ".out", dir_ + "/worker-" + name + ".err");
+  workers_[name] =
+      spawn(args, dir_ + "/worker-" + name + ".out", dir_ + "/worker-" + name + ".err");
   bool ok = waitFor([&](const nlohmann::json& ws) {
     for (const auto& w : ws) {
       if (w["name"] == name && w["state"] == "online") return true;
@@ -116,8 +118,8 @@ void LocalCluster::startWorker(const std::string& name, const std::vector<std::s
     return false;
   });
   if (!ok) {
-    throw std::runtime_error("worker " + name + " did not come online: " +
-                             readFile(dir_ + "/worker-" + name + ".err"));
+    throw std::runtime_error(
+        "worker " + name + " did not come online: " + readFile(dir_ + "/worker-" + name + ".err"));
   }
 }
 

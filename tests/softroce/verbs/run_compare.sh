@@ -4,6 +4,7 @@
 # Prints the table (also WORKDIR/out/compare_table.txt); raw lines in compare_raw.txt,
 # perftest's own outputs in perftest_raw.tar.gz.
 set -euo pipefail
+{ # parsed whole before it runs: an edit during a run must not change what runs (see vm.sh)
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BIN="${1:?usage: run_compare.sh SELFTEST_BINARY [WORKDIR]}"
 WORKDIR="${2:-$(mktemp -d "${TMPDIR:-/tmp}/gdrmesh-verbs-cmp.XXXXXX")}"
@@ -22,3 +23,5 @@ mkdir -p "$WORKDIR"
     --file "$HERE/compare_table.awk" --quiet \
     --timeout "${GDRMESH_VM_TIMEOUT:-1800}"
 cat "$WORKDIR/out/compare_table.txt"
+exit
+}

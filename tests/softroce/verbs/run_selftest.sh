@@ -4,6 +4,7 @@
 # kernel package cannot be had); anything else: failed.
 # Usage: run_selftest.sh SELFTEST_BINARY [WORKDIR] [-- SELFTEST_ARGS...]
 set -euo pipefail
+{ # parsed whole before it runs: an edit during a run must not change what runs (see vm.sh)
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 VM="$HERE/../vm.sh"
 BIN="${1:?usage: run_selftest.sh SELFTEST_BINARY [WORKDIR] [-- SELFTEST_ARGS...]}"
@@ -49,3 +50,5 @@ fi
 [[ $rc -eq 0 ]] && echo "verbs selftest PASSED (workdir $WORKDIR)" ||
     echo "verbs selftest FAILED with $rc (workdir $WORKDIR; console: $WORKDIR/console.log)"
 exit "$rc"
+exit
+}

@@ -608,6 +608,16 @@ void pinTo(int cpu) {
   }
 }
 
+// What one clock read costs here, in ns (the transport stamps each latency iteration once;
+// under emulation with the HPET clocksource that is a system call plus an emulated MMIO read).
+double clockReadNs() {
+  constexpr int kReads = 2000;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kReads - 2; ++i) static_cast<void>(std::chrono::steady_clock::now());
+  const auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / kReads;
+}
+
 int runAll(const std::vector<Case>& cases, const Options& opt, bool bench_line) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
@@ -659,6 +669,9 @@ int runAll(const std::vector<Case>& cases, const Options& opt, bool bench_line) 
           " rd_atomic=" + std::to_string(o.rd_atomic) + " inline=" + std::to_string(c.inline_size) +
           " warmup=" + std::to_string(c.warmup) + " mtu=" + std::to_string(o.mtu) +
           " cpus=" + std::to_string(opt.cpu_init) + "," + std::to_string(opt.cpu_target);
+      char clk[48];
+      std::snprintf(clk, sizeof(clk), " clock_read_ns=%.0f", clockReadNs());
+      line += clk;
       if (!o.status.ok() || !o.integrity_ok) {
         line += " status=FAILED reason=\"" +
                 (o.status.ok() ? "integrity " + o.integrity : o.status.toString()) + "\"";

@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <condition_variable>
+#include <cstring>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -29,9 +29,9 @@ using emulated::FrameType;
 using emulated::RemoteError;
 
 uint64_t nowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   Clock::now().time_since_epoch())
-                                   .count());
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+          .count());
 }
 
 Clock::time_point deadlineAfter(double seconds) {
@@ -66,7 +66,8 @@ Result<Fd> listenOn(const std::string& host, uint16_t* port) {
     return unavailable("bind " + host + ": " + std::strerror(errno),
                        "pass --data-host with an address of this host");
   }
-  if (::listen(fd.get(), 4) != 0) return unavailable(std::string("listen: ") + std::strerror(errno));
+  if (::listen(fd.get(), 4) != 0)
+    return unavailable(std::string("listen: ") + std::strerror(errno));
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
   ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len);
@@ -86,8 +87,8 @@ Result<Fd> connectTo(const std::string& host, uint32_t port, Clock::time_point d
   int rc = ::getaddrinfo(host.c_str(), port_s.c_str(), &hints, &res);
   if (rc != 0) return unavailable("peer data address '" + host + "': " + ::gai_strerror(rc));
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(res, ::freeaddrinfo);
-  Fd fd(::socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                 res->ai_protocol));
+  Fd fd(
+      ::socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, res->ai_protocol));
   if (!fd.valid()) return unavailable(std::string("socket: ") + std::strerror(errno));
   if (::connect(fd.get(), res->ai_addr, res->ai_addrlen) != 0 && errno != EINPROGRESS) {
     return unavailable("connect to " + host + ":" + port_s + ": " + std::strerror(errno),
@@ -148,7 +149,8 @@ class EmulatedEndpoint final : public Endpoint {
     }
     peer_ = peer;
     if (spec_.role == Role::kTarget) return {};
-    GDR_ASSIGN_OR_RETURN(conn_, connectTo(peer.tcp_host, peer.tcp_port, deadlineAfter(30), aborted_));
+    GDR_ASSIGN_OR_RETURN(conn_,
+                         connectTo(peer.tcp_host, peer.tcp_port, deadlineAfter(30), aborted_));
     // HELLO carries the key; the target answers ACK or ERROR.
     FrameHeader h;
     h.type = FrameType::kHello;
@@ -199,10 +201,13 @@ class EmulatedEndpoint final : public Endpoint {
  private:
   FrameType requestType() const {
     switch (spec_.op) {
-      case Op::kRead: return FrameType::kReadReq;
-      case Op::kSend: return FrameType::kSend;
+      case Op::kRead:
+        return FrameType::kReadReq;
+      case Op::kSend:
+        return FrameType::kSend;
       case Op::kWrite:
-      case Op::kWriteImm: return FrameType::kWrite;
+      case Op::kWriteImm:
+        return FrameType::kWrite;
     }
     return FrameType::kWrite;
   }
@@ -288,8 +293,7 @@ class EmulatedEndpoint final : public Endpoint {
     return m;
   }
 
-  Result<Measurement> runLatency(const RunSpec& spec, Clock::time_point deadline,
-                                 Measurement& m) {
+  Result<Measurement> runLatency(const RunSpec& spec, Clock::time_point deadline, Measurement& m) {
     for (uint64_t i = 0; i < spec.warmup_iterations; ++i) {
       GDR_RETURN_IF_ERROR(post(i, spec.message_size, deadline));
       GDR_RETURN_IF_ERROR(complete(deadline));
@@ -311,8 +315,7 @@ class EmulatedEndpoint final : public Endpoint {
 
   // Target's share: SEND needs its receives counted; everything else is served by the server
   // thread without the target's involvement, as one-sided RDMA is.
-  Result<Measurement> runTarget(const RunSpec& spec, Clock::time_point deadline,
-                                Measurement& m) {
+  Result<Measurement> runTarget(const RunSpec& spec, Clock::time_point deadline, Measurement& m) {
     if (spec_.op != Op::kSend || spec.duration_seconds > 0) return m;
     const uint64_t want = spec.warmup_iterations + spec.iterations;
     std::unique_lock<std::mutex> lock(mu_);
@@ -393,7 +396,8 @@ class EmulatedEndpoint final : public Endpoint {
       ack.type = FrameType::kAck;
       ack.seq = h.seq;
       switch (h.type) {
-        case FrameType::kHello: break;
+        case FrameType::kHello:
+          break;
         case FrameType::kWrite:
         case FrameType::kSend: {
           uint64_t off = h.type == FrameType::kSend ? 0 : h.offset;
@@ -419,7 +423,8 @@ class EmulatedEndpoint final : public Endpoint {
               emulated::writeFrame(c, ack, base + h.offset, h.length, deadline, aborted_));
           continue;
         }
-        default: return reject(c, RemoteError::kBadFrame, h.seq, deadline);
+        default:
+          return reject(c, RemoteError::kBadFrame, h.seq, deadline);
       }
       GDR_RETURN_IF_ERROR(emulated::writeFrame(c, ack, nullptr, 0, deadline, aborted_));
     }

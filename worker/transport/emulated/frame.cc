@@ -29,8 +29,8 @@ uint64_t get64(const uint8_t* p) {
 }
 
 // Waits until fd is ready for `events`, checking the abort flag and deadline every 50 ms.
-Status waitReady(int fd, short events, Clock::time_point deadline,
-                 const std::atomic<bool>& aborted, const char* what) {
+Status waitReady(int fd, short events, Clock::time_point deadline, const std::atomic<bool>& aborted,
+                 const char* what) {
   for (;;) {
     if (aborted.load(std::memory_order_relaxed)) {
       return Status(Code::kAborted, std::string(what) + ": aborted");
@@ -76,11 +76,14 @@ FrameHeader FrameHeader::decode(const uint8_t in[kSize]) {
 
 const char* remoteErrorText(RemoteError e) {
   switch (e) {
-    case RemoteError::kNone: return "no error";
-    case RemoteError::kBadKey: return "remote access error: the key was rejected by the target";
+    case RemoteError::kNone:
+      return "no error";
+    case RemoteError::kBadKey:
+      return "remote access error: the key was rejected by the target";
     case RemoteError::kOutOfRange:
       return "remote access error: the range is outside the target's registered region";
-    case RemoteError::kBadFrame: return "protocol error: malformed frame";
+    case RemoteError::kBadFrame:
+      return "protocol error: malformed frame";
   }
   return "unknown remote error";
 }

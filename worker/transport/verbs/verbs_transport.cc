@@ -551,15 +551,12 @@ Status VerbsEndpointImpl::connectCm(const EndpointDesc& peer) {
   const size_t nq = spec_.num_qps;
   qps_.assign(nq, nullptr);
   auto eventName = [](const rdma_cm_event* ev) { return std::string(rdma_event_str(ev->event)); };
-  // Waits for `want` on `id` (nullptr: any id); other events are errors. With `keep` the event
-  // is returned unacknowledged (the caller acks it), otherwise acked and nullptr returned.
-  auto expect = [&](rdma_cm_id* id, rdma_cm_event_type want, const char* what,
-                    bool keep = false) -> Result<rdma_cm_event*> {
+  // Waits for `want` on `id`; other events are errors.
+  auto expect = [&](rdma_cm_id* id, rdma_cm_event_type want, const char* what) -> Status {
     GDR_ASSIGN_OR_RETURN(rdma_cm_event * ev, nextCmEvent(deadline, what));
-    if (ev->event == want && (!id || ev->id == id)) {
-      if (keep) return ev;
+    if (ev->event == want && ev->id == id) {
       rdma_ack_cm_event(ev);
-      return nullptr;
+      return Status();
     }
     const std::string got = eventName(ev);
     const int status = ev->status;
@@ -594,8 +591,7 @@ Status VerbsEndpointImpl::connectCm(const EndpointDesc& peer) {
       if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), kCmResolveMs)) {
         return verbs::callError("rdma_resolve_addr(" + peer.tcp_host + ")", errno, dev_);
       }
-      GDR_RETURN_IF_ERROR(
-          expect(id, RDMA_CM_EVENT_ADDR_RESOLVED, "resolving the address").status());
+      GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ADDR_RESOLVED, "resolving the address"));
       if (id->verbs != vctx_) {
         return failedPrecondition("rdma_cm on " + dev_ + ": the route from " + cm_ip_ + " to " +
                                       peer.tcp_host + " leaves through another RDMA device",
@@ -605,7 +601,7 @@ Status VerbsEndpointImpl::connectCm(const EndpointDesc& peer) {
       if (rdma_resolve_route(id, kCmResolveMs)) {
         return verbs::callError("rdma_resolve_route(" + peer.tcp_host + ")", errno, dev_);
       }
-      GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ROUTE_RESOLVED, "resolving the route").status());
+      GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ROUTE_RESOLVED, "resolving the route"));
       GDR_RETURN_IF_ERROR(createCmQp(id, q));
       const uint32_t index = static_cast<uint32_t>(q);
       param.private_data = &index;
@@ -613,14 +609,29 @@ Status VerbsEndpointImpl::connectCm(const EndpointDesc& peer) {
       if (rdma_connect(id, &param)) {
         return verbs::callError("rdma_connect(" + peer.tcp_host + ")", errno, dev_);
       }
-      GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ESTABLISHED, "connecting").status());
+      GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ESTABLISHED, "connecting"));
     }
   } else {
+    // Requests and ESTABLISHED events interleave (the initiator connects one QP at a time).
     cm_ids_.resize(nq);
-    size_t accepted = 0;
-    while (accepted < nq) {
-      GDR_ASSIGN_OR_RETURN(rdma_cm_event * ev, expect(nullptr, RDMA_CM_EVENT_CONNECT_REQUEST,
-                                                      "waiting for connection requests", true));
+    size_t accepted = 0, established = 0;
+    while (accepted < nq || established < nq) {
+      GDR_ASSIGN_OR_RETURN(rdma_cm_event * ev,
+                           nextCmEvent(deadline, "waiting for the initiator's connections"));
+      if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
+        rdma_ack_cm_event(ev);
+        ++established;
+        continue;
+      }
+      if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+        const std::string got = eventName(ev);
+        const int status = ev->status;
+        rdma_ack_cm_event(ev);
+        return unavailable("rdma_cm on " + dev_ + ": " + got + " (status " +
+                               std::to_string(status) + ") while accepting connections on " +
+                               cm_ip_ + ":" + std::to_string(local_.tcp_port),
+                           "check the initiator's result and the route between the two");
+      }
       rdma_cm_id* child = ev->id;
       uint32_t index = UINT32_MAX;
       if (ev->param.conn.private_data && ev->param.conn.private_data_len >= sizeof(index)) {
@@ -641,14 +652,8 @@ Status VerbsEndpointImpl::connectCm(const EndpointDesc& peer) {
       rdma_conn_param acc = param;
       acc.responder_resources = std::min<uint8_t>(param.responder_resources, their_init);
       acc.initiator_depth = std::min<uint8_t>(param.initiator_depth, their_resp);
-      acc.private_data = nullptr;
-      acc.private_data_len = 0;
       if (rdma_accept(child, &acc)) return verbs::callError("rdma_accept", errno, dev_);
       ++accepted;
-    }
-    for (size_t q = 0; q < nq; ++q) {
-      GDR_RETURN_IF_ERROR(
-          expect(nullptr, RDMA_CM_EVENT_ESTABLISHED, "waiting for ESTABLISHED").status());
     }
   }
   // The path MTU rdma_cm chose (from the route), for pathMtu().

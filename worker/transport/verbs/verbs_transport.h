@@ -19,6 +19,14 @@
 // own bytes before run() returns (the last byte carries the ping counter during the test).
 // Failures (work completion errors, timeouts, abort) leave the endpoint broken: only
 // destruction remains.
+// rdma_cm mode (EndpointSpec::use_rdma_cm, perftest -R): the target binds an rdma_cm id to the
+// IPv4 address of its selected GID (RoCE v2, ::ffff:a.b.c.d) with port 0 and listens; local()
+// carries that address in tcp_host/tcp_port (the initiator's: its own address, port 0). The
+// initiator resolves address and route and connects one id per QP (private data: the QP index);
+// QPs are created with rdma_create_qp on rdma_cm's verbs context, on which the PD, CQs and MR
+// live too; outstanding reads are negotiated in the connection parameters. The QP numbers in
+// local().qps are 0 (assigned at connect). run() is the same code as for the out-of-band mode.
+// Needs rxe/RoCE on a net device with an IPv4 address that routes to the peer (not lo).
 //
 // Fault injection: invalidateRemoteAccessForTest() (= deregisterForFaultTest()) deregisters the
 // MR while the QPs stay up. A target may still run() afterwards (write/read: nothing to do; the
