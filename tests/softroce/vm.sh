@@ -665,5 +665,6 @@ fi
 log "guest script exited $RC ($timing)"
 log "exported to $WORKDIR/out: ${exported:-nothing}"
 exit "$RC"
+# shellcheck disable=SC2317 # reached only when the code above did not exit
 exit
 }

@@ -6,7 +6,7 @@
 # (check_e2e.py).
 set -u
 G=gdrmesh
-cd /tmp
+cd /tmp || exit 1
 $G coordinator --listen 127.0.0.1:0 --db /tmp/results.db --port-file /tmp/port \
   --heartbeat-ms 200 >/tmp/coordinator.log 2>&1 &
 coordinator=$!
@@ -38,30 +38,30 @@ case_() {
   echo "E2E $name rc=$rc $(grep -o '"status": "[A-Z]*"' "/tmp/case-$name.json" | head -1)"
 }
 
-V="--transport verbs"
-case_ write_bw a/rxe1 b/rxe0 $V --op write --size 64KiB --iters 300
-case_ read_bw a/rxe1 b/rxe0 $V --op read --size 64KiB --iters 300
-case_ send_bw a/rxe1 b/rxe0 $V --op send --size 64KiB --iters 300
-case_ write_imm_bw a/rxe1 b/rxe0 $V --op write_imm --size 64KiB --iters 300
-case_ write_bw_1m a/rxe1 b/rxe0 $V --op write --size 1MiB --iters 40
-case_ write_bw_qp4 a/rxe1 b/rxe0 $V --op write --size 64KiB --iters 100 --qps 4
-case_ write_lat a/rxe1 b/rxe0 $V --op write --mode lat --size 2 --iters 500
-case_ send_lat a/rxe1 b/rxe0 $V --op send --mode lat --size 2 --iters 500
-case_ read_lat a/rxe1 b/rxe0 $V --op read --mode lat --size 2 --iters 500
-case_ loopback_write a/rxe2 b/rxe2 $V --op write --size 64KiB --iters 300
-case_ loopback_read a/rxe2 b/rxe2 $V --op read --size 64KiB --iters 300
+V="--transport=verbs"
+case_ write_bw a/rxe1 b/rxe0 "$V" --op write --size 64KiB --iters 300
+case_ read_bw a/rxe1 b/rxe0 "$V" --op read --size 64KiB --iters 300
+case_ send_bw a/rxe1 b/rxe0 "$V" --op send --size 64KiB --iters 300
+case_ write_imm_bw a/rxe1 b/rxe0 "$V" --op write_imm --size 64KiB --iters 300
+case_ write_bw_1m a/rxe1 b/rxe0 "$V" --op write --size 1MiB --iters 40
+case_ write_bw_qp4 a/rxe1 b/rxe0 "$V" --op write --size 64KiB --iters 100 --qps 4
+case_ write_lat a/rxe1 b/rxe0 "$V" --op write --mode lat --size 2 --iters 500
+case_ send_lat a/rxe1 b/rxe0 "$V" --op send --mode lat --size 2 --iters 500
+case_ read_lat a/rxe1 b/rxe0 "$V" --op read --mode lat --size 2 --iters 500
+case_ loopback_write a/rxe2 b/rxe2 "$V" --op write --size 64KiB --iters 300
+case_ loopback_read a/rxe2 b/rxe2 "$V" --op read --size 64KiB --iters 300
 # Failure cases: each must end as a stored FAILED/SKIPPED result with a reason, never a hang.
-case_ corrupt a/rxe1 b/rxe0 $V --op write --size 64KiB --iters 50 --inject-corrupt-bytes 3
-case_ wrong_gid a/rxe1 b/rxe0 $V --op write --size 4KiB --iters 20 --gid-index 5 --timeout 20
-case_ rkey_invalidated a/rxe1 b/rxe0 $V --op write --size 64KiB --iters 100 \
+case_ corrupt a/rxe1 b/rxe0 "$V" --op write --size 64KiB --iters 50 --inject-corrupt-bytes 3
+case_ wrong_gid a/rxe1 b/rxe0 "$V" --op write --size 4KiB --iters 20 --gid-index 5 --timeout 20
+case_ rkey_invalidated a/rxe1 b/rxe0 "$V" --op write --size 64KiB --iters 100 \
   --inject-invalidate-rkey --timeout 30
 /usr/bin/ip link set veth0 down
-case_ port_down a/rxe1 b/rxe0 $V --op write --size 64KiB --iters 100 --timeout 20
+case_ port_down a/rxe1 b/rxe0 "$V" --op write --size 64KiB --iters 100 --timeout 20
 /usr/bin/ip link set veth0 up
 /usr/bin/ip route replace 10.77.0.1 dev veth1 src 10.77.0.2 table 100
 /usr/bin/ip route replace 10.77.0.2 dev veth0 src 10.77.0.1 table 100
-case_ cuda_auto_no_gpu a/rxe1 b/rxe0 $V --memory cuda --reg auto --size 64KiB --iters 10
-case_ after_faults a/rxe1 b/rxe0 $V --op write --size 64KiB --iters 100
+case_ cuda_auto_no_gpu a/rxe1 b/rxe0 "$V" --memory cuda --reg auto --size 64KiB --iters 10
+case_ after_faults a/rxe1 b/rxe0 "$V" --op write --size 64KiB --iters 100
 
 $G results --limit 100
 $G results --limit 100 -o json >/tmp/results.json

@@ -11,7 +11,8 @@
 # with `taskset -c`, gdrmesh with sched_setaffinity (--cpu-init/--cpu-target).
 # The first CMP_WARMUP_ROUNDS rounds are discarded (page cache, rxe/ARP state, CPU frequency).
 # Each result line also carries the guest's CPU time split (/proc/stat deltas, in ticks:
-# user, sys, softirq, idle per CPU) of that run, to show where the time went.
+# user, sys, softirq, idle per CPU) of that run, to show where the time went, and the rxe
+# error/retry counters that moved (RNR NAKs, sequence errors, retransmissions).
 #
 # CMP_NICE (default 19) runs both tools' processes at that nice level: rxe does its protocol
 # work in softirq context, which under emulation overruns its budget and moves to ksoftirqd, a
@@ -51,6 +52,21 @@ cpu_delta() {
     printf '%s\n%s\n' "$1" "$2" | awk '
         { if ($1 in u) { printf "%s%s=%d/%d/%d/%d", sep, $1, $2 - u[$1], $3 - s[$1], $4 - q[$1], $5 - i[$1]; sep = "," }
           else { u[$1] = $2; s[$1] = $3; q[$1] = $4; i[$1] = $5 } }'
+}
+
+# cnt_snap: rxe0/rxe1 hw counters, "dev.name value" lines; cnt_delta BEFORE AFTER: the
+# non-zero deltas of the error/retry/sequence counters ("rxe0.rcvd_rnr_err=3,..." or "none")
+cnt_snap() {
+    for f in /sys/class/infiniband/rxe[01]/ports/1/hw_counters/*; do
+        d=${f#/sys/class/infiniband/}
+        echo "${d%%/*}.${f##*/} $(cat "$f" 2>/dev/null || echo 0)"
+    done
+}
+cnt_delta() {
+    printf '%s\n%s\n' "$1" "$2" | awk '
+        $1 !~ /err|retry|seq|dup|rnr|drop/ { next }
+        { if ($1 in v) { d = $2 - v[$1]; if (d) { printf "%s%s=%d", sep, $1, d; sep = ","; n++ } } else v[$1] = $2 }
+        END { if (!n) printf "none" }'
 }
 
 # hdr FILE FIELD: a value from perftest's header ("TX depth        : 100"), "" when absent
@@ -110,6 +126,7 @@ run_case() {
     # gdrmesh needs perftest's header: in a gdrmesh-first round it uses the previous one's
     for _who in $_first $([ "$_first" = pt ] && echo gd || echo pt); do
         _b=$(cpu_snap)
+        _k=$(cnt_snap)
         if [ "$_who" = pt ]; then
             pt_pinned "$_c_op" "$_c_size" "$_c_iters"
             _line="$PT_LINE"
@@ -132,6 +149,7 @@ run_case() {
                 _in=$(hdr "$PT_CLIENT" "Max inline data")
                 _p="${_tx:-1}:${_cq:-1}:${_rd:-0}:${_in:-0}"
                 _b=$(cpu_snap)
+                _k=$(cnt_snap)
             fi
             _tx=${_p%%:*} _r=${_p#*:}
             _cq=${_r%%:*} _r=${_r#*:}
@@ -144,7 +162,7 @@ run_case() {
                 $_rdarg --inline "$_in" --warmup 0 --cpu-init "$CPU_I" --cpu-target "$CPU_T" 2>&1 |
                 grep '^gdrmesh op=' || echo "gdrmesh op=$_c_op size=$_c_size iters=$_c_iters status=FAILED reason=no_output")
         fi
-        echo "$_line round=$_c_round first=$_first cpu=$(cpu_delta "$_b" "$(cpu_snap)")" >>"$_c_out"
+        echo "$_line round=$_c_round first=$_first cpu=$(cpu_delta "$_b" "$(cpu_snap)") errs=$(cnt_delta "$_k" "$(cnt_snap)")" >>"$_c_out"
     done
 }
 

@@ -23,5 +23,6 @@ mkdir -p "$WORKDIR"
     --file "$HERE/compare_table.awk" --quiet \
     --timeout "${GDRMESH_VM_TIMEOUT:-1800}"
 cat "$WORKDIR/out/compare_table.txt"
+# shellcheck disable=SC2317 # reached only when the code above did not exit
 exit
 }

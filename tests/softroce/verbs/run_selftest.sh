@@ -50,5 +50,6 @@ fi
 [[ $rc -eq 0 ]] && echo "verbs selftest PASSED (workdir $WORKDIR)" ||
     echo "verbs selftest FAILED with $rc (workdir $WORKDIR; console: $WORKDIR/console.log)"
 exit "$rc"
+# shellcheck disable=SC2317 # reached only when the code above did not exit
 exit
 }

@@ -1,0 +1,69 @@
+#!/bin/sh
+# Guest script (tests/softroce/vm.sh): perftest against gdrmesh itself (coordinator + two
+# workers + CLI, QP information exchanged over gRPC) on the same rxe devices, in one boot,
+# alternating case by case and round by round. The host turns the lines into a table
+# (compare_table.py). Knobs: ROUNDS, GD_EXTRA (extra `gdrmesh test` flags), PT_EXTRA.
+set -u
+# shellcheck source=/dev/null
+. /opt/share/lib_perftest.sh
+ROUNDS="${ROUNDS:-3}"
+G=gdrmesh
+cd /tmp || exit 1
+$G coordinator --listen 127.0.0.1:0 --db /tmp/results.db --port-file /tmp/port \
+  >/tmp/coordinator.log 2>&1 &
+i=0
+while [ ! -s /tmp/port ] && [ $i -lt 200 ]; do usleep 50000; i=$((i + 1)); done
+GDRMESH_COORDINATOR="127.0.0.1:$(cat /tmp/port)"
+export GDRMESH_COORDINATOR
+# Same devices and direction as lib_perftest.sh: the client (initiator) on rxe1, the server
+# (target) on rxe0.
+$G worker --name a --no-cuda >/tmp/worker-a.log 2>&1 &
+$G worker --name b --no-cuda >/tmp/worker-b.log 2>&1 &
+i=0
+while [ $i -lt 200 ]; do
+  n=$($G workers -o json 2>/dev/null | grep -c '"state": "online"')
+  [ "$n" -ge 2 ] && break
+  usleep 50000
+  i=$((i + 1))
+done
+
+: >/tmp/compare.txt
+gd() {  # gd CASE SIZE ITERS ROUND ARGS...
+  c=$1 size=$2 iters=$3 round=$4
+  shift 4
+  # shellcheck disable=SC2086
+  $G test a/"$RXE_B" b/"$RXE_A" --transport verbs --size "$size" --iters "$iters" "$@" \
+    ${GD_EXTRA:-} -o json >/tmp/gd.json 2>/tmp/gd.err
+  id=$(grep -o '"test_id": "[^"]*"' /tmp/gd.json | head -1 | cut -d'"' -f4)
+  echo "gdrmesh case=$c size=$size iters=$iters round=$round test_id=$id" >>/tmp/compare.txt
+}
+pt() {  # pt CASE SIZE ITERS ROUND
+  line=$("pt_$1" "$2" "$3")
+  echo "$line round=$4" >>/tmp/compare.txt
+}
+r=1
+while [ $r -le "$ROUNDS" ]; do
+  for spec in "write_bw 65536 1000" "write_bw 1048576 100" "read_bw 65536 1000" \
+              "read_bw 1048576 100" "send_bw 65536 1000" "send_bw 1048576 100" \
+              "write_lat 2 1000" "send_lat 2 1000"; do
+    # shellcheck disable=SC2086
+    set -- $spec
+    c=$1 size=$2 iters=$3
+    op=${c%_*}
+    mode=${c#*_}
+    # Alternate who goes first, round by round.
+    if [ $((r % 2)) -eq 1 ]; then
+      pt "$c" "$size" "$iters" "$r"
+      gd "$c" "$size" "$iters" "$r" --op "$op" --mode "$mode"
+    else
+      gd "$c" "$size" "$iters" "$r" --op "$op" --mode "$mode"
+      pt "$c" "$size" "$iters" "$r"
+    fi
+  done
+  r=$((r + 1))
+done
+$G results --limit 500 -o json >/tmp/results.json
+cat /tmp/compare.txt
+/opt/export /tmp/compare.txt
+/opt/export /tmp/results.json
+exit 0

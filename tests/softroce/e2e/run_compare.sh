@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Benchmark (not a ctest): perftest vs gdrmesh itself on Soft-RoCE, in one VM boot.
+#   tests/softroce/e2e/run_compare.sh GDRMESH_BINARY [WORKDIR]     (env: ROUNDS, GD_EXTRA, PT_EXTRA)
+set -euo pipefail
+bin="$1"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+work="${2:-$(mktemp -d "${TMPDIR:-/tmp}/gdrmesh-compare.XXXXXX")}"
+script="$work/guest_compare_env.sh"
+mkdir -p "$work"
+{
+  echo "#!/bin/sh"
+  echo "ROUNDS='${ROUNDS:-3}' GD_EXTRA='${GD_EXTRA:-}' PT_EXTRA='${PT_EXTRA:-}'"
+  echo "export ROUNDS GD_EXTRA PT_EXTRA"
+  cat "$here/guest_compare.sh"
+} >"$script"
+"$here/../vm.sh" --workdir "$work" --bin "$bin" --script "$script" --timeout 1800 --quiet
+python3 "$here/compare_table.py" "$work/out" | tee "$work/compare_table.txt"
