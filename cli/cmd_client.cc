@@ -100,7 +100,33 @@ struct TestArgs {
   bool invalidate_rkey = false;
   std::string run_id;
   bool rdma_cm = false;
+  std::string duration;
+  uint32_t inline_size = 0;
+  bool bidir = false;
+  uint32_t cq_mod = 0;
+  std::string sweep;
+  double duration_s() const {
+    auto d = parseDurationSeconds(duration, "--duration");
+    return !duration.empty() && d.ok() ? *d : 0.0;
+  }
 };
+
+// "--sweep" alone: 2 B .. 8 MiB in powers of two (perftest -a); or "MIN..MAX".
+Result<std::vector<uint64_t>> sweepSizes(const std::string& spec) {
+  uint64_t lo = 2, hi = 8ULL << 20;
+  if (!spec.empty() && spec != "default") {
+    auto dots = spec.find("..");
+    if (dots == std::string::npos) {
+      return invalidArgument("--sweep: '" + spec + "' is not MIN..MAX", "e.g. --sweep 4KiB..1MiB");
+    }
+    GDR_ASSIGN_OR_RETURN(lo, parseSize(spec.substr(0, dots), "--sweep MIN"));
+    GDR_ASSIGN_OR_RETURN(hi, parseSize(spec.substr(dots + 2), "--sweep MAX"));
+    if (lo == 0 || lo > hi) return invalidArgument("--sweep: need 0 < MIN <= MAX");
+  }
+  std::vector<uint64_t> out;
+  for (uint64_t s = lo; s <= hi; s *= 2) out.push_back(s);
+  return out;
+}
 
 // "worker" or "worker/device"
 void parseSelector(const std::string& s, pb::EndpointSelector* out) {
@@ -139,6 +165,14 @@ int runTest(const ClientOptions& o, const TestArgs& a) {
   req.set_use_rdma_cm(a.rdma_cm);
   req.set_timeout_seconds(a.timeout);
   req.set_run_id(a.run_id);
+  if (!a.duration.empty()) {
+    auto d = parseDurationSeconds(a.duration, "--duration");
+    if (!d.ok()) return usage(d.status().toString());
+    req.set_duration_seconds(*d);
+  }
+  req.set_inline_size(a.inline_size);
+  req.set_bidirectional(a.bidir);
+  req.set_cq_moderation(a.cq_mod);
   req.mutable_fault()->set_corrupt_bytes(a.corrupt_bytes);
   req.mutable_fault()->set_invalidate_remote_key(a.invalidate_rkey);
   if (a.transport != "auto") {
@@ -160,8 +194,33 @@ int runTest(const ClientOptions& o, const TestArgs& a) {
   }
 
   auto stub = connectControl(o);
+  if (!a.sweep.empty()) {
+    auto sizes = sweepSizes(a.sweep);
+    if (!sizes.ok()) return usage(sizes.status().toString());
+    if (req.run_id().empty()) req.set_run_id("sweep-" + nowRfc3339());
+    std::vector<TestResult> rows;
+    int worst = kExitOk;
+    for (uint64_t sz : *sizes) {
+      req.set_message_size(sz);
+      grpc::ClientContext ctx;
+      setDeadline(&ctx, (a.timeout > 0 ? a.timeout : 120) + 120);
+      pb::RunTestResponse resp;
+      auto st = stub->RunTest(&ctx, req, &resp);
+      if (!st.ok()) return reportRpcError(o, st);
+      rows.push_back(convert::fromProto(resp.result()));
+      if (rows.back().status != TestStatus::kPassed) worst = kExitFailed;
+    }
+    if (o.output == "json") {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& r : rows) j.push_back(toJson(r));
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cout << sweepTable(rows);
+    }
+    return worst;
+  }
   grpc::ClientContext ctx;
-  setDeadline(&ctx, (a.timeout > 0 ? a.timeout : 120) + 120);
+  setDeadline(&ctx, (a.timeout > 0 ? a.timeout : 120) + a.duration_s() + 120);
   pb::RunTestResponse resp;
   auto st = stub->RunTest(&ctx, req, &resp);
   if (!st.ok()) return reportRpcError(o, st);
@@ -277,6 +336,14 @@ void registerClientCommands(CLI::App& app, Action* action) {
     cmd->add_flag("--rdma-cm", a->rdma_cm, "connect with librdmacm instead of the OOB exchange");
     cmd->add_option("--timeout", a->timeout, "seconds before the run is abandoned (0: 120)");
     cmd->add_option("--run-id", a->run_id, "group this result under a run id");
+    cmd->add_option("--duration", a->duration, "run for this long (30s, 2m) instead of --iters");
+    cmd->add_option("--inline", a->inline_size, "max inline data in bytes (verbs)");
+    cmd->add_flag("--bidir", a->bidir, "both sides send at once (bandwidth, verbs)");
+    cmd->add_option("--cq-mod", a->cq_mod, "signal every Nth send (0: transport default)");
+    cmd->add_option("--sweep", a->sweep,
+                    "message-size sweep: powers of two over MIN..MAX (default 2..8MiB)")
+        ->expected(0, 1)
+        ->default_str("default");
     cmd->add_option("--inject-corrupt-bytes", a->corrupt_bytes,
                     "TEST ONLY: flip N landed bytes (worker needs --allow-fault-injection)")
         ->group("");

@@ -34,6 +34,8 @@ int runWorker(const WorkerArgs& a) {
   wo.data_host = a.data_host;
   WorkerSetup* raw = setup.get();
   wo.topo_class = [raw](int gpu, const std::string& nic) { return raw->topoClass(gpu, nic); };
+  wo.nearest_nic = [raw](int gpu) { return raw->nearestNicOf(gpu); };
+  wo.nic_numa = [raw](const std::string& nic) { return raw->nicNuma(nic); };
   if (wo.data_host.empty()) {
     // Loopback coordinators mean a single-host setup; otherwise listen on the host's name.
     const bool loopback = a.coordinator.rfind("127.", 0) == 0 ||

@@ -119,6 +119,36 @@ std::string resultsTable(const std::vector<TestResult>& rows) {
   return renderTable(t);
 }
 
+std::string sweepTable(const std::vector<TestResult>& rows) {
+  if (rows.empty()) return "no results\n";
+  std::vector<std::vector<std::string>> t{{"SIZE", "STATUS", "AVG Gb/s", "AVG GB/s", "PEAK Gb/s",
+                                           "Mpps", "LAT MEDIAN us", "LAT p99 us", "INTEGRITY"}};
+  for (const auto& r : rows) {
+    const auto& m = r.measurement;
+    t.push_back({formatSize(r.message_size), toString(r.status),
+                 m.has_bandwidth ? fmt(m.bw.avg_gbps, 3) : "-",
+                 m.has_bandwidth ? fmt(m.bw.avgGBps(), 3) : "-",
+                 m.has_bandwidth ? fmt(m.bw.peak_gbps, 3) : "-",
+                 m.has_bandwidth ? fmt(m.bw.msg_rate_mpps, 4) : "-",
+                 m.has_latency ? fmt(m.lat.median_us, 2) : "-",
+                 m.has_latency ? fmt(m.lat.p99_us, 2) : "-",
+                 !r.integrity.checked ? "-"
+                 : r.integrity.ok()   ? "ok"
+                                      : r.integrity.toString()});
+  }
+  std::string out;
+  if (!rows.empty()) {
+    const auto& r = rows.front();
+    out = std::string("sweep ") + r.run_id + ": " + side(r.initiator) + " -> " + side(r.target) +
+          "  " + toString(r.op) + " " + toString(r.mode) + "  data path " + dataPath(r) + "\n";
+  }
+  out += renderTable(t);
+  for (const auto& r : rows) {
+    if (!r.reason.empty()) out += formatSize(r.message_size) + ": " + r.reason + "\n";
+  }
+  return out;
+}
+
 std::string resultDetail(const TestResult& r) {
   std::ostringstream o;
   o << "test      " << r.test_id << "  " << toString(r.status);

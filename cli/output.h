@@ -23,6 +23,8 @@ struct WorkerView {
 nlohmann::json workersJson(const std::vector<WorkerView>& workers);
 std::string workersTable(const std::vector<WorkerView>& workers);
 std::string resultsTable(const std::vector<TestResult>& rows);
+// One row per message size: the figures of a --sweep.
+std::string sweepTable(const std::vector<TestResult>& rows);
 // Several lines describing one result, figures with their units.
 std::string resultDetail(const TestResult& r);
 // Simple fixed-width table; the first row is the header.

@@ -52,6 +52,21 @@ std::string WorkerSetup::topoClass(int gpu, const std::string& nic) const {
   return "";
 }
 
+std::string WorkerSetup::nearestNicOf(int gpu) const {
+  if (!topology || gpu < 0) return "";
+  for (size_t i = 0; i < inventory.gpus.size(); ++i) {
+    if (inventory.gpus[i].index == gpu) return nearestNic(*topology, static_cast<int>(i));
+  }
+  return "";
+}
+
+int WorkerSetup::nicNuma(const std::string& nic) const {
+  for (const auto& n : inventory.nics) {
+    if (nic.empty() || n.name == nic) return n.numa_node;
+  }
+  return -1;
+}
+
 std::unique_ptr<WorkerSetup> setUpWorker(const WorkerSetupOptions& o) {
   auto s = std::make_unique<WorkerSetup>();
   s->inventory.hostname = hostName();

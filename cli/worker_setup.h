@@ -37,6 +37,10 @@ struct WorkerSetup {
 
   // PCIe path class between a GPU (index) and a NIC, "" when unknown or not applicable.
   std::string topoClass(int gpu, const std::string& nic) const;
+  // The GPU's nearest NIC by PCIe path class, "" when unknown.
+  std::string nearestNicOf(int gpu) const;
+  // NUMA node of the NIC ("" = the first NIC), -1 when unknown.
+  int nicNuma(const std::string& nic) const;
 };
 
 std::unique_ptr<WorkerSetup> setUpWorker(const WorkerSetupOptions& options);

@@ -131,6 +131,14 @@ Status PairRunner::validate(const pb::RunTestRequest& req) const {
   }
   if (req.num_qps() > 64) return invalidArgument("qps: must be in 1..64");
   if (req.tx_depth() > 8192) return invalidArgument("tx-depth: must be in 1..8192");
+  if (req.duration_seconds() < 0 || req.duration_seconds() > 86400) {
+    return invalidArgument("duration: must be in 0..86400 s");
+  }
+  if (req.duration_seconds() > 0 && req.mode() == pb::MODE_LATENCY) {
+    return invalidArgument("duration: latency tests count iterations",
+                           "use --iters with --mode lat");
+  }
+  if (req.inline_size() > 4096) return invalidArgument("inline: must be in 0..4096 B");
   if (req.timeout_seconds() < 0 || req.timeout_seconds() > 86400) {
     return invalidArgument("timeout: must be in 0..86400 s");
   }
@@ -321,7 +329,8 @@ Result<TestResult> PairRunner::run(const pb::RunTestRequest& req) {
 
   // 3. Run both sides; if either fails, abort the other at once instead of waiting it out.
   const double run_timeout =
-      req.timeout_seconds() > 0 ? req.timeout_seconds() : options_.default_timeout_seconds;
+      (req.timeout_seconds() > 0 ? req.timeout_seconds() : options_.default_timeout_seconds) +
+      req.duration_seconds();
   pb::Measurement ini_m, tgt_m;
   {
     pb::CoordinatorCommand c;
@@ -331,6 +340,8 @@ Result<TestResult> PairRunner::run(const pb::RunTestRequest& req) {
     rs->set_iterations(req.iterations());
     rs->set_warmup_iterations(req.warmup_iterations());
     rs->set_bidirectional(req.bidirectional());
+    rs->set_duration_seconds(req.duration_seconds());
+    rs->set_cq_moderation(req.cq_moderation());
     rs->set_timeout_seconds(run_timeout);
     auto pt = tl.call(c);
     auto pi = il.call(c);
@@ -355,6 +366,7 @@ Result<TestResult> PairRunner::run(const pb::RunTestRequest& req) {
     tgt_m = rt->run().measurement();
   }
   r.measurement = convert::fromProto(ini_m);
+  if (req.duration_seconds() > 0) r.iterations = r.measurement.iterations;  // what ran
   double staging = ini_m.staging_seconds() + tgt_m.staging_seconds();
 
   // 4. Verify where the data landed.

@@ -232,8 +232,17 @@ Status WorkerAgent::serveOnce(bool* registered) {
       Status st;
       switch (cmd.command_case()) {
         case pb::CoordinatorCommand::kPrepare: {
-          auto r = sessions_.prepare(
-              specFromProto(cmd.prepare().spec(), options_.data_host, options_.numa_node));
+          SessionSpec spec =
+              specFromProto(cmd.prepare().spec(), options_.data_host, options_.numa_node);
+          // GPU tests default to the GPU's nearest NIC; host buffers go to the NIC's node.
+          if (spec.transport == TransportKind::kVerbs && spec.endpoint.device.empty() &&
+              spec.memory == MemoryKind::kCuda && options_.nearest_nic) {
+            spec.endpoint.device = options_.nearest_nic(spec.gpu);
+          }
+          if (spec.numa_node < 0 && options_.nic_numa) {
+            spec.numa_node = options_.nic_numa(spec.endpoint.device);
+          }
+          auto r = sessions_.prepare(spec);
           if (r.ok()) {
             auto* p = reply->mutable_prepare()->mutable_local();
             descToProto(r->desc, p);

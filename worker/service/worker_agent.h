@@ -35,6 +35,10 @@ struct WorkerOptions {
   int numa_node = -1;
   // PCIe path class between a GPU index and a NIC name ("PIX", ...), recorded with results.
   std::function<std::string(int gpu, const std::string& nic)> topo_class;
+  // Nearest NIC of a GPU (best PCIe class): the default device of a GPU test ("" = none).
+  std::function<std::string(int gpu)> nearest_nic;
+  // NUMA node of a NIC ("" = the first NIC), where host test buffers are placed; -1 unknown.
+  std::function<int(const std::string& nic)> nic_numa;
 };
 
 class WorkerAgent {
