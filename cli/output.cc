@@ -33,17 +33,7 @@ std::string renderTable(const std::vector<std::vector<std::string>>& rows) {
 }
 
 nlohmann::json workersJson(const std::vector<WorkerView>& workers) {
-  nlohmann::json j = nlohmann::json::array();
-  for (const auto& w : workers) {
-    j.push_back({{"name", w.name},
-                 {"state", w.state},
-                 {"connected", w.connected_ms ? formatRfc3339(w.connected_ms) : ""},
-                 {"last_heartbeat", w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : ""},
-                 {"peer", w.peer},
-                 {"active_tests", w.active_tests},
-                 {"inventory", toJson(w.inventory)}});
-  }
-  return j;
+  return toJson(workers);
 }
 
 std::string workersTable(const std::vector<WorkerView>& workers) {

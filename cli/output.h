@@ -10,15 +10,7 @@
 
 namespace gdrmesh::cli {
 
-struct WorkerView {
-  std::string name;
-  std::string state;
-  int64_t connected_ms = 0;
-  int64_t last_heartbeat_ms = 0;
-  std::string peer;
-  uint32_t active_tests = 0;
-  Inventory inventory;
-};
+using WorkerView = WorkerStatus;
 
 nlohmann::json workersJson(const std::vector<WorkerView>& workers);
 std::string workersTable(const std::vector<WorkerView>& workers);

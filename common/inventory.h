@@ -67,4 +67,15 @@ struct Inventory {
   std::vector<PreflightCheck> preflight;
 };
 
+// A worker as the coordinator sees it: what `gdrmesh workers` and the status page show.
+struct WorkerStatus {
+  std::string name;
+  std::string state;              // "online" or "offline"
+  int64_t last_heartbeat_ms = 0;  // unix ms, 0 when never seen
+  Inventory inventory;
+  int64_t connected_ms = 0;
+  std::string peer;
+  uint32_t active_tests = 0;
+};
+
 }  // namespace gdrmesh

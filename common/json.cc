@@ -135,4 +135,18 @@ json toJson(const TestResult& r) {
           {"reason", r.reason}};
 }
 
+json toJson(const std::vector<WorkerStatus>& workers) {
+  json j = json::array();
+  for (const auto& w : workers) {
+    j.push_back({{"name", w.name},
+                 {"state", w.state},
+                 {"connected", w.connected_ms ? formatRfc3339(w.connected_ms) : ""},
+                 {"last_heartbeat", w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : ""},
+                 {"peer", w.peer},
+                 {"active_tests", w.active_tests},
+                 {"inventory", toJson(w.inventory)}});
+  }
+  return j;
+}
+
 }  // namespace gdrmesh

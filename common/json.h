@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "common/inventory.h"
 #include "common/result.h"
@@ -14,5 +15,7 @@ nlohmann::json toJson(const TestResult& r);
 nlohmann::json toJson(const Measurement& m);
 nlohmann::json toJson(const IntegrityReport& i);
 nlohmann::json toJson(const EndpointRecord& e);
+// The array printed by `gdrmesh workers -o json` and served at /api/workers.
+nlohmann::json toJson(const std::vector<WorkerStatus>& workers);
 
 }  // namespace gdrmesh

@@ -194,17 +194,7 @@ Result<std::pair<std::string, int>> parseHostPort(const std::string& hp) {
 }  // namespace
 
 json workersJson(const std::vector<WorkerSummary>& workers) {
-  json j = json::array();
-  for (const auto& w : workers) {
-    j.push_back({{"name", w.name},
-                 {"state", w.state},
-                 {"connected", w.connected_ms ? formatRfc3339(w.connected_ms) : ""},
-                 {"last_heartbeat", w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : ""},
-                 {"peer", w.peer},
-                 {"active_tests", w.active_tests},
-                 {"inventory", toJson(w.inventory)}});
-  }
-  return j;
+  return toJson(workers);
 }
 
 json summaryJson(const std::vector<WorkerSummary>& workers, const std::vector<TestResult>& results,

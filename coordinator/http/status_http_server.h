@@ -31,16 +31,8 @@
 namespace gdrmesh {
 
 // One worker as the status page shows it.
-struct WorkerSummary {
-  std::string name;
-  std::string state;              // "online" or "offline"
-  int64_t last_heartbeat_ms = 0;  // unix ms, 0 when never seen
-  Inventory inventory;
-  // Optional details, shown when known (same fields as `gdrmesh workers -o json`).
-  int64_t connected_ms = 0;
-  std::string peer;
-  uint32_t active_tests = 0;
-};
+// Same fields as `gdrmesh workers -o json` (common/inventory.h).
+using WorkerSummary = WorkerStatus;
 
 // Where the status page reads from. Implementations must be thread-safe.
 class StatusSource {
