@@ -114,7 +114,10 @@ std::unique_ptr<WorkerSetup> setUpWorker(const WorkerSetupOptions& o) {
     s->sessions = std::make_unique<SessionManager>(*s->memory, so);
     s->sessions->addTransport(std::make_unique<EmulatedTransport>());
     if (o.enable_verbs) {
-      s->sessions->addTransport(std::make_unique<VerbsTransport>());
+      VerbsOptions vo;
+      vo.sysfs_root = o.sysfs_root == "/" ? "/sys" : o.sysfs_root + "/sys";
+      vo.max_rd_atomic = 128;  // clamped to the device; negotiated down to the peer's
+      s->sessions->addTransport(std::make_unique<VerbsTransport>(vo));
     } else {
       s->notes.push_back("verbs: disabled with --no-verbs");
     }

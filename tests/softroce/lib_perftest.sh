@@ -30,6 +30,7 @@
 #   PT_RAW_DIR                     raw server/client outputs (default /tmp/perftest)
 #   PT_RESULTS                     file the normalized lines are appended to (optional)
 #   PT_EXTRA                       extra perftest flags for both sides (optional)
+#   PT_SERVER_PREFIX/PT_CLIENT_PREFIX  command prefix per side, e.g. "nice -n 19 taskset -c 0"
 
 PT_PORT="${PT_PORT:-18515}"
 PT_TIMEOUT="${PT_TIMEOUT:-120}"
@@ -105,8 +106,8 @@ _pt_once() {
     PT_PORT=$((PT_PORT + 1))
     PT_SEQ=$((PT_SEQ + 1))
     _base="$PT_RAW_DIR/$(printf '%03d' "$PT_SEQ")_${_op}_${_size}_${_iters}"
-    # shellcheck disable=SC2086 # PT_EXTRA is a list of flags
-    timeout "$PT_TIMEOUT" "$_tool" -d "$_sdev" -x "$_sgid" -F -s "$_size" -n "$_iters" \
+    # shellcheck disable=SC2086 # PT_EXTRA is a list of flags, the prefixes are commands
+    ${PT_SERVER_PREFIX:-} timeout "$PT_TIMEOUT" "$_tool" -d "$_sdev" -x "$_sgid" -F -s "$_size" -n "$_iters" \
         -p "$_port" ${PT_EXTRA:-} >"$_base.server.txt" 2>&1 &
     _spid=$!
     if ! pt_wait_tcp_listen "$_port" 30; then
@@ -116,7 +117,7 @@ _pt_once() {
         return 1
     fi
     # shellcheck disable=SC2086
-    timeout "$PT_TIMEOUT" "$_tool" -d "$_cdev" -x "$_cgid" -F -s "$_size" -n "$_iters" \
+    ${PT_CLIENT_PREFIX:-} timeout "$PT_TIMEOUT" "$_tool" -d "$_cdev" -x "$_cgid" -F -s "$_size" -n "$_iters" \
         -p "$_port" ${PT_EXTRA:-} "$_sip" >"$_base.client.txt" 2>&1
     _crc=$?
     wait "$_spid"

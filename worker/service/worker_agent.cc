@@ -35,6 +35,7 @@ EndpointDesc descFromProto(const pb::EndpointDesc& in) {
   d.gid = in.gid();
   d.gid_index = in.gid_index();
   d.active_mtu = in.active_mtu();
+  d.max_rd_atomic = in.max_rd_atomic();
   for (const auto& q : in.qps()) d.qps.push_back({q.qpn(), q.psn()});
   return d;
 }
@@ -55,6 +56,7 @@ void descToProto(const EndpointDesc& d, pb::EndpointDesc* out) {
   out->set_gid(d.gid);
   out->set_gid_index(d.gid_index);
   out->set_active_mtu(d.active_mtu);
+  out->set_max_rd_atomic(d.max_rd_atomic);
   for (const auto& q : d.qps) {
     auto* pq = out->add_qps();
     pq->set_qpn(q.qpn);

@@ -53,8 +53,9 @@ struct EndpointDesc {
   uint32_t lid = 0;
   std::string gid;  // 16 bytes, printed as 8 groups "fe80:0000:...:0001"
   int gid_index = -1;
-  uint32_t active_mtu = 0;  // bytes (256..4096), the local port's active MTU
-  std::vector<QpInfo> qps;  // one per QP, in order
+  uint32_t active_mtu = 0;     // bytes (256..4096), the local port's active MTU
+  uint32_t max_rd_atomic = 0;  // outstanding RDMA reads this side accepts; 0 = not said
+  std::vector<QpInfo> qps;     // one per QP, in order
 };
 
 struct EndpointSpec {

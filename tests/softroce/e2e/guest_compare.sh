@@ -16,9 +16,17 @@ while [ ! -s /tmp/port ] && [ $i -lt 200 ]; do usleep 50000; i=$((i + 1)); done
 GDRMESH_COORDINATOR="127.0.0.1:$(cat /tmp/port)"
 export GDRMESH_COORDINATOR
 # Same devices and direction as lib_perftest.sh: the client (initiator) on rxe1, the server
-# (target) on rxe0.
-$G worker --name a --no-cuda >/tmp/worker-a.log 2>&1 &
-$G worker --name b --no-cuda >/tmp/worker-b.log 2>&1 &
+# (target) on rxe0. Both tools get the same placement: initiator on CPU 1, target on CPU 0, at
+# nice 19 so that rxe's softirq work is not starved by the busy pollers (2 vCPUs under TCG).
+NICE_BIN=$(command -v nice || true)
+pfx() { [ -n "$NICE_BIN" ] && printf '%s -n 19 ' "$NICE_BIN"; printf 'taskset -c %s' "$1"; }
+PT_SERVER_PREFIX=$(pfx 0)
+PT_CLIENT_PREFIX=$(pfx 1)
+export PT_SERVER_PREFIX PT_CLIENT_PREFIX
+# shellcheck disable=SC2086
+$PT_CLIENT_PREFIX $G worker --name a --no-cuda >/tmp/worker-a.log 2>&1 &
+# shellcheck disable=SC2086
+$PT_SERVER_PREFIX $G worker --name b --no-cuda >/tmp/worker-b.log 2>&1 &
 i=0
 while [ $i -lt 200 ]; do
   n=$($G workers -o json 2>/dev/null | grep -c '"state": "online"')
@@ -51,12 +59,16 @@ while [ $r -le "$ROUNDS" ]; do
     c=$1 size=$2 iters=$3
     op=${c%_*}
     mode=${c#*_}
+    # perftest's parameters on rxe, as its own header prints them: CQ moderation 1, no warm-up,
+    # TX depth 128 (100 at 1 MiB), outstanding reads = device maximum (negotiated).
+    tx=128
+    [ "$size" -ge 1048576 ] && tx=100
     # Alternate who goes first, round by round.
     if [ $((r % 2)) -eq 1 ]; then
       pt "$c" "$size" "$iters" "$r"
-      gd "$c" "$size" "$iters" "$r" --op "$op" --mode "$mode"
+      gd "$c" "$size" "$iters" "$r" --op "$op" --mode "$mode" --warmup 0 --cq-mod 1 --tx-depth "$tx"
     else
-      gd "$c" "$size" "$iters" "$r" --op "$op" --mode "$mode"
+      gd "$c" "$size" "$iters" "$r" --op "$op" --mode "$mode" --warmup 0 --cq-mod 1 --tx-depth "$tx"
       pt "$c" "$size" "$iters" "$r"
     fi
   done

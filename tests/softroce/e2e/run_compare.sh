@@ -13,5 +13,7 @@ mkdir -p "$work"
   echo "export ROUNDS GD_EXTRA PT_EXTRA"
   cat "$here/guest_compare.sh"
 } >"$script"
-"$here/../vm.sh" --workdir "$work" --bin "$bin" --script "$script" --timeout 1800 --quiet
+# busybox has no nice: coreutils' goes along.
+"$here/../vm.sh" --workdir "$work" --bin "$bin" --bin "$(command -v nice)" --script "$script" \
+  --timeout 1800 --quiet
 python3 "$here/compare_table.py" "$work/out" | tee "$work/compare_table.txt"

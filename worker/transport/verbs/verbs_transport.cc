@@ -391,6 +391,7 @@ Status VerbsEndpointImpl::init(RegPath reg) {
   rd_atomic_ = std::max<uint32_t>(
       1, std::min<uint32_t>({max_rd_atomic_, static_cast<uint32_t>(dev_attr_.max_qp_rd_atom),
                              static_cast<uint32_t>(dev_attr_.max_qp_init_rd_atom)}));
+  local_.max_rd_atomic = rd_atomic_;  // the peer negotiates down to this (perftest's "OUT")
 
   // Receives: send and write_imm consume them, latency uses them for the first exchange.
   needs_recv_ = spec_.op == Op::kSend || spec_.op == Op::kWriteImm || spec_.mode == Mode::kLatency;
@@ -759,6 +760,7 @@ Status VerbsEndpointImpl::connect(const EndpointDesc& peer) {
     return invalidArgument(std::string("peer description is for the ") + toString(peer.transport) +
                            " transport, not verbs");
   }
+  if (peer.max_rd_atomic > 0) rd_atomic_ = std::min(rd_atomic_, peer.max_rd_atomic);
   if (peer.qps.size() != spec_.num_qps) {
     return invalidArgument("peer " + peer.device + " has " + std::to_string(peer.qps.size()) +
                                " QPs, this side " + std::to_string(spec_.num_qps),

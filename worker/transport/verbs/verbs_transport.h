@@ -49,9 +49,8 @@ struct VerbsOptions {
   std::string sysfs_root = "/sys";          // for gid_attrs and port counters
   verbs::MrRegistrar* registrar = nullptr;  // nullptr: the real libibverbs calls
   // Outstanding RDMA reads per QP (max_rd_atomic / max_dest_rd_atomic), capped by the device's
-  // max_qp_rd_atom and max_qp_init_rd_atom. Both sides must use the same value: EndpointDesc
-  // does not carry it (perftest exchanges it as "OUT"). 16 is what every RDMA NIC in use
-  // supports; perftest uses the device maximum (128 on rxe).
+  // max_qp_rd_atom and max_qp_init_rd_atom, and negotiated down to the peer's
+  // (EndpointDesc::max_rd_atomic, perftest's "OUT"). perftest uses the device maximum.
   uint32_t max_rd_atomic = 16;
 };
 
