@@ -247,7 +247,8 @@ Status completionError(ibv_wc_status status, uint32_t vendor_err, const std::str
           "local QP operation error (the device could not execute the request: net device "
           "down, or a request beyond the QP capabilities such as the inline size)";
       fix = "check the port and net device state; lower inline_size";
-      code = Code::kInternal;
+      // Seen when the net device goes down under a running QP (rxe): the fabric, not a bug.
+      code = Code::kUnavailable;
       break;
     case IBV_WC_WR_FLUSH_ERR:
       cause = "flushed: the QP had already entered the error state because of an earlier failure";
