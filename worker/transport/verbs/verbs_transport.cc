@@ -1220,6 +1220,18 @@ Result<Measurement> VerbsEndpointImpl::run(const RunSpec& rs) {
   }
   const auto before = verbs::readCounterSnapshot(sysfs_root_, dev_, port_);
   Result<Measurement> r = spec_.mode == Mode::kBandwidth ? runBandwidth(rs) : runLatency(rs);
+  if (!r.ok() && r.status().code() == Code::kDeadlineExceeded) {
+    // A link that went down can leave the QP retrying silently (rxe does when the net device is
+    // down): the port state, not the timeout, is the cause to report.
+    ibv_port_attr pa{};
+    if (ibv_query_port(ctx_.get(), static_cast<uint8_t>(port_), &pa) == 0 &&
+        pa.state != IBV_PORT_ACTIVE) {
+      return unavailable("port " + std::to_string(port_) + " of " + dev_ + " is now " +
+                             portStateName(pa.state) + ": " + r.status().message(),
+                         "the link went down during the test: check the cable/switch port, "
+                         "`ip link` of the bound net device (RoCE), the subnet manager (IB)");
+    }
+  }
   if (!r.ok()) return r;
   const auto after = verbs::readCounterSnapshot(sysfs_root_, dev_, port_);
   r->counters = verbs::counterDelta(before, after);
