@@ -245,6 +245,19 @@ class VerbsEndpointImpl final : public VerbsEndpoint {
   Status initCm();
   Status connectCm(const EndpointDesc& peer);
   Status createCmQp(rdma_cm_id* id, size_t q);
+  // RC QP attributes from the spec: our CQs, tx/rx depth, one SGE, the inline size.
+  ibv_qp_init_attr qpInitAttr() const {
+    ibv_qp_init_attr attr{};
+    attr.send_cq = send_cq_.get();
+    attr.recv_cq = recv_cq_.get();
+    attr.qp_type = IBV_QPT_RC;
+    attr.cap.max_send_wr = spec_.tx_depth;
+    attr.cap.max_recv_wr = spec_.rx_depth;
+    attr.cap.max_send_sge = 1;
+    attr.cap.max_recv_sge = 1;
+    attr.cap.max_inline_data = spec_.inline_size;
+    return attr;
+  }
   // Waits for the next event on the rdma_cm channel (abort and deadline aware). The caller acks.
   Result<rdma_cm_event*> nextCmEvent(uint64_t deadline_ns, const char* what);
   Status modifyToInit(ibv_qp* qp);
@@ -364,15 +377,7 @@ Status VerbsEndpointImpl::init(RegPath reg) {
     local_.qps.push_back(QpInfo{});
   }
   for (uint32_t i = 0; i < spec_.num_qps && !spec_.use_rdma_cm; ++i) {
-    ibv_qp_init_attr attr{};
-    attr.send_cq = send_cq_.get();
-    attr.recv_cq = recv_cq_.get();
-    attr.qp_type = IBV_QPT_RC;
-    attr.cap.max_send_wr = spec_.tx_depth;
-    attr.cap.max_recv_wr = spec_.rx_depth;
-    attr.cap.max_send_sge = 1;
-    attr.cap.max_recv_sge = 1;
-    attr.cap.max_inline_data = spec_.inline_size;
+    ibv_qp_init_attr attr = qpInitAttr();
     QpPtr qp(ibv_create_qp(pd_.get(), &attr));
     if (!qp) {
       return verbs::callError(
@@ -523,15 +528,7 @@ Result<rdma_cm_event*> VerbsEndpointImpl::nextCmEvent(uint64_t deadline_ns, cons
 // rdma_create_qp on the connection's id: the QP lives on rdma_cm's context with our PD and CQs
 // and is in INIT afterwards, so receives go up before the connection is accepted/established.
 Status VerbsEndpointImpl::createCmQp(rdma_cm_id* id, size_t q) {
-  ibv_qp_init_attr attr{};
-  attr.send_cq = send_cq_.get();
-  attr.recv_cq = recv_cq_.get();
-  attr.qp_type = IBV_QPT_RC;
-  attr.cap.max_send_wr = spec_.tx_depth;
-  attr.cap.max_recv_wr = spec_.rx_depth;
-  attr.cap.max_send_sge = 1;
-  attr.cap.max_recv_sge = 1;
-  attr.cap.max_inline_data = spec_.inline_size;
+  ibv_qp_init_attr attr = qpInitAttr();
   if (rdma_create_qp(id, pd_.get(), &attr)) {
     return verbs::callError("rdma_create_qp(RC, send_wr=" + std::to_string(spec_.tx_depth) +
                                 ", recv_wr=" + std::to_string(spec_.rx_depth) + ")",
