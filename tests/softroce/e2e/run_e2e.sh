@@ -9,6 +9,13 @@ if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
   echo "SKIPPED: qemu-system-x86_64 not found (run deploy/install-deps.sh)"
   exit 77
 fi
+# The VM boots Debian's own kernel (rdma_rxe built in as a module): on a distribution whose
+# apt sources lack linux-image-amd64 (Ubuntu) and with nothing cached, the suite cannot run.
+if ! apt-cache show linux-image-amd64 >/dev/null 2>&1 &&
+   ! ls "${GDRMESH_VM_CACHE:-$HOME/.cache/gdrmesh-vm}"/kernel/*/*/boot/vmlinuz-* >/dev/null 2>&1; then
+  echo "SKIPPED: Debian's kernel package linux-image-amd64 is not in this machine's apt sources"
+  exit 77
+fi
 work="${2:-$(mktemp -d "${TMPDIR:-/tmp}/gdrmesh-e2e.XXXXXX")}"
 set +e
 "$here/../vm.sh" --workdir "$work" --bin "$bin" --script "$here/guest_e2e.sh" \

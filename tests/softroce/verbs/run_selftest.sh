@@ -21,6 +21,12 @@ for tool in cpio depmod ib_write_bw; do
     command -v "$tool" >/dev/null 2>&1 || [[ -x "/usr/sbin/$tool" ]] ||
         skip "$tool not found (run deploy/install-deps.sh)"
 done
+# The VM boots Debian's own kernel (rdma_rxe built in as a module): on a distribution whose
+# apt sources lack linux-image-amd64 (Ubuntu) and with nothing cached, the suite cannot run.
+if ! apt-cache show linux-image-amd64 >/dev/null 2>&1 &&
+   ! ls "${GDRMESH_VM_CACHE:-$HOME/.cache/gdrmesh-vm}"/kernel/*/*/boot/vmlinuz-* >/dev/null 2>&1; then
+    skip "Debian's kernel package linux-image-amd64 is not in this machine's apt sources"
+fi
 [[ -x "$VM" ]] || skip "tests/softroce/vm.sh not present"
 [[ -x "$BIN" ]] || { echo "error: $BIN is not an executable" >&2; exit 2; }
 
