@@ -1,5 +1,7 @@
 #include "coordinator/service/worker_link.h"
 
+#include "convert.h"
+
 namespace gdrmesh {
 
 WorkerLink::WorkerLink(std::string worker, Writer writer, std::function<void()> cancel_stream)
@@ -38,28 +40,8 @@ Result<v1::CommandReply> WorkerLink::wait(const std::shared_ptr<Pending>& p,
                   "worker " + worker_ + " did not answer before the deadline");
   }
   if (!p->reply) return p->failure;
-  Status st = p->reply->status().ok()
-                  ? Status()
-                  : Status(Code::kInternal, p->reply->status().message(), p->reply->status().fix());
-  if (!p->reply->status().ok()) {
-    // Keep the worker's own code where it is one we know.
-    static const std::pair<const char*, Code> kCodes[] = {
-        {"INVALID_ARGUMENT", Code::kInvalidArgument},
-        {"NOT_FOUND", Code::kNotFound},
-        {"FAILED_PRECONDITION", Code::kFailedPrecondition},
-        {"UNAVAILABLE", Code::kUnavailable},
-        {"DEADLINE_EXCEEDED", Code::kDeadlineExceeded},
-        {"ABORTED", Code::kAborted},
-        {"RESOURCE_EXHAUSTED", Code::kResourceExhausted},
-        {"PERMISSION_DENIED", Code::kPermissionDenied},
-        {"DATA_LOSS", Code::kDataLoss},
-        {"UNIMPLEMENTED", Code::kUnimplemented}};
-    Code code = Code::kInternal;
-    for (const auto& [name, c] : kCodes) {
-      if (p->reply->status().code() == name) code = c;
-    }
-    return Status(code, st.message(), st.fix());
-  }
+  // The worker's own failure, with its code, message and fix.
+  if (!p->reply->status().ok()) return convert::fromProto(p->reply->status());
   return *p->reply;
 }
 

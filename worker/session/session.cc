@@ -18,6 +18,20 @@ bool isSource(Op op, Role role) {
   return op == Op::kRead ? role == Role::kTarget : role == Role::kInitiator;
 }
 
+// Copies [0, len) from one buffer to the other (the staged path's host <-> GPU copies). A host
+// buffer on either side is copied directly; only GPU-to-GPU would need a bounce chunk.
+Status copyBetween(Buffer& from, Buffer& to, size_t len) {
+  if (to.kind() == MemoryKind::kHost) return from.copyToHost(0, to.data(), len);
+  if (from.kind() == MemoryKind::kHost) return to.copyFromHost(0, from.data(), len);
+  std::vector<uint8_t> chunk(std::min<size_t>(len, 64 << 20));
+  for (size_t off = 0; off < len; off += chunk.size()) {
+    const size_t n = std::min(chunk.size(), len - off);
+    GDR_RETURN_IF_ERROR(from.copyToHost(off, chunk.data(), n));
+    GDR_RETURN_IF_ERROR(to.copyFromHost(off, chunk.data(), n));
+  }
+  return {};
+}
+
 uint64_t ownSeed(const SessionSpec& s) {
   return s.endpoint.role == Role::kInitiator ? initiatorSeed(s.seed) : targetSeed(s.seed);
 }
@@ -172,14 +186,7 @@ Result<uint32_t> SessionManager::connect(const std::string& test_id, const Endpo
   if (s->mirror && isSource(s->spec.endpoint.op, s->spec.endpoint.role)) {
     // Source side of the staged path: GPU -> host mirror before anything is sent.
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<uint8_t> chunk;
-    const size_t n = s->buffer->size();
-    chunk.resize(std::min<size_t>(n, 64 << 20));
-    for (size_t off = 0; off < n; off += chunk.size()) {
-      size_t len = std::min(chunk.size(), n - off);
-      GDR_RETURN_IF_ERROR(s->buffer->copyToHost(off, chunk.data(), len));
-      GDR_RETURN_IF_ERROR(s->mirror->copyFromHost(off, chunk.data(), len));
-    }
+    GDR_RETURN_IF_ERROR(copyBetween(*s->buffer, *s->mirror, s->buffer->size()));
     s->source_staging_seconds = secondsSince(t0);
   }
   return s->endpoint->pathMtu();
@@ -204,12 +211,7 @@ Result<VerifyOutcome> SessionManager::verify(const std::string& test_id, uint64_
   if (s->mirror) {
     // Destination side of the staged path: host mirror -> GPU, timed.
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<uint8_t> chunk(std::min<size_t>(length, 64 << 20));
-    for (size_t off = 0; off < length; off += chunk.size()) {
-      size_t len = std::min<size_t>(chunk.size(), length - off);
-      GDR_RETURN_IF_ERROR(s->mirror->copyToHost(off, chunk.data(), len));
-      GDR_RETURN_IF_ERROR(s->buffer->copyFromHost(off, chunk.data(), len));
-    }
+    GDR_RETURN_IF_ERROR(copyBetween(*s->mirror, *s->buffer, length));
     out.staging_seconds = secondsSince(t0);
   }
   if (s->spec.corrupt_bytes > 0) {

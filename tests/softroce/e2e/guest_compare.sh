@@ -7,14 +7,11 @@ set -u
 # shellcheck source=/dev/null
 . /opt/share/lib_perftest.sh
 ROUNDS="${ROUNDS:-3}"
+# shellcheck source=/dev/null
+. /opt/share/lib_cluster.sh
 G=gdrmesh
 cd /tmp || exit 1
-$G coordinator --listen 127.0.0.1:0 --db /tmp/results.db --port-file /tmp/port \
-  >/tmp/coordinator.log 2>&1 &
-i=0
-while [ ! -s /tmp/port ] && [ $i -lt 200 ]; do usleep 50000; i=$((i + 1)); done
-GDRMESH_COORDINATOR="127.0.0.1:$(cat /tmp/port)"
-export GDRMESH_COORDINATOR
+cluster_start_coordinator
 # Same devices and direction as lib_perftest.sh: the client (initiator) on rxe1, the server
 # (target) on rxe0. Both tools get the same placement: initiator on CPU 1, target on CPU 0, at
 # nice 19 so that rxe's softirq work is not starved by the busy pollers (2 vCPUs under TCG).
@@ -23,17 +20,9 @@ pfx() { [ -n "$NICE_BIN" ] && printf '%s -n 19 ' "$NICE_BIN"; printf 'taskset -c
 PT_SERVER_PREFIX=$(pfx 0)
 PT_CLIENT_PREFIX=$(pfx 1)
 export PT_SERVER_PREFIX PT_CLIENT_PREFIX
-# shellcheck disable=SC2086
-$PT_CLIENT_PREFIX $G worker --name a --no-cuda >/tmp/worker-a.log 2>&1 &
-# shellcheck disable=SC2086
-$PT_SERVER_PREFIX $G worker --name b --no-cuda >/tmp/worker-b.log 2>&1 &
-i=0
-while [ $i -lt 200 ]; do
-  n=$($G workers -o json 2>/dev/null | grep -c '"state": "online"')
-  [ "$n" -ge 2 ] && break
-  usleep 50000
-  i=$((i + 1))
-done
+cluster_start_worker a "$PT_CLIENT_PREFIX"
+cluster_start_worker b "$PT_SERVER_PREFIX"
+cluster_wait_online 2
 
 : >/tmp/compare.txt
 gd() {  # gd CASE SIZE ITERS ROUND ARGS...

@@ -5,25 +5,14 @@
 # test's JSON, the results table and the SQLite file are exported for the host-side checks
 # (check_e2e.py).
 set -u
+# shellcheck source=/dev/null
+. /opt/share/lib_cluster.sh
 G=gdrmesh
 cd /tmp || exit 1
-$G coordinator --listen 127.0.0.1:0 --db /tmp/results.db --port-file /tmp/port \
-  --heartbeat-ms 200 >/tmp/coordinator.log 2>&1 &
-coordinator=$!
-i=0
-while [ ! -s /tmp/port ] && [ $i -lt 200 ]; do usleep 50000; i=$((i + 1)); done
-[ -s /tmp/port ] || { echo "E2E coordinator did not start"; cat /tmp/coordinator.log; exit 1; }
-GDRMESH_COORDINATOR="127.0.0.1:$(cat /tmp/port)"
-export GDRMESH_COORDINATOR
-$G worker --name a --allow-fault-injection --no-cuda >/tmp/worker-a.log 2>&1 &
-$G worker --name b --allow-fault-injection --no-cuda >/tmp/worker-b.log 2>&1 &
-i=0
-while [ $i -lt 200 ]; do
-  n=$($G workers -o json 2>/dev/null | grep -c '"state": "online"')
-  [ "$n" -ge 2 ] && break
-  usleep 50000
-  i=$((i + 1))
-done
+cluster_start_coordinator --heartbeat-ms 200
+cluster_start_worker a "" --allow-fault-injection
+cluster_start_worker b "" --allow-fault-injection
+cluster_wait_online 2
 $G workers
 $G workers -o json >/tmp/workers.json
 
@@ -66,6 +55,7 @@ case_ after_faults a/rxe1 b/rxe0 "$V" --op write --size 64KiB --iters 100
 $G results --limit 100
 $G results --limit 100 -o json >/tmp/results.json
 # A clean stop checkpoints the WAL into results.db before it is exported.
+# shellcheck disable=SC2154 # set by cluster_start_coordinator
 kill "$coordinator"
 wait "$coordinator"
 for f in /tmp/case-*.json /tmp/case-*.err /tmp/cases.txt /tmp/results.json /tmp/workers.json \

@@ -14,6 +14,7 @@ mkdir -p "$work"
   cat "$here/guest_compare.sh"
 } >"$script"
 # busybox has no nice: coreutils' goes along.
-"$here/../vm.sh" --workdir "$work" --bin "$bin" --bin "$(command -v nice)" --script "$script" \
+"$here/../vm.sh" --workdir "$work" --bin "$bin" --bin "$(command -v nice)" \
+  --file "$here/lib_cluster.sh" --script "$script" \
   --timeout 1800 --quiet
 python3 "$here/compare_table.py" "$work/out" | tee "$work/compare_table.txt"

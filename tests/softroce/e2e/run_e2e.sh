@@ -18,7 +18,7 @@ if ! apt-cache show linux-image-amd64 >/dev/null 2>&1 &&
 fi
 work="${2:-$(mktemp -d "${TMPDIR:-/tmp}/gdrmesh-e2e.XXXXXX")}"
 set +e
-"$here/../vm.sh" --workdir "$work" --bin "$bin" --script "$here/guest_e2e.sh" \
+"$here/../vm.sh" --workdir "$work" --bin "$bin" --file "$here/lib_cluster.sh" --script "$here/guest_e2e.sh" \
   --timeout "${GDRMESH_VM_TIMEOUT:-900}"
 rc=$?
 set -e
