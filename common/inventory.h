@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct Gpu {
   bool dma_buf_supported = false;
   bool gpu_direct_rdma_supported = false;
   int compute_capability_major = 0, compute_capability_minor = 0;
+  // The NIC nearest to this GPU by PCIe path, and that path's class (PIX, PXB, PHB, NODE,
+  // SYS); "" when unknown. Rails tests pair each GPU with its nearest NIC.
+  std::string nearest_nic;
+  std::string nearest_class;
 };
 
 // One preflight check as the worker ran it at start (worker/doctor).
@@ -76,6 +81,9 @@ struct WorkerStatus {
   int64_t connected_ms = 0;
   std::string peer;
   uint32_t active_tests = 0;
+  std::map<std::string, std::string> labels;  // `gdrmesh worker --label KEY=VALUE`
+  bool simulated = false;                     // `gdrmesh worker --simulate N`
+  bool online() const { return state == "online"; }
 };
 
 }  // namespace gdrmesh

@@ -29,6 +29,7 @@ struct TestResult {
   int64_t id = 0;          // SQLite row id, 0 before insertion
   std::string test_id;     // unique id, e.g. "t-20261122-151107-3f2a"
   std::string run_id;      // sweep/acceptance run this test belongs to, "" for ad-hoc
+  int plan_index = -1;     // index of the planned test in its sweep; -1 outside sweeps
   int64_t started_ms = 0;  // unix ms
   int64_t finished_ms = 0;
   Op op = Op::kWrite;

@@ -35,8 +35,10 @@ constexpr std::array<std::pair<RegPath, const char*>, 5> kRegPaths{{{RegPath::kA
                                                                     {RegPath::kDmabuf, "dmabuf"},
                                                                     {RegPath::kPeermem, "peermem"},
                                                                     {RegPath::kStaged, "staged"}}};
-constexpr std::array<std::pair<TransportKind, const char*>, 2> kTransports{
-    {{TransportKind::kEmulated, "emulated"}, {TransportKind::kVerbs, "verbs"}}};
+constexpr std::array<std::pair<TransportKind, const char*>, 3> kTransports{
+    {{TransportKind::kEmulated, "emulated"},
+     {TransportKind::kVerbs, "verbs"},
+     {TransportKind::kSimulated, "simulated"}}};
 constexpr std::array<std::pair<TestStatus, const char*>, 4> kStatuses{
     {{TestStatus::kPassed, "PASSED"},
      {TestStatus::kFailed, "FAILED"},

@@ -19,8 +19,10 @@ enum class MemoryKind { kHost, kCuda };
 // pinned host mirror and the worker copies to/from the GPU (never GPUDirect).
 // kAuto is a request only (dmabuf, then peermem); results always hold the path that ran.
 enum class RegPath { kAuto, kHost, kDmabuf, kPeermem, kStaged };
-// Which engine moved the bytes. kEmulated is worker-to-worker TCP: never RDMA.
-enum class TransportKind { kEmulated, kVerbs };
+// Which engine moved the bytes. kEmulated is worker-to-worker TCP: never RDMA. kSimulated is a
+// simulated worker (`gdrmesh worker --simulate N`): no bytes move at all; its figures are
+// configured, for scale tests of the coordinator. Neither can ever pass as RDMA or GPUDirect.
+enum class TransportKind { kEmulated, kVerbs, kSimulated };
 enum class TestStatus { kPassed, kFailed, kSkipped, kError };
 // Side of a pair test. The initiator posts the operations; the target owns the remote region.
 enum class Role { kInitiator, kTarget };

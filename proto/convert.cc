@@ -37,7 +37,15 @@ pb::RegPath toProto(RegPath v) {
   return pb::REG_PATH_UNSPECIFIED;
 }
 pb::Transport toProto(TransportKind v) {
-  return v == TransportKind::kVerbs ? pb::TRANSPORT_VERBS : pb::TRANSPORT_EMULATED;
+  switch (v) {
+    case TransportKind::kVerbs:
+      return pb::TRANSPORT_VERBS;
+    case TransportKind::kSimulated:
+      return pb::TRANSPORT_SIMULATED;
+    case TransportKind::kEmulated:
+      break;
+  }
+  return pb::TRANSPORT_EMULATED;
 }
 pb::TestStatus toProto(TestStatus v) {
   switch (v) {
@@ -112,6 +120,8 @@ TransportKind fromProto(pb::Transport v, TransportKind def) {
       return TransportKind::kEmulated;
     case pb::TRANSPORT_VERBS:
       return TransportKind::kVerbs;
+    case pb::TRANSPORT_SIMULATED:
+      return TransportKind::kSimulated;
     default:
       return def;
   }
@@ -183,6 +193,8 @@ void toProto(const Inventory& in, pb::Inventory* out) {
     pg->set_gpu_direct_rdma_supported(g.gpu_direct_rdma_supported);
     pg->set_cc_major(g.compute_capability_major);
     pg->set_cc_minor(g.compute_capability_minor);
+    pg->set_nearest_nic(g.nearest_nic);
+    pg->set_nearest_class(g.nearest_class);
   }
   for (const auto& t : in.transports) {
     auto k = parseTransportKind(t);
@@ -239,6 +251,8 @@ Inventory fromProto(const pb::Inventory& in) {
     g.gpu_direct_rdma_supported = pg.gpu_direct_rdma_supported();
     g.compute_capability_major = pg.cc_major();
     g.compute_capability_minor = pg.cc_minor();
+    g.nearest_nic = pg.nearest_nic();
+    g.nearest_class = pg.nearest_class();
     out.gpus.push_back(std::move(g));
   }
   for (int t : in.transports()) {
@@ -373,6 +387,7 @@ EndpointRecord fromProto(const pb::EndpointRecord& in) {
 void toProto(const TestResult& in, pb::TestResult* out) {
   out->set_id(in.id);
   out->set_test_id(in.test_id);
+  out->set_plan_index(in.plan_index);
   out->set_run_id(in.run_id);
   out->set_started_ms(in.started_ms);
   out->set_finished_ms(in.finished_ms);
@@ -397,6 +412,7 @@ TestResult fromProto(const pb::TestResult& in) {
   r.id = in.id();
   r.test_id = in.test_id();
   r.run_id = in.run_id();
+  r.plan_index = in.plan_index();
   r.started_ms = in.started_ms();
   r.finished_ms = in.finished_ms();
   r.op = fromProto(in.op());
@@ -434,6 +450,225 @@ Status fromProto(const pb::CommandStatus& in) {
     if (in.code() == codeName(c)) code = c;
   }
   return Status(code, in.message(), in.fix());
+}
+
+// ------------------------------------------------------------------ one side of a pair test
+
+void toProto(const EndpointDesc& d, pb::EndpointDesc* out) {
+  out->set_transport(toProto(d.transport));
+  out->set_addr(d.addr);
+  out->set_length(d.length);
+  out->set_rkey(d.rkey);
+  out->set_memory(toProto(d.memory));
+  out->set_reg_path(toProto(d.reg_path));
+  out->set_tcp_host(d.tcp_host);
+  out->set_tcp_port(d.tcp_port);
+  out->set_device(d.device);
+  out->set_port(d.port);
+  out->set_link_layer(d.link_layer);
+  out->set_lid(d.lid);
+  out->set_gid(d.gid);
+  out->set_gid_index(d.gid_index);
+  out->set_active_mtu(d.active_mtu);
+  out->set_max_rd_atomic(d.max_rd_atomic);
+  for (const auto& q : d.qps) {
+    auto* pq = out->add_qps();
+    pq->set_qpn(q.qpn);
+    pq->set_psn(q.psn);
+  }
+  out->set_buffer(d.buffer);
+  out->set_gpu(d.gpu);
+  out->set_gpu_pci(d.gpu_pci);
+  out->set_topo_class(d.topo_class);
+}
+
+EndpointDesc fromProto(const pb::EndpointDesc& in) {
+  EndpointDesc d;
+  d.transport = fromProto(in.transport());
+  d.addr = in.addr();
+  d.length = in.length();
+  d.rkey = in.rkey();
+  d.memory = fromProto(in.memory());
+  d.reg_path = fromProto(in.reg_path(), RegPath::kHost);
+  d.tcp_host = in.tcp_host();
+  d.tcp_port = in.tcp_port();
+  d.device = in.device();
+  d.port = in.port();
+  d.link_layer = in.link_layer();
+  d.lid = in.lid();
+  d.gid = in.gid();
+  d.gid_index = in.gid_index();
+  d.active_mtu = in.active_mtu();
+  d.max_rd_atomic = in.max_rd_atomic();
+  for (const auto& q : in.qps()) d.qps.push_back({q.qpn(), q.psn()});
+  d.buffer = in.buffer();
+  d.gpu = in.gpu();
+  d.gpu_pci = in.gpu_pci();
+  d.topo_class = in.topo_class();
+  return d;
+}
+
+void toProto(const RunSpec& in, pb::RunSpec* out) {
+  out->set_message_size(in.message_size);
+  out->set_iterations(in.iterations);
+  out->set_warmup_iterations(in.warmup_iterations);
+  out->set_duration_seconds(in.duration_seconds);
+  out->set_bidirectional(in.bidirectional);
+  out->set_cq_moderation(in.cq_moderation);
+  out->set_timeout_seconds(in.timeout_seconds);
+}
+
+RunSpec fromProto(const pb::RunSpec& in) {
+  RunSpec r;
+  r.message_size = in.message_size();
+  r.iterations = in.iterations();
+  r.warmup_iterations = in.warmup_iterations();
+  r.duration_seconds = in.duration_seconds();
+  r.bidirectional = in.bidirectional();
+  r.cq_moderation = in.cq_moderation();
+  r.timeout_seconds = in.timeout_seconds() > 0 ? in.timeout_seconds() : kDefaultRunTimeoutSeconds;
+  return r;
+}
+
+void toProto(const SideSpec& in, pb::EndpointSpec* out) {
+  const auto& e = in.endpoint;
+  out->set_test_id(e.test_id);
+  out->set_role(toProto(e.role));
+  out->set_op(toProto(e.op));
+  out->set_mode(toProto(e.mode));
+  out->set_buffer_size(e.buffer_size);
+  out->set_num_qps(e.num_qps);
+  out->set_tx_depth(e.tx_depth);
+  out->set_rx_depth(e.rx_depth);
+  out->set_inline_size(e.inline_size);
+  out->set_device(e.device);
+  out->set_port(e.port);
+  out->set_gid_index(e.gid_index);
+  out->set_use_rdma_cm(e.use_rdma_cm);
+  out->set_transport(toProto(in.transport));
+  out->set_memory(toProto(in.memory));
+  out->set_gpu(in.gpu);
+  out->set_reg_path(toProto(in.reg));
+  out->set_seed(in.seed);
+  if (in.corrupt_bytes > 0 || in.invalidate_remote_key) {
+    out->mutable_fault()->set_corrupt_bytes(in.corrupt_bytes);
+    out->mutable_fault()->set_invalidate_remote_key(in.invalidate_remote_key);
+  }
+}
+
+SideSpec fromProto(const pb::EndpointSpec& in) {
+  SideSpec s;
+  auto& e = s.endpoint;
+  e.test_id = in.test_id();
+  e.role = fromProto(in.role());
+  e.op = fromProto(in.op());
+  e.mode = fromProto(in.mode());
+  e.buffer_size = in.buffer_size();
+  e.num_qps = in.num_qps() == 0 ? 1 : in.num_qps();
+  e.tx_depth = in.tx_depth() == 0 ? kDefaultTxDepth : in.tx_depth();
+  e.rx_depth = in.rx_depth() == 0 ? kDefaultRxDepth : in.rx_depth();
+  e.inline_size = in.inline_size();
+  e.device = in.device();
+  e.port = in.port() == 0 ? 1 : in.port();
+  e.gid_index = in.gid_index();
+  e.use_rdma_cm = in.use_rdma_cm();
+  s.transport = fromProto(in.transport());
+  s.memory = fromProto(in.memory());
+  s.gpu = in.gpu();
+  s.reg = fromProto(in.reg_path(), RegPath::kAuto);
+  s.seed = in.seed();
+  s.corrupt_bytes = in.fault().corrupt_bytes();
+  s.invalidate_remote_key = in.fault().invalidate_remote_key();
+  return s;
+}
+
+void toProto(const SideOutcome& in, pb::SideOutcome* out) {
+  if (in.has_measurement) toProto(in.measurement, out->mutable_measurement());
+  if (in.verified) toProto(in.integrity, out->mutable_integrity());
+  out->set_staging_seconds(in.staging_seconds);
+  out->set_path_mtu(in.path_mtu);
+}
+
+SideOutcome fromProto(const pb::SideOutcome& in) {
+  SideOutcome o;
+  o.has_measurement = in.has_measurement();
+  if (o.has_measurement) o.measurement = fromProto(in.measurement());
+  o.verified = in.has_integrity();
+  if (o.verified) o.integrity = fromProto(in.integrity());
+  o.staging_seconds = in.staging_seconds();
+  o.path_mtu = in.path_mtu();
+  return o;
+}
+
+// ------------------------------------------------------------------ pair-test request
+
+void toProto(const EndpointSelector& in, pb::EndpointSelector* out) {
+  out->set_worker(in.worker);
+  out->set_device(in.device);
+  out->set_memory(toProto(in.memory));
+  out->set_gpu(in.gpu);
+  out->set_reg_path(toProto(in.reg));
+}
+
+EndpointSelector fromProto(const pb::EndpointSelector& in) {
+  EndpointSelector s;
+  s.worker = in.worker();
+  s.device = in.device();
+  s.memory = fromProto(in.memory());
+  s.gpu = in.gpu();
+  s.reg = fromProto(in.reg_path(), RegPath::kAuto);
+  return s;
+}
+
+void toProto(const PairTestSpec& in, pb::RunTestRequest* out) {
+  toProto(in.initiator, out->mutable_initiator());
+  toProto(in.target, out->mutable_target());
+  out->set_op(toProto(in.op));
+  out->set_mode(toProto(in.mode));
+  out->set_message_size(in.message_size);
+  out->set_iterations(in.iterations);
+  out->set_warmup_iterations(in.warmup_iterations);
+  out->set_num_qps(in.num_qps);
+  out->set_tx_depth(in.tx_depth);
+  out->set_transport(in.transport ? toProto(*in.transport) : pb::TRANSPORT_UNSPECIFIED);
+  out->set_gid_index(in.gid_index);
+  out->set_use_rdma_cm(in.use_rdma_cm);
+  out->set_inline_size(in.inline_size);
+  out->set_bidirectional(in.bidirectional);
+  out->set_duration_seconds(in.duration_seconds);
+  out->set_cq_moderation(in.cq_moderation);
+  out->set_timeout_seconds(in.timeout_seconds);
+  out->set_run_id(in.run_id);
+  if (in.fault.corrupt_bytes > 0 || in.fault.invalidate_remote_key) {
+    out->mutable_fault()->set_corrupt_bytes(in.fault.corrupt_bytes);
+    out->mutable_fault()->set_invalidate_remote_key(in.fault.invalidate_remote_key);
+  }
+}
+
+PairTestSpec fromProto(const pb::RunTestRequest& in) {
+  PairTestSpec s;
+  s.initiator = fromProto(in.initiator());
+  s.target = fromProto(in.target());
+  s.op = fromProto(in.op());
+  s.mode = fromProto(in.mode());
+  s.message_size = in.message_size();
+  // Zero on the wire means "default" for counts that cannot be zero.
+  s.iterations = in.iterations() == 0 ? kDefaultIterations : in.iterations();
+  s.warmup_iterations = in.warmup_iterations();
+  s.num_qps = in.num_qps() == 0 ? 1 : in.num_qps();
+  s.tx_depth = in.tx_depth() == 0 ? kDefaultTxDepth : in.tx_depth();
+  if (in.transport() != pb::TRANSPORT_UNSPECIFIED) s.transport = fromProto(in.transport());
+  s.gid_index = in.gid_index();
+  s.use_rdma_cm = in.use_rdma_cm();
+  s.inline_size = in.inline_size();
+  s.bidirectional = in.bidirectional();
+  s.duration_seconds = in.duration_seconds();
+  s.cq_moderation = in.cq_moderation();
+  s.timeout_seconds = in.timeout_seconds();
+  s.run_id = in.run_id();
+  s.fault.corrupt_bytes = in.fault().corrupt_bytes();
+  s.fault.invalidate_remote_key = in.fault().invalidate_remote_key();
+  return s;
 }
 
 }  // namespace gdrmesh::convert

@@ -3,8 +3,10 @@
 // include this file.
 #pragma once
 
+#include "common/endpoint.h"
 #include "common/inventory.h"
 #include "common/measurement.h"
+#include "common/pair_spec.h"
 #include "common/pattern.h"
 #include "common/result.h"
 #include "common/status.h"
@@ -49,5 +51,23 @@ TestResult fromProto(const pb::TestResult& in);
 
 void toProto(const Status& in, pb::CommandStatus* out);
 Status fromProto(const pb::CommandStatus& in);
+
+// One side of a pair test (worker <-> coordinator).
+void toProto(const EndpointDesc& in, pb::EndpointDesc* out);
+EndpointDesc fromProto(const pb::EndpointDesc& in);
+void toProto(const RunSpec& in, pb::RunSpec* out);
+// Zero fields of the wire message mean "default" (kDefaultRunTimeoutSeconds, ...).
+RunSpec fromProto(const pb::RunSpec& in);
+void toProto(const SideSpec& in, pb::EndpointSpec* out);
+// Zero fields mean the defaults of common/endpoint.h (tx depth, rx depth, port 1, ...).
+SideSpec fromProto(const pb::EndpointSpec& in);
+void toProto(const SideOutcome& in, pb::SideOutcome* out);
+SideOutcome fromProto(const pb::SideOutcome& in);
+
+// The pair-test request (CLI <-> coordinator).
+void toProto(const EndpointSelector& in, pb::EndpointSelector* out);
+EndpointSelector fromProto(const pb::EndpointSelector& in);
+void toProto(const PairTestSpec& in, pb::RunTestRequest* out);
+PairTestSpec fromProto(const pb::RunTestRequest& in);
 
 }  // namespace gdrmesh::convert

@@ -31,6 +31,42 @@ struct WorkerRecord {
   int64_t last_seen_ms = 0;
 };
 
+// A sweep as stored. The spec, the plan and the report are JSON documents that the
+// coordinator writes and reads (opaque to the store); the columns are what lists and filters use.
+struct SweepRecord {
+  std::string id;     // "s-20261123T020000-1a2b"
+  std::string state;  // queued | running | finished | cancelled | interrupted | failed
+  std::string pattern;
+  std::string name;
+  std::string spec_json;
+  std::string plan_json;
+  std::string report_json;  // verdicts and suspects, once judged
+  int64_t created_ms = 0;
+  int64_t started_ms = 0;
+  int64_t finished_ms = 0;
+  uint32_t tests_total = 0;
+  std::string reason;   // why failed/cancelled/interrupted
+  std::string verdict;  // PASS | FAIL | "" before judged
+};
+
+// A planned test of a sweep that has started but has no stored result yet. After a
+// coordinator restart these are the tests that were in flight.
+struct SweepTestStart {
+  int plan_index = 0;
+  std::string test_id;
+  int64_t started_ms = 0;
+};
+
+// One firing (or non-firing) of a schedule.
+struct ScheduleRun {
+  std::string schedule;  // schedule name
+  int64_t due_ms = 0;    // when it was due (unix ms)
+  std::string state;     // started | missed | skipped-overlap
+  std::string sweep_id;  // for started
+  int64_t recorded_ms = 0;
+  std::string detail;
+};
+
 class ResultStore {
  public:
   virtual ~ResultStore() = default;
@@ -42,6 +78,38 @@ class ResultStore {
   // Remembers a worker's latest inventory (upsert by name).
   virtual Status upsertWorker(const WorkerRecord& worker) = 0;
   virtual Result<std::vector<WorkerRecord>> listWorkers() = 0;
+  // Inserts many results in one transaction (all or none); returns their row ids in order.
+  // (SqliteStore overrides this; the default exists only while fakes are being updated.)
+  virtual Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& results) {
+    std::vector<int64_t> ids;
+    for (const auto& r : results) {
+      auto id = insertResult(r);
+      if (!id.ok()) return id.status();
+      ids.push_back(*id);
+    }
+    return ids;
+  }
+};
+
+// Sweeps, their progress markers, and schedule history. Same thread contract.
+class SweepStore {
+ public:
+  virtual ~SweepStore() = default;
+  virtual Status createSweep(const SweepRecord& sweep) = 0;
+  // Overwrites every column but id and created_ms.
+  virtual Status updateSweep(const SweepRecord& sweep) = 0;
+  virtual Result<std::optional<SweepRecord>> getSweep(const std::string& id) = 0;
+  // Newest first; `state` "" = any. limit 0 = no limit.
+  virtual Result<std::vector<SweepRecord>> listSweeps(uint32_t limit, const std::string& state) = 0;
+  // Marks planned test `start.plan_index` of the sweep as started (before it runs).
+  virtual Status markSweepTestStarted(const std::string& sweep_id, const SweepTestStart& start) = 0;
+  // Started tests of the sweep that have no result row (results.run_id = sweep id with the
+  // same plan_index). After a restart these were in flight.
+  virtual Result<std::vector<SweepTestStart>> unfinishedSweepTests(const std::string& sweep_id) = 0;
+  virtual Status recordScheduleRun(const ScheduleRun& run) = 0;
+  // Newest first by due_ms.
+  virtual Result<std::vector<ScheduleRun>> scheduleRuns(const std::string& schedule,
+                                                        uint32_t limit) = 0;
 };
 
 }  // namespace gdrmesh

@@ -18,90 +18,12 @@ namespace pb = ::gdrmesh::v1;
 using convert::fromProto;
 using convert::toProto;
 
-EndpointDesc descFromProto(const pb::EndpointDesc& in) {
-  EndpointDesc d;
-  d.transport = fromProto(in.transport());
-  d.addr = in.addr();
-  d.length = in.length();
-  d.rkey = in.rkey();
-  d.memory = fromProto(in.memory());
-  d.reg_path = fromProto(in.reg_path(), RegPath::kHost);
-  d.tcp_host = in.tcp_host();
-  d.tcp_port = in.tcp_port();
-  d.device = in.device();
-  d.port = in.port();
-  d.link_layer = in.link_layer();
-  d.lid = in.lid();
-  d.gid = in.gid();
-  d.gid_index = in.gid_index();
-  d.active_mtu = in.active_mtu();
-  d.max_rd_atomic = in.max_rd_atomic();
-  for (const auto& q : in.qps()) d.qps.push_back({q.qpn(), q.psn()});
-  return d;
-}
-
-void descToProto(const EndpointDesc& d, pb::EndpointDesc* out) {
-  out->set_transport(toProto(d.transport));
-  out->set_addr(d.addr);
-  out->set_length(d.length);
-  out->set_rkey(d.rkey);
-  out->set_memory(toProto(d.memory));
-  out->set_reg_path(toProto(d.reg_path));
-  out->set_tcp_host(d.tcp_host);
-  out->set_tcp_port(d.tcp_port);
-  out->set_device(d.device);
-  out->set_port(d.port);
-  out->set_link_layer(d.link_layer);
-  out->set_lid(d.lid);
-  out->set_gid(d.gid);
-  out->set_gid_index(d.gid_index);
-  out->set_active_mtu(d.active_mtu);
-  out->set_max_rd_atomic(d.max_rd_atomic);
-  for (const auto& q : d.qps) {
-    auto* pq = out->add_qps();
-    pq->set_qpn(q.qpn);
-    pq->set_psn(q.psn);
-  }
-}
-
 SessionSpec specFromProto(const pb::EndpointSpec& in, const std::string& data_host, int numa_node) {
   SessionSpec s;
-  auto& e = s.endpoint;
-  e.test_id = in.test_id();
-  e.role = fromProto(in.role());
-  e.op = fromProto(in.op());
-  e.mode = fromProto(in.mode());
-  e.buffer_size = in.buffer_size();
-  e.num_qps = in.num_qps() == 0 ? 1 : in.num_qps();
-  e.tx_depth = in.tx_depth() == 0 ? 128 : in.tx_depth();
-  e.rx_depth = in.rx_depth() == 0 ? 512 : in.rx_depth();
-  e.inline_size = in.inline_size();
-  e.device = in.device();
-  e.port = in.port() == 0 ? 1 : in.port();
-  e.gid_index = in.gid_index();
-  e.use_rdma_cm = in.use_rdma_cm();
-  e.listen_host = data_host;
-  s.transport = fromProto(in.transport());
-  s.memory = fromProto(in.memory());
-  s.gpu = in.gpu();
-  s.reg = fromProto(in.reg_path(), RegPath::kAuto);
-  s.seed = in.seed();
-  s.corrupt_bytes = in.fault().corrupt_bytes();
-  s.invalidate_remote_key = in.fault().invalidate_remote_key();
+  static_cast<SideSpec&>(s) = fromProto(in);
+  s.endpoint.listen_host = data_host;
   s.numa_node = numa_node;
   return s;
-}
-
-RunSpec runFromProto(const pb::RunSpec& in) {
-  RunSpec r;
-  r.message_size = in.message_size();
-  r.iterations = in.iterations();
-  r.warmup_iterations = in.warmup_iterations();
-  r.duration_seconds = in.duration_seconds();
-  r.bidirectional = in.bidirectional();
-  r.cq_moderation = in.cq_moderation();
-  r.timeout_seconds = in.timeout_seconds() > 0 ? in.timeout_seconds() : 120;
-  return r;
 }
 
 }  // namespace
@@ -247,7 +169,7 @@ Status WorkerAgent::serveOnce(bool* registered) {
           auto r = sessions_.prepare(spec);
           if (r.ok()) {
             auto* p = reply->mutable_prepare()->mutable_local();
-            descToProto(r->desc, p);
+            toProto(r->desc, p);
             p->set_buffer(r->buffer);
             p->set_reg_path(toProto(r->reg_path));
             p->set_gpu(cmd.prepare().spec().gpu());
@@ -259,13 +181,13 @@ Status WorkerAgent::serveOnce(bool* registered) {
           break;
         }
         case pb::CoordinatorCommand::kConnect: {
-          auto r = sessions_.connect(cmd.connect().test_id(), descFromProto(cmd.connect().peer()));
+          auto r = sessions_.connect(cmd.connect().test_id(), fromProto(cmd.connect().peer()));
           if (r.ok()) reply->mutable_connect()->set_path_mtu(*r);
           st = r.status();
           break;
         }
         case pb::CoordinatorCommand::kRun: {
-          auto r = sessions_.run(cmd.run().test_id(), runFromProto(cmd.run().spec()));
+          auto r = sessions_.run(cmd.run().test_id(), fromProto(cmd.run().spec()));
           if (r.ok()) toProto(*r, reply->mutable_run()->mutable_measurement());
           st = r.status();
           break;

@@ -38,15 +38,8 @@ class HostMemoryProvider final : public MemoryProvider {
                                            int numa_node) override;
 };
 
-struct SessionSpec {
-  EndpointSpec endpoint;
-  TransportKind transport = TransportKind::kEmulated;
-  MemoryKind memory = MemoryKind::kHost;
-  int gpu = -1;
-  RegPath reg = RegPath::kAuto;
-  uint64_t seed = 1;
-  uint64_t corrupt_bytes = 0;          // fault injection, honoured only when allowed
-  bool invalidate_remote_key = false;  // fault injection: revoke remote access after connect
+// A side spec plus where this worker places host buffers.
+struct SessionSpec : SideSpec {
   int numa_node = -1;
 };
 

@@ -20,72 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "common/endpoint.h"
 #include "common/measurement.h"
 #include "common/status.h"
 #include "common/types.h"
 #include "worker/memory/buffer.h"
 
 namespace gdrmesh {
-
-struct QpInfo {
-  uint32_t qpn = 0;
-  uint32_t psn = 0;
-};
-
-// What one side tells the other, through the coordinator. Fields a transport does not use stay
-// at their defaults.
-struct EndpointDesc {
-  TransportKind transport = TransportKind::kEmulated;
-  // The remote region: base address (verbs: virtual address or 0 for zero-based MRs),
-  // length and key (verbs: rkey; emulated: a random 32-bit key).
-  uint64_t addr = 0;
-  uint64_t length = 0;
-  uint32_t rkey = 0;
-  MemoryKind memory = MemoryKind::kHost;
-  RegPath reg_path = RegPath::kHost;  // the path that was used (never kAuto)
-  // Emulated transport: where the target listens ("127.0.0.1", port).
-  std::string tcp_host;
-  uint32_t tcp_port = 0;
-  // Verbs.
-  std::string device;      // "rxe0"
-  uint32_t port = 0;       // HCA port number
-  std::string link_layer;  // "InfiniBand" or "Ethernet"
-  uint32_t lid = 0;
-  std::string gid;  // 16 bytes, printed as 8 groups "fe80:0000:...:0001"
-  int gid_index = -1;
-  uint32_t active_mtu = 0;     // bytes (256..4096), the local port's active MTU
-  uint32_t max_rd_atomic = 0;  // outstanding RDMA reads this side accepts; 0 = not said
-  std::vector<QpInfo> qps;     // one per QP, in order
-};
-
-struct EndpointSpec {
-  std::string test_id;
-  Role role = Role::kInitiator;
-  Op op = Op::kWrite;
-  Mode mode = Mode::kBandwidth;
-  uint64_t buffer_size = 0;  // bytes; the largest message of any run on this endpoint
-  uint32_t num_qps = 1;
-  uint32_t tx_depth = 128;   // outstanding sends per QP (bandwidth)
-  uint32_t rx_depth = 512;   // posted receives per QP (send/recv, write_imm)
-  uint32_t inline_size = 0;  // max inline data; 0 = none
-  // Verbs only.
-  std::string device;  // "" = first active device
-  uint32_t port = 1;
-  int gid_index = -1;        // -1 = automatic (RoCE v2, IPv4-mapped where present)
-  bool use_rdma_cm = false;  // connect through librdmacm instead of the out-of-band exchange
-  // Emulated only: address the target listens on.
-  std::string listen_host = "127.0.0.1";
-};
-
-struct RunSpec {
-  uint64_t message_size = 0;        // bytes, <= EndpointSpec::buffer_size
-  uint64_t iterations = 1000;       // measured iterations (ignored when duration_seconds > 0)
-  uint64_t warmup_iterations = 16;  // not measured
-  double duration_seconds = 0;      // > 0: run for this long instead of a fixed count
-  bool bidirectional = false;       // both sides initiate (bandwidth only)
-  uint32_t cq_moderation = 0;       // signal every Nth send; 0 = transport default
-  double timeout_seconds = 120;     // run() gives up with kDeadlineExceeded after this
-};
 
 class Endpoint {
  public:

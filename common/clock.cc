@@ -1,0 +1,143 @@
+#include "common/clock.h"
+
+#include <vector>
+
+namespace gdrmesh {
+
+SystemClock::SystemClock() : thread_([this] { loop(); }) {}
+
+SystemClock::~SystemClock() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+int64_t SystemClock::unixMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Clock::TimerId SystemClock::schedule(TimePoint when, std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TimerId id = next_id_++;
+  const bool earliest = timers_.empty() || when < timers_.begin()->first;
+  timers_.emplace(when, std::make_pair(id, std::move(fn)));
+  by_id_[id] = when;
+  if (earliest) cv_.notify_all();
+  return id;
+}
+
+bool SystemClock::cancel(TimerId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return false;
+  auto range = timers_.equal_range(it->second);
+  for (auto t = range.first; t != range.second; ++t) {
+    if (t->second.first == id) {
+      timers_.erase(t);
+      break;
+    }
+  }
+  by_id_.erase(it);
+  return true;
+}
+
+void SystemClock::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    if (timers_.empty()) {
+      cv_.wait(lock);
+      continue;
+    }
+    auto first = timers_.begin();
+    if (first->first > now()) {
+      cv_.wait_until(lock, first->first);
+      continue;
+    }
+    auto fn = std::move(first->second.second);
+    by_id_.erase(first->second.first);
+    timers_.erase(first);
+    lock.unlock();
+    fn();
+    lock.lock();
+  }
+}
+
+Clock::TimePoint ManualClock::now() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return TimePoint{} + elapsed_;
+}
+
+int64_t ManualClock::unixMs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unix_start_ms_ + std::chrono::duration_cast<std::chrono::milliseconds>(elapsed_).count();
+}
+
+Clock::TimerId ManualClock::schedule(TimePoint when, std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TimerId id = next_id_++;
+  timers_.emplace(when, std::make_pair(id, std::move(fn)));
+  by_id_[id] = when;
+  return id;
+}
+
+bool ManualClock::cancel(TimerId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return false;
+  auto range = timers_.equal_range(it->second);
+  for (auto t = range.first; t != range.second; ++t) {
+    if (t->second.first == id) {
+      timers_.erase(t);
+      break;
+    }
+  }
+  by_id_.erase(it);
+  return true;
+}
+
+void ManualClock::advance(Duration d) {
+  TimePoint target;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    target = TimePoint{} + elapsed_ + d;
+  }
+  for (;;) {
+    std::function<void()> fn;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto first = timers_.begin();
+      if (first == timers_.end() || first->first > target) {
+        elapsed_ = target - TimePoint{};
+        return;
+      }
+      // Time moves to the timer's due point before it runs.
+      if (first->first - TimePoint{} > elapsed_) elapsed_ = first->first - TimePoint{};
+      fn = std::move(first->second.second);
+      by_id_.erase(first->second.first);
+      timers_.erase(first);
+    }
+    fn();
+  }
+}
+
+void ManualClock::setUnixMs(int64_t ms) {
+  int64_t now_ms = unixMs();
+  if (ms > now_ms) {
+    advance(std::chrono::milliseconds(ms - now_ms));
+  } else {
+    std::lock_guard<std::mutex> lock(mu_);
+    unix_start_ms_ -= now_ms - ms;
+  }
+}
+
+size_t ManualClock::pendingTimers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return timers_.size();
+}
+
+}  // namespace gdrmesh

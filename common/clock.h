@@ -1,0 +1,91 @@
+// Time, injected. Every timeout, schedule and ETA in the coordinator reads this interface, so
+// tests move time by hand (ManualClock) instead of sleeping.
+//
+// Thread contract: all methods are thread-safe. Timer callbacks run on the clock's timer thread
+// (SystemClock) or inside advance() (ManualClock); they must not block.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace gdrmesh {
+
+class Clock {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  using Duration = std::chrono::steady_clock::duration;
+  using TimerId = uint64_t;
+
+  virtual ~Clock() = default;
+  // Monotonic time, for deadlines and durations.
+  virtual TimePoint now() const = 0;
+  // Wall time in unix milliseconds, for records and schedules.
+  virtual int64_t unixMs() const = 0;
+  // Runs `fn` once, at or after `when`. Returns an id for cancel().
+  virtual TimerId schedule(TimePoint when, std::function<void()> fn) = 0;
+  // True when the timer was still pending and will not run.
+  virtual bool cancel(TimerId id) = 0;
+
+  TimePoint after(double seconds) const {
+    return now() + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
+  }
+};
+
+// The real clock, with one timer thread.
+class SystemClock final : public Clock {
+ public:
+  SystemClock();
+  ~SystemClock() override;
+  SystemClock(const SystemClock&) = delete;
+  SystemClock& operator=(const SystemClock&) = delete;
+
+  TimePoint now() const override { return std::chrono::steady_clock::now(); }
+  int64_t unixMs() const override;
+  TimerId schedule(TimePoint when, std::function<void()> fn) override;
+  bool cancel(TimerId id) override;
+
+ private:
+  void loop();
+  std::mutex mu_;  // guards timers_, by_id_, next_id_, stop_
+  std::condition_variable cv_;
+  std::multimap<TimePoint, std::pair<TimerId, std::function<void()>>> timers_;
+  std::map<TimerId, TimePoint> by_id_;
+  TimerId next_id_ = 1;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// A clock that moves only when told: advance() runs every timer that falls due, in order,
+// on the calling thread.
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(int64_t start_unix_ms = 1'790'000'000'000) : unix_start_ms_(start_unix_ms) {}
+
+  TimePoint now() const override;
+  int64_t unixMs() const override;
+  TimerId schedule(TimePoint when, std::function<void()> fn) override;
+  bool cancel(TimerId id) override;
+
+  void advance(Duration d);
+  void advanceSeconds(double s) {
+    advance(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s)));
+  }
+  void setUnixMs(int64_t ms);  // jumps wall time (and monotonic time by the same amount)
+  size_t pendingTimers() const;
+
+ private:
+  mutable std::mutex mu_;  // guards all below
+  Duration elapsed_{0};
+  int64_t unix_start_ms_;
+  std::multimap<TimePoint, std::pair<TimerId, std::function<void()>>> timers_;
+  std::map<TimerId, TimePoint> by_id_;
+  TimerId next_id_ = 1;
+};
+
+}  // namespace gdrmesh

@@ -1,0 +1,114 @@
+// One side of a pair test, in domain terms shared by the worker (which runs it) and the
+// coordinator (which asks for it): what to prepare (EndpointSpec, SideSpec), what one side tells
+// the other (EndpointDesc), how to run (RunSpec), and what a side reports back (SideOutcome).
+// The only translation to and from the wire is proto/convert.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/measurement.h"
+#include "common/pattern.h"
+#include "common/types.h"
+
+namespace gdrmesh {
+
+// Defaults, stated once. Every layer that needs one of these values uses the constant.
+inline constexpr uint32_t kDefaultTxDepth = 128;
+inline constexpr uint32_t kDefaultRxDepth = 512;
+inline constexpr uint64_t kDefaultIterations = 1000;
+inline constexpr uint64_t kDefaultWarmupIterations = 16;
+inline constexpr double kDefaultRunTimeoutSeconds = 120;
+
+struct QpInfo {
+  uint32_t qpn = 0;
+  uint32_t psn = 0;
+};
+
+// What one side tells the other, through the coordinator. Fields a transport does not use stay
+// at their defaults.
+struct EndpointDesc {
+  TransportKind transport = TransportKind::kEmulated;
+  // The remote region: base address (verbs: virtual address or 0 for zero-based MRs),
+  // length and key (verbs: rkey; emulated: a random 32-bit key).
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t rkey = 0;
+  MemoryKind memory = MemoryKind::kHost;
+  RegPath reg_path = RegPath::kHost;  // the path that was used (never kAuto)
+  // Emulated transport: where the target listens ("127.0.0.1", port).
+  std::string tcp_host;
+  uint32_t tcp_port = 0;
+  // Verbs.
+  std::string device;      // "rxe0"
+  uint32_t port = 0;       // HCA port number
+  std::string link_layer;  // "InfiniBand" or "Ethernet"
+  uint32_t lid = 0;
+  std::string gid;  // 16 bytes, printed as 8 groups "fe80:0000:...:0001"
+  int gid_index = -1;
+  uint32_t active_mtu = 0;     // bytes (256..4096), the local port's active MTU
+  uint32_t max_rd_atomic = 0;  // outstanding RDMA reads this side accepts; 0 = not said
+  std::vector<QpInfo> qps;     // one per QP, in order
+  // Filled by the worker for records: where the buffer is ("host:numa0", "gpu:1"), the GPU it
+  // is on (-1: host memory), its PCI id and the GPU-NIC PCIe path class ("PIX" .. "SYS").
+  std::string buffer;
+  int gpu = -1;
+  std::string gpu_pci;
+  std::string topo_class;
+};
+
+struct EndpointSpec {
+  std::string test_id;
+  Role role = Role::kInitiator;
+  Op op = Op::kWrite;
+  Mode mode = Mode::kBandwidth;
+  uint64_t buffer_size = 0;  // bytes; the largest message of any run on this endpoint
+  uint32_t num_qps = 1;
+  uint32_t tx_depth = kDefaultTxDepth;  // outstanding sends per QP (bandwidth)
+  uint32_t rx_depth = kDefaultRxDepth;  // posted receives per QP (send/recv, write_imm)
+  uint32_t inline_size = 0;             // max inline data; 0 = none
+  // Verbs only.
+  std::string device;  // "" = first active device
+  uint32_t port = 1;
+  int gid_index = -1;        // -1 = automatic (RoCE v2, IPv4-mapped where present)
+  bool use_rdma_cm = false;  // connect through librdmacm instead of the out-of-band exchange
+  // Emulated only: address the target listens on.
+  std::string listen_host = "127.0.0.1";
+};
+
+struct RunSpec {
+  uint64_t message_size = 0;  // bytes, <= EndpointSpec::buffer_size
+  uint64_t iterations =
+      kDefaultIterations;  // measured iterations (ignored when duration_seconds > 0)
+  uint64_t warmup_iterations = kDefaultWarmupIterations;  // not measured
+  double duration_seconds = 0;  // > 0: run for this long instead of a fixed count
+  bool bidirectional = false;   // both sides initiate (bandwidth only)
+  uint32_t cq_moderation = 0;   // signal every Nth send; 0 = transport default
+  double timeout_seconds =
+      kDefaultRunTimeoutSeconds;  // run() gives up with kDeadlineExceeded after this
+};
+
+// What the coordinator asks one worker to prepare: one side of a pair test.
+struct SideSpec {
+  EndpointSpec endpoint;
+  TransportKind transport = TransportKind::kEmulated;
+  MemoryKind memory = MemoryKind::kHost;
+  int gpu = -1;
+  RegPath reg = RegPath::kAuto;
+  uint64_t seed = 1;                   // pattern seed of the test
+  uint64_t corrupt_bytes = 0;          // fault injection, honoured only when allowed
+  bool invalidate_remote_key = false;  // fault injection: revoke remote access after connect
+};
+
+// What one side reports when its part of a test is over (run, verify, or both).
+struct SideOutcome {
+  bool has_measurement = false;
+  Measurement measurement;
+  bool verified = false;  // integrity below is this side's check of its landed data
+  IntegrityReport integrity;
+  double staging_seconds = 0;  // host mirror <-> GPU copies of the staged path
+  uint32_t path_mtu = 0;       // bytes, after connect; 0 where not applicable
+};
+
+}  // namespace gdrmesh

@@ -1,0 +1,79 @@
+// The pair-test request, in domain terms: what the CLI asks for, what a sweep repeats for each
+// pair, what the coordinator validates and turns into two SideSpecs. Defaults and the rules
+// that need no inventory are defined here, once; proto/convert is the only translator.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/endpoint.h"
+#include "common/status.h"
+#include "common/types.h"
+
+namespace gdrmesh {
+
+// One side of a pair test as asked for: a worker, optionally a NIC, and the memory to use.
+struct EndpointSelector {
+  std::string worker;
+  std::string device;  // NIC; "" = automatic (the GPU's nearest NIC for GPU memory)
+  MemoryKind memory = MemoryKind::kHost;
+  int gpu = -1;                  // -1 = none (host) or GPU 0 (cuda)
+  RegPath reg = RegPath::kAuto;  // kAuto on host memory means kHost
+};
+
+// Test-only faults, honoured only by workers started with --allow-fault-injection.
+struct FaultInjection {
+  uint64_t corrupt_bytes = 0;
+  bool invalidate_remote_key = false;
+};
+
+inline constexpr uint64_t kDefaultMessageSize = 64 * 1024;
+
+struct PairTestSpec {
+  EndpointSelector initiator;
+  EndpointSelector target;
+  Op op = Op::kWrite;
+  Mode mode = Mode::kBandwidth;
+  uint64_t message_size = kDefaultMessageSize;
+  uint64_t iterations = kDefaultIterations;
+  uint64_t warmup_iterations = kDefaultWarmupIterations;
+  uint32_t num_qps = 1;
+  uint32_t tx_depth = kDefaultTxDepth;
+  std::optional<TransportKind> transport;  // nullopt = the best both sides have
+  int gid_index = -1;                      // -1 = automatic
+  bool use_rdma_cm = false;
+  uint32_t inline_size = 0;
+  bool bidirectional = false;
+  double duration_seconds = 0;  // > 0: run this long instead of `iterations`
+  uint32_t cq_moderation = 0;   // 0 = transport default
+  double timeout_seconds = 0;   // 0 = kDefaultRunTimeoutSeconds
+  std::string run_id;
+  FaultInjection fault;
+
+  double runTimeoutSeconds() const {
+    return (timeout_seconds > 0 ? timeout_seconds : kDefaultRunTimeoutSeconds) + duration_seconds;
+  }
+  // The side whose memory receives the data: the target, except for READ.
+  bool initiatorIsDestination() const { return op == Op::kRead; }
+};
+
+struct PairTestLimits {
+  uint64_t max_message_size = 1ULL << 30;  // 1 GiB
+  uint64_t max_iterations = 100'000'000;
+  uint64_t max_warmup_iterations = 1'000'000;
+  uint32_t max_qps = 64;
+  uint32_t max_tx_depth = 8192;
+  uint32_t max_inline = 4096;
+  double max_seconds = 86400;
+};
+
+// Rules that need no inventory: sizes, counts, combinations. The message names the field
+// (as the CLI spells it) and the fix.
+Status validatePairTestSpec(const PairTestSpec& spec, const PairTestLimits& limits);
+
+// Options a transport ignores, as a note for the record ("--inline ignored by emulated"), or
+// a refusal: an option the chosen transport cannot honour is refused up front.
+Status checkTransportOptions(const PairTestSpec& spec, TransportKind transport);
+
+}  // namespace gdrmesh

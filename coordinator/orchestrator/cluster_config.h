@@ -1,0 +1,78 @@
+// The cluster config, in domain terms (parsed from YAML by coordinator/config): which sweeps
+// acceptance runs, the thresholds that judge them, host classes with their own thresholds and
+// expected inventory, and nightly schedules. Documented in docs/config.md. The smallest useful
+// file:
+//
+//     sweeps:
+//       - pattern: all-pairs
+//         size: 64KiB
+//         iters: 50
+//     thresholds:
+//       bandwidth_gbps_min: 25
+//
+// Parsing errors name the key path ("sweeps[0].size") and the fix.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "coordinator/orchestrator/sweep_types.h"
+
+namespace gdrmesh {
+
+// Every threshold is optional; an unset one is not checked.
+struct Thresholds {
+  std::optional<double> bandwidth_gbps_min;         // absolute
+  std::optional<double> latency_us_max;             // absolute (median)
+  std::optional<double> line_rate_fraction_min;     // avg Gb/s / active port rate (0..1)
+  std::optional<double> best_pair_fraction_min;     // avg Gb/s / best pair of the sweep (0..1)
+  std::optional<double> lowest_latency_factor_max;  // median / lowest median of the sweep
+  std::optional<double> gpu_host_ratio_min;         // GPU-memory bw / host-memory bw, same NICs
+  std::optional<double> regression_tolerance;       // max drop vs baseline (0.1 = 10 %)
+  // Fills every unset field of *this from `base`.
+  void inheritFrom(const Thresholds& base);
+};
+
+// What a host of a class must have: an acceptance preflight fails a host that has less.
+struct ExpectedInventory {
+  std::optional<int> gpus;
+  std::optional<int> nics;
+  std::optional<double> nic_rate_gbps;  // every NIC port at least this rate
+  std::vector<std::string> transports;  // e.g. ["verbs"]
+};
+
+// Hosts matched by a name glob ("gpu-a*") and/or labels; the first matching class wins.
+struct HostClass {
+  std::string name;
+  std::string match;                          // glob on the worker name; "" = any
+  std::map<std::string, std::string> labels;  // all must match
+  Thresholds thresholds;                      // unset fields inherit the global thresholds
+  ExpectedInventory expect;
+};
+
+struct ScheduleConfig {
+  std::string name;
+  std::string cron;      // 5 fields: minute hour day-of-month month day-of-week
+  std::string timezone;  // IANA name ("Europe/Berlin"); "" = UTC
+  SweepSpec sweep;
+};
+
+struct ClusterConfig {
+  std::vector<SweepSpec> sweeps;  // what `gdrmesh accept` runs, in order
+  Thresholds thresholds;
+  std::vector<HostClass> host_classes;
+  std::vector<ScheduleConfig> schedules;
+  std::string source;  // the YAML text it was parsed from (stored with sweeps)
+
+  // The class of a worker (nullptr = none) and the thresholds that apply to it.
+  const HostClass* classOf(const std::string& worker,
+                           const std::map<std::string, std::string>& labels) const;
+  Thresholds thresholdsFor(const std::string& worker,
+                           const std::map<std::string, std::string>& labels) const;
+};
+
+}  // namespace gdrmesh

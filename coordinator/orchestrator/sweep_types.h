@@ -1,0 +1,110 @@
+// The sweep vocabulary of the orchestrator: what a sweep is asked to do, the plan it runs,
+// the verdicts it reaches and the suspects it names. Domain types only (no protobuf); the
+// service layer converts them at its edge, once.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/pair_spec.h"
+
+namespace gdrmesh {
+
+enum class SweepPattern { kPairs, kAllPairs, kRails, kLoopback, kRandom };
+// one: each unordered pair once (A->B); both: A->B and B->A as two tests; bidir: one
+// bidirectional test per pair.
+enum class SweepDirection { kOne, kBoth, kBidir };
+
+const char* toString(SweepPattern p);
+std::optional<SweepPattern> parseSweepPattern(const std::string& s);  // "all-pairs", ...
+const char* toString(SweepDirection d);
+std::optional<SweepDirection> parseSweepDirection(const std::string& s);
+
+struct SweepSpec {
+  SweepPattern pattern = SweepPattern::kAllPairs;
+  // kPairs: explicit (initiator, target) selectors; only worker and device are read.
+  std::vector<std::pair<EndpointSelector, EndpointSelector>> pairs;
+  SweepDirection direction = SweepDirection::kOne;
+  uint32_t random_rounds = 3;                 // kRandom: k perfect matchings
+  uint64_t seed = 0;                          // kRandom: 0 = chosen by the coordinator and recorded
+  std::vector<std::string> hosts;             // only these workers (empty = every online worker)
+  std::vector<std::string> exclude;           // never these
+  std::map<std::string, std::string> select;  // label selector: every KEY=VALUE must match
+  PairTestSpec test;             // template; initiator/target supply memory, gpu, reg only
+  std::vector<uint64_t> sizes;   // empty = test.message_size
+  uint32_t max_concurrency = 0;  // 0 = limited by resources only
+  uint32_t retries = 1;          // for transient errors, never for integrity failures
+  std::string config_yaml;       // thresholds and host classes ("" = none)
+  std::string name;              // e.g. the schedule that started it
+  bool queue = false;            // wait behind a running sweep instead of being refused
+  bool localise = true;          // retest failing pairs with known-good partners
+  std::string baseline;          // sweep id, "previous", or "" for none
+};
+
+// One pair test the plan asks for. `round` orders the plan: tests of one round share no
+// resource (NIC port, GPU, or whole host when no NIC is named).
+struct PlannedTest {
+  int round = 0;
+  EndpointSelector initiator;  // worker, device (may be ""), memory, gpu, reg
+  EndpointSelector target;
+  uint64_t message_size = 0;
+  bool bidirectional = false;
+  std::string rail;  // "rail0", ... for kRails; "" otherwise
+  bool retest = false;
+  std::string retest_of;  // test id this retest re-examines
+};
+
+struct SweepPlan {
+  std::vector<PlannedTest> tests;  // ordered by round
+  int rounds = 0;
+  uint64_t seed = 0;               // the seed used (kRandom)
+  std::vector<std::string> notes;  // e.g. "hosts with unequal NIC counts: h3 has 1, others 2"
+};
+
+enum class VerdictKind { kPass, kFail, kSkip };
+const char* toString(VerdictKind v);  // PASS, FAIL, SKIP
+
+// The judge's word on one result.
+struct PairVerdict {
+  std::string test_id;
+  std::string src;  // WORKER/NIC as tested ("h1/mlx5_0"; "h1" when no NIC)
+  std::string dst;
+  uint64_t message_size = 0;
+  VerdictKind verdict = VerdictKind::kSkip;
+  std::vector<std::string> reasons;  // each names the rule, the figure and the threshold
+  double value = 0;                  // the judged figure
+  std::string unit;                  // "Gb/s" or "us"
+  std::string topo_class;
+  bool retest = false;
+};
+
+// A localisation suspect, ranked by score (higher = more likely at fault).
+struct Suspect {
+  std::string kind;  // host | nic | link
+  std::string name;  // "h3", "h3/mlx5_1", "h1/mlx5_0<->h3/mlx5_0"
+  double score = 0;
+  std::vector<std::string> evidence;  // "failed with 5 of 7 partners", ...
+};
+
+enum class SweepState { kQueued, kRunning, kFinished, kCancelled, kInterrupted, kFailed };
+const char* toString(SweepState s);  // queued, running, finished, cancelled, interrupted, failed
+std::optional<SweepState> parseSweepState(const std::string& s);
+
+struct SweepProgress {
+  std::string id;
+  SweepState state = SweepState::kQueued;
+  std::string pattern;
+  std::string name;
+  int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
+  uint32_t tests_total = 0, tests_done = 0, tests_failed = 0, tests_skipped = 0;
+  uint32_t tests_running = 0, rounds_total = 0, retests = 0;
+  double elapsed_seconds = 0;
+  double eta_seconds = -1;
+  std::string reason;
+  std::string verdict;  // PASS | FAIL | "" while running
+};
+
+}  // namespace gdrmesh

@@ -1,0 +1,87 @@
+// The seam between the orchestrator and the workers: one worker's command channel, in domain
+// types. The gRPC stream link implements it in coordinator/service; tests use
+// tests/support/fake_worker_channel.h; simulated workers sit behind the real gRPC path.
+//
+// Every call is asynchronous and its `done` runs exactly once: with the worker's reply, with
+// kUnavailable ("worker lost: ...") when the worker's stream is gone, or with
+// kDeadlineExceeded at the deadline. `done` may run inline (a lost worker) or on any thread,
+// and must not block.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/endpoint.h"
+#include "common/inventory.h"
+#include "common/status.h"
+
+namespace gdrmesh {
+
+// Prepare one side. With `peer`, the worker also connects before it answers; with `arm`, it
+// also starts its share of the run in the background (collected by finish()).
+struct PrepareCommand {
+  SideSpec side;
+  std::optional<EndpointDesc> peer;
+  std::optional<RunSpec> arm;
+};
+
+// Initiator, lean protocol: connect, run, verify when asked, release.
+struct StartCommand {
+  std::string test_id;
+  EndpointDesc peer;
+  RunSpec run;
+  bool verify = false;
+  uint64_t verify_length = 0;
+};
+
+// Target, lean protocol: wait for the armed run, verify when asked, release.
+struct FinishCommand {
+  std::string test_id;
+  bool verify = false;
+  uint64_t verify_length = 0;
+  double timeout_seconds = 0;
+};
+
+class WorkerChannel {
+ public:
+  template <typename T>
+  using Done = std::function<void(Result<T>)>;
+  using Deadline = Clock::TimePoint;
+
+  virtual ~WorkerChannel() = default;
+  virtual const std::string& worker() const = 0;
+  // True once the worker's stream is gone; every later call fails at once.
+  virtual bool lost() const = 0;
+
+  virtual void prepare(const PrepareCommand& c, Deadline deadline, Done<EndpointDesc> done) = 0;
+  // Classic protocol (rdma_cm): each step its own round trip.
+  virtual void connect(const std::string& test_id, const EndpointDesc& peer, Deadline deadline,
+                       Done<SideOutcome> done) = 0;  // path_mtu set
+  virtual void run(const std::string& test_id, const RunSpec& spec, Deadline deadline,
+                   Done<SideOutcome> done) = 0;  // measurement set
+  virtual void verify(const std::string& test_id, uint64_t length, Deadline deadline,
+                      Done<SideOutcome> done) = 0;  // integrity set
+  virtual void release(const std::string& test_id, const std::string& reason, Deadline deadline,
+                       Done<bool> done) = 0;
+  // Lean protocol.
+  virtual void start(const StartCommand& c, Deadline deadline, Done<SideOutcome> done) = 0;
+  virtual void finish(const FinishCommand& c, Deadline deadline, Done<SideOutcome> done) = 0;
+};
+
+// The workers the orchestrator may use: their state and inventory, and their channels.
+//
+// Thread contract: thread-safe.
+class WorkerDirectory {
+ public:
+  virtual ~WorkerDirectory() = default;
+  virtual std::vector<WorkerStatus> list() const = 0;
+  virtual std::optional<WorkerStatus> get(const std::string& name) const = 0;
+  // The channel of an online worker; null when the worker is unknown or offline.
+  virtual std::shared_ptr<WorkerChannel> channel(const std::string& name) const = 0;
+};
+
+}  // namespace gdrmesh
