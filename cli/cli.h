@@ -4,6 +4,7 @@
 // Exit codes (stable, documented in README):
 //   0 success / test PASSED        1 test FAILED or ERROR        2 bad input (names the field)
 //   3 test SKIPPED                 4 coordinator unreachable      5 internal error
+//   130 interrupted (Ctrl-C while following a sweep; the sweep goes on)
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,7 +19,8 @@ enum ExitCode {
   kExitUsage = 2,
   kExitSkipped = 3,
   kExitUnreachable = 4,
-  kExitInternal = 5
+  kExitInternal = 5,
+  kExitInterrupted = 130
 };
 
 // A subcommand's body, run after parsing; returns the exit code.
@@ -34,6 +36,8 @@ void addClientOptions(CLI::App* app, ClientOptions* opts);
 void registerCoordinator(CLI::App& app, Action* action);
 void registerWorker(CLI::App& app, Action* action);
 void registerClientCommands(CLI::App& app, Action* action);
+void registerSweepCommands(CLI::App& app, Action* action);  // sweep, sweeps, schedules
+void registerAcceptCommand(CLI::App& app, Action* action);
 void registerLocalCommands(CLI::App& app, Action* action);
 
 // Blocks SIGINT/SIGTERM in this thread (call before starting threads) and returns a waiter

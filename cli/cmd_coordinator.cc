@@ -1,11 +1,13 @@
 // `gdrmesh coordinator`: the gRPC services, the store and (optionally) the status page.
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "cli/cli.h"
 #include "common/units.h"
 #include "convert.h"
+#include "coordinator/config/config_yaml.h"
 #include "coordinator/http/status_http_server.h"
 #include "coordinator/service/coordinator_server.h"
 #include "coordinator/store/sqlite_store.h"
@@ -24,12 +26,12 @@ class CoordinatorStatusSource final : public StatusSource {
     for (const auto& e : server_.registry().list()) {
       WorkerSummary w;
       w.name = e.name;
-      w.state = e.online ? "online" : "offline";
+      w.state = e.state;
       w.last_heartbeat_ms = e.last_heartbeat_ms;
       w.connected_ms = e.connected_ms;
       w.peer = e.peer;
       w.active_tests = e.active_tests;
-      w.inventory = convert::fromProto(e.inventory);
+      w.inventory = e.inventory;
       out.push_back(std::move(w));
     }
     return out;
@@ -61,6 +63,7 @@ struct CoordinatorArgs {
   std::string port_file;
   std::string max_size = "1GiB";
   int heartbeat_ms = 1000;
+  std::string config;
 };
 
 int runCoordinator(const CoordinatorArgs& a) {
@@ -72,7 +75,31 @@ int runCoordinator(const CoordinatorArgs& a) {
     std::fprintf(stderr, "gdrmesh coordinator: %s\n", max.status().toString().c_str());
     return kExitUsage;
   }
-  opts.runner.max_message_size = *max;
+  opts.limits.max_message_size = *max;
+  opts.parse_config = [](const std::string& yaml) { return parseClusterConfig(yaml, "config"); };
+  if (!a.config.empty()) {
+    std::ifstream f(a.config);
+    if (!f) {
+      std::fprintf(stderr, "gdrmesh coordinator: --config %s: cannot read the file\n",
+                   a.config.c_str());
+      return kExitUsage;
+    }
+    std::stringstream ss;
+    ss << f.rdbuf();
+    auto cfg = parseClusterConfig(ss.str(), a.config);
+    if (!cfg.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: --config: %s\n", cfg.status().toString().c_str());
+      return kExitUsage;
+    }
+    Status st = Scheduler::validate(cfg->schedules);
+    if (!st.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: --config %s: %s\n", a.config.c_str(),
+                   st.toString().c_str());
+      return kExitUsage;
+    }
+    opts.config_yaml = ss.str();
+    opts.schedules = cfg->schedules;
+  }
   auto store = SqliteStore::open(a.db);
   if (!store.ok()) {
     std::fprintf(stderr, "gdrmesh coordinator: --db %s: %s\n", a.db.c_str(),
@@ -80,7 +107,8 @@ int runCoordinator(const CoordinatorArgs& a) {
     return kExitUsage;
   }
   blockTerminationSignals();
-  CoordinatorServer server(opts, **store);
+  SystemClock clock;
+  CoordinatorServer server(opts, **store, **store, clock);
   auto port = server.start();
   if (!port.ok()) {
     std::fprintf(stderr, "gdrmesh coordinator: --listen: %s\n", port.status().toString().c_str());
@@ -131,6 +159,8 @@ void registerCoordinator(CLI::App& app, Action* action) {
   cmd->add_option("--port-file", a->port_file, "write the bound gRPC port to this file");
   cmd->add_option("--max-size", a->max_size, "largest message size a test may ask for")
       ->capture_default_str();
+  cmd->add_option("--config", a->config,
+                  "cluster config (YAML, docs/config.md): default thresholds and schedules");
   cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "worker heartbeat interval")
       ->check(CLI::Range(50, 60000))
       ->capture_default_str();

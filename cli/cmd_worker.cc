@@ -2,9 +2,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/cli.h"
+#include "cli/cmd_simulate.h"
 #include "cli/worker_setup.h"
 #include "worker/service/worker_agent.h"
 
@@ -19,19 +22,37 @@ struct WorkerArgs {
   bool no_verbs = false;
   bool no_cuda = false;
   std::string sysfs_root = "/";
+  std::vector<std::string> labels;  // KEY=VALUE
+  std::vector<std::string> nics;    // --nic: offer only these
 };
 
 int runWorker(const WorkerArgs& a) {
+  auto labels = parseWorkerLabels(a.labels);
+  if (!labels.ok()) {
+    std::fprintf(stderr, "gdrmesh worker: %s\n", labels.status().toString().c_str());
+    return kExitUsage;
+  }
   WorkerSetupOptions so;
   so.enable_verbs = !a.no_verbs;
   so.enable_cuda = !a.no_cuda;
   so.sysfs_root = a.sysfs_root;
   so.allow_fault_injection = a.allow_fault_injection;
+  so.nics = a.nics;
   auto setup = setUpWorker(so);
+  for (const auto& want : a.nics) {
+    bool found = false;
+    for (const auto& n : setup->inventory.nics) found = found || n.name == want;
+    if (!found) {
+      std::fprintf(stderr, "gdrmesh worker: --nic %s: no such NIC on this host%s\n", want.c_str(),
+                   setup->notes.empty() ? "" : " (see `gdrmesh doctor --local`)");
+      return kExitUsage;
+    }
+  }
   WorkerOptions wo;
   wo.coordinator = a.coordinator;
   wo.name = a.name.empty() ? setup->inventory.hostname : a.name;
   wo.data_host = a.data_host;
+  wo.labels = std::move(*labels);
   WorkerSetup* raw = setup.get();
   wo.topo_class = [raw](int gpu, const std::string& nic) { return raw->topoClass(gpu, nic); };
   wo.nearest_nic = [raw](int gpu) { return raw->nearestNicOf(gpu); };
@@ -77,9 +98,24 @@ void registerWorker(CLI::App& app, Action* action) {
                 "honour fault-injection requests (tests only)");
   cmd->add_flag("--no-verbs", a->no_verbs, "do not offer the verbs transport");
   cmd->add_flag("--no-cuda", a->no_cuda, "do not load the CUDA driver");
+  cmd->add_option("--label", a->labels,
+                  "KEY=VALUE label sent with the registration, for sweep selectors "
+                  "(repeatable; e.g. --label rack=r12)")
+      ->take_all();
+  cmd->add_option("--nic", a->nics,
+                  "offer only this NIC (repeatable; default every NIC): the inventory lists only "
+                  "these and verbs tests without a device use the first")
+      ->take_all();
   cmd->add_option("--sysfs-root", a->sysfs_root, "read NIC and PCI topology from this root")
       ->capture_default_str();
-  cmd->callback([action, a] { *action = [a] { return runWorker(*a); }; });
+  auto sim = addSimulateOptions(cmd);  // `--simulate N`: cli/cmd_simulate.cc
+  cmd->callback([action, a, sim] {
+    if (simulateRequested(*sim)) {
+      *action = [a, sim] { return runSimulatedWorkers(*sim, a->coordinator, a->labels); };
+      return;
+    }
+    *action = [a] { return runWorker(*a); };
+  });
 }
 
 }  // namespace gdrmesh::cli

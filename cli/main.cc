@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   gdrmesh::cli::registerCoordinator(app, &action);
   gdrmesh::cli::registerWorker(app, &action);
   gdrmesh::cli::registerClientCommands(app, &action);
+  gdrmesh::cli::registerSweepCommands(app, &action);
+  gdrmesh::cli::registerAcceptCommand(app, &action);
   gdrmesh::cli::registerLocalCommands(app, &action);
   try {
     app.parse(argc, argv);

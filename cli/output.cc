@@ -1,11 +1,16 @@
 #include "cli/output.h"
 
+#include <google/protobuf/util/json_util.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <sstream>
 
 #include "common/json.h"
 #include "common/units.h"
+#include "convert.h"
 
 namespace gdrmesh::cli {
 
@@ -61,9 +66,7 @@ std::string workersTable(const std::vector<WorkerView>& workers) {
   return out;
 }
 
-namespace {
-
-std::string side(const EndpointRecord& e) {
+std::string endpointLabel(const EndpointRecord& e) {
   std::string s = e.worker;
   if (!e.nic.empty()) s += "/" + e.nic;
   if (e.memory == MemoryKind::kCuda) s += " gpu" + std::to_string(e.gpu);
@@ -83,14 +86,12 @@ std::string dataPath(const TestResult& r) {
   return s;
 }
 
-std::string figure(const TestResult& r) {
+std::string mainFigure(const TestResult& r) {
   const auto& m = r.measurement;
   if (m.has_bandwidth) return fmt(m.bw.avg_gbps, 2) + " Gb/s";
   if (m.has_latency) return fmt(m.lat.median_us, 2) + " us";
   return "-";
 }
-
-}  // namespace
 
 std::string resultsTable(const std::vector<TestResult>& rows) {
   if (rows.empty()) return "no results\n";
@@ -104,7 +105,8 @@ std::string resultsTable(const std::vector<TestResult>& rows) {
     std::string reason = r.reason.size() > 60 ? r.reason.substr(0, 57) + "..." : r.reason;
     t.push_back({formatRfc3339(r.started_ms).substr(0, 19), toString(r.status),
                  std::string(toString(r.op)) + "/" + toString(r.mode), formatSize(r.message_size),
-                 side(r.initiator), side(r.target), dataPath(r), figure(r), integrity, reason});
+                 endpointLabel(r.initiator), endpointLabel(r.target), dataPath(r), mainFigure(r),
+                 integrity, reason});
   }
   return renderTable(t);
 }
@@ -129,8 +131,9 @@ std::string sweepTable(const std::vector<TestResult>& rows) {
   std::string out;
   if (!rows.empty()) {
     const auto& r = rows.front();
-    out = std::string("sweep ") + r.run_id + ": " + side(r.initiator) + " -> " + side(r.target) +
-          "  " + toString(r.op) + " " + toString(r.mode) + "  data path " + dataPath(r) + "\n";
+    out = std::string("sweep ") + r.run_id + ": " + endpointLabel(r.initiator) + " -> " +
+          endpointLabel(r.target) + "  " + toString(r.op) + " " + toString(r.mode) +
+          "  data path " + dataPath(r) + "\n";
   }
   out += renderTable(t);
   for (const auto& r : rows) {
@@ -144,9 +147,9 @@ std::string resultDetail(const TestResult& r) {
   o << "test      " << r.test_id << "  " << toString(r.status);
   if (!r.reason.empty()) o << ": " << r.reason;
   o << "\n";
-  o << "pair      " << side(r.initiator) << " -> " << side(r.target) << "  op " << toString(r.op)
-    << " " << toString(r.mode) << ", " << formatSize(r.message_size) << " x " << r.iterations
-    << ", " << r.num_qps << " QP\n";
+  o << "pair      " << endpointLabel(r.initiator) << " -> " << endpointLabel(r.target) << "  op "
+    << toString(r.op) << " " << toString(r.mode) << ", " << formatSize(r.message_size) << " x "
+    << r.iterations << ", " << r.num_qps << " QP\n";
   o << "data path " << dataPath(r);
   if (r.transport == TransportKind::kEmulated) o << "  (software transport: NOT RDMA)";
   if (r.path_mtu > 0) o << "  path MTU " << r.path_mtu;
@@ -168,6 +171,178 @@ std::string resultDetail(const TestResult& r) {
   }
   o << "integrity " << r.integrity.toString() << "\n";
   return o.str();
+}
+
+// ---------------------------------------------------------------- sweeps
+
+std::string formatElapsed(double seconds) {
+  if (seconds < 0 || !std::isfinite(seconds)) return "-";
+  auto total = static_cast<int64_t>(std::llround(seconds));
+  char buf[48];
+  if (total < 60) {
+    std::snprintf(buf, sizeof(buf), "%llds", static_cast<long long>(total));
+  } else if (total < 3600) {
+    std::snprintf(buf, sizeof(buf), "%lldm%02llds", static_cast<long long>(total / 60),
+                  static_cast<long long>(total % 60));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%lldh%02lldm", static_cast<long long>(total / 3600),
+                  static_cast<long long>((total % 3600) / 60));
+  }
+  return buf;
+}
+
+std::string progressLine(const v1::SweepProgress& p) {
+  std::string s = "sweep " + p.id() + " " + p.state() + "  " + std::to_string(p.tests_done()) +
+                  "/" + std::to_string(p.tests_total()) + " tests  " +
+                  std::to_string(p.tests_failed()) + " failed";
+  if (p.tests_skipped() > 0) s += "  " + std::to_string(p.tests_skipped()) + " skipped";
+  if (p.retests() > 0) s += "  " + std::to_string(p.retests()) + " retests";
+  s += "  elapsed " + formatElapsed(p.elapsed_seconds());
+  if ((p.state() == "running" || p.state() == "queued") && p.eta_seconds() >= 0) {
+    s += "  ETA " + formatElapsed(p.eta_seconds());
+  }
+  if (!p.verdict().empty()) s += "  verdict " + p.verdict();
+  if (!p.reason().empty() && p.state() != "running") s += "  (" + p.reason() + ")";
+  return s;
+}
+
+bool ProgressThrottle::shouldPrint(const v1::SweepProgress& p) {
+  int bucket = p.tests_total() == 0
+                   ? 0
+                   : static_cast<int>(uint64_t{p.tests_done()} * 20 / uint64_t{p.tests_total()});
+  bool print = p.state() != last_state_ || bucket > last_bucket_;
+  last_state_ = p.state();
+  if (bucket > last_bucket_) last_bucket_ = bucket;
+  return print;
+}
+
+namespace {
+
+std::string joined(const google::protobuf::RepeatedPtrField<std::string>& items, const char* sep) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : sep) + i;
+  return s;
+}
+
+std::string when(int64_t ms) {
+  return ms > 0 ? formatRfc3339(ms).substr(0, 19) + "Z" : "-";
+}
+
+}  // namespace
+
+std::string sweepReportText(const v1::SweepReport& r, const ReportOptions& opts) {
+  const auto& p = r.progress();
+  std::ostringstream o;
+  o << "sweep     " << p.id() << "  " << p.state();
+  if (!p.verdict().empty()) o << "  verdict " << p.verdict();
+  o << "\n";
+  if (!p.reason().empty()) o << "reason    " << p.reason() << "\n";
+  o << "pattern   " << (p.pattern().empty() ? "-" : p.pattern());
+  if (!p.name().empty()) o << "  name " << p.name();
+  o << "\n";
+  o << "started   " << when(p.started_ms()) << "  finished " << when(p.finished_ms())
+    << "  elapsed " << formatElapsed(p.elapsed_seconds()) << "\n";
+  uint32_t passed = p.tests_done() >= p.tests_failed() + p.tests_skipped()
+                        ? p.tests_done() - p.tests_failed() - p.tests_skipped()
+                        : 0;
+  o << "tests     " << p.tests_done() << "/" << p.tests_total() << " done: " << passed
+    << " passed, " << p.tests_failed() << " failed, " << p.tests_skipped() << " skipped";
+  if (p.retests() > 0) o << ", " << p.retests() << " retests";
+  if (p.rounds_total() > 0) o << "  (" << p.rounds_total() << " rounds)";
+  o << "\n";
+  for (const auto& n : r.notes()) o << "note      " << n << "\n";
+
+  std::vector<std::vector<std::string>> t{
+      {"VERDICT", "SRC", "DST", "SIZE", "VALUE", "CLASS", "REASONS"}};
+  size_t failing = 0;
+  for (const auto& v : r.verdicts()) {
+    if (v.verdict() == "FAIL") ++failing;
+    if (!opts.all_verdicts && v.verdict() != "FAIL") continue;
+    std::string value = v.unit().empty() ? "-" : fmt(v.value(), 2) + " " + v.unit();
+    t.push_back({v.verdict() + (v.retest() ? " (retest)" : ""), v.src(), v.dst(),
+                 formatSize(v.message_size()), value, v.topo_class().empty() ? "-" : v.topo_class(),
+                 v.reasons().empty() ? "-" : joined(v.reasons(), "; ")});
+  }
+  if (opts.all_verdicts) {
+    o << "\nverdicts (" << r.verdicts_size() << ", " << failing << " failing)\n";
+    o << (t.size() > 1 ? renderTable(t) : "no verdicts\n");
+  } else if (failing > 0) {
+    o << "\nfailing verdicts (" << failing << " of " << r.verdicts_size() << ")\n"
+      << renderTable(t);
+  }
+  if (r.suspects_size() > 0) {
+    std::vector<const v1::Suspect*> ranked;
+    for (const auto& s : r.suspects()) ranked.push_back(&s);
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto* a, const auto* b) { return a->score() > b->score(); });
+    o << "\nsuspects, most likely first\n";
+    int rank = 0;
+    for (const auto* s : ranked) {
+      o << "  " << ++rank << ". " << s->kind() << " " << s->name() << "  score "
+        << fmt(s->score(), 2) << "\n";
+      for (const auto& e : s->evidence()) o << "       - " << e << "\n";
+    }
+  }
+  if (opts.results) {
+    std::vector<TestResult> rows;
+    for (const auto& res : r.results()) rows.push_back(convert::fromProto(res));
+    o << "\n" << resultsTable(rows);
+  }
+  return o.str();
+}
+
+std::string sweepsTable(const std::vector<v1::SweepProgress>& sweeps) {
+  if (sweeps.empty()) return "no sweeps\n";
+  std::vector<std::vector<std::string>> t{
+      {"ID", "STATE", "VERDICT", "PATTERN", "NAME", "CREATED", "TESTS", "FAILED", "ELAPSED"}};
+  for (const auto& p : sweeps) {
+    t.push_back({p.id(), p.state(), p.verdict().empty() ? "-" : p.verdict(),
+                 p.pattern().empty() ? "-" : p.pattern(), p.name().empty() ? "-" : p.name(),
+                 when(p.created_ms()),
+                 std::to_string(p.tests_done()) + "/" + std::to_string(p.tests_total()),
+                 std::to_string(p.tests_failed()), formatElapsed(p.elapsed_seconds())});
+  }
+  return renderTable(t);
+}
+
+std::string formatLocalTime(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M %Z", &tm);
+  return buf;
+}
+
+std::string schedulesTable(const std::vector<v1::ScheduleInfo>& schedules, int64_t now_ms) {
+  if (schedules.empty()) return "no schedules (add them under `schedules:` in the config)\n";
+  std::vector<std::vector<std::string>> t{{"NAME", "CRON", "TZ", "NEXT RUN (LOCAL)",
+                                           "NEXT RUN (UTC)", "LAST RUN", "LAST STATE", "LAST SWEEP",
+                                           "MISSED"}};
+  for (const auto& s : schedules) {
+    std::string next_local = formatLocalTime(s.next_run_ms());
+    if (s.next_run_ms() > now_ms && now_ms > 0) {
+      next_local +=
+          " (in " + formatElapsed(static_cast<double>(s.next_run_ms() - now_ms) / 1e3) + ")";
+    }
+    t.push_back({s.name(), s.cron(), s.timezone().empty() ? "-" : s.timezone(), next_local,
+                 when(s.next_run_ms()), when(s.last_run_ms()),
+                 s.last_state().empty() ? "-" : s.last_state(),
+                 s.last_sweep_id().empty() ? "-" : s.last_sweep_id(), std::to_string(s.missed())});
+  }
+  return renderTable(t);
+}
+
+std::string protoJson(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.add_whitespace = true;
+  opts.preserve_proto_field_names = true;
+  opts.always_print_primitive_fields = true;
+  std::string out;
+  auto st = google::protobuf::util::MessageToJsonString(m, &out, opts);
+  if (!st.ok()) return "{\"error\": \"cannot print as JSON\"}\n";
+  return out;
 }
 
 }  // namespace gdrmesh::cli

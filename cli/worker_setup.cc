@@ -1,5 +1,8 @@
 #include "cli/worker_setup.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "worker/doctor/doctor.h"
 #include "worker/gpu/cuda_api.h"
 #include "worker/gpu/cuda_buffer.h"
@@ -60,6 +63,55 @@ std::string WorkerSetup::nearestNicOf(int gpu) const {
   return "";
 }
 
+Status parseWorkerLabel(const std::string& text, std::string* key, std::string* value) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos) {
+    return invalidArgument("--label '" + text + "': expected KEY=VALUE", "e.g. --label rack=r12");
+  }
+  std::string k = text.substr(0, eq);
+  std::string v = text.substr(eq + 1);
+  auto charset = [](const std::string& s, const char* extra) {
+    for (char c : s) {
+      const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+      if (!alnum && std::strchr(extra, c) == nullptr) return false;
+    }
+    return true;
+  };
+  auto alnumAt = [](const std::string& s, size_t i) {
+    const char c = s[i];
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (k.empty() || k.size() > kMaxLabelKey || !charset(k, "._-") || !alnumAt(k, 0)) {
+    return invalidArgument("--label '" + text + "': key '" + k + "' must be 1.." +
+                               std::to_string(kMaxLabelKey) +
+                               " characters of A-Z a-z 0-9 . _ -, starting with a letter or digit",
+                           "e.g. --label rack=r12");
+  }
+  if (v.empty() || v.size() > kMaxLabelValue || !charset(v, "._-:/")) {
+    return invalidArgument("--label '" + text + "': value '" + v + "' must be 1.." +
+                               std::to_string(kMaxLabelValue) +
+                               " characters of A-Z a-z 0-9 . _ - : /",
+                           "e.g. --label rack=r12");
+  }
+  *key = std::move(k);
+  *value = std::move(v);
+  return {};
+}
+
+Result<std::map<std::string, std::string>> parseWorkerLabels(
+    const std::vector<std::string>& texts) {
+  std::map<std::string, std::string> out;
+  for (const auto& t : texts) {
+    std::string k, v;
+    GDR_RETURN_IF_ERROR(parseWorkerLabel(t, &k, &v));
+    if (out.count(k) != 0) {
+      return invalidArgument("--label " + k + ": given twice", "give each label key once");
+    }
+    out.emplace(std::move(k), std::move(v));
+  }
+  return out;
+}
+
 int WorkerSetup::nicNuma(const std::string& nic) const {
   for (const auto& n : inventory.nics) {
     if (nic.empty() || n.name == nic) return n.numa_node;
@@ -74,7 +126,11 @@ std::unique_ptr<WorkerSetup> setUpWorker(const WorkerSetupOptions& o) {
   s->inventory.rdma_core_version = rdmaCoreVersion(o.sysfs_root);
   auto nics = discoverNics(o.sysfs_root);
   if (nics.ok()) {
-    s->inventory.nics = *nics;
+    for (const auto& n : *nics) {
+      if (o.nics.empty() || std::find(o.nics.begin(), o.nics.end(), n.name) != o.nics.end()) {
+        s->inventory.nics.push_back(n);
+      }
+    }
   } else {
     s->notes.push_back("NIC discovery: " + nics.status().toString());
   }
@@ -99,6 +155,11 @@ std::unique_ptr<WorkerSetup> setUpWorker(const WorkerSetupOptions& o) {
   } else {
     s->notes.push_back("topology: " + topo.status().toString());
   }
+  // Each GPU's nearest NIC and that path's class: what rails tests pair it with.
+  for (auto& g : s->inventory.gpus) {
+    g.nearest_nic = s->nearestNicOf(g.index);
+    g.nearest_class = g.nearest_nic.empty() ? "" : s->topoClass(g.index, g.nearest_nic);
+  }
 
   DoctorInput din = localDoctorInput(s->inventory.gpus, s->inventory.cuda_driver_version);
   din.root = o.sysfs_root;
@@ -117,6 +178,7 @@ std::unique_ptr<WorkerSetup> setUpWorker(const WorkerSetupOptions& o) {
       VerbsOptions vo;
       vo.sysfs_root = o.sysfs_root == "/" ? "/sys" : o.sysfs_root + "/sys";
       vo.max_rd_atomic = 128;  // clamped to the device; negotiated down to the peer's
+      vo.devices = o.nics;
       s->sessions->addTransport(std::make_unique<VerbsTransport>(vo));
     } else {
       s->notes.push_back("verbs: disabled with --no-verbs");

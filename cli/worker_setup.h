@@ -3,12 +3,15 @@
 // `gdrmesh worker`, `gdrmesh doctor --local` and `gdrmesh topo`.
 #pragma once
 
+#include <cstddef>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/inventory.h"
+#include "common/status.h"
 #include "worker/session/session.h"
 #include "worker/topology/topology.h"
 
@@ -24,6 +27,9 @@ struct WorkerSetupOptions {
   bool allow_fault_injection = false;
   std::string sysfs_root = "/";
   bool build_sessions = true;  // false: inventory and checks only
+  // Non-empty: offer only these NICs (`gdrmesh worker --nic`): the inventory lists only them and
+  // the verbs transport opens only them (the first by default).
+  std::vector<std::string> nics;
 };
 
 struct WorkerSetup {
@@ -44,5 +50,13 @@ struct WorkerSetup {
 };
 
 std::unique_ptr<WorkerSetup> setUpWorker(const WorkerSetupOptions& options);
+
+// Worker labels (`gdrmesh worker --label KEY=VALUE`), matched by sweep selectors. KEY: 1..63 of
+// A-Z a-z 0-9 . _ -, starting with a letter or digit; VALUE: 1..128 of A-Z a-z 0-9 . _ - : /.
+inline constexpr size_t kMaxLabelKey = 63;
+inline constexpr size_t kMaxLabelValue = 128;
+Status parseWorkerLabel(const std::string& text, std::string* key, std::string* value);
+// Every label, each key at most once.
+Result<std::map<std::string, std::string>> parseWorkerLabels(const std::vector<std::string>& texts);
 
 }  // namespace gdrmesh::cli

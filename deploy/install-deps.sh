@@ -19,7 +19,8 @@ build=(build-essential cmake ninja-build pkg-config git
        libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
        libsqlite3-dev sqlite3 libyaml-cpp-dev libgtest-dev libgmock-dev
        libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
-       nlohmann-json3-dev libcli11-dev libcpp-httplib-dev clang-format)
+       nlohmann-json3-dev libcli11-dev libcpp-httplib-dev clang-format
+       tzdata)  # zone database for schedules (coordinator/orchestrator/cron.h)
 # Soft-RoCE VM tests (tests/softroce): qemu, a static busybox, the rdma userspace and perftest.
 softroce=(qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils perftest iproute2 cpio kmod
           ca-certificates)

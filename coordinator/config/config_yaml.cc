@@ -2,11 +2,484 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "common/units.h"
+
 namespace gdrmesh {
+namespace {
+
+// Parsing state: the origin for messages. Every error reads
+// "ORIGIN:LINE: PATH: what is wrong" with the fix beside it.
+class Parser {
+ public:
+  explicit Parser(std::string origin) : origin_(std::move(origin)) {}
+
+  Status error(const YAML::Node& node, const std::string& path, const std::string& what,
+               const std::string& fix = {}) const {
+    std::string where = origin_;
+    if (node.IsDefined() && node.Mark().line >= 0) {
+      where += ":" + std::to_string(node.Mark().line + 1);
+    }
+    return invalidArgument(where + ": " + path + ": " + what, fix);
+  }
+
+  // A Status from a shared parser whose message is "FIELD: what": placed at `path`.FIELD, or at
+  // `path` when FIELD is `path` itself.
+  Status rebase(const YAML::Node& node, const std::string& path, const Status& st,
+                const std::string& fallback_fix) const {
+    const std::string& m = st.message();
+    const size_t colon = m.find(": ");
+    std::string field = colon == std::string::npos ? "" : m.substr(0, colon);
+    const std::string what = colon == std::string::npos ? m : m.substr(colon + 2);
+    const std::string at = field == path || field.empty() ? path : path + "." + field;
+    return error(node, at, what, st.fix().empty() ? fallback_fix : st.fix());
+  }
+
+  // A mapping whose keys are all in `valid`.
+  Status checkMap(const YAML::Node& node, const std::string& path,
+                  const std::vector<std::string>& valid) const {
+    if (!node.IsMap()) return error(node, path, "must be a mapping (KEY: VALUE lines)");
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      if (std::find(valid.begin(), valid.end(), key) == valid.end()) {
+        std::string list;
+        for (const auto& v : valid) list += (list.empty() ? "" : ", ") + v;
+        return error(kv.first, join(path, key), "unknown key", "valid keys here: " + list);
+      }
+    }
+    return Status::okStatus();
+  }
+
+  Result<std::string> string(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsScalar()) return error(node, path, "must be a single value");
+    return node.Scalar();
+  }
+
+  Result<double> number(const YAML::Node& node, const std::string& path) const {
+    GDR_ASSIGN_OR_RETURN(std::string text, string(node, path));
+    errno = 0;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || errno != 0 || !std::isfinite(v)) {
+      return error(node, path, "'" + text + "' is not a number");
+    }
+    return v;
+  }
+
+  Result<uint64_t> count(const YAML::Node& node, const std::string& path, uint64_t min,
+                         uint64_t max) const {
+    GDR_ASSIGN_OR_RETURN(std::string text, string(node, path));
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || text[0] == '-' || *end != '\0' || errno != 0) {
+      return error(node, path, "'" + text + "' is not a whole number");
+    }
+    if (v < min || v > max) {
+      return error(node, path,
+                   text + " is out of range " + std::to_string(min) + ".." + std::to_string(max));
+    }
+    return static_cast<uint64_t>(v);
+  }
+
+  Result<uint64_t> size(const YAML::Node& node, const std::string& path) const {
+    GDR_ASSIGN_OR_RETURN(std::string text, string(node, path));
+    auto v = parseSize(text, path);
+    if (!v.ok()) return rebase(node, path, v.status(), "e.g. 4096, 64KiB, 1MiB");
+    if (*v == 0) return error(node, path, "must be > 0", "e.g. 64KiB");
+    return v;
+  }
+
+  Result<double> seconds(const YAML::Node& node, const std::string& path) const {
+    GDR_ASSIGN_OR_RETURN(std::string text, string(node, path));
+    auto v = parseDurationSeconds(text, path);
+    if (!v.ok()) return rebase(node, path, v.status(), "e.g. 30s, 5m, 250ms");
+    return v;
+  }
+
+  template <typename E>
+  Result<E> oneOf(const YAML::Node& node, const std::string& path,
+                  const std::function<std::optional<E>(const std::string&)>& parse,
+                  const std::string& valid) const {
+    GDR_ASSIGN_OR_RETURN(std::string text, string(node, path));
+    auto v = parse(text);
+    if (!v) return error(node, path, "'" + text + "' is not one of: " + valid);
+    return *v;
+  }
+
+  Result<std::vector<std::string>> strings(const YAML::Node& node, const std::string& path) const {
+    if (node.IsScalar()) return std::vector<std::string>{node.Scalar()};
+    if (!node.IsSequence()) return error(node, path, "must be a list of names");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < node.size(); ++i) {
+      GDR_ASSIGN_OR_RETURN(std::string s, string(node[i], index(path, i)));
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  Result<std::map<std::string, std::string>> labels(const YAML::Node& node,
+                                                    const std::string& path) const {
+    if (!node.IsMap()) return error(node, path, "must be a mapping of KEY: VALUE labels");
+    std::map<std::string, std::string> out;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      GDR_ASSIGN_OR_RETURN(out[key], string(kv.second, join(path, key)));
+    }
+    return out;
+  }
+
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+  static std::string index(const std::string& path, size_t i) {
+    return path + "[" + std::to_string(i) + "]";
+  }
+
+  Status thresholds(const YAML::Node& node, const std::string& path, Thresholds& t) const;
+  Status sweep(const YAML::Node& node, const std::string& path, SweepSpec& s) const;
+  Status hostClass(const YAML::Node& node, const std::string& path, HostClass& c) const;
+  Status schedule(const YAML::Node& node, const std::string& path, ScheduleConfig& c) const;
+
+ private:
+  std::string origin_;
+};
+
+Status Parser::thresholds(const YAML::Node& node, const std::string& path, Thresholds& t) const {
+  struct Field {
+    const char* name;
+    std::optional<double> Thresholds::*member;
+    double min, max;
+    bool min_open;  // the minimum itself is not allowed
+    const char* meaning;
+  };
+  static const Field kFields[] = {
+      {"bandwidth_gbps_min", &Thresholds::bandwidth_gbps_min, 0, 1e6, true, "Gb/s"},
+      {"latency_us_max", &Thresholds::latency_us_max, 0, 1e9, true, "microseconds"},
+      {"line_rate_fraction_min", &Thresholds::line_rate_fraction_min, 0, 1, true,
+       "a fraction (0.9 = 90 % of the port rate)"},
+      {"best_pair_fraction_min", &Thresholds::best_pair_fraction_min, 0, 1, true,
+       "a fraction (0.93 = 93 % of the best pair)"},
+      {"lowest_latency_factor_max", &Thresholds::lowest_latency_factor_max, 1, 1e6, false,
+       "a factor (2.1 = 2.1 times the lowest latency)"},
+      {"gpu_host_ratio_min", &Thresholds::gpu_host_ratio_min, 0, 1, true,
+       "a fraction (0.8 = GPU memory at 80 % of host memory)"},
+      {"regression_tolerance", &Thresholds::regression_tolerance, 0, 1, false,
+       "a fraction (0.1 = 10 % worse than the baseline)"},
+  };
+  std::vector<std::string> valid;
+  for (const auto& f : kFields) valid.push_back(f.name);
+  GDR_RETURN_IF_ERROR(checkMap(node, path, valid));
+  for (const auto& f : kFields) {
+    const YAML::Node v = node[f.name];
+    if (!v) continue;
+    const std::string p = join(path, f.name);
+    GDR_ASSIGN_OR_RETURN(double x, number(v, p));
+    if (x < f.min || x > f.max || (f.min_open && x == f.min)) {
+      std::ostringstream range;
+      range << (f.min_open ? "(" : "[") << f.min << ", " << f.max << "]";
+      return error(v, p, std::to_string(x) + " is outside " + range.str(),
+                   std::string("give ") + f.meaning);
+    }
+    t.*(f.member) = x;
+  }
+  return Status::okStatus();
+}
+
+Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec& s) const {
+  GDR_RETURN_IF_ERROR(checkMap(
+      node, path,
+      {"name",    "pattern",         "size",    "sizes",  "iters",     "warmup",    "op",
+       "mode",    "memory",          "gpu",     "reg",    "transport", "direction", "rounds",
+       "seed",    "hosts",           "exclude", "select", "pairs",     "qps",       "duration",
+       "timeout", "max_concurrency", "retries"}));
+  PairTestSpec& t = s.test;
+  if (node["name"]) {
+    GDR_ASSIGN_OR_RETURN(s.name, string(node["name"], join(path, "name")));
+  }
+  if (node["pattern"]) {
+    GDR_ASSIGN_OR_RETURN(
+        s.pattern, oneOf<SweepPattern>(node["pattern"], join(path, "pattern"), parseSweepPattern,
+                                       "pairs, all-pairs, rails, loopback, random"));
+  }
+  if (node["size"] && node["sizes"]) {
+    return error(node["sizes"], join(path, "sizes"), "give size or sizes, not both",
+                 "size: 64KiB for one size, sizes: [4KiB, 64KiB, 1MiB] for several");
+  }
+  if (node["size"]) {
+    GDR_ASSIGN_OR_RETURN(t.message_size, size(node["size"], join(path, "size")));
+  }
+  if (node["sizes"]) {
+    const YAML::Node list = node["sizes"];
+    const std::string p = join(path, "sizes");
+    if (!list.IsSequence() || list.size() == 0) {
+      return error(list, p, "must be a non-empty list of sizes", "sizes: [4KiB, 64KiB, 1MiB]");
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      GDR_ASSIGN_OR_RETURN(uint64_t v, size(list[i], index(p, i)));
+      s.sizes.push_back(v);
+    }
+    t.message_size = s.sizes.front();
+  }
+  const PairTestLimits limits;
+  if (node["iters"]) {
+    GDR_ASSIGN_OR_RETURN(t.iterations,
+                         count(node["iters"], join(path, "iters"), 1, limits.max_iterations));
+  }
+  if (node["warmup"]) {
+    GDR_ASSIGN_OR_RETURN(t.warmup_iterations, count(node["warmup"], join(path, "warmup"), 0,
+                                                    limits.max_warmup_iterations));
+  }
+  if (node["op"]) {
+    GDR_ASSIGN_OR_RETURN(
+        t.op, oneOf<Op>(node["op"], join(path, "op"), parseOp, "write, read, send, write_imm"));
+  }
+  if (node["mode"]) {
+    GDR_ASSIGN_OR_RETURN(t.mode,
+                         oneOf<Mode>(node["mode"], join(path, "mode"), parseMode, "bw, lat"));
+  }
+  if (node["memory"]) {
+    GDR_ASSIGN_OR_RETURN(t.initiator.memory, oneOf<MemoryKind>(node["memory"], join(path, "memory"),
+                                                               parseMemoryKind, "host, cuda"));
+    t.target.memory = t.initiator.memory;
+  }
+  if (node["gpu"]) {
+    GDR_ASSIGN_OR_RETURN(uint64_t g, count(node["gpu"], join(path, "gpu"), 0, 1023));
+    if (t.initiator.memory != MemoryKind::kCuda) {
+      return error(node["gpu"], join(path, "gpu"), "a GPU index was given with host memory",
+                   "add memory: cuda, or drop gpu");
+    }
+    t.initiator.gpu = t.target.gpu = static_cast<int>(g);
+  }
+  if (node["reg"]) {
+    GDR_ASSIGN_OR_RETURN(t.initiator.reg,
+                         oneOf<RegPath>(node["reg"], join(path, "reg"), parseRegPath,
+                                        "auto, host, dmabuf, peermem, staged"));
+    t.target.reg = t.initiator.reg;
+  }
+  if (node["transport"]) {
+    GDR_ASSIGN_OR_RETURN(TransportKind k,
+                         oneOf<TransportKind>(node["transport"], join(path, "transport"),
+                                              parseTransportKind, "emulated, verbs, simulated"));
+    t.transport = k;
+  }
+  if (node["direction"]) {
+    GDR_ASSIGN_OR_RETURN(s.direction,
+                         oneOf<SweepDirection>(node["direction"], join(path, "direction"),
+                                               parseSweepDirection, "one, both, bidir"));
+  }
+  if (node["rounds"]) {
+    GDR_ASSIGN_OR_RETURN(uint64_t r, count(node["rounds"], join(path, "rounds"), 1, 100000));
+    s.random_rounds = static_cast<uint32_t>(r);
+  }
+  if (node["seed"]) {
+    GDR_ASSIGN_OR_RETURN(s.seed, count(node["seed"], join(path, "seed"), 0, UINT64_MAX));
+  }
+  if (node["hosts"]) {
+    GDR_ASSIGN_OR_RETURN(s.hosts, strings(node["hosts"], join(path, "hosts")));
+  }
+  if (node["exclude"]) {
+    GDR_ASSIGN_OR_RETURN(s.exclude, strings(node["exclude"], join(path, "exclude")));
+  }
+  if (node["select"]) {
+    GDR_ASSIGN_OR_RETURN(s.select, labels(node["select"], join(path, "select")));
+  }
+  if (node["pairs"]) {
+    GDR_ASSIGN_OR_RETURN(std::vector<std::string> pairs,
+                         strings(node["pairs"], join(path, "pairs")));
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const std::string& text = pairs[i];
+      const size_t colon = text.find(':');
+      auto sideOf = [](const std::string& part) {
+        EndpointSelector e;
+        const size_t slash = part.find('/');
+        e.worker = part.substr(0, slash);
+        if (slash != std::string::npos) e.device = part.substr(slash + 1);
+        return e;
+      };
+      if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
+        return error(node["pairs"], index(join(path, "pairs"), i),
+                     "'" + text + "' is not INITIATOR[/NIC]:TARGET[/NIC]",
+                     "e.g. gpu-a1/mlx5_0:gpu-a2/mlx5_0");
+      }
+      s.pairs.emplace_back(sideOf(text.substr(0, colon)), sideOf(text.substr(colon + 1)));
+    }
+  }
+  if (node["qps"]) {
+    GDR_ASSIGN_OR_RETURN(uint64_t q, count(node["qps"], join(path, "qps"), 1, limits.max_qps));
+    t.num_qps = static_cast<uint32_t>(q);
+  }
+  if (node["duration"]) {
+    GDR_ASSIGN_OR_RETURN(t.duration_seconds, seconds(node["duration"], join(path, "duration")));
+  }
+  if (node["timeout"]) {
+    GDR_ASSIGN_OR_RETURN(t.timeout_seconds, seconds(node["timeout"], join(path, "timeout")));
+  }
+  if (node["max_concurrency"]) {
+    GDR_ASSIGN_OR_RETURN(uint64_t m,
+                         count(node["max_concurrency"], join(path, "max_concurrency"), 0, 1000000));
+    s.max_concurrency = static_cast<uint32_t>(m);
+  }
+  if (node["retries"]) {
+    GDR_ASSIGN_OR_RETURN(uint64_t r, count(node["retries"], join(path, "retries"), 0, 10));
+    s.retries = static_cast<uint32_t>(r);
+  }
+  if (s.pattern == SweepPattern::kPairs && s.pairs.empty()) {
+    return error(node, join(path, "pairs"), "the pairs pattern needs a list of pairs",
+                 "pairs: [a/mlx5_0:b/mlx5_0, ...]");
+  }
+  // The rules shared with the CLI (combinations, limits), on the template with stand-in workers.
+  PairTestSpec check = t;
+  check.initiator.worker = check.target.worker = "-";
+  for (uint64_t sz : s.sizes.empty() ? std::vector<uint64_t>{t.message_size} : s.sizes) {
+    check.message_size = sz;
+    Status st = validatePairTestSpec(check, limits);
+    if (!st.ok()) return rebase(node, path, st, "");
+  }
+  return Status::okStatus();
+}
+
+Status Parser::hostClass(const YAML::Node& node, const std::string& path, HostClass& c) const {
+  GDR_RETURN_IF_ERROR(checkMap(node, path, {"name", "match", "labels", "thresholds", "expect"}));
+  if (!node["name"]) return error(node, join(path, "name"), "missing", "name the class");
+  GDR_ASSIGN_OR_RETURN(c.name, string(node["name"], join(path, "name")));
+  if (node["match"]) {
+    GDR_ASSIGN_OR_RETURN(c.match, string(node["match"], join(path, "match")));
+  }
+  if (node["labels"]) {
+    GDR_ASSIGN_OR_RETURN(c.labels, labels(node["labels"], join(path, "labels")));
+  }
+  if (node["thresholds"]) {
+    GDR_RETURN_IF_ERROR(thresholds(node["thresholds"], join(path, "thresholds"), c.thresholds));
+  }
+  if (node["expect"]) {
+    const YAML::Node e = node["expect"];
+    const std::string p = join(path, "expect");
+    GDR_RETURN_IF_ERROR(checkMap(e, p, {"gpus", "nics", "nic_rate_gbps", "transports"}));
+    if (e["gpus"]) {
+      GDR_ASSIGN_OR_RETURN(uint64_t g, count(e["gpus"], join(p, "gpus"), 0, 1024));
+      c.expect.gpus = static_cast<int>(g);
+    }
+    if (e["nics"]) {
+      GDR_ASSIGN_OR_RETURN(uint64_t n, count(e["nics"], join(p, "nics"), 0, 1024));
+      c.expect.nics = static_cast<int>(n);
+    }
+    if (e["nic_rate_gbps"]) {
+      GDR_ASSIGN_OR_RETURN(double r, number(e["nic_rate_gbps"], join(p, "nic_rate_gbps")));
+      if (r <= 0) return error(e["nic_rate_gbps"], join(p, "nic_rate_gbps"), "must be > 0");
+      c.expect.nic_rate_gbps = r;
+    }
+    if (e["transports"]) {
+      GDR_ASSIGN_OR_RETURN(c.expect.transports, strings(e["transports"], join(p, "transports")));
+      for (size_t i = 0; i < c.expect.transports.size(); ++i) {
+        if (!parseTransportKind(c.expect.transports[i])) {
+          return error(
+              e["transports"], index(join(p, "transports"), i),
+              "'" + c.expect.transports[i] + "' is not one of: emulated, verbs, simulated");
+        }
+      }
+    }
+  }
+  return Status::okStatus();
+}
+
+Status Parser::schedule(const YAML::Node& node, const std::string& path, ScheduleConfig& c) const {
+  GDR_RETURN_IF_ERROR(checkMap(node, path, {"name", "cron", "timezone", "sweep"}));
+  for (const char* required : {"name", "cron", "sweep"}) {
+    if (!node[required]) {
+      return error(node, join(path, required), "missing",
+                   "a schedule needs name, cron and sweep (timezone is optional)");
+    }
+  }
+  GDR_ASSIGN_OR_RETURN(c.name, string(node["name"], join(path, "name")));
+  GDR_ASSIGN_OR_RETURN(c.cron, string(node["cron"], join(path, "cron")));
+  std::istringstream fields(c.cron);
+  std::string field;
+  int n = 0;
+  while (fields >> field) ++n;
+  if (n != 5) {
+    return error(node["cron"], join(path, "cron"),
+                 "'" + c.cron + "' has " + std::to_string(n) + " fields, not 5",
+                 "minute hour day-of-month month day-of-week, e.g. \"0 2 * * *\" for 02:00 daily");
+  }
+  if (node["timezone"]) {
+    GDR_ASSIGN_OR_RETURN(c.timezone, string(node["timezone"], join(path, "timezone")));
+  }
+  GDR_RETURN_IF_ERROR(sweep(node["sweep"], join(path, "sweep"), c.sweep));
+  if (c.sweep.name.empty()) c.sweep.name = c.name;
+  return Status::okStatus();
+}
+
+}  // namespace
 
 Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std::string& origin) {
-  (void)yaml_text;
-  return unimplemented(origin + ": the YAML parser is being written (coordinator/config)");
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return invalidArgument(origin + ":" + std::to_string(e.mark.line + 1) + ":" +
+                               std::to_string(e.mark.column + 1) + ": not valid YAML: " + e.msg,
+                           "check the indentation and quoting near that line");
+  }
+  ClusterConfig config;
+  config.source = yaml_text;
+  if (root.IsNull()) return config;  // an empty file: no sweeps, no thresholds
+  const Parser p(origin);
+  try {
+    GDR_RETURN_IF_ERROR(
+        p.checkMap(root, "(top level)", {"sweeps", "thresholds", "host_classes", "schedules"}));
+    auto list = [&](const char* key) -> Result<YAML::Node> {
+      YAML::Node n = root[key];
+      if (n && !n.IsSequence()) {
+        return p.error(n, key, "must be a list (lines starting with '- ')");
+      }
+      return n;
+    };
+    GDR_ASSIGN_OR_RETURN(YAML::Node sweeps, list("sweeps"));
+    for (size_t i = 0; sweeps && i < sweeps.size(); ++i) {
+      SweepSpec s;
+      GDR_RETURN_IF_ERROR(p.sweep(sweeps[i], Parser::index("sweeps", i), s));
+      config.sweeps.push_back(std::move(s));
+    }
+    if (root["thresholds"]) {
+      GDR_RETURN_IF_ERROR(p.thresholds(root["thresholds"], "thresholds", config.thresholds));
+    }
+    GDR_ASSIGN_OR_RETURN(YAML::Node classes, list("host_classes"));
+    std::set<std::string> class_names;
+    for (size_t i = 0; classes && i < classes.size(); ++i) {
+      HostClass c;
+      const std::string path = Parser::index("host_classes", i);
+      GDR_RETURN_IF_ERROR(p.hostClass(classes[i], path, c));
+      if (!class_names.insert(c.name).second) {
+        return p.error(classes[i]["name"], path + ".name",
+                       "class '" + c.name + "' is defined twice", "give each class its own name");
+      }
+      config.host_classes.push_back(std::move(c));
+    }
+    GDR_ASSIGN_OR_RETURN(YAML::Node schedules, list("schedules"));
+    std::set<std::string> schedule_names;
+    for (size_t i = 0; schedules && i < schedules.size(); ++i) {
+      ScheduleConfig c;
+      const std::string path = Parser::index("schedules", i);
+      GDR_RETURN_IF_ERROR(p.schedule(schedules[i], path, c));
+      if (!schedule_names.insert(c.name).second) {
+        return p.error(schedules[i]["name"], path + ".name",
+                       "schedule '" + c.name + "' is defined twice",
+                       "give each schedule its own name");
+      }
+      config.schedules.push_back(std::move(c));
+    }
+  } catch (const YAML::Exception& e) {
+    return invalidArgument(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg,
+                           "check the structure near that line against docs/config.md");
+  }
+  return config;
 }
 
 }  // namespace gdrmesh

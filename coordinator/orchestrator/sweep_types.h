@@ -25,6 +25,9 @@ std::optional<SweepDirection> parseSweepDirection(const std::string& s);
 
 struct SweepSpec {
   SweepPattern pattern = SweepPattern::kAllPairs;
+  // Acceptance: no pattern of its own; runs the sweeps of config_yaml one after the other, as
+  // one sweep (hosts/exclude/select here narrow every one of them).
+  bool pattern_from_config = false;
   // kPairs: explicit (initiator, target) selectors; only worker and device are read.
   std::vector<std::pair<EndpointSelector, EndpointSelector>> pairs;
   SweepDirection direction = SweepDirection::kOne;

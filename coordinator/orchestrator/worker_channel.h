@@ -79,7 +79,8 @@ class WorkerDirectory {
  public:
   virtual ~WorkerDirectory() = default;
   virtual std::vector<WorkerStatus> list() const = 0;
-  virtual std::optional<WorkerStatus> get(const std::string& name) const = 0;
+  // An immutable snapshot (cheap to take per test); null when unknown.
+  virtual std::shared_ptr<const WorkerStatus> get(const std::string& name) const = 0;
   // The channel of an online worker; null when the worker is unknown or offline.
   virtual std::shared_ptr<WorkerChannel> channel(const std::string& name) const = 0;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <future>
 
 #include "common/units.h"
 #include "convert.h"
@@ -91,16 +92,24 @@ class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Ser
     }
     const std::string name = reg.name();
     auto link = std::make_shared<WorkerLink>(
-        name, [stream](const pb::CoordinatorMessage& m) { return stream->Write(m); },
+        name, s_.clock_, [stream](const pb::CoordinatorMessage& m) { return stream->Write(m); },
         [ctx] { ctx->TryCancel(); });
-    WorkerEntry e;
-    e.name = name;
-    e.peer = ctx->peer();
-    e.connected_ms = nowUnixMs();
-    e.last_heartbeat_ms = e.connected_ms;
-    e.inventory = reg.inventory();
-    e.link = link;
-    Status added = s_.registry_.add(e);
+    WorkerStatus w;
+    w.name = name;
+    w.peer = ctx->peer();
+    w.connected_ms = s_.clock_.unixMs();
+    w.last_heartbeat_ms = w.connected_ms;
+    w.inventory = convert::fromProto(reg.inventory());
+    w.labels.insert(reg.labels().begin(), reg.labels().end());
+    w.simulated = reg.simulated();
+    if (w.simulated) {
+      // A simulated worker offers only the simulated transport, whatever it claims.
+      w.inventory.transports = {toString(TransportKind::kSimulated)};
+    } else {
+      auto& t = w.inventory.transports;
+      t.erase(std::remove(t.begin(), t.end(), toString(TransportKind::kSimulated)), t.end());
+    }
+    Status added = s_.registry_.add(w, link);
     if (!added.ok()) {
       return grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
                           added.message() + " (fix: " + added.fix() + ")");
@@ -111,10 +120,12 @@ class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Ser
     google::protobuf::util::JsonPrintOptions jopt;
     jopt.preserve_proto_field_names = true;
     (void)google::protobuf::util::MessageToJsonString(reg.inventory(), &rec.inventory_json, jopt);
-    rec.first_seen_ms = e.connected_ms;
-    rec.last_seen_ms = e.connected_ms;
-    Status st = s_.store_.upsertWorker(rec);
-    if (!st.ok()) std::fprintf(stderr, "gdrmesh coordinator: %s\n", st.toString().c_str());
+    rec.first_seen_ms = w.connected_ms;
+    rec.last_seen_ms = w.connected_ms;
+    if (!w.simulated) {
+      Status st = s_.store_.upsertWorker(rec);
+      if (!st.ok()) std::fprintf(stderr, "gdrmesh coordinator: %s\n", st.toString().c_str());
+    }
 
     pb::CoordinatorMessage hello;
     hello.mutable_registered()->set_worker_id(name);
@@ -122,13 +133,15 @@ class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Ser
         static_cast<uint32_t>(s_.options_.heartbeat_interval_ms));
     // The link is not yet handed out to anyone else: no concurrent writer.
     stream->Write(hello);
-    std::fprintf(stderr, "gdrmesh coordinator: worker %s registered from %s\n", name.c_str(),
-                 e.peer.c_str());
+    if (!w.simulated) {
+      std::fprintf(stderr, "gdrmesh coordinator: worker %s registered from %s\n", name.c_str(),
+                   w.peer.c_str());
+    }
 
     pb::WorkerMessage msg;
     while (stream->Read(&msg)) {
       if (msg.has_heartbeat()) {
-        s_.registry_.heartbeat(name, nowUnixMs(), msg.heartbeat().active_tests());
+        s_.registry_.heartbeat(name, s_.clock_.unixMs(), msg.heartbeat().active_tests());
       } else if (msg.has_reply()) {
         link->onReply(msg.reply());
       }
@@ -136,12 +149,47 @@ class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Ser
     link->fail("(disconnected)");
     link->detachStream();
     s_.registry_.remove(name, link.get());
-    std::fprintf(stderr, "gdrmesh coordinator: worker %s disconnected\n", name.c_str());
+    if (!w.simulated) {
+      std::fprintf(stderr, "gdrmesh coordinator: worker %s disconnected\n", name.c_str());
+    }
     return grpc::Status::OK;
   }
 
  private:
   CoordinatorServer& s_;
+};
+
+// Schedules start sweeps through the sweep manager and keep their history in the store.
+class CoordinatorServer::Starter final : public SweepStarter {
+ public:
+  explicit Starter(CoordinatorServer& s) : s_(s) {}
+  bool sweepRunning() const override { return s_.sweep_manager_->running(); }
+  Result<std::string> startScheduledSweep(const ScheduleConfig& schedule) override {
+    SweepSpec spec = schedule.sweep;
+    if (spec.name.empty()) spec.name = "schedule " + schedule.name;
+    if (spec.config_yaml.empty()) spec.config_yaml = s_.options_.config_yaml;
+    auto p = s_.sweep_manager_->start(spec);
+    if (!p.ok()) return p.status();
+    return p->id;
+  }
+
+ private:
+  CoordinatorServer& s_;
+};
+
+class CoordinatorServer::Log final : public ScheduleLog {
+ public:
+  explicit Log(SweepStore& store) : store_(store) {}
+  Status record(const ScheduleRun& run) override { return store_.recordScheduleRun(run); }
+  Result<std::optional<ScheduleRun>> last(const std::string& schedule) override {
+    auto runs = store_.scheduleRuns(schedule, 1);
+    if (!runs.ok()) return runs.status();
+    if (runs->empty()) return std::optional<ScheduleRun>();
+    return std::optional<ScheduleRun>(runs->front());
+  }
+
+ private:
+  SweepStore& store_;
 };
 
 class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::Service {
@@ -150,26 +198,70 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
 
   grpc::Status ListWorkers(grpc::ServerContext*, const pb::ListWorkersRequest*,
                            pb::ListWorkersResponse* resp) override {
-    for (const auto& e : s_.registry_.list()) {
+    for (const auto& e : s_.registry_.entries()) {
+      const WorkerStatus& st = *e.status;
       auto* w = resp->add_workers();
-      w->set_name(e.name);
-      w->set_state(e.online ? "online" : "offline");
-      w->set_connected_ms(e.connected_ms);
-      w->set_last_heartbeat_ms(e.last_heartbeat_ms);
-      *w->mutable_inventory() = e.inventory;
-      w->set_peer(e.peer);
-      w->set_active_tests(e.active_tests);
+      w->set_name(st.name);
+      w->set_state(st.state);
+      w->set_connected_ms(st.connected_ms);
+      w->set_last_heartbeat_ms(st.last_heartbeat_ms);
+      convert::toProto(st.inventory, w->mutable_inventory());
+      w->set_peer(st.peer);
+      w->set_active_tests(st.active_tests);
+      w->mutable_labels()->insert(st.labels.begin(), st.labels.end());
     }
     return grpc::Status::OK;
   }
 
   grpc::Status RunTest(grpc::ServerContext*, const pb::RunTestRequest* req,
                        pb::RunTestResponse* resp) override {
-    auto r = s_.runner_.run(*req);
-    if (!r.ok()) return toGrpc(r.status());
-    Status st = s_.storeResult(*r);
+    PairTestSpec spec = convert::fromProto(*req);
+    if (req->op() == pb::OP_UNSPECIFIED || !pb::Op_IsValid(req->op())) {
+      return toGrpc(invalidArgument("op: must be write, read, send or write_imm"));
+    }
+    if (!pb::Mode_IsValid(req->mode()) || !pb::Transport_IsValid(req->transport())) {
+      return toGrpc(invalidArgument("mode/transport: unknown value"));
+    }
+    if (req->iterations() == 0) return toGrpc(invalidArgument("iters: must be > 0"));
+    Status st = validatePairTestSpec(spec, s_.options_.limits);
+    if (!st.ok()) return toGrpc(st);
+    for (const auto* sel : {&spec.initiator, &spec.target}) {
+      const char* field = sel == &spec.initiator ? "initiator" : "target";
+      auto w = s_.registry_.get(sel->worker);
+      if (!w) {
+        std::string known;
+        for (const auto& k : s_.registry_.list()) {
+          known += (known.empty() ? "" : ", ") + k.name + (k.online() ? "" : " (offline)");
+        }
+        return toGrpc(
+            notFound(std::string(field) + ": unknown worker '" + sel->worker +
+                         "' (known: " + (known.empty() ? "none" : known) + ")",
+                     "start a worker with --name " + sel->worker + " or pick a known one"));
+      }
+      if (!w->online()) {
+        return toGrpc(failedPrecondition(
+            std::string(field) + ": worker '" + sel->worker + "' is offline (last heartbeat " +
+                (w->last_heartbeat_ms > 0 ? formatRfc3339(w->last_heartbeat_ms) : "never") + ")",
+            "restart the worker, or pick an online one (`gdrmesh workers`)"));
+      }
+    }
+    auto ini = s_.registry_.get(spec.initiator.worker);
+    auto tgt = s_.registry_.get(spec.target.worker);
+    st = checkPairAgainstInventory(spec, *ini, *tgt);
+    if (!st.ok()) return toGrpc(st);
+    PairEndpoints ep;
+    ep.initiator = ini;
+    ep.target = tgt;
+    ep.initiator_channel = s_.registry_.channel(spec.initiator.worker);
+    ep.target_channel = s_.registry_.channel(spec.target.worker);
+    std::promise<PairTestOutcome> promise;
+    auto future = promise.get_future();
+    runPairTest(spec, ep, s_.clock_, s_.options_.pair, newTestId(s_.clock_.unixMs()), newSeed(),
+                [&promise](PairTestOutcome o) { promise.set_value(std::move(o)); });
+    TestResult r = future.get().result;
+    st = s_.storeResult(r);
     if (!st.ok()) resp->set_store_error(st.toString());
-    convert::toProto(*r, resp->mutable_result());
+    convert::toProto(r, resp->mutable_result());
     return grpc::Status::OK;
   }
 
@@ -187,12 +279,106 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     return grpc::Status::OK;
   }
 
+  grpc::Status StartSweep(grpc::ServerContext*, const pb::StartSweepRequest* req,
+                          pb::StartSweepResponse* resp) override {
+    auto spec = convert::fromProto(req->spec());
+    if (!spec.ok()) return toGrpc(spec.status());
+    if (spec->config_yaml.empty()) spec->config_yaml = s_.options_.config_yaml;
+    auto p = s_.sweep_manager_->start(*spec);
+    if (!p.ok()) return toGrpc(p.status());
+    convert::toProto(*p, resp->mutable_progress());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetSweep(grpc::ServerContext*, const pb::SweepIdRequest* req,
+                        pb::SweepReport* resp) override {
+    auto r = s_.sweep_manager_->report(req->id(), req->with_results());
+    if (!r.ok()) return toGrpc(r.status());
+    convert::toProto(*r, resp);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status FollowSweep(grpc::ServerContext* ctx, const pb::SweepIdRequest* req,
+                           grpc::ServerWriter<pb::SweepProgress>* writer) override {
+    uint64_t version = ~uint64_t{0};
+    for (;;) {
+      // Wakes on every change of the sweep; at most every 2 s to notice a gone client.
+      auto r = s_.sweep_manager_->waitForChange(req->id(), version, s_.clock_.after(2.0));
+      if (!r.ok()) return toGrpc(r.status());
+      if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
+      const bool changed = r->second != version;
+      version = r->second;
+      if (changed) {
+        pb::SweepProgress p;
+        convert::toProto(r->first, &p);
+        if (!writer->Write(p)) return grpc::Status::OK;
+      }
+      const SweepState state = r->first.state;
+      if (state != SweepState::kRunning && state != SweepState::kQueued) return grpc::Status::OK;
+    }
+  }
+
+  grpc::Status CancelSweep(grpc::ServerContext*, const pb::SweepIdRequest* req,
+                           pb::SweepProgress* resp) override {
+    auto p = s_.sweep_manager_->cancel(req->id());
+    if (!p.ok()) return toGrpc(p.status());
+    convert::toProto(*p, resp);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status JudgeSweep(grpc::ServerContext*, const pb::JudgeSweepRequest* req,
+                          pb::SweepReport* resp) override {
+    auto r = s_.sweep_manager_->judge(req->id(), req->config_yaml(), req->baseline());
+    if (!r.ok()) return toGrpc(r.status());
+    convert::toProto(*r, resp);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListSweeps(grpc::ServerContext*, const pb::ListSweepsRequest* req,
+                          pb::ListSweepsResponse* resp) override {
+    auto l = s_.sweep_manager_->list(req->limit() == 0 ? 20 : req->limit());
+    if (!l.ok()) return toGrpc(l.status());
+    for (const auto& p : *l) convert::toProto(p, resp->add_sweeps());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListSchedules(grpc::ServerContext*, const pb::ListSchedulesRequest*,
+                             pb::ListSchedulesResponse* resp) override {
+    for (const auto& st : s_.scheduler_->list()) {
+      auto* o = resp->add_schedules();
+      o->set_name(st.name);
+      o->set_cron(st.cron);
+      o->set_timezone(st.timezone.empty() ? "UTC" : st.timezone);
+      o->set_next_run_ms(st.next_run_ms);
+      o->set_missed(static_cast<uint32_t>(st.missed));
+      if (st.last_run) {
+        o->set_last_run_ms(st.last_run->due_ms);
+        o->set_last_sweep_id(st.last_run->sweep_id);
+        o->set_last_state(st.last_run->state);
+      }
+    }
+    return grpc::Status::OK;
+  }
+
  private:
   CoordinatorServer& s_;
 };
 
-CoordinatorServer::CoordinatorServer(CoordinatorOptions options, ResultStore& store)
-    : options_(std::move(options)), store_(store), runner_(registry_, options_.runner) {}
+CoordinatorServer::CoordinatorServer(CoordinatorOptions options, ResultStore& store,
+                                     SweepStore& sweeps, Clock& clock)
+    : options_(std::move(options)),
+      store_(store),
+      sweep_store_(sweeps),
+      clock_(clock),
+      writer_(store, ResultWriter::Options{}) {
+  SweepManagerOptions so = options_.sweeps;
+  so.executor.pair = options_.pair;
+  sweep_manager_ = std::make_unique<SweepManager>(registry_, clock_, sweep_store_, store_, writer_,
+                                                  codec_, options_.parse_config, so);
+  starter_ = std::make_unique<Starter>(*this);
+  log_ = std::make_unique<Log>(sweep_store_);
+  scheduler_ = std::make_unique<Scheduler>(clock_, *starter_, *log_, options_.schedules);
+}
 
 CoordinatorServer::~CoordinatorServer() {
   shutdown();
@@ -205,7 +391,11 @@ Result<int> CoordinatorServer::start() {
     for (const auto& w : *known) {
       pb::Inventory inv;
       (void)google::protobuf::util::JsonStringToMessage(w.inventory_json, &inv);
-      registry_.addKnown(w.name, inv, w.last_seen_ms);
+      WorkerStatus st;
+      st.name = w.name;
+      st.inventory = convert::fromProto(inv);
+      st.last_heartbeat_ms = w.last_seen_ms;
+      registry_.addKnown(std::move(st));
     }
   }
   worker_service_ = std::make_unique<WorkerServiceImpl>(*this);
@@ -225,6 +415,10 @@ Result<int> CoordinatorServer::start() {
                        "check --listen HOST:PORT: the address must be local and the port free");
   }
   monitor_ = std::thread([this] { monitor(); });
+  // Sweeps a previous coordinator left running resume once workers can reconnect.
+  sweep_manager_->resumeInterrupted();
+  // Runs missed while the coordinator was down are recorded as missed, then schedules arm.
+  scheduler_->start();
   return port;
 }
 
@@ -235,7 +429,10 @@ void CoordinatorServer::shutdown() {
     cv_.notify_all();
   }
   if (monitor_.joinable()) monitor_.join();
-  for (auto& e : registry_.list()) {
+  scheduler_->stop();
+  sweep_manager_->shutdown();
+  writer_.flush();
+  for (auto& e : registry_.entries()) {
     if (e.link) e.link->fail("(coordinator shutting down)");
   }
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -259,7 +456,7 @@ Status CoordinatorServer::storeResult(TestResult& result) {
 }
 
 std::vector<TestResult> CoordinatorServer::unstored() const {
-  std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mu_));
+  std::lock_guard<std::mutex> lock(mu_);
   return {unstored_.rbegin(), unstored_.rend()};
 }
 
@@ -280,13 +477,11 @@ void CoordinatorServer::monitor() {
     }
     lock.unlock();
     const int64_t cutoff =
-        nowUnixMs() - int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_misses;
-    for (const auto& e : registry_.stale(cutoff)) {
-      if (e.link) {
-        e.link->fail("(no heartbeat for " +
-                     std::to_string(options_.heartbeat_interval_ms * options_.heartbeat_misses) +
-                     " ms)");
-      }
+        clock_.unixMs() - int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_misses;
+    for (const auto& link : registry_.stale(cutoff)) {
+      link->fail("(no heartbeat for " +
+                 std::to_string(options_.heartbeat_interval_ms * options_.heartbeat_misses) +
+                 " ms)");
     }
     lock.lock();
   }

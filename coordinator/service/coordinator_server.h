@@ -1,6 +1,6 @@
 // The coordinator process: the gRPC services (WorkerService for workers, ControlService for
-// clients), the heartbeat monitor, and the results store. Results that cannot be stored (disk
-// full) are kept in memory and retried, never dropped while the process lives.
+// clients), the heartbeat monitor, the sweep manager and the results store. Results the store
+// refuses (disk full) are kept in memory and retried, never dropped while the process lives.
 #pragma once
 
 #include <atomic>
@@ -11,9 +11,15 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
+#include "common/pair_spec.h"
 #include "common/status.h"
-#include "coordinator/service/pair_runner.h"
+#include "coordinator/orchestrator/pair_test.h"
+#include "coordinator/orchestrator/scheduler.h"
+#include "coordinator/orchestrator/sweep_manager.h"
 #include "coordinator/service/registry.h"
+#include "coordinator/service/sweep_convert.h"
+#include "coordinator/store/result_writer.h"
 #include "coordinator/store/store.h"
 
 namespace grpc {
@@ -26,12 +32,20 @@ struct CoordinatorOptions {
   std::string listen = "127.0.0.1:7070";
   int heartbeat_interval_ms = 1000;
   int heartbeat_misses = 5;  // a worker silent for interval * misses is lost
-  PairRunnerOptions runner;
+  PairTestLimits limits;
+  PairTestOptions pair;
+  SweepManagerOptions sweeps;
+  SweepManager::ConfigParser parse_config;  // YAML -> ClusterConfig (coordinator/config)
+  // The coordinator's cluster config (--config): its thresholds judge every sweep that brings
+  // none of its own, and its schedules run on this coordinator.
+  std::string config_yaml;
+  std::vector<ScheduleConfig> schedules;
 };
 
 class CoordinatorServer {
  public:
-  CoordinatorServer(CoordinatorOptions options, ResultStore& store);
+  CoordinatorServer(CoordinatorOptions options, ResultStore& store, SweepStore& sweeps,
+                    Clock& clock);
   ~CoordinatorServer();
 
   // Starts listening; returns the bound port (the listen address may ask for port 0).
@@ -40,6 +54,8 @@ class CoordinatorServer {
   void wait();
 
   Registry& registry() { return registry_; }
+  SweepManager& sweeps() { return *sweep_manager_; }
+  Scheduler& scheduler() { return *scheduler_; }
   // Stores a result, or queues it for retry when the store fails. Returns the store's error.
   Status storeResult(TestResult& result);
   // Results not yet written to the store.
@@ -48,18 +64,27 @@ class CoordinatorServer {
  private:
   class WorkerServiceImpl;
   class ControlServiceImpl;
+  class Starter;
+  class Log;
   void monitor();
 
   const CoordinatorOptions options_;
   ResultStore& store_;
+  SweepStore& sweep_store_;
+  Clock& clock_;
   Registry registry_;
-  PairRunner runner_;
+  ResultWriter writer_;
+  convert::ProtoJsonSweepCodec codec_;
+  std::unique_ptr<SweepManager> sweep_manager_;
+  std::unique_ptr<Starter> starter_;
+  std::unique_ptr<Log> log_;
+  std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<ControlServiceImpl> control_service_;
   std::unique_ptr<grpc::Server> server_;
   std::thread monitor_;
   std::atomic<bool> stopping_{false};
-  std::mutex mu_;  // guards unstored_, and the monitor's wakeup
+  mutable std::mutex mu_;  // guards unstored_, and the monitor's wakeup
   std::condition_variable cv_;
   std::deque<TestResult> unstored_;
 };

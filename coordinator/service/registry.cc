@@ -2,16 +2,21 @@
 
 namespace gdrmesh {
 
-Status Registry::add(WorkerEntry entry) {
+Status Registry::add(WorkerStatus status, std::shared_ptr<WorkerLink> link) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = workers_.find(entry.name);
-  if (it != workers_.end() && it->second.online && it->second.link && !it->second.link->lost()) {
+  auto it = workers_.find(status.name);
+  if (it != workers_.end() && it->second.link && !it->second.link->lost()) {
     return invalidArgument(
-        "worker name '" + entry.name + "' is already registered by " + it->second.peer,
+        "worker name '" + status.name + "' is already registered by " + it->second.status->peer,
         "give each worker a unique --name");
   }
-  entry.online = true;
-  workers_[entry.name] = std::move(entry);
+  status.state = "online";
+  WorkerEntry e;
+  const std::string name = status.name;
+  e.status = std::make_shared<const WorkerStatus>(std::move(status));
+  e.channel = std::make_shared<GrpcWorkerChannel>(link);
+  e.link = std::move(link);
+  workers_[name] = std::move(e);
   return {};
 }
 
@@ -19,52 +24,76 @@ void Registry::remove(const std::string& name, const WorkerLink* link) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = workers_.find(name);
   if (it == workers_.end() || it->second.link.get() != link) return;
-  it->second.online = false;
+  auto s = std::make_shared<WorkerStatus>(*it->second.status);
+  s->state = "offline";
+  s->active_tests = 0;
+  it->second.status = std::move(s);
   it->second.link.reset();
-  it->second.active_tests = 0;
+  it->second.channel.reset();
 }
 
 void Registry::heartbeat(const std::string& name, int64_t unix_ms, uint32_t active_tests) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = workers_.find(name);
   if (it == workers_.end()) return;
-  it->second.last_heartbeat_ms = unix_ms;
-  it->second.active_tests = active_tests;
+  auto s = std::make_shared<WorkerStatus>(*it->second.status);
+  s->last_heartbeat_ms = unix_ms;
+  s->active_tests = active_tests;
+  it->second.status = std::move(s);
 }
 
-std::optional<WorkerEntry> Registry::get(const std::string& name) const {
+std::optional<WorkerEntry> Registry::entry(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = workers_.find(name);
   if (it == workers_.end()) return std::nullopt;
   return it->second;
 }
 
-std::vector<WorkerEntry> Registry::list() const {
+std::vector<WorkerEntry> Registry::entries() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<WorkerEntry> out;
+  out.reserve(workers_.size());
   for (const auto& [name, e] : workers_) out.push_back(e);
   return out;
 }
 
-std::vector<WorkerEntry> Registry::stale(int64_t cutoff_ms) const {
+std::vector<std::shared_ptr<WorkerLink>> Registry::stale(int64_t cutoff_ms) const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<WorkerEntry> out;
+  std::vector<std::shared_ptr<WorkerLink>> out;
   for (const auto& [name, e] : workers_) {
-    if (e.online && e.last_heartbeat_ms < cutoff_ms) out.push_back(e);
+    if (e.link && e.status->last_heartbeat_ms < cutoff_ms) out.push_back(e.link);
   }
   return out;
 }
 
-void Registry::addKnown(const std::string& name, const v1::Inventory& inventory,
-                        int64_t last_seen_ms) {
+void Registry::addKnown(WorkerStatus status) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (workers_.count(name) != 0) return;
+  if (workers_.count(status.name) != 0) return;
+  status.state = "offline";
   WorkerEntry e;
-  e.name = name;
-  e.online = false;
-  e.inventory = inventory;
-  e.last_heartbeat_ms = last_seen_ms;
+  const std::string name = status.name;
+  e.status = std::make_shared<const WorkerStatus>(std::move(status));
   workers_[name] = std::move(e);
+}
+
+std::vector<WorkerStatus> Registry::list() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<WorkerStatus> out;
+  out.reserve(workers_.size());
+  for (const auto& [name, e] : workers_) out.push_back(*e.status);
+  return out;
+}
+
+std::shared_ptr<const WorkerStatus> Registry::get(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = workers_.find(name);
+  return it == workers_.end() ? nullptr : it->second.status;
+}
+
+std::shared_ptr<WorkerChannel> Registry::channel(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = workers_.find(name);
+  return it == workers_.end() ? nullptr : it->second.channel;
 }
 
 }  // namespace gdrmesh

@@ -1,7 +1,8 @@
-// The coordinator's view of its workers: who is registered, their inventory, liveness, and the
-// link to send them commands. Workers that disconnect stay listed as offline.
+// The coordinator's view of its workers: who is registered, their inventory (converted to
+// domain types once, at registration), liveness, and their command channels. Workers that
+// disconnect stay listed as offline. It is the orchestrator's WorkerDirectory.
 //
-// Thread contract: thread-safe.
+// Thread contract: thread-safe. Snapshots handed out are immutable.
 #pragma once
 
 #include <cstdint>
@@ -14,35 +15,36 @@
 
 #include "common/inventory.h"
 #include "common/status.h"
+#include "coordinator/orchestrator/worker_channel.h"
+#include "coordinator/service/grpc_worker_channel.h"
 #include "coordinator/service/worker_link.h"
-#include "gdrmesh/v1/gdrmesh.pb.h"
 
 namespace gdrmesh {
 
 struct WorkerEntry {
-  std::string name;
-  bool online = false;
-  std::string peer;
-  int64_t connected_ms = 0;
-  int64_t last_heartbeat_ms = 0;
-  uint32_t active_tests = 0;
-  v1::Inventory inventory;
-  std::shared_ptr<WorkerLink> link;  // null when offline
+  std::shared_ptr<const WorkerStatus> status;  // never null
+  std::shared_ptr<WorkerLink> link;            // null when offline
+  std::shared_ptr<GrpcWorkerChannel> channel;  // null when offline
 };
 
-class Registry {
+class Registry final : public WorkerDirectory {
  public:
   // Adds an online worker. Refused (kInvalidArgument) when a worker of that name is online.
-  Status add(WorkerEntry entry);
+  Status add(WorkerStatus status, std::shared_ptr<WorkerLink> link);
   // Marks the worker offline if `link` is still its current link.
   void remove(const std::string& name, const WorkerLink* link);
   void heartbeat(const std::string& name, int64_t unix_ms, uint32_t active_tests);
-  std::optional<WorkerEntry> get(const std::string& name) const;
-  std::vector<WorkerEntry> list() const;
-  // Online workers whose last heartbeat is older than `cutoff_ms` (unix ms).
-  std::vector<WorkerEntry> stale(int64_t cutoff_ms) const;
+  std::optional<WorkerEntry> entry(const std::string& name) const;
+  std::vector<WorkerEntry> entries() const;
+  // Links of online workers whose last heartbeat is older than `cutoff_ms` (unix ms).
+  std::vector<std::shared_ptr<WorkerLink>> stale(int64_t cutoff_ms) const;
   // Remembers a worker known from the store (offline until it connects).
-  void addKnown(const std::string& name, const v1::Inventory& inventory, int64_t last_seen_ms);
+  void addKnown(WorkerStatus status);
+
+  // WorkerDirectory
+  std::vector<WorkerStatus> list() const override;
+  std::shared_ptr<const WorkerStatus> get(const std::string& name) const override;
+  std::shared_ptr<WorkerChannel> channel(const std::string& name) const override;
 
  private:
   mutable std::mutex mu_;  // guards workers_

@@ -1,79 +1,121 @@
 #include "coordinator/service/worker_link.h"
 
+#include <vector>
+
 #include "convert.h"
 
 namespace gdrmesh {
 
-WorkerLink::WorkerLink(std::string worker, Writer writer, std::function<void()> cancel_stream)
+WorkerLink::WorkerLink(std::string worker, Clock& clock, Writer writer,
+                       std::function<void()> cancel_stream)
     : worker_(std::move(worker)),
+      clock_(clock),
       writer_(std::move(writer)),
       cancel_stream_(std::move(cancel_stream)) {}
 
-std::shared_ptr<WorkerLink::Pending> WorkerLink::call(v1::CoordinatorCommand command) {
-  auto p = std::make_shared<Pending>();
-  std::lock_guard<std::mutex> lock(mu_);
-  p->request_id = next_id_++;
-  if (lost_reason_) {
-    p->done = true;
-    p->failure = unavailable("worker lost: " + worker_ + " " + *lost_reason_);
-    return p;
+void WorkerLink::call(v1::CoordinatorCommand command, Clock::TimePoint deadline, Callback done) {
+  uint64_t id = 0;
+  Status lost;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (lost_reason_) {
+      lost = unavailable("worker lost: " + worker_ + " " + *lost_reason_);
+    } else {
+      id = next_id_++;
+      Pending p;
+      p.done = std::move(done);
+      pending_.emplace(id, std::move(p));
+    }
   }
-  command.set_request_id(p->request_id);
-  pending_[p->request_id] = p;
+  if (!lost.ok()) {
+    done(lost);  // outside the lock: the callback may call again
+    return;
+  }
+  // The timer holds a weak reference: a link that is gone has nothing left to expire.
+  std::weak_ptr<WorkerLink> weak = weak_from_this();
+  Clock::TimerId timer = clock_.schedule(deadline, [weak, id] {
+    if (auto self = weak.lock()) self->expire(id);
+  });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(id);
+    if (it != pending_.end()) {
+      it->second.timer = timer;
+    } else {
+      clock_.cancel(timer);  // already answered
+    }
+  }
+  command.set_request_id(id);
   v1::CoordinatorMessage msg;
   *msg.mutable_command() = std::move(command);
-  // Writes are serialised by mu_: the stream allows one writer at a time.
-  if (!writer_(msg)) {
-    pending_.erase(p->request_id);
-    p->done = true;
-    p->failure = unavailable("worker lost: " + worker_ + " (stream write failed)");
+  bool written;
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    written = writer_(msg);
   }
-  return p;
+  if (!written) {
+    Callback cb;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = pending_.find(id);
+      if (it == pending_.end()) return;
+      cb = std::move(it->second.done);
+      clock_.cancel(it->second.timer);
+      pending_.erase(it);
+    }
+    cb(unavailable("worker lost: " + worker_ + " (stream write failed)"));
+  }
 }
 
-Result<v1::CommandReply> WorkerLink::wait(const std::shared_ptr<Pending>& p,
-                                          Clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_until(lock, deadline, [&] { return p->done; })) {
-    pending_.erase(p->request_id);
-    return Status(Code::kDeadlineExceeded,
-                  "worker " + worker_ + " did not answer before the deadline");
+void WorkerLink::expire(uint64_t request_id) {
+  Callback cb;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(request_id);
+    if (it == pending_.end()) return;
+    cb = std::move(it->second.done);
+    pending_.erase(it);
   }
-  if (!p->reply) return p->failure;
-  // The worker's own failure, with its code, message and fix.
-  if (!p->reply->status().ok()) return convert::fromProto(p->reply->status());
-  return *p->reply;
-}
-
-bool WorkerLink::ready(const std::shared_ptr<Pending>& p) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return p->done;
+  cb(Status(Code::kDeadlineExceeded, "worker " + worker_ + " did not answer before the deadline",
+            "check the worker's log; a worker that stops answering is declared lost after "
+            "its heartbeats stop"));
 }
 
 void WorkerLink::onReply(const v1::CommandReply& reply) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = pending_.find(reply.request_id());
-  if (it == pending_.end()) return;  // late reply to a call that timed out
-  it->second->reply = reply;
-  it->second->done = true;
-  pending_.erase(it);
-  cv_.notify_all();
+  Callback cb;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(reply.request_id());
+    if (it == pending_.end()) return;  // late reply to a call that timed out
+    cb = std::move(it->second.done);
+    clock_.cancel(it->second.timer);
+    pending_.erase(it);
+  }
+  if (!reply.status().ok()) {
+    cb(convert::fromProto(reply.status()));
+  } else {
+    cb(reply);
+  }
 }
 
 void WorkerLink::fail(const std::string& reason) {
+  std::vector<Callback> failed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (lost_reason_) return;
     lost_reason_ = reason;
     for (auto& [id, p] : pending_) {
-      p->done = true;
-      p->failure = unavailable("worker lost: " + worker_ + " " + reason);
+      clock_.cancel(p.timer);
+      failed.push_back(std::move(p.done));
     }
     pending_.clear();
-    cv_.notify_all();
   }
-  std::lock_guard<std::mutex> lock(cancel_mu_);
-  if (cancel_stream_) cancel_stream_();
+  {
+    std::lock_guard<std::mutex> lock(cancel_mu_);
+    if (cancel_stream_) cancel_stream_();
+  }
+  const Status st = unavailable("worker lost: " + worker_ + " " + reason);
+  for (auto& cb : failed) cb(st);
 }
 
 void WorkerLink::detachStream() {
@@ -84,6 +126,11 @@ void WorkerLink::detachStream() {
 bool WorkerLink::lost() const {
   std::lock_guard<std::mutex> lock(mu_);
   return lost_reason_.has_value();
+}
+
+size_t WorkerLink::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_.size();
 }
 
 }  // namespace gdrmesh

@@ -1,13 +1,13 @@
-// One registered worker's command channel: sends CoordinatorCommands down the worker's stream
-// and matches the CommandReplies coming back. When the worker is lost (stream ended, heartbeat
-// timeout) every pending and future call fails at once with "worker lost".
+// One registered worker's command channel on the wire: sends CoordinatorCommands down the
+// worker's stream and matches the CommandReplies coming back, asynchronously. Each call's
+// callback runs exactly once: with the reply, with "worker lost" when the stream is gone, or
+// with kDeadlineExceeded at the deadline (a timer on the injected clock; nobody polls).
 //
-// Thread contract: thread-safe. call() and wait() from any thread; onReply()/fail() from the
-// stream's handler thread or the heartbeat monitor.
+// Thread contract: thread-safe. call() from any thread; onReply()/fail() from the stream's
+// handler thread or the heartbeat monitor. Callbacks run without the link's lock held, on the
+// thread that delivered the outcome (or inline in call() when the worker is already lost).
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -16,28 +16,24 @@
 #include <optional>
 #include <string>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "gdrmesh/v1/gdrmesh.pb.h"
 
 namespace gdrmesh {
 
-class WorkerLink {
+class WorkerLink : public std::enable_shared_from_this<WorkerLink> {
  public:
-  using Clock = std::chrono::steady_clock;
-  // Writes one message on the worker's stream; false when the stream is broken.
+  // Writes one message on the worker's stream; false when the stream is broken. Called with
+  // the link's write lock held: one writer at a time.
   using Writer = std::function<bool(const v1::CoordinatorMessage&)>;
+  using Callback = std::function<void(Result<v1::CommandReply>)>;
 
-  WorkerLink(std::string worker, Writer writer, std::function<void()> cancel_stream);
+  WorkerLink(std::string worker, Clock& clock, Writer writer, std::function<void()> cancel_stream);
 
-  struct Pending;
-  // Sends a command (request_id is assigned here). The reply is collected with wait().
-  std::shared_ptr<Pending> call(v1::CoordinatorCommand command);
-  // Waits for the reply until the deadline. Errors: worker lost (kUnavailable), deadline
-  // (kDeadlineExceeded), or the worker's own failure Status from the reply.
-  Result<v1::CommandReply> wait(const std::shared_ptr<Pending>& pending,
-                                Clock::time_point deadline);
-  // Non-blocking: true when the reply (or a failure) is in.
-  bool ready(const std::shared_ptr<Pending>& pending);
+  // Sends a command (request_id is assigned here). A reply with a failed CommandStatus is
+  // delivered as that Status (the worker's code, message and fix).
+  void call(v1::CoordinatorCommand command, Clock::TimePoint deadline, Callback done);
 
   void onReply(const v1::CommandReply& reply);
   // Marks the worker lost: fails every pending call and cancels the stream.
@@ -46,24 +42,25 @@ class WorkerLink {
   // Forgets the stream (its handler is returning): later fail() calls no longer touch it.
   void detachStream();
   const std::string& worker() const { return worker_; }
+  size_t pending() const;
 
  private:
+  struct Pending {
+    Callback done;
+    Clock::TimerId timer = 0;
+  };
+  void expire(uint64_t request_id);
+
   const std::string worker_;
+  Clock& clock_;
   Writer writer_;
   std::function<void()> cancel_stream_;
-  mutable std::mutex mu_;  // guards next_id_, pending_, lost_reason_, and writes
-  std::condition_variable cv_;
+  mutable std::mutex mu_;  // guards next_id_, pending_, lost_reason_
   uint64_t next_id_ = 1;
-  std::map<uint64_t, std::shared_ptr<Pending>> pending_;
+  std::map<uint64_t, Pending> pending_;
   std::optional<std::string> lost_reason_;
+  std::mutex write_mu_;   // serialises writes on the stream
   std::mutex cancel_mu_;  // guards cancel_stream_
-};
-
-struct WorkerLink::Pending {
-  uint64_t request_id = 0;
-  bool done = false;
-  std::optional<v1::CommandReply> reply;
-  Status failure;  // set when done without a reply
 };
 
 }  // namespace gdrmesh

@@ -105,12 +105,55 @@ CREATE TABLE workers (
 ))sql";
 
 // ---------------------------------------------------------------------------------------------
+// Migration 2: sweeps, their progress markers, schedule history; results.plan_index; indexes
+// that hand rows to every query in its ORDER BY (newest first), so nothing is sorted.
+const char* const kCreateSweeps = R"sql(
+CREATE TABLE sweeps (
+  id TEXT PRIMARY KEY,
+  state TEXT NOT NULL,
+  pattern TEXT NOT NULL,
+  name TEXT NOT NULL,
+  spec_json TEXT NOT NULL,
+  plan_json TEXT NOT NULL,
+  report_json TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL,
+  tests_total INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  verdict TEXT NOT NULL
+))sql";
+
+// One row per started planned test; a re-run of the same plan index replaces it.
+const char* const kCreateSweepTestStarts = R"sql(
+CREATE TABLE sweep_test_starts (
+  sweep_id TEXT NOT NULL REFERENCES sweeps (id) ON DELETE CASCADE,
+  plan_index INTEGER NOT NULL,
+  test_id TEXT NOT NULL,
+  started_ms INTEGER NOT NULL,
+  PRIMARY KEY (sweep_id, plan_index)
+))sql";
+
+// Append-only history of schedule firings.
+const char* const kCreateScheduleRuns = R"sql(
+CREATE TABLE schedule_runs (
+  id INTEGER PRIMARY KEY,
+  schedule TEXT NOT NULL,
+  due_ms INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  sweep_id TEXT NOT NULL,
+  recorded_ms INTEGER NOT NULL,
+  detail TEXT NOT NULL
+))sql";
+
+// ---------------------------------------------------------------------------------------------
 // One list of the results columns, walked by three visitors (names, binding, reading), so the
 // INSERT, the SELECT and the struct cannot drift apart.
 template <typename R, typename V>
 void visitResultColumns(R& r, V& v) {
   v.field("test_id", r.test_id);
   v.field("run_id", r.run_id);
+  v.field("plan_index", r.plan_index);  // migration 2
   v.field("started_ms", r.started_ms);
   v.field("finished_ms", r.finished_ms);
   v.field("op", r.op);
@@ -176,6 +219,25 @@ void visitResultColumns(R& r, V& v) {
   v.field("reason", r.reason);
 }
 
+// The sweeps columns, in the same way. `id` must stay first and `created_ms` is never updated
+// (updateSweepSql relies on both).
+template <typename R, typename V>
+void visitSweepColumns(R& s, V& v) {
+  v.field("id", s.id);
+  v.field("state", s.state);
+  v.field("pattern", s.pattern);
+  v.field("name", s.name);
+  v.field("spec_json", s.spec_json);
+  v.field("plan_json", s.plan_json);
+  v.field("report_json", s.report_json);
+  v.field("created_ms", s.created_ms);
+  v.field("started_ms", s.started_ms);
+  v.field("finished_ms", s.finished_ms);
+  v.field("tests_total", s.tests_total);
+  v.field("reason", s.reason);
+  v.field("verdict", s.verdict);
+}
+
 bool parseEnum(std::string_view s, Op* out) {
   auto v = parseOp(s);
   if (v) *out = *v;
@@ -228,6 +290,16 @@ const std::vector<std::string>& resultColumns() {
   return kColumns;
 }
 
+const std::vector<std::string>& sweepColumns() {
+  static const std::vector<std::string> kColumns = [] {
+    ColumnNames n;
+    const SweepRecord r;
+    visitSweepColumns(r, n);
+    return n.names;
+  }();
+  return kColumns;
+}
+
 std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -248,6 +320,36 @@ const std::string& insertResultSql() {
     std::vector<std::string> params(resultColumns().size(), "?");
     return "INSERT INTO results (" + join(resultColumns(), ", ") + ") VALUES (" +
            join(params, ", ") + ")";
+  }();
+  return kSql;
+}
+
+// "rowid, id, state, ...": column 0 is the row id (ties in created_ms: the later insertion first).
+const std::string& selectSweepColumns() {
+  static const std::string kSelect = "rowid, " + join(sweepColumns(), ", ");
+  return kSelect;
+}
+
+const std::string& insertSweepSql() {
+  static const std::string kSql = [] {
+    std::vector<std::string> params(sweepColumns().size(), "?");
+    return "INSERT INTO sweeps (" + join(sweepColumns(), ", ") + ") VALUES (" + join(params, ", ") +
+           ")";
+  }();
+  return kSql;
+}
+
+// "UPDATE sweeps SET state = ?2, ... WHERE id = ?1": parameter k is the k-th visited column, so
+// the Binder binds it as it binds the INSERT; created_ms (bound, unused) is left alone.
+const std::string& updateSweepSql() {
+  static const std::string kSql = [] {
+    std::vector<std::string> sets;
+    const std::vector<std::string>& cols = sweepColumns();
+    for (size_t i = 1; i < cols.size(); ++i) {
+      if (cols[i] == "created_ms") continue;
+      sets.push_back(cols[i] + " = ?" + std::to_string(i + 1));
+    }
+    return "UPDATE sweeps SET " + join(sets, ", ") + " WHERE " + cols[0] + " = ?1";
   }();
   return kSql;
 }
@@ -393,6 +495,28 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
            "CREATE INDEX results_target_worker ON results (target_worker)",
            kCreateWorkers,
        }},
+      {2,
+       "sweeps, schedule runs, results.plan_index, ordered indexes",
+       {
+           "ALTER TABLE results ADD COLUMN plan_index INTEGER NOT NULL DEFAULT -1",
+           // Single-column indexes replaced by (filter, started_ms): rows come out in the order
+           // queryResults lists them (the row id is the implicit last key of every index).
+           "DROP INDEX results_run_id",
+           "DROP INDEX results_status",
+           "DROP INDEX results_initiator_worker",
+           "DROP INDEX results_target_worker",
+           "CREATE INDEX results_run_plan ON results (run_id, plan_index)",
+           "CREATE INDEX results_run_started ON results (run_id, started_ms)",
+           "CREATE INDEX results_status_started ON results (status, started_ms)",
+           "CREATE INDEX results_initiator_started ON results (initiator_worker, started_ms)",
+           "CREATE INDEX results_target_started ON results (target_worker, started_ms)",
+           kCreateSweeps,
+           "CREATE INDEX sweeps_created_ms ON sweeps (created_ms)",
+           "CREATE INDEX sweeps_state_created_ms ON sweeps (state, created_ms)",
+           kCreateSweepTestStarts,
+           kCreateScheduleRuns,
+           "CREATE INDEX schedule_runs_schedule_due ON schedule_runs (schedule, due_ms)",
+       }},
   };
   return kMigrations;
 }
@@ -401,12 +525,19 @@ int SqliteStore::latestSchemaVersion() {
   return sqliteSchemaMigrations().back().version;
 }
 
-SqliteStore::SqliteStore(std::string path, DbPtr db) : path_(std::move(path)), db_(std::move(db)) {}
+SqliteStore::SqliteStore(std::string path, DbPtr db) : path_(std::move(path)) {
+  writer_.db = std::move(db);
+}
 
 SqliteStore::~SqliteStore() {
-  std::lock_guard<std::mutex> lock(mu_);
-  stmts_.clear();  // finalize before the connection closes
-  db_.reset();
+  if (reader_) {
+    std::lock_guard<std::mutex> lock(reader_->mu);
+    reader_->stmts.clear();  // finalize before the connection closes
+    reader_->db.reset();
+  }
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  writer_.stmts.clear();
+  writer_.db.reset();
 }
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path) {
@@ -455,20 +586,21 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   DbPtr db(raw);
   std::unique_ptr<SqliteStore> store(new SqliteStore(path, std::move(db)));
-  std::lock_guard<std::mutex> lock(store->mu_);
+  store->on_query_row_ = options.on_query_row_for_testing;
+  std::lock_guard<std::mutex> lock(store->writer_.mu);
   if (rc != SQLITE_OK) {
-    if (!store->db_) {
+    if (!store->writer_.db) {
       return Status(Code::kResourceExhausted, "out of memory opening database " + path);
     }
-    return store->error(rc, "open");
+    return store->error(store->writer_, rc, "open");
   }
   GDR_RETURN_IF_ERROR(store->configure(options));
   return store;
 }
 
 Status SqliteStore::configure(const SqliteStoreOptions& options) {
-  sqlite3_extended_result_codes(db_.get(), 1);
-  sqlite3_busy_timeout(db_.get(), options.busy_timeout_ms);
+  sqlite3_extended_result_codes(writer_.db.get(), 1);
+  sqlite3_busy_timeout(writer_.db.get(), options.busy_timeout_ms);
   const std::vector<SqliteMigration>& migrations =
       options.migrations ? *options.migrations : sqliteSchemaMigrations();
   for (size_t i = 0; i < migrations.size(); ++i) {
@@ -483,11 +615,12 @@ Status SqliteStore::configure(const SqliteStoreOptions& options) {
   // Read-only checks first, so a file that is not ours is never modified. The first read of
   // the header is also where "not a database" shows up.
   GDR_ASSIGN_OR_RETURN(const int64_t app_id,
-                       queryInt("read application_id", "PRAGMA application_id"));
-  GDR_ASSIGN_OR_RETURN(const int64_t version, queryInt("read user_version", "PRAGMA user_version"));
+                       queryInt(writer_, "read application_id", "PRAGMA application_id"));
+  GDR_ASSIGN_OR_RETURN(const int64_t version,
+                       queryInt(writer_, "read user_version", "PRAGMA user_version"));
   GDR_ASSIGN_OR_RETURN(
       const int64_t tables,
-      queryInt("count tables",
+      queryInt(writer_, "count tables",
                "SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'"));
   if (app_id != 0 && app_id != kApplicationId) {
     return failedPrecondition("database " + path_ +
@@ -509,7 +642,7 @@ Status SqliteStore::configure(const SqliteStoreOptions& options) {
   }
 
   GDR_ASSIGN_OR_RETURN(const std::string mode,
-                       queryText("set journal_mode", "PRAGMA journal_mode = WAL"));
+                       queryText(writer_, "set journal_mode", "PRAGMA journal_mode = WAL"));
   const bool in_memory = path_ == ":memory:";
   if (!in_memory && mode != "wal") {
     return failedPrecondition("could not switch database " + path_ + " to WAL mode (journal " +
@@ -517,20 +650,41 @@ Status SqliteStore::configure(const SqliteStoreOptions& options) {
                               "put the database on a local filesystem that supports shared " +
                                   std::string("memory (not NFS)"));
   }
-  GDR_RETURN_IF_ERROR(execOnce("set synchronous", "PRAGMA synchronous = NORMAL"));
-  GDR_RETURN_IF_ERROR(execOnce("set foreign_keys", "PRAGMA foreign_keys = ON"));
-  return migrate(migrations);
+  GDR_RETURN_IF_ERROR(execOnce(writer_, "set synchronous", "PRAGMA synchronous = NORMAL"));
+  GDR_RETURN_IF_ERROR(execOnce(writer_, "set foreign_keys", "PRAGMA foreign_keys = ON"));
+  GDR_RETURN_IF_ERROR(migrate(migrations));
+  return openReader(options);
+}
+
+Status SqliteStore::openReader(const SqliteStoreOptions& options) {
+  if (path_ == ":memory:") return Status();  // a second connection would be another database
+  auto conn = std::make_unique<Conn>();
+  sqlite3* raw = nullptr;
+  const int rc =
+      sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, nullptr);
+  conn->db.reset(raw);
+  if (!conn->db) return Status(Code::kResourceExhausted, "out of memory opening database " + path_);
+  if (rc != SQLITE_OK) return error(*conn, rc, "open read-only connection");
+  sqlite3_extended_result_codes(conn->db.get(), 1);
+  // A WAL reader waits only while the writer checkpoints or recovers the WAL.
+  sqlite3_busy_timeout(conn->db.get(), options.busy_timeout_ms);
+  // The first read proves the connection works (and sees the migrated schema).
+  std::lock_guard<std::mutex> lock(conn->mu);
+  Result<int64_t> version = queryInt(*conn, "read user_version", "PRAGMA user_version");
+  if (!version.ok()) return version.status().withContext("read-only connection");
+  reader_ = std::move(conn);
+  return Status();
 }
 
 Status SqliteStore::migrate(const std::vector<SqliteMigration>& migrations) {
   for (const SqliteMigration& m : migrations) {
     GDR_ASSIGN_OR_RETURN(const int64_t current,
-                         queryInt("read user_version", "PRAGMA user_version"));
+                         queryInt(writer_, "read user_version", "PRAGMA user_version"));
     if (current >= m.version) continue;
     Status s = applyMigration(m);
     if (!s.ok()) {
       return s.withContext("schema migration " + std::to_string(m.version) + " (" + m.name +
-                           ") of " + path_ + ": ");
+                           ") of " + path_);
     }
   }
   return Status();
@@ -539,21 +693,22 @@ Status SqliteStore::migrate(const std::vector<SqliteMigration>& migrations) {
 Status SqliteStore::applyMigration(const SqliteMigration& m) {
   GDR_RETURN_IF_ERROR(begin());
   // Another process may have migrated between our check and our write lock: look again.
-  Result<int64_t> current = queryInt("read user_version", "PRAGMA user_version");
+  Result<int64_t> current = queryInt(writer_, "read user_version", "PRAGMA user_version");
   if (!current.ok()) {
     rollbackQuietly();
     return current.status();
   }
   if (*current >= m.version) return commit();
   for (const std::string& sql : m.statements) {
-    Status s = execOnce("migration " + std::to_string(m.version), sql);
+    Status s = execOnce(writer_, "migration " + std::to_string(m.version), sql);
     if (!s.ok()) {
       rollbackQuietly();
       return s;
     }
   }
   // PRAGMA takes no bound parameters; the value is our own integer constant, not input.
-  Status s = execOnce("set user_version", "PRAGMA user_version = " + std::to_string(m.version));
+  Status s =
+      execOnce(writer_, "set user_version", "PRAGMA user_version = " + std::to_string(m.version));
   if (!s.ok()) {
     rollbackQuietly();
     return s;
@@ -561,82 +716,84 @@ Status SqliteStore::applyMigration(const SqliteMigration& m) {
   return commit();
 }
 
-Result<sqlite3_stmt*> SqliteStore::statement(const std::string& name, const std::string& sql) {
-  auto it = stmts_.find(name);
-  if (it != stmts_.end()) return it->second.get();
+Result<sqlite3_stmt*> SqliteStore::statement(Conn& c, const std::string& name,
+                                             const std::string& sql) {
+  auto it = c.stmts.find(name);
+  if (it != c.stmts.end()) return it->second.get();
   sqlite3_stmt* raw = nullptr;
-  const int rc = sqlite3_prepare_v3(db_.get(), sql.c_str(), static_cast<int>(sql.size() + 1),
+  const int rc = sqlite3_prepare_v3(c.db.get(), sql.c_str(), static_cast<int>(sql.size() + 1),
                                     SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
   StmtPtr s(raw);
-  if (rc != SQLITE_OK) return error(rc, "prepare " + name);
+  if (rc != SQLITE_OK) return error(c, rc, "prepare " + name);
   if (!s) return internalError("statement " + name + " is empty");
   sqlite3_stmt* out = s.get();
-  stmts_.emplace(name, std::move(s));
+  c.stmts.emplace(name, std::move(s));
   return out;
 }
 
-Status SqliteStore::execOnce(const std::string& name, const std::string& sql) {
+Status SqliteStore::execOnce(Conn& c, const std::string& name, const std::string& sql) {
   sqlite3_stmt* raw = nullptr;
-  const int rc = sqlite3_prepare_v3(db_.get(), sql.c_str(), static_cast<int>(sql.size() + 1), 0,
+  const int rc = sqlite3_prepare_v3(c.db.get(), sql.c_str(), static_cast<int>(sql.size() + 1), 0,
                                     &raw, nullptr);
   StmtPtr s(raw);
-  if (rc != SQLITE_OK) return error(rc, "prepare " + name);
+  if (rc != SQLITE_OK) return error(c, rc, "prepare " + name);
   if (!s) return Status();
   int step;
   while ((step = sqlite3_step(s.get())) == SQLITE_ROW) {
   }
-  if (step != SQLITE_DONE) return error(step, name);
+  if (step != SQLITE_DONE) return error(c, step, name);
   return Status();
 }
 
-Result<int64_t> SqliteStore::queryInt(const std::string& name, const std::string& sql) {
-  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(name, sql));
+Result<int64_t> SqliteStore::queryInt(Conn& c, const std::string& name, const std::string& sql) {
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(c, name, sql));
   StmtScope scope(s);
   const int rc = sqlite3_step(s);
-  if (rc != SQLITE_ROW) return error(rc == SQLITE_DONE ? SQLITE_INTERNAL : rc, name);
+  if (rc != SQLITE_ROW) return error(c, rc == SQLITE_DONE ? SQLITE_INTERNAL : rc, name);
   return static_cast<int64_t>(sqlite3_column_int64(s, 0));
 }
 
-Result<std::string> SqliteStore::queryText(const std::string& name, const std::string& sql) {
-  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(name, sql));
+Result<std::string> SqliteStore::queryText(Conn& c, const std::string& name,
+                                           const std::string& sql) {
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(c, name, sql));
   StmtScope scope(s);
   const int rc = sqlite3_step(s);
-  if (rc != SQLITE_ROW) return error(rc == SQLITE_DONE ? SQLITE_INTERNAL : rc, name);
+  if (rc != SQLITE_ROW) return error(c, rc == SQLITE_DONE ? SQLITE_INTERNAL : rc, name);
   return columnText(s, 0);
 }
 
 Status SqliteStore::begin() {
-  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement("begin", "BEGIN IMMEDIATE"));
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(writer_, "begin", "BEGIN IMMEDIATE"));
   StmtScope scope(s);
   const int rc = sqlite3_step(s);
-  return rc == SQLITE_DONE ? Status() : error(rc, "begin");
+  return rc == SQLITE_DONE ? Status() : error(writer_, rc, "begin");
 }
 
 Status SqliteStore::commit() {
-  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement("commit", "COMMIT"));
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(writer_, "commit", "COMMIT"));
   Status st;
   {
     StmtScope scope(s);  // reset before the ROLLBACK below
     const int rc = sqlite3_step(s);
     if (rc == SQLITE_DONE) return Status();
-    st = error(rc, "commit");
+    st = error(writer_, rc, "commit");
   }
   rollbackQuietly();
   return st;
 }
 
 void SqliteStore::rollbackQuietly() noexcept {
-  if (sqlite3_get_autocommit(db_.get())) return;  // SQLite already rolled back (e.g. FULL)
-  Result<sqlite3_stmt*> s = statement("rollback", "ROLLBACK");
+  if (sqlite3_get_autocommit(writer_.db.get())) return;  // already rolled back (e.g. FULL)
+  Result<sqlite3_stmt*> s = statement(writer_, "rollback", "ROLLBACK");
   if (!s.ok()) return;
   StmtScope scope(*s);
   (void)sqlite3_step(*s);
 }
 
-Status SqliteStore::error(int rc, const std::string& what) const {
+Status SqliteStore::error(const Conn& c, int rc, const std::string& what) const {
   const int primary = rc & 0xff;
-  const std::string msg = sqlite3_errmsg(db_.get());
-  const int sys = sqlite3_system_errno(db_.get());
+  const std::string msg = sqlite3_errmsg(c.db.get());
+  const int sys = sqlite3_system_errno(c.db.get());
   const std::string detail =
       what + ": " + msg + " [" + sqlite3_errstr(rc) + ", code " + std::to_string(rc) + "]";
   if (primary == SQLITE_FULL || (primary == SQLITE_IOERR && sys == ENOSPC)) {
@@ -687,7 +844,10 @@ Status SqliteStore::error(int rc, const std::string& what) const {
   }
 }
 
-Result<int64_t> SqliteStore::insertResult(const TestResult& result) {
+namespace {
+
+// A result the store refuses before touching SQLite.
+Status checkInsertable(const TestResult& result) {
   if (result.test_id.empty()) {
     return invalidArgument("result.test_id is empty", "every stored result needs a unique id");
   }
@@ -699,36 +859,74 @@ Result<int64_t> SqliteStore::insertResult(const TestResult& result) {
         "result " + result.test_id + ": reg_path 'auto' is a request, not a path that ran",
         "store the registration path the transport actually used");
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement("insert_result", insertResultSql()));
+  if (result.plan_index < -1) {
+    return invalidArgument("result " + result.test_id + ": plan_index " +
+                               std::to_string(result.plan_index) + " is negative",
+                           "use the test's index in its sweep plan, or -1 outside sweeps");
+  }
+  return Status();
+}
+
+std::string rowOf(size_t i, size_t n, const TestResult& r) {
+  return "result " + std::to_string(i + 1) + " of " + std::to_string(n) + " (test_id '" +
+         r.test_id + "'; none of the " + std::to_string(n) + " was stored)";
+}
+
+}  // namespace
+
+Result<int64_t> SqliteStore::insertResult(const TestResult& result) {
+  GDR_RETURN_IF_ERROR(checkInsertable(result));
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_ASSIGN_OR_RETURN(std::vector<int64_t> ids, insertLocked(&result, 1));
+  return ids.front();
+}
+
+Result<std::vector<int64_t>> SqliteStore::insertResults(const std::vector<TestResult>& results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    Status s = checkInsertable(results[i]);
+    if (!s.ok()) {
+      return results.size() == 1 ? s : s.withContext(rowOf(i, results.size(), results[i]));
+    }
+  }
+  if (results.empty()) return std::vector<int64_t>();
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  return insertLocked(results.data(), results.size());
+}
+
+Result<std::vector<int64_t>> SqliteStore::insertLocked(const TestResult* rows, size_t n) {
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(writer_, "insert_result", insertResultSql()));
   GDR_RETURN_IF_ERROR(begin());
-  int rc;
-  std::string what = "insert_result";
-  Status failure;
-  {
-    StmtScope scope(s);  // reset before any ROLLBACK below
-    Binder binder(s);
-    visitResultColumns(result, binder);
-    rc = binder.rc();
-    if (rc != SQLITE_OK) {
-      what += " (bind " + std::string(binder.failedColumn()) + ")";
-    } else {
-      rc = sqlite3_step(s);
+  std::vector<int64_t> ids;
+  ids.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const TestResult& result = rows[i];
+    Status failure;
+    {
+      StmtScope scope(s);  // reset before any ROLLBACK below
+      Binder binder(s);
+      visitResultColumns(result, binder);
+      int rc = binder.rc();
+      std::string what = "insert_result";
+      if (rc != SQLITE_OK) {
+        what += " (bind " + std::string(binder.failedColumn()) + ")";
+      } else {
+        rc = sqlite3_step(s);
+      }
+      if (rc == SQLITE_CONSTRAINT_UNIQUE) {
+        failure = invalidArgument("test_id '" + result.test_id + "' is already stored in " + path_,
+                                  "test ids are unique: give each test its own id");
+      } else if (rc != SQLITE_DONE) {
+        failure = error(writer_, rc, what);
+      }
     }
-    if (rc == SQLITE_CONSTRAINT_UNIQUE) {
-      failure = invalidArgument("test_id '" + result.test_id + "' is already stored in " + path_,
-                                "test ids are unique: give each test its own id");
-    } else if (rc != SQLITE_DONE) {
-      failure = error(rc, what);
+    if (!failure.ok()) {
+      rollbackQuietly();
+      return n == 1 ? failure : failure.withContext(rowOf(i, n, result));
     }
+    ids.push_back(sqlite3_last_insert_rowid(writer_.db.get()));
   }
-  if (!failure.ok()) {
-    rollbackQuietly();
-    return failure;
-  }
-  const int64_t id = sqlite3_last_insert_rowid(db_.get());
   GDR_RETURN_IF_ERROR(commit());
-  return id;
+  return ids;
 }
 
 namespace {
@@ -749,27 +947,49 @@ Result<TestResult> readRow(sqlite3_stmt* s, const std::string& path) {
 
 }  // namespace
 
-Result<std::vector<TestResult>> SqliteStore::queryResults(const ResultQuery& query) {
-  // One fixed statement text per combination of filters present (at most 8, each cached): no
-  // values in the SQL, and the planner can use the worker/status/run_id indexes.
-  std::string name = "query_results";
-  std::string sql = "SELECT " + selectColumns() + " FROM results WHERE started_ms >= :since";
-  if (!query.worker.empty()) {
-    name += "+worker";
-    sql += " AND (initiator_worker = :worker OR target_worker = :worker)";
-  }
+namespace {
+
+struct QuerySql {
+  std::string name;
+  std::string sql;
+};
+
+// One fixed statement text per combination of filters present (at most 8, each cached): no
+// values in the SQL. Every combination is answered in ORDER BY order straight from an index
+// (started_ms, or (filter, started_ms), with the row id as the implicit last key), so SQLite
+// stops after `limit` rows instead of sorting every match; SqliteStoreTest checks the plans.
+QuerySql queryResultsSql(const ResultQuery& query) {
+  QuerySql q{"query_results", ""};
+  std::string filters = "started_ms >= :since";
   if (query.status) {
-    name += "+status";
-    sql += " AND status = :status";
+    q.name += "+status";
+    filters += " AND status = :status";
   }
   if (!query.run_id.empty()) {
-    name += "+run";
-    sql += " AND run_id = :run";
+    q.name += "+run";
+    filters += " AND run_id = :run";
   }
-  sql += " ORDER BY started_ms DESC, id DESC LIMIT :limit";
+  const std::string select = "SELECT " + selectColumns() + " FROM results WHERE ";
+  if (query.worker.empty()) {
+    q.sql = select + filters;
+  } else {
+    // "initiator or target" as two ordered halves merged (an OR would collect the row ids of
+    // both indexes and sort them). A test from a worker to itself is listed once.
+    q.name += "+worker";
+    q.sql = select + "initiator_worker = :worker AND " + filters + " UNION ALL " + select +
+            "target_worker = :worker AND initiator_worker <> :worker AND " + filters;
+  }
+  q.sql += " ORDER BY started_ms DESC, id DESC LIMIT :limit";
+  return q;
+}
 
-  std::lock_guard<std::mutex> lock(mu_);
-  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(name, sql));
+}  // namespace
+
+Result<std::vector<TestResult>> SqliteStore::queryResults(const ResultQuery& query) {
+  const QuerySql q = queryResultsSql(query);
+  Conn& c = reader();
+  std::lock_guard<std::mutex> lock(c.mu);
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(c, q.name, q.sql));
   StmtScope scope(s);
   int rc = bindInt(s, ":since", query.since_ms);
   if (rc == SQLITE_OK && !query.worker.empty()) rc = bindText(s, ":worker", query.worker);
@@ -777,27 +997,47 @@ Result<std::vector<TestResult>> SqliteStore::queryResults(const ResultQuery& que
   if (rc == SQLITE_OK && !query.run_id.empty()) rc = bindText(s, ":run", query.run_id);
   // limit 0 means no limit (LIMIT -1 in SQLite).
   if (rc == SQLITE_OK) rc = bindInt(s, ":limit", query.limit == 0 ? -1 : int64_t{query.limit});
-  if (rc != SQLITE_OK) return error(rc, name + " (bind)");
+  if (rc != SQLITE_OK) return error(c, rc, q.name + " (bind)");
   std::vector<TestResult> out;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
     GDR_ASSIGN_OR_RETURN(TestResult r, readRow(s, path_));
     out.push_back(std::move(r));
+    if (on_query_row_) on_query_row_();
   }
-  if (rc != SQLITE_DONE) return error(rc, name);
+  if (rc != SQLITE_DONE) return error(c, rc, q.name);
+  return out;
+}
+
+Result<std::vector<std::string>> SqliteStore::explainQueryResultsForTesting(
+    const ResultQuery& query) {
+  const QuerySql q = queryResultsSql(query);
+  Conn& c = reader();
+  std::lock_guard<std::mutex> lock(c.mu);
+  // Not cached: a test helper. EXPLAIN QUERY PLAN needs no bound values.
+  const std::string sql = "EXPLAIN QUERY PLAN " + q.sql;
+  sqlite3_stmt* raw = nullptr;
+  const int prc = sqlite3_prepare_v2(c.db.get(), sql.c_str(), -1, &raw, nullptr);
+  StmtPtr s(raw);
+  if (prc != SQLITE_OK) return error(c, prc, "prepare explain " + q.name);
+  std::vector<std::string> out;
+  int rc;
+  while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) out.push_back(columnText(s.get(), 3));
+  if (rc != SQLITE_DONE) return error(c, rc, "explain " + q.name);
   return out;
 }
 
 Result<std::optional<TestResult>> SqliteStore::getResult(const std::string& test_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Conn& c = reader();
+  std::lock_guard<std::mutex> lock(c.mu);
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
-      statement("get_result", "SELECT " + selectColumns() + " FROM results WHERE test_id = ?1"));
+      statement(c, "get_result", "SELECT " + selectColumns() + " FROM results WHERE test_id = ?1"));
   StmtScope scope(s);
   int rc = sqlite3_bind_text64(s, 1, test_id.data(), test_id.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
-  if (rc != SQLITE_OK) return error(rc, "get_result (bind)");
+  if (rc != SQLITE_OK) return error(c, rc, "get_result (bind)");
   rc = sqlite3_step(s);
   if (rc == SQLITE_DONE) return std::optional<TestResult>();
-  if (rc != SQLITE_ROW) return error(rc, "get_result");
+  if (rc != SQLITE_ROW) return error(c, rc, "get_result");
   GDR_ASSIGN_OR_RETURN(TestResult r, readRow(s, path_));
   return std::optional<TestResult>(std::move(r));
 }
@@ -806,12 +1046,12 @@ Status SqliteStore::upsertWorker(const WorkerRecord& worker) {
   if (worker.name.empty()) {
     return invalidArgument("worker.name is empty", "register workers under a non-empty name");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(writer_.mu);
   // hostname and inventory: the latest registration wins. first_seen keeps the earliest time,
   // last_seen the latest.
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
-      statement("upsert_worker",
+      statement(writer_, "upsert_worker",
                 "INSERT INTO workers (name, hostname, inventory_json, first_seen_ms, "
                 "last_seen_ms) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (name) DO UPDATE SET "
                 "hostname = excluded.hostname, inventory_json = excluded.inventory_json, "
@@ -830,17 +1070,18 @@ Status SqliteStore::upsertWorker(const WorkerRecord& worker) {
   }
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 4, worker.first_seen_ms);
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 5, worker.last_seen_ms);
-  if (rc != SQLITE_OK) return error(rc, "upsert_worker (bind)");
+  if (rc != SQLITE_OK) return error(writer_, rc, "upsert_worker (bind)");
   // A single statement is its own transaction: it is applied whole or not at all.
   rc = sqlite3_step(s);
-  if (rc != SQLITE_DONE) return error(rc, "upsert_worker");
+  if (rc != SQLITE_DONE) return error(writer_, rc, "upsert_worker");
   return Status();
 }
 
 Result<std::vector<WorkerRecord>> SqliteStore::listWorkers() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Conn& c = reader();
+  std::lock_guard<std::mutex> lock(c.mu);
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
-                       statement("list_workers",
+                       statement(c, "list_workers",
                                  "SELECT name, hostname, inventory_json, first_seen_ms, "
                                  "last_seen_ms FROM workers ORDER BY name"));
   StmtScope scope(s);
@@ -855,30 +1096,275 @@ Result<std::vector<WorkerRecord>> SqliteStore::listWorkers() {
     w.last_seen_ms = sqlite3_column_int64(s, 4);
     out.push_back(std::move(w));
   }
-  if (rc != SQLITE_DONE) return error(rc, "list_workers");
+  if (rc != SQLITE_DONE) return error(c, rc, "list_workers");
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Sweeps.
+
+namespace {
+
+Status checkSweep(const SweepRecord& sweep) {
+  if (sweep.id.empty()) {
+    return invalidArgument("sweep.id is empty", "give every sweep an id (e.g. s-<time>-<hex>)");
+  }
+  return Status();
+}
+
+Result<SweepRecord> readSweepRow(sqlite3_stmt* s, const std::string& path) {
+  SweepRecord r;
+  Reader reader(s);
+  visitSweepColumns(r, reader);
+  if (!reader.problem().empty()) {
+    return Status(Code::kDataLoss, "sweeps row '" + r.id + "' in " + path + ": " + reader.problem(),
+                  "the row was written by another program or a newer gdrmesh; upgrade gdrmesh");
+  }
+  return r;
+}
+
+}  // namespace
+
+Status SqliteStore::createSweep(const SweepRecord& sweep) {
+  GDR_RETURN_IF_ERROR(checkSweep(sweep));
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(writer_, "insert_sweep", insertSweepSql()));
+  StmtScope scope(s);
+  Binder binder(s);
+  visitSweepColumns(sweep, binder);
+  if (binder.rc() != SQLITE_OK) {
+    return error(writer_, binder.rc(),
+                 "insert_sweep (bind " + std::string(binder.failedColumn()) + ")");
+  }
+  const int rc = sqlite3_step(s);
+  if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
+    return invalidArgument("sweep '" + sweep.id + "' is already stored in " + path_,
+                           "sweep ids are unique: give each sweep its own id, or updateSweep");
+  }
+  if (rc != SQLITE_DONE) return error(writer_, rc, "insert_sweep");
+  return Status();
+}
+
+Status SqliteStore::updateSweep(const SweepRecord& sweep) {
+  GDR_RETURN_IF_ERROR(checkSweep(sweep));
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(writer_, "update_sweep", updateSweepSql()));
+  StmtScope scope(s);
+  Binder binder(s);
+  visitSweepColumns(sweep, binder);
+  if (binder.rc() != SQLITE_OK) {
+    return error(writer_, binder.rc(),
+                 "update_sweep (bind " + std::string(binder.failedColumn()) + ")");
+  }
+  const int rc = sqlite3_step(s);
+  if (rc != SQLITE_DONE) return error(writer_, rc, "update_sweep");
+  if (sqlite3_changes(writer_.db.get()) == 0) {
+    return notFound("sweep '" + sweep.id + "' is not stored in " + path_,
+                    "createSweep it first (ids are matched exactly)");
+  }
+  return Status();
+}
+
+Result<std::optional<SweepRecord>> SqliteStore::getSweep(const std::string& id) {
+  Conn& c = reader();
+  std::lock_guard<std::mutex> lock(c.mu);
+  GDR_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      statement(c, "get_sweep", "SELECT " + selectSweepColumns() + " FROM sweeps WHERE id = ?1"));
+  StmtScope scope(s);
+  int rc = sqlite3_bind_text64(s, 1, id.data(), id.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK) return error(c, rc, "get_sweep (bind)");
+  rc = sqlite3_step(s);
+  if (rc == SQLITE_DONE) return std::optional<SweepRecord>();
+  if (rc != SQLITE_ROW) return error(c, rc, "get_sweep");
+  GDR_ASSIGN_OR_RETURN(SweepRecord r, readSweepRow(s, path_));
+  return std::optional<SweepRecord>(std::move(r));
+}
+
+Result<std::vector<SweepRecord>> SqliteStore::listSweeps(uint32_t limit, const std::string& state) {
+  // Newest first straight from sweeps(created_ms) or sweeps(state, created_ms); equal times:
+  // the later insertion first.
+  const std::string name = state.empty() ? "list_sweeps" : "list_sweeps+state";
+  const std::string sql = "SELECT " + selectSweepColumns() + " FROM sweeps" +
+                          (state.empty() ? "" : " WHERE state = :state") +
+                          " ORDER BY created_ms DESC, rowid DESC LIMIT :limit";
+  Conn& c = reader();
+  std::lock_guard<std::mutex> lock(c.mu);
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(c, name, sql));
+  StmtScope scope(s);
+  int rc = state.empty() ? SQLITE_OK : bindText(s, ":state", state);
+  if (rc == SQLITE_OK) rc = bindInt(s, ":limit", limit == 0 ? -1 : int64_t{limit});
+  if (rc != SQLITE_OK) return error(c, rc, name + " (bind)");
+  std::vector<SweepRecord> out;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    GDR_ASSIGN_OR_RETURN(SweepRecord r, readSweepRow(s, path_));
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return error(c, rc, name);
+  return out;
+}
+
+Status SqliteStore::markSweepTestStarted(const std::string& sweep_id, const SweepTestStart& start) {
+  if (sweep_id.empty()) {
+    return invalidArgument("sweep id is empty", "mark tests of a stored sweep (createSweep)");
+  }
+  if (start.plan_index < 0) {
+    return invalidArgument(
+        "sweep " + sweep_id + ": plan_index " + std::to_string(start.plan_index) + " is negative",
+        "pass the test's index in the sweep plan (0, 1, ...)");
+  }
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  // A plan index started again (a re-run after a restart) replaces the earlier marker.
+  GDR_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      statement(writer_, "mark_sweep_test_started",
+                "INSERT INTO sweep_test_starts (sweep_id, plan_index, test_id, started_ms) "
+                "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (sweep_id, plan_index) DO UPDATE SET "
+                "test_id = excluded.test_id, started_ms = excluded.started_ms"));
+  StmtScope scope(s);
+  int rc =
+      sqlite3_bind_text64(s, 1, sweep_id.data(), sweep_id.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 2, start.plan_index);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_bind_text64(s, 3, start.test_id.data(), start.test_id.size(), SQLITE_TRANSIENT,
+                             SQLITE_UTF8);
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 4, start.started_ms);
+  if (rc != SQLITE_OK) return error(writer_, rc, "mark_sweep_test_started (bind)");
+  rc = sqlite3_step(s);
+  if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
+    return notFound("sweep '" + sweep_id + "' is not stored in " + path_,
+                    "createSweep before marking its tests started");
+  }
+  if (rc != SQLITE_DONE) return error(writer_, rc, "mark_sweep_test_started");
+  return Status();
+}
+
+Result<std::vector<SweepTestStart>> SqliteStore::unfinishedSweepTests(const std::string& sweep_id) {
+  Conn& c = reader();
+  std::lock_guard<std::mutex> lock(c.mu);
+  // Walks sweep_test_starts by its primary key and probes results(run_id, plan_index).
+  GDR_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      statement(c, "unfinished_sweep_tests",
+                "SELECT st.plan_index, st.test_id, st.started_ms FROM sweep_test_starts st "
+                "WHERE st.sweep_id = ?1 AND NOT EXISTS (SELECT 1 FROM results r WHERE "
+                "r.run_id = st.sweep_id AND r.plan_index = st.plan_index) "
+                "ORDER BY st.plan_index"));
+  StmtScope scope(s);
+  int rc =
+      sqlite3_bind_text64(s, 1, sweep_id.data(), sweep_id.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK) return error(c, rc, "unfinished_sweep_tests (bind)");
+  std::vector<SweepTestStart> out;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    SweepTestStart t;
+    const int64_t index = sqlite3_column_int64(s, 0);
+    if (index < 0 || index > std::numeric_limits<int>::max()) {
+      return Status(Code::kDataLoss,
+                    "sweep_test_starts row of sweep '" + sweep_id + "' in " + path_ +
+                        ": plan_index " + std::to_string(index) + " is out of range",
+                    "the row was written by another program; delete it");
+    }
+    t.plan_index = static_cast<int>(index);
+    t.test_id = columnText(s, 1);
+    t.started_ms = sqlite3_column_int64(s, 2);
+    out.push_back(std::move(t));
+  }
+  if (rc != SQLITE_DONE) return error(c, rc, "unfinished_sweep_tests");
+  return out;
+}
+
+Status SqliteStore::recordScheduleRun(const ScheduleRun& run) {
+  if (run.schedule.empty()) {
+    return invalidArgument("schedule run has no schedule name", "record runs of a named schedule");
+  }
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      statement(writer_, "record_schedule_run",
+                "INSERT INTO schedule_runs (schedule, due_ms, state, sweep_id, recorded_ms, "
+                "detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  StmtScope scope(s);
+  int rc = sqlite3_bind_text64(s, 1, run.schedule.data(), run.schedule.size(), SQLITE_TRANSIENT,
+                               SQLITE_UTF8);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 2, run.due_ms);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_bind_text64(s, 3, run.state.data(), run.state.size(), SQLITE_TRANSIENT,
+                             SQLITE_UTF8);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_bind_text64(s, 4, run.sweep_id.data(), run.sweep_id.size(), SQLITE_TRANSIENT,
+                             SQLITE_UTF8);
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 5, run.recorded_ms);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_bind_text64(s, 6, run.detail.data(), run.detail.size(), SQLITE_TRANSIENT,
+                             SQLITE_UTF8);
+  }
+  if (rc != SQLITE_OK) return error(writer_, rc, "record_schedule_run (bind)");
+  rc = sqlite3_step(s);
+  if (rc != SQLITE_DONE) return error(writer_, rc, "record_schedule_run");
+  return Status();
+}
+
+Result<std::vector<ScheduleRun>> SqliteStore::scheduleRuns(const std::string& schedule,
+                                                           uint32_t limit) {
+  if (schedule.empty()) {
+    return invalidArgument("scheduleRuns needs a schedule name", "pass the schedule's name");
+  }
+  Conn& c = reader();
+  std::lock_guard<std::mutex> lock(c.mu);
+  // Newest first straight from schedule_runs(schedule, due_ms); equal due times: the later
+  // record first.
+  GDR_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      statement(c, "schedule_runs",
+                "SELECT schedule, due_ms, state, sweep_id, recorded_ms, detail FROM schedule_runs "
+                "WHERE schedule = ?1 ORDER BY due_ms DESC, id DESC LIMIT ?2"));
+  StmtScope scope(s);
+  int rc =
+      sqlite3_bind_text64(s, 1, schedule.data(), schedule.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 2, limit == 0 ? -1 : int64_t{limit});
+  if (rc != SQLITE_OK) return error(c, rc, "schedule_runs (bind)");
+  std::vector<ScheduleRun> out;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    ScheduleRun r;
+    r.schedule = columnText(s, 0);
+    r.due_ms = sqlite3_column_int64(s, 1);
+    r.state = columnText(s, 2);
+    r.sweep_id = columnText(s, 3);
+    r.recorded_ms = sqlite3_column_int64(s, 4);
+    r.detail = columnText(s, 5);
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return error(c, rc, "schedule_runs");
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
 Result<int> SqliteStore::schemaVersion() {
-  std::lock_guard<std::mutex> lock(mu_);
-  GDR_ASSIGN_OR_RETURN(const int64_t v, queryInt("read user_version", "PRAGMA user_version"));
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_ASSIGN_OR_RETURN(const int64_t v,
+                       queryInt(writer_, "read user_version", "PRAGMA user_version"));
   return static_cast<int>(v);
 }
 
 Result<std::string> SqliteStore::journalMode() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return queryText("read journal_mode", "PRAGMA journal_mode");
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  return queryText(writer_, "read journal_mode", "PRAGMA journal_mode");
 }
 
 Status SqliteStore::setMaxPageCountForTesting(int64_t pages) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(writer_.mu);
   // PRAGMA takes no bound parameters; a test-only integer, not input.
-  return execOnce("set max_page_count", "PRAGMA max_page_count = " + std::to_string(pages));
+  return execOnce(writer_, "set max_page_count",
+                  "PRAGMA max_page_count = " + std::to_string(pages));
 }
 
 Result<int64_t> SqliteStore::pageCountForTesting() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return queryInt("read page_count", "PRAGMA page_count");
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  return queryInt(writer_, "read page_count", "PRAGMA page_count");
 }
 
 }  // namespace gdrmesh

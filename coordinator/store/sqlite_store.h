@@ -1,17 +1,22 @@
-// SqliteStore: the ResultStore on one SQLite file (WAL mode).
+// SqliteStore: the ResultStore and SweepStore on one SQLite file (WAL mode).
 //
 // Schema: versioned with PRAGMA user_version. kSchemaMigrations() is an ordered list of steps
 // (1, 2, ...); opening a file applies every step above the file's version, each in its own
 // transaction, and refuses a file written by a newer gdrmesh. Steps are frozen once released:
 // a schema change is a new step appended to the list, never an edit of an old one.
 //
-// Thread contract: every method may be called from any thread at once. One connection, guarded
-// by one mutex (mu_); calls are serialised.
+// Thread contract: every method may be called from any thread at once. A file database has two
+// connections, each guarded by its own mutex: the writer (every write, schema, PRAGMAs) and a
+// read-only reader (queryResults, getResult, listWorkers, getSweep, listSweeps,
+// unfinishedSweepTests, scheduleRuns). In WAL mode the reader sees the last committed state and
+// neither waits for the other, so a long query never holds up an insert. ":memory:" has one
+// connection (a second would be a different database) that serves both roles.
 #pragma once
 
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,9 +47,12 @@ struct SqliteStoreOptions {
   // Tests only: replaces sqliteSchemaMigrations() (e.g. to add a future step, or to pretend
   // to be an older build). Must be versions 1..N in order.
   const std::vector<SqliteMigration>* migrations = nullptr;
+  // Tests only: called by queryResults after it reads each row, while its statement is open and
+  // the reader's lock is held (to hold a read open for as long as a test needs).
+  std::function<void()> on_query_row_for_testing;
 };
 
-class SqliteStore : public ResultStore {
+class SqliteStore : public ResultStore, public SweepStore {
  public:
   // Opens (creating if needed) the database at `path` and brings its schema up to date.
   // ":memory:" gives a private in-memory database (journal mode "memory", not WAL).
@@ -56,11 +64,24 @@ class SqliteStore : public ResultStore {
   SqliteStore(const SqliteStore&) = delete;
   SqliteStore& operator=(const SqliteStore&) = delete;
 
+  // ResultStore.
   Result<int64_t> insertResult(const TestResult& result) override;
+  Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& results) override;
   Result<std::vector<TestResult>> queryResults(const ResultQuery& query) override;
   Result<std::optional<TestResult>> getResult(const std::string& test_id) override;
   Status upsertWorker(const WorkerRecord& worker) override;
   Result<std::vector<WorkerRecord>> listWorkers() override;
+
+  // SweepStore.
+  Status createSweep(const SweepRecord& sweep) override;
+  Status updateSweep(const SweepRecord& sweep) override;
+  Result<std::optional<SweepRecord>> getSweep(const std::string& id) override;
+  Result<std::vector<SweepRecord>> listSweeps(uint32_t limit, const std::string& state) override;
+  Status markSweepTestStarted(const std::string& sweep_id, const SweepTestStart& start) override;
+  Result<std::vector<SweepTestStart>> unfinishedSweepTests(const std::string& sweep_id) override;
+  Status recordScheduleRun(const ScheduleRun& run) override;
+  Result<std::vector<ScheduleRun>> scheduleRuns(const std::string& schedule,
+                                                uint32_t limit) override;
 
   const std::string& path() const { return path_; }
   // The schema version of the open file (PRAGMA user_version).
@@ -74,6 +95,10 @@ class SqliteStore : public ResultStore {
   // current PRAGMA page_count.
   Status setMaxPageCountForTesting(int64_t pages);
   Result<int64_t> pageCountForTesting();
+  // Tests only: the EXPLAIN QUERY PLAN lines of the statement queryResults runs for `query`.
+  Result<std::vector<std::string>> explainQueryResultsForTesting(const ResultQuery& query);
+  // True for a file database (a separate read-only connection serves the reads).
+  bool hasSeparateReader() const { return reader_ != nullptr; }
 
  private:
   struct StmtDeleter {
@@ -85,28 +110,41 @@ class SqliteStore : public ResultStore {
   using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtDeleter>;
   using DbPtr = std::unique_ptr<sqlite3, DbDeleter>;
 
+  // One connection and its cached statements. Member order: statements are finalized before
+  // the connection closes.
+  struct Conn {
+    std::mutex mu;
+    DbPtr db;                              // guarded by mu
+    std::map<std::string, StmtPtr> stmts;  // guarded by mu
+  };
+
   SqliteStore(std::string path, DbPtr db);
 
-  // All private helpers below expect mu_ held.
-  Status configure(const SqliteStoreOptions& options);
+  Status configure(const SqliteStoreOptions& options);  // writer_.mu held
+  Status openReader(const SqliteStoreOptions& options);
+  // The connection reads use: the read-only one for a file, the only one for ":memory:".
+  Conn& reader() { return reader_ ? *reader_ : writer_; }
+
+  // The helpers below expect the named connection's mutex held; those without one use writer_.
   Status migrate(const std::vector<SqliteMigration>& migrations);
   Status applyMigration(const SqliteMigration& m);
+  Result<std::vector<int64_t>> insertLocked(const TestResult* rows, size_t n);
   // The cached prepared statement `name` (prepared from `sql` on first use).
-  Result<sqlite3_stmt*> statement(const std::string& name, const std::string& sql);
+  Result<sqlite3_stmt*> statement(Conn& c, const std::string& name, const std::string& sql);
   // Prepares and runs fixed SQL once (not cached): DDL and PRAGMAs.
-  Status execOnce(const std::string& name, const std::string& sql);
-  Result<int64_t> queryInt(const std::string& name, const std::string& sql);
-  Result<std::string> queryText(const std::string& name, const std::string& sql);
+  Status execOnce(Conn& c, const std::string& name, const std::string& sql);
+  Result<int64_t> queryInt(Conn& c, const std::string& name, const std::string& sql);
+  Result<std::string> queryText(Conn& c, const std::string& name, const std::string& sql);
   Status begin();
   Status commit();
   void rollbackQuietly() noexcept;
-  // A Status for SQLite result code `rc` from statement `what`.
-  Status error(int rc, const std::string& what) const;
+  // A Status for SQLite result code `rc` from statement `what` on connection `c`.
+  Status error(const Conn& c, int rc, const std::string& what) const;
 
   const std::string path_;
-  std::mutex mu_;
-  DbPtr db_;                              // guarded by mu_
-  std::map<std::string, StmtPtr> stmts_;  // guarded by mu_ (finalized before db_ closes)
+  std::function<void()> on_query_row_;  // tests only
+  Conn writer_;
+  std::unique_ptr<Conn> reader_;  // null for ":memory:"
 };
 
 }  // namespace gdrmesh

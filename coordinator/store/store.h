@@ -78,36 +78,30 @@ class ResultStore {
   // Remembers a worker's latest inventory (upsert by name).
   virtual Status upsertWorker(const WorkerRecord& worker) = 0;
   virtual Result<std::vector<WorkerRecord>> listWorkers() = 0;
-  // Inserts many results in one transaction (all or none); returns their row ids in order.
-  // (SqliteStore overrides this; the default exists only while fakes are being updated.)
-  virtual Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& results) {
-    std::vector<int64_t> ids;
-    for (const auto& r : results) {
-      auto id = insertResult(r);
-      if (!id.ok()) return id.status();
-      ids.push_back(*id);
-    }
-    return ids;
-  }
+  // Inserts many results in one transaction (all or none); returns their row ids in order. A
+  // refused row (empty or duplicate test_id, ...) fails the whole call and the Status names it.
+  virtual Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& results) = 0;
 };
 
 // Sweeps, their progress markers, and schedule history. Same thread contract.
 class SweepStore {
  public:
   virtual ~SweepStore() = default;
+  // A duplicate id is kInvalidArgument.
   virtual Status createSweep(const SweepRecord& sweep) = 0;
-  // Overwrites every column but id and created_ms.
+  // Overwrites every column but id and created_ms; an unknown id is kNotFound.
   virtual Status updateSweep(const SweepRecord& sweep) = 0;
   virtual Result<std::optional<SweepRecord>> getSweep(const std::string& id) = 0;
   // Newest first; `state` "" = any. limit 0 = no limit.
   virtual Result<std::vector<SweepRecord>> listSweeps(uint32_t limit, const std::string& state) = 0;
-  // Marks planned test `start.plan_index` of the sweep as started (before it runs).
+  // Marks planned test `start.plan_index` of the sweep as started (before it runs). Marking the
+  // same plan index again (a re-run) replaces the marker; an unknown sweep is kNotFound.
   virtual Status markSweepTestStarted(const std::string& sweep_id, const SweepTestStart& start) = 0;
   // Started tests of the sweep that have no result row (results.run_id = sweep id with the
   // same plan_index). After a restart these were in flight.
   virtual Result<std::vector<SweepTestStart>> unfinishedSweepTests(const std::string& sweep_id) = 0;
   virtual Status recordScheduleRun(const ScheduleRun& run) = 0;
-  // Newest first by due_ms.
+  // Newest first by due_ms (equal due times: the later record first). limit 0 = no limit.
   virtual Result<std::vector<ScheduleRun>> scheduleRuns(const std::string& schedule,
                                                         uint32_t limit) = 0;
 };

@@ -58,6 +58,9 @@ Options:
   --bin PATH        executable to copy to /opt/bin (on PATH); repeatable
   --lib PATH        shared library to copy to /opt/lib (on LD_LIBRARY_PATH); repeatable
   --file PATH       any other file to copy to /opt/share; repeatable
+  --module NAME     extra kernel module (e.g. bridge, sch_netem): it and its dependencies go
+                    to /opt/modules, names in load order in /opt/modules/load-order; the
+                    guest script loads them (insmod); repeatable
   --timeout SECS    whole-VM wall-clock limit (default 300)
   --mtu N           MTU of veth0, veth1 and dummy0 (default 1500)
   --mem MB          guest memory (default 2048)
@@ -81,6 +84,7 @@ QUIET=0
 BINS=()
 LIBS=()
 FILES=()
+EXTRA_MODULES=()
 
 need_arg() { [[ $# -ge 2 && -n "$2" ]] || die "$1 needs a value (see --help)"; }
 
@@ -91,6 +95,7 @@ while [[ $# -gt 0 ]]; do
         --bin) need_arg "$@"; BINS+=("$2"); shift 2 ;;
         --lib) need_arg "$@"; LIBS+=("$2"); shift 2 ;;
         --file) need_arg "$@"; FILES+=("$2"); shift 2 ;;
+        --module) need_arg "$@"; EXTRA_MODULES+=("$2"); shift 2 ;;
         --timeout) need_arg "$@"; TIMEOUT="$2"; shift 2 ;;
         --mtu) need_arg "$@"; MTU="$2"; shift 2 ;;
         --mem) need_arg "$@"; MEM="$2"; shift 2 ;;
@@ -253,6 +258,18 @@ for m in "${MODULES[@]}"; do
     fi
     mod_add "$rel"
 done
+# --module: added after the base modules; MOD_SEEN skips what the base already loads
+BASE_MOD_COUNT=${#MOD_ORDER[@]}
+for m in "${EXTRA_MODULES[@]}"; do
+    rel="$(mod_path "$m")"
+    if [[ -z "$rel" ]]; then
+        grep -qE "/${m}\.ko$" "$MODDIR/modules.builtin" 2>/dev/null && continue
+        die "kernel module $m (--module) not found in $MODDIR (kernel $KVER)"
+    fi
+    mod_add "$rel"
+done
+EXTRA_MOD_ORDER=("${MOD_ORDER[@]:$BASE_MOD_COUNT}")
+MOD_ORDER=("${MOD_ORDER[@]:0:$BASE_MOD_COUNT}")
 
 # ---------------------------------------------------------------- initramfs
 # Two gzip'ed cpio archives, concatenated (the kernel unpacks them in order):
@@ -306,6 +323,23 @@ pack() { # tree-dir archive
     (cd "$1" && find . -mindepth 1 -print0 | LC_ALL=C sort -z |
         cpio --null -o -H newc -R +0:+0 --quiet | gzip -1 >"$2") ||
         die "building the initramfs archive $2 failed"
+}
+
+copy_modules() { # --module: dest-dir rel-path...; uncompressed, flat, load order in dest/load-order
+    local dest="$1" rel name
+    shift
+    mkdir -p "$dest"
+    : >"$dest/load-order"
+    for rel in "$@"; do
+        name="$(basename "$rel")"
+        case "$name" in
+            *.ko.xz) xz -dc "$MODDIR/$rel" >"$dest/${name%.xz}"; name="${name%.xz}" ;;
+            *.ko.gz) gzip -dc "$MODDIR/$rel" >"$dest/${name%.gz}"; name="${name%.gz}" ;;
+            *.ko.zst) zstd -qdc "$MODDIR/$rel" >"$dest/${name%.zst}"; name="${name%.zst}" ;;
+            *) cp "$MODDIR/$rel" "$dest/$name" ;;
+        esac
+        echo "$name" >>"$dest/load-order"
+    done
 }
 
 build_base() { # archive manifest
@@ -550,6 +584,7 @@ for b in "${BINS[@]}"; do
 done
 for l in "${LIBS[@]}"; do copy_with_deps "$l" "/opt/lib/$(basename "$l")"; done
 for f in "${FILES[@]}"; do copy_file "$f" "/opt/share/$(basename "$f")"; done
+if [[ ${#EXTRA_MODULES[@]} -gt 0 ]]; then copy_modules "$ROOT/opt/modules" "${EXTRA_MOD_ORDER[@]}"; fi
 # the perftest wrappers are part of every guest (sourced by guest scripts)
 copy_file "$HERE/lib_perftest.sh" /opt/share/lib_perftest.sh
 copy_file "$SCRIPT" /opt/test.sh

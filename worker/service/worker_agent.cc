@@ -4,12 +4,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <thread>
-#include <vector>
 
 #include "common/units.h"
 #include "convert.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
+#include "worker/service/command_pool.h"
 
 namespace gdrmesh {
 namespace {
@@ -26,10 +27,127 @@ SessionSpec specFromProto(const pb::EndpointSpec& in, const std::string& data_ho
   return s;
 }
 
+const char* commandName(pb::CoordinatorCommand::CommandCase c) {
+  switch (c) {
+    case pb::CoordinatorCommand::kPrepare:
+      return "prepare";
+    case pb::CoordinatorCommand::kConnect:
+      return "connect";
+    case pb::CoordinatorCommand::kRun:
+      return "run";
+    case pb::CoordinatorCommand::kVerify:
+      return "verify";
+    case pb::CoordinatorCommand::kRelease:
+      return "release";
+    case pb::CoordinatorCommand::kStart:
+      return "start";
+    case pb::CoordinatorCommand::kFinish:
+      return "finish";
+    case pb::CoordinatorCommand::COMMAND_NOT_SET:
+      break;
+  }
+  return "unknown";
+}
+
+// Prepare and release never wait for a peer; everything else may block for a run.
+bool isControl(pb::CoordinatorCommand::CommandCase c) {
+  return c == pb::CoordinatorCommand::kPrepare || c == pb::CoordinatorCommand::kRelease;
+}
+
+// Runs one command on the SessionManager and fills the reply (status included).
+void execute(const WorkerOptions& options, SessionManager& sessions,
+             const pb::CoordinatorCommand& cmd, pb::CommandReply* reply) {
+  reply->set_request_id(cmd.request_id());
+  Status st;
+  switch (cmd.command_case()) {
+    case pb::CoordinatorCommand::kPrepare: {
+      const auto& req = cmd.prepare();
+      SessionSpec spec = specFromProto(req.spec(), options.data_host, options.numa_node);
+      // GPU tests default to the GPU's nearest NIC; host buffers go to the NIC's node.
+      if (spec.transport == TransportKind::kVerbs && spec.endpoint.device.empty() &&
+          spec.memory == MemoryKind::kCuda && options.nearest_nic) {
+        spec.endpoint.device = options.nearest_nic(spec.gpu);
+      }
+      if (spec.numa_node < 0 && options.nic_numa) {
+        spec.numa_node = options.nic_numa(spec.endpoint.device);
+      }
+      PrepareExtras extras;
+      if (req.has_peer()) extras.peer = fromProto(req.peer());
+      if (req.has_arm()) extras.arm = fromProto(req.arm());
+      auto r = sessions.prepare(spec, extras);
+      if (r.ok()) {
+        auto* p = reply->mutable_prepare()->mutable_local();
+        toProto(r->desc, p);
+        p->set_buffer(r->buffer);
+        p->set_reg_path(toProto(r->reg_path));
+        p->set_gpu(req.spec().gpu());
+        if (options.topo_class) {
+          p->set_topo_class(options.topo_class(req.spec().gpu(), r->desc.device));
+        }
+      }
+      st = r.status();
+      break;
+    }
+    case pb::CoordinatorCommand::kConnect: {
+      auto r = sessions.connect(cmd.connect().test_id(), fromProto(cmd.connect().peer()));
+      if (r.ok()) reply->mutable_connect()->set_path_mtu(*r);
+      st = r.status();
+      break;
+    }
+    case pb::CoordinatorCommand::kRun: {
+      auto r = sessions.run(cmd.run().test_id(), fromProto(cmd.run().spec()));
+      if (r.ok()) toProto(*r, reply->mutable_run()->mutable_measurement());
+      st = r.status();
+      break;
+    }
+    case pb::CoordinatorCommand::kVerify: {
+      auto r = sessions.verify(cmd.verify().test_id(), cmd.verify().length());
+      if (r.ok()) {
+        toProto(r->integrity, reply->mutable_verify()->mutable_integrity());
+        reply->mutable_verify()->set_staging_seconds(r->staging_seconds);
+      }
+      st = r.status();
+      break;
+    }
+    case pb::CoordinatorCommand::kRelease:
+      sessions.release(cmd.release().test_id());
+      reply->mutable_release();
+      break;
+    case pb::CoordinatorCommand::kStart: {
+      const auto& req = cmd.start();
+      StartSpec ss;
+      ss.peer = fromProto(req.peer());
+      ss.run = fromProto(req.run());
+      ss.verify = req.verify();
+      ss.verify_length = req.verify_length();
+      auto r = sessions.start(req.test_id(), ss);
+      if (r.ok()) toProto(*r, reply->mutable_start());
+      st = r.status();
+      break;
+    }
+    case pb::CoordinatorCommand::kFinish: {
+      const auto& req = cmd.finish();
+      FinishSpec fs;
+      fs.verify = req.verify();
+      fs.verify_length = req.verify_length();
+      if (req.timeout_seconds() > 0) fs.timeout_seconds = req.timeout_seconds();
+      auto r = sessions.finish(req.test_id(), fs);
+      if (r.ok()) toProto(*r, reply->mutable_finish());
+      st = r.status();
+      break;
+    }
+    case pb::CoordinatorCommand::COMMAND_NOT_SET:
+      st = unimplemented("unknown command from coordinator",
+                         "upgrade this worker to the coordinator's version");
+      break;
+  }
+  toProto(st, reply->mutable_status());
+}
+
 }  // namespace
 
 // One live stream to the coordinator; replies are written under a mutex since commands run
-// on their own threads.
+// on the pools' threads.
 class WorkerAgent::Stream {
  public:
   explicit Stream(
@@ -112,6 +230,9 @@ Status WorkerAgent::serveOnce(bool* registered) {
   pb::WorkerMessage reg;
   reg.mutable_register_()->set_name(options_.name);
   reg.mutable_register_()->set_protocol_version(1);
+  for (const auto& [key, value] : options_.labels) {
+    (*reg.mutable_register_()->mutable_labels())[key] = value;
+  }
   convert::toProto(inventory_, reg.mutable_register_()->mutable_inventory());
   pb::CoordinatorMessage first;
   if (!stream.write(reg) || !stream.read(&first) || !first.has_registered()) {
@@ -145,80 +266,44 @@ Status WorkerAgent::serveOnce(bool* registered) {
     }
   });
 
-  std::vector<std::thread> handlers;
+  CommandPool control({options_.control_threads, options_.command_queue});
+  CommandPool commands({options_.command_threads, options_.command_queue});
   pb::CoordinatorMessage msg;
   while (stream.read(&msg)) {
     if (!msg.has_command()) continue;
-    handlers.emplace_back([this, &stream, cmd = msg.command()] {
+    const auto kind = msg.command().command_case();
+    CommandPool& pool = isControl(kind) ? control : commands;
+    auto cmd = std::make_shared<pb::CoordinatorCommand>(std::move(*msg.mutable_command()));
+    const bool queued = pool.submit([this, &stream, cmd] {
       pb::WorkerMessage out;
-      auto* reply = out.mutable_reply();
-      reply->set_request_id(cmd.request_id());
-      Status st;
-      switch (cmd.command_case()) {
-        case pb::CoordinatorCommand::kPrepare: {
-          SessionSpec spec =
-              specFromProto(cmd.prepare().spec(), options_.data_host, options_.numa_node);
-          // GPU tests default to the GPU's nearest NIC; host buffers go to the NIC's node.
-          if (spec.transport == TransportKind::kVerbs && spec.endpoint.device.empty() &&
-              spec.memory == MemoryKind::kCuda && options_.nearest_nic) {
-            spec.endpoint.device = options_.nearest_nic(spec.gpu);
-          }
-          if (spec.numa_node < 0 && options_.nic_numa) {
-            spec.numa_node = options_.nic_numa(spec.endpoint.device);
-          }
-          auto r = sessions_.prepare(spec);
-          if (r.ok()) {
-            auto* p = reply->mutable_prepare()->mutable_local();
-            toProto(r->desc, p);
-            p->set_buffer(r->buffer);
-            p->set_reg_path(toProto(r->reg_path));
-            p->set_gpu(cmd.prepare().spec().gpu());
-            if (options_.topo_class) {
-              p->set_topo_class(options_.topo_class(cmd.prepare().spec().gpu(), r->desc.device));
-            }
-          }
-          st = r.status();
-          break;
-        }
-        case pb::CoordinatorCommand::kConnect: {
-          auto r = sessions_.connect(cmd.connect().test_id(), fromProto(cmd.connect().peer()));
-          if (r.ok()) reply->mutable_connect()->set_path_mtu(*r);
-          st = r.status();
-          break;
-        }
-        case pb::CoordinatorCommand::kRun: {
-          auto r = sessions_.run(cmd.run().test_id(), fromProto(cmd.run().spec()));
-          if (r.ok()) toProto(*r, reply->mutable_run()->mutable_measurement());
-          st = r.status();
-          break;
-        }
-        case pb::CoordinatorCommand::kVerify: {
-          auto r = sessions_.verify(cmd.verify().test_id(), cmd.verify().length());
-          if (r.ok()) {
-            toProto(r->integrity, reply->mutable_verify()->mutable_integrity());
-            reply->mutable_verify()->set_staging_seconds(r->staging_seconds);
-          }
-          st = r.status();
-          break;
-        }
-        case pb::CoordinatorCommand::kRelease:
-          sessions_.release(cmd.release().test_id());
-          reply->mutable_release();
-          break;
-        default:
-          st = unimplemented("unknown command from coordinator");
-          break;
-      }
-      toProto(st, reply->mutable_status());
+      execute(options_, sessions_, *cmd, out.mutable_reply());
       stream.write(out);
     });
+    if (!queued) {
+      pb::WorkerMessage out;
+      auto* reply = out.mutable_reply();
+      reply->set_request_id(cmd->request_id());
+      const Status refused(
+          Code::kResourceExhausted,
+          "worker " + options_.name + ": " + commandName(kind) +
+              " refused: " + std::to_string(pool.queued()) + " commands already wait for " +
+              std::to_string(pool.threads()) + " busy command threads",
+          "lower the number of concurrent tests on this worker (sweep max_concurrency)");
+      toProto(refused, reply->mutable_status());
+      stream.write(out);
+    }
   }
-  // Stream over: abort every test so that handlers return, then wind down.
+  // Stream over: start no more commands, abort every test so that running commands return,
+  // join every thread, then abort what a command still running at the first abort prepared.
   done.store(true);
   hb_cv.notify_all();
+  control.stop();
+  commands.stop();
   sessions_.abortAll();
   heartbeat.join();
-  for (auto& t : handlers) t.join();
+  control.join();
+  commands.join();
+  sessions_.abortAll();
   grpc::Status gs = stream.finish();
   if (stopping_.load()) return {};
   return unavailable("stream to coordinator ended: " +

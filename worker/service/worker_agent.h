@@ -2,6 +2,13 @@
 // executes the coordinator's commands (prepare, connect, run, verify, release) on the
 // SessionManager. Only the coordinator listens; the worker needs no open port for control.
 //
+// Commands run on two bounded pools (worker/service/command_pool.h), one set per stream:
+// `control` for prepare and release, which never wait for a peer, and `commands` for connect,
+// run, verify, start and finish, which may block for a whole run. A release therefore always
+// gets a thread, even when every command thread waits for a peer. A full pool answers the
+// command with RESOURCE_EXHAUSTED at once. Nothing outlives the stream: when it ends, queued
+// commands are dropped, every session is aborted and every thread joined.
+//
 // When the stream breaks (coordinator restarted, network), every session is aborted and the
 // worker dials again with exponential backoff (0.2 s .. 5 s).
 //
@@ -11,7 +18,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,6 +48,13 @@ struct WorkerOptions {
   std::function<std::string(int gpu)> nearest_nic;
   // NUMA node of a NIC ("" = the first NIC), where host test buffers are placed; -1 unknown.
   std::function<int(const std::string& nic)> nic_numa;
+  // Sent with the registration (`gdrmesh worker --label rack=r12`).
+  std::map<std::string, std::string> labels;
+  // Bounds of the command pools (see above). Command threads should cover every test the
+  // SessionManager admits (one blocking command per test at a time) plus a margin.
+  size_t command_threads = 72;
+  size_t control_threads = 4;
+  size_t command_queue = 1024;  // per pool; beyond it a command is refused
 };
 
 class WorkerAgent {

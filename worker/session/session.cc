@@ -1,7 +1,11 @@
 #include "worker/session/session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "common/pattern.h"
@@ -49,7 +53,81 @@ struct SessionManager::Session {
   std::unique_ptr<Buffer> mirror;  // staged path: the host memory the transport moves
   std::unique_ptr<Endpoint> endpoint;
   double source_staging_seconds = 0;
+  uint32_t path_mtu = 0;
+  std::atomic<bool> connected{false};
+
+  // The armed run (lean protocol): a thread owned by this session. It holds no reference to
+  // the session; whoever stops the session (or destroys it) joins it.
+  std::mutex arm_mu;  // guards the fields below
+  std::condition_variable arm_cv;
+  std::thread armed;
+  bool is_armed = false;
+  bool stopped = false;
+  bool armed_done = false;
+  Result<Measurement> armed_result{Status(Code::kInternal, "armed run has not ended")};
+
+  ~Session() {
+    if (armed.joinable()) {
+      endpoint->abort();
+      armed.join();
+    }
+  }
+
   Buffer& wire() { return mirror ? *mirror : *buffer; }
+
+  Result<uint32_t> connect(const EndpointDesc& peer) {
+    GDR_RETURN_IF_ERROR(endpoint->connect(peer));
+    if (spec.invalidate_remote_key && spec.endpoint.role == Role::kTarget) {
+      GDR_RETURN_IF_ERROR(endpoint->invalidateRemoteAccessForTest());
+    }
+    if (mirror && isSource(spec.endpoint.op, spec.endpoint.role)) {
+      // Source side of the staged path: GPU -> host mirror before anything is sent.
+      auto t0 = std::chrono::steady_clock::now();
+      GDR_RETURN_IF_ERROR(copyBetween(*buffer, *mirror, buffer->size()));
+      source_staging_seconds = secondsSince(t0);
+    }
+    path_mtu = endpoint->pathMtu();
+    connected.store(true);
+    return path_mtu;
+  }
+
+  Result<Measurement> run(const RunSpec& rs) {
+    GDR_ASSIGN_OR_RETURN(Measurement m, endpoint->run(rs));
+    m.staging_seconds = source_staging_seconds;
+    return m;
+  }
+
+  Result<VerifyOutcome> verify(uint64_t length) {
+    const std::string& id = spec.endpoint.test_id;
+    if (length == 0 || length > buffer->size()) {
+      return invalidArgument("test " + id + ": verify length " + std::to_string(length) +
+                             ": must be in 1.." + std::to_string(buffer->size()));
+    }
+    VerifyOutcome out;
+    if (mirror) {
+      // Destination side of the staged path: host mirror -> GPU, timed.
+      auto t0 = std::chrono::steady_clock::now();
+      GDR_RETURN_IF_ERROR(copyBetween(*mirror, *buffer, length));
+      out.staging_seconds = secondsSince(t0);
+    }
+    if (spec.corrupt_bytes > 0) {
+      // Fault injection (tests only): flip bytes spread over the landed range.
+      uint64_t n = std::min<uint64_t>(spec.corrupt_bytes, length);
+      for (uint64_t i = 0; i < n; ++i) {
+        size_t off = static_cast<size_t>(i * (length / n));
+        uint8_t b = 0;
+        GDR_RETURN_IF_ERROR(buffer->copyToHost(off, &b, 1));
+        b = static_cast<uint8_t>(~b);
+        GDR_RETURN_IF_ERROR(buffer->copyFromHost(off, &b, 1));
+      }
+    }
+    GDR_ASSIGN_OR_RETURN(out.integrity, buffer->verify(expectedSeed(spec), 0, length));
+    // Re-poison the destination so that the next run of a sweep is checked afresh.
+    const uint64_t seed = ownSeed(spec);
+    GDR_RETURN_IF_ERROR(buffer->fill(seed, 0, length));
+    if (mirror) GDR_RETURN_IF_ERROR(mirror->fill(seed, 0, length));
+    return out;
+  }
 };
 
 Result<std::unique_ptr<Buffer>> HostMemoryProvider::allocate(MemoryKind kind, int gpu, size_t size,
@@ -88,7 +166,7 @@ std::vector<TransportKind> SessionManager::viableTransports(std::vector<std::str
   return out;
 }
 
-Result<PreparedEndpoint> SessionManager::prepare(const SessionSpec& spec) {
+Result<PreparedEndpoint> SessionManager::prepareOnly(const SessionSpec& spec) {
   const std::string& id = spec.endpoint.test_id;
   if (id.empty()) return invalidArgument("test_id: empty");
   if (spec.endpoint.buffer_size == 0) return invalidArgument("buffer_size: must be > 0");
@@ -117,6 +195,31 @@ Result<PreparedEndpoint> SessionManager::prepare(const SessionSpec& spec) {
   }
   it->second = std::move(result->first);
   return std::move(result->second);
+}
+
+Result<PreparedEndpoint> SessionManager::prepare(const SessionSpec& spec,
+                                                 const PrepareExtras& extras) {
+  const std::string& id = spec.endpoint.test_id;
+  if (extras.arm && !extras.peer) {
+    return invalidArgument("test " + id + ": prepare with `arm` needs `peer`",
+                           "send the peer's endpoint with the run to arm");
+  }
+  GDR_ASSIGN_OR_RETURN(PreparedEndpoint prepared, prepareOnly(spec));
+  if (extras.peer) {
+    auto mtu = connect(id, *extras.peer);
+    if (!mtu.ok()) {
+      release(id);
+      return mtu.status().withContext("test " + id + ": connect to the peer");
+    }
+  }
+  if (extras.arm) {
+    Status st = arm(id, *extras.arm);
+    if (!st.ok()) {
+      release(id);
+      return st;
+    }
+  }
+  return prepared;
 }
 
 Result<std::pair<std::shared_ptr<SessionManager::Session>, PreparedEndpoint>>
@@ -179,58 +282,135 @@ std::shared_ptr<SessionManager::Session> SessionManager::find(const std::string&
 Result<uint32_t> SessionManager::connect(const std::string& test_id, const EndpointDesc& peer) {
   auto s = find(test_id);
   if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
-  GDR_RETURN_IF_ERROR(s->endpoint->connect(peer));
-  if (s->spec.invalidate_remote_key && s->spec.endpoint.role == Role::kTarget) {
-    GDR_RETURN_IF_ERROR(s->endpoint->invalidateRemoteAccessForTest());
-  }
-  if (s->mirror && isSource(s->spec.endpoint.op, s->spec.endpoint.role)) {
-    // Source side of the staged path: GPU -> host mirror before anything is sent.
-    auto t0 = std::chrono::steady_clock::now();
-    GDR_RETURN_IF_ERROR(copyBetween(*s->buffer, *s->mirror, s->buffer->size()));
-    s->source_staging_seconds = secondsSince(t0);
-  }
-  return s->endpoint->pathMtu();
+  return s->connect(peer);
 }
 
 Result<Measurement> SessionManager::run(const std::string& test_id, const RunSpec& spec) {
   auto s = find(test_id);
   if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
-  GDR_ASSIGN_OR_RETURN(Measurement m, s->endpoint->run(spec));
-  m.staging_seconds = s->source_staging_seconds;
-  return m;
+  {
+    std::lock_guard<std::mutex> lock(s->arm_mu);
+    if (s->is_armed) {
+      return failedPrecondition("test " + test_id + ": armed; its run is collected by finish",
+                                "send finish, not run, to an armed target");
+    }
+  }
+  return s->run(spec);
 }
 
 Result<VerifyOutcome> SessionManager::verify(const std::string& test_id, uint64_t length) {
   auto s = find(test_id);
   if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
-  if (length == 0 || length > s->buffer->size()) {
-    return invalidArgument("verify length " + std::to_string(length) + ": must be in 1.." +
-                           std::to_string(s->buffer->size()));
+  return s->verify(length);
+}
+
+Status SessionManager::arm(const std::string& test_id, const RunSpec& spec) {
+  auto s = find(test_id);
+  if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
+  if (!s->connected.load()) {
+    return failedPrecondition("test " + test_id + ": armed before it was connected",
+                              "prepare the target with `peer` as well as `arm`");
   }
-  VerifyOutcome out;
-  if (s->mirror) {
-    // Destination side of the staged path: host mirror -> GPU, timed.
-    auto t0 = std::chrono::steady_clock::now();
-    GDR_RETURN_IF_ERROR(copyBetween(*s->mirror, *s->buffer, length));
-    out.staging_seconds = secondsSince(t0);
+  std::lock_guard<std::mutex> lock(s->arm_mu);
+  if (s->stopped) return Status(Code::kAborted, "test " + test_id + ": released while arming");
+  if (s->is_armed) return invalidArgument("test " + test_id + ": already armed");
+  Session* raw = s.get();  // the thread never outlives the session: stop() and ~Session join
+  try {
+    s->armed = std::thread([raw, spec] {
+      Result<Measurement> r = raw->run(spec);
+      std::lock_guard<std::mutex> done_lock(raw->arm_mu);
+      raw->armed_result = std::move(r);
+      raw->armed_done = true;
+      raw->arm_cv.notify_all();
+    });
+  } catch (const std::system_error& e) {
+    return Status(Code::kResourceExhausted,
+                  "test " + test_id + ": cannot start the armed run: " + e.what(),
+                  "the worker is out of threads; lower the number of concurrent tests");
   }
-  if (s->spec.corrupt_bytes > 0) {
-    // Fault injection (tests only): flip bytes spread over the landed range.
-    uint64_t n = std::min<uint64_t>(s->spec.corrupt_bytes, length);
-    for (uint64_t i = 0; i < n; ++i) {
-      size_t off = static_cast<size_t>(i * (length / n));
-      uint8_t b = 0;
-      GDR_RETURN_IF_ERROR(s->buffer->copyToHost(off, &b, 1));
-      b = static_cast<uint8_t>(~b);
-      GDR_RETURN_IF_ERROR(s->buffer->copyFromHost(off, &b, 1));
+  s->is_armed = true;
+  return {};
+}
+
+Result<SideOutcome> SessionManager::finish(const std::string& test_id, const FinishSpec& spec) {
+  auto s = find(test_id);
+  if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
+  auto result = [&]() -> Result<SideOutcome> {
+    Result<Measurement> m = Status(Code::kInternal, "unset");
+    {
+      std::unique_lock<std::mutex> lock(s->arm_mu);
+      if (!s->is_armed) {
+        return failedPrecondition("test " + test_id + ": finish without an armed run",
+                                  "prepare the target with `peer` and `arm`");
+      }
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(std::max(0.0, spec.timeout_seconds)));
+      if (!s->arm_cv.wait_until(lock, deadline, [&] { return s->armed_done; })) {
+        return Status(Code::kDeadlineExceeded,
+                      "test " + test_id + ": the armed run did not end within " +
+                          std::to_string(spec.timeout_seconds) + " s; aborted",
+                      "check that the initiator started its run (its worker's log)");
+      }
+      m = s->armed_result;
     }
+    if (!m.ok()) return m.status().withContext("test " + test_id + ": armed run");
+    SideOutcome out;
+    out.has_measurement = m->has_bandwidth || m->has_latency;
+    out.measurement = *m;
+    out.staging_seconds = s->source_staging_seconds;
+    out.path_mtu = s->path_mtu;
+    if (spec.verify) {
+      GDR_ASSIGN_OR_RETURN(VerifyOutcome v, s->verify(spec.verify_length));
+      out.verified = true;
+      out.integrity = v.integrity;
+      out.staging_seconds += v.staging_seconds;
+    }
+    return out;
+  }();
+  drop(test_id, s);
+  return result;
+}
+
+Result<SideOutcome> SessionManager::start(const std::string& test_id, const StartSpec& spec) {
+  auto s = find(test_id);
+  if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
+  auto result = [&]() -> Result<SideOutcome> {
+    SideOutcome out;
+    GDR_ASSIGN_OR_RETURN(out.path_mtu, s->connect(spec.peer));
+    GDR_ASSIGN_OR_RETURN(out.measurement, s->run(spec.run));
+    out.has_measurement = true;
+    out.staging_seconds = s->source_staging_seconds;
+    if (spec.verify) {
+      GDR_ASSIGN_OR_RETURN(VerifyOutcome v, s->verify(spec.verify_length));
+      out.verified = true;
+      out.integrity = v.integrity;
+      out.staging_seconds += v.staging_seconds;
+    }
+    return out;
+  }();
+  drop(test_id, s);
+  return result;
+}
+
+void SessionManager::stop(Session& s) {
+  std::thread armed;
+  {
+    std::lock_guard<std::mutex> lock(s.arm_mu);
+    s.stopped = true;
+    armed = std::move(s.armed);
   }
-  GDR_ASSIGN_OR_RETURN(out.integrity, s->buffer->verify(expectedSeed(s->spec), 0, length));
-  // Re-poison the destination so that the next run of a sweep is checked afresh.
-  const uint64_t seed = ownSeed(s->spec);
-  GDR_RETURN_IF_ERROR(s->buffer->fill(seed, 0, length));
-  if (s->mirror) GDR_RETURN_IF_ERROR(s->mirror->fill(seed, 0, length));
-  return out;
+  s.endpoint->abort();
+  if (armed.joinable()) armed.join();
+}
+
+void SessionManager::drop(const std::string& test_id, const std::shared_ptr<Session>& s) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(test_id);
+    if (it != sessions_.end() && it->second == s) sessions_.erase(it);
+  }
+  stop(*s);
 }
 
 void SessionManager::release(const std::string& test_id) {
@@ -242,8 +422,8 @@ void SessionManager::release(const std::string& test_id) {
     s = std::move(it->second);
     sessions_.erase(it);
   }
-  if (s) s->endpoint->abort();
-  // The last holder (this thread or a run in flight) destroys endpoint, then buffers.
+  if (s) stop(*s);
+  // The last holder (this thread or a command in flight) destroys endpoint, then buffers.
 }
 
 void SessionManager::abortAll() {
@@ -253,7 +433,7 @@ void SessionManager::abortAll() {
     all.swap(sessions_);
   }
   for (auto& [id, s] : all) {
-    if (s) s->endpoint->abort();
+    if (s) stop(*s);
   }
 }
 

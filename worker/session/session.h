@@ -3,15 +3,27 @@
 // The transports only move bytes; everything a result claims about integrity and about the
 // data path is decided here.
 //
+// Two protocols drive a session:
+//   classic (rdma_cm):  prepare, connect, run..., verify, release; each a command of its own.
+//   lean (two round trips per side):
+//     target:     prepare(spec, {peer, arm})  connects, then arm() starts its share of the run
+//                                             on a thread owned by the session
+//                 finish(id, ...)             waits for the armed run, verifies, releases
+//     initiator:  prepare(spec)
+//                 start(id, peer, run, ...)   connects, runs, verifies, releases
+// Nothing outlives its test: the armed thread is joined by release(), abortAll(), finish() or,
+// at the latest, by the session's destruction; start() and finish() release on every outcome.
+//
 // Thread contract: all SessionManager methods are thread-safe. Commands of one test arrive in
-// order (prepare, connect, run..., verify, release), but release/abortAll may arrive while a
-// run is in progress on another thread: they abort the endpoint and the run returns kAborted.
+// order, but release/abortAll may arrive while a run (or an armed run, or a finish waiting for
+// it) is in progress on another thread: they abort the endpoint and the run returns kAborted.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -54,6 +66,27 @@ struct VerifyOutcome {
   double staging_seconds = 0;  // GPU <- host mirror copy on the staged path
 };
 
+// Lean protocol, target: what prepare does beyond preparing.
+struct PrepareExtras {
+  std::optional<EndpointDesc> peer;  // connect to it before returning
+  std::optional<RunSpec> arm;        // then start this side's run in the background (needs peer)
+};
+
+// Lean protocol, initiator: one round trip.
+struct StartSpec {
+  EndpointDesc peer;
+  RunSpec run;
+  bool verify = false;  // the initiator is the destination (READ)
+  uint64_t verify_length = 0;
+};
+
+// Lean protocol, target: one round trip.
+struct FinishSpec {
+  bool verify = false;
+  uint64_t verify_length = 0;
+  double timeout_seconds = kDefaultRunTimeoutSeconds;  // how long to wait for the armed run
+};
+
 class SessionManager {
  public:
   struct Options {
@@ -68,10 +101,24 @@ class SessionManager {
   // Transports that are viable here, and the reasons of the others.
   std::vector<TransportKind> viableTransports(std::vector<std::string>* notes) const;
 
-  Result<PreparedEndpoint> prepare(const SessionSpec& spec);
+  // Prepares a session; with `extras`, also connects and arms it (lean protocol, target). When
+  // connecting or arming fails the session is released and the error returned.
+  Result<PreparedEndpoint> prepare(const SessionSpec& spec, const PrepareExtras& extras = {});
   Result<uint32_t> connect(const std::string& test_id, const EndpointDesc& peer);
   Result<Measurement> run(const std::string& test_id, const RunSpec& spec);
   Result<VerifyOutcome> verify(const std::string& test_id, uint64_t length);
+
+  // Starts this side's run on a thread owned by the session (after connect). A session is
+  // armed at most once, and an armed session refuses run().
+  Status arm(const std::string& test_id, const RunSpec& spec);
+  // Waits up to spec.timeout_seconds for the armed run, verifies when asked, and releases the
+  // session whatever the outcome. kDeadlineExceeded when the run did not end in time (the run is
+  // aborted), the run's own error when it failed, kAborted when released meanwhile.
+  // Outcome: measurement when the run produced figures; staging_seconds is every host<->GPU
+  // copy this side made (source and destination).
+  Result<SideOutcome> finish(const std::string& test_id, const FinishSpec& spec);
+  // Connects, runs, verifies when asked, and releases the session whatever the outcome.
+  Result<SideOutcome> start(const std::string& test_id, const StartSpec& spec);
   // Aborts and frees a session. Unknown ids are fine (already released).
   void release(const std::string& test_id);
   // Aborts every session (coordinator lost).
@@ -81,6 +128,11 @@ class SessionManager {
  private:
   struct Session;
   std::shared_ptr<Session> find(const std::string& test_id) const;
+  Result<PreparedEndpoint> prepareOnly(const SessionSpec& spec);
+  // Aborts the endpoint and joins the armed thread, if any.
+  static void stop(Session& s);
+  // Removes `s` (if the id still names it) and stops it.
+  void drop(const std::string& test_id, const std::shared_ptr<Session>& s);
   Result<std::pair<std::shared_ptr<Session>, PreparedEndpoint>> prepareReserved(
       const SessionSpec& spec);
 

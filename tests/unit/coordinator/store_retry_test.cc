@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "coordinator/service/coordinator_server.h"
+#include "coordinator/store/sqlite_store.h"
 
 namespace gdrmesh {
 namespace {
@@ -23,6 +24,18 @@ class FlakyStore final : public ResultStore {
     std::lock_guard<std::mutex> lock(mu_);
     rows_.push_back(r);
     return static_cast<int64_t>(rows_.size());
+  }
+  Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& rs) override {
+    if (full.load()) {
+      return Status(Code::kResourceExhausted, "database disk is full: test.db", "free space");
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<int64_t> ids;
+    for (const TestResult& r : rs) {
+      rows_.push_back(r);
+      ids.push_back(static_cast<int64_t>(rows_.size()));
+    }
+    return ids;
   }
   Result<std::vector<TestResult>> queryResults(const ResultQuery&) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -56,7 +69,10 @@ TEST(CoordinatorStoreRetry, RefusedResultsAreKeptAndWrittenWhenTheStoreRecovers)
   CoordinatorOptions opts;
   opts.listen = "127.0.0.1:0";
   opts.heartbeat_interval_ms = 50;  // the retry runs on the monitor's tick
-  CoordinatorServer server(opts, store);
+  auto sweeps = SqliteStore::open(":memory:");
+  ASSERT_TRUE(sweeps.ok());
+  SystemClock clock;
+  CoordinatorServer server(opts, store, **sweeps, clock);
   ASSERT_TRUE(server.start().ok());
 
   TestResult a = result("t-a"), b = result("t-b");

@@ -2,6 +2,7 @@
 // them) over the emulated transport, with host memory and with a fake GPU for the staged path.
 #include "worker/session/session.h"
 
+#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -594,6 +595,227 @@ TEST_F(StagedTest, FaultInjectionOnTheStagedPathHitsTheGpuBuffer) {
   auto v = b.sessions.verify("sf", size);
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->integrity.wrong_bytes, 5u);
+}
+
+// ------------------------------------------------------------------ lean protocol
+// prepare initiator; prepare target with {peer, arm}; start initiator; finish target.
+
+size_t threadsOfThisProcess() {
+  size_t n = 0;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') ++n;
+    }
+    ::closedir(d);
+  }
+  return n;
+}
+
+class LeanTest : public PairTest {
+ protected:
+  struct Outcome {
+    Result<SideOutcome> start = Status(Code::kInternal, "not run");
+    Result<SideOutcome> finish = Status(Code::kInternal, "not run");
+  };
+  // Prepares both sides, the target connected and armed; returns false (with a failure) when
+  // a prepare fails.
+  bool prepareLean(const std::string& id, Op op, uint64_t size, const RunSpec& rs,
+                   Mode mode = Mode::kBandwidth) {
+    auto pi = a_.sessions.prepare(sessionSpec(id, Role::kInitiator, op, size, mode));
+    EXPECT_TRUE(pi.ok()) << pi.status().toString();
+    if (!pi.ok()) return false;
+    PrepareExtras extras;
+    extras.peer = pi->desc;
+    extras.arm = rs;
+    auto pt = b_.sessions.prepare(sessionSpec(id, Role::kTarget, op, size, mode), extras);
+    EXPECT_TRUE(pt.ok()) << pt.status().toString();
+    if (!pt.ok()) return false;
+    target_desc_ = pt->desc;
+    return true;
+  }
+  StartSpec startSpec(Op op, uint64_t size, const RunSpec& rs) const {
+    StartSpec ss;
+    ss.peer = target_desc_;
+    ss.run = rs;
+    ss.verify = op == Op::kRead;  // the initiator is the destination of READ
+    ss.verify_length = size;
+    return ss;
+  }
+  static FinishSpec finishSpec(Op op, uint64_t size, double timeout = 30) {
+    FinishSpec fs;
+    fs.verify = op != Op::kRead;
+    fs.verify_length = size;
+    fs.timeout_seconds = timeout;
+    return fs;
+  }
+  Outcome runLean(const std::string& id, Op op, uint64_t size, Mode mode = Mode::kBandwidth) {
+    Outcome o;
+    const RunSpec rs = runSpec(size, 8);
+    if (!prepareLean(id, op, size, rs, mode)) return o;
+    o.start = a_.sessions.start(id, startSpec(op, size, rs));
+    o.finish = b_.sessions.finish(id, finishSpec(op, size));
+    return o;
+  }
+  EndpointDesc target_desc_;
+};
+
+TEST_F(LeanTest, EveryOpPassesOnTheDestinationAndReleasesBothSides) {
+  const uint64_t size = 65536 + 3;
+  for (Op op : {Op::kWrite, Op::kRead, Op::kSend, Op::kWriteImm}) {
+    SCOPED_TRACE(toString(op));
+    const std::string id = std::string("lean-") + toString(op);
+    Outcome o = runLean(id, op, size);
+    ASSERT_TRUE(o.start.ok()) << o.start.status().toString();
+    ASSERT_TRUE(o.finish.ok()) << o.finish.status().toString();
+    // The initiator measured; the target (one-sided or receive-only) did not.
+    EXPECT_TRUE(o.start->has_measurement);
+    EXPECT_TRUE(o.start->measurement.has_bandwidth);
+    EXPECT_EQ(o.start->measurement.message_size, size);
+    EXPECT_FALSE(o.finish->has_measurement);
+    // Exactly the destination verified, and its data is right.
+    const SideOutcome& dst = op == Op::kRead ? *o.start : *o.finish;
+    const SideOutcome& src = op == Op::kRead ? *o.finish : *o.start;
+    ASSERT_TRUE(dst.verified);
+    EXPECT_FALSE(src.verified);
+    EXPECT_TRUE(dst.integrity.ok()) << dst.integrity.toString();
+    EXPECT_EQ(dst.integrity.bytes_checked, size);
+    EXPECT_EQ(a_.sessions.active(), 0u);
+    EXPECT_EQ(b_.sessions.active(), 0u);
+  }
+}
+
+TEST_F(LeanTest, LatencyPingPongOverTheLeanProtocol) {
+  Outcome o = runLean("lean-lat", Op::kWrite, 4096, Mode::kLatency);
+  ASSERT_TRUE(o.start.ok()) << o.start.status().toString();
+  ASSERT_TRUE(o.finish.ok()) << o.finish.status().toString();
+  ASSERT_TRUE(o.start->measurement.has_latency);
+  EXPECT_EQ(o.start->measurement.lat.samples, 8u);
+  EXPECT_TRUE(o.finish->integrity.ok()) << o.finish->integrity.toString();
+}
+
+TEST_F(LeanTest, CorruptionOnTheDestinationIsReportedNotHidden) {
+  const uint64_t size = 8192;
+  auto pi = a_.sessions.prepare(sessionSpec("lean-bad", Role::kInitiator, Op::kWrite, size));
+  ASSERT_TRUE(pi.ok());
+  SessionSpec t = sessionSpec("lean-bad", Role::kTarget, Op::kWrite, size);
+  t.corrupt_bytes = 3;
+  PrepareExtras extras{pi->desc, runSpec(size)};
+  auto pt = b_.sessions.prepare(t, extras);
+  ASSERT_TRUE(pt.ok()) << pt.status().toString();
+  target_desc_ = pt->desc;
+  ASSERT_TRUE(a_.sessions.start("lean-bad", startSpec(Op::kWrite, size, runSpec(size))).ok());
+  auto f = b_.sessions.finish("lean-bad", finishSpec(Op::kWrite, size));
+  ASSERT_TRUE(f.ok()) << f.status().toString();
+  EXPECT_EQ(f->integrity.wrong_bytes, 3u);
+}
+
+TEST_F(LeanTest, FinishTimesOutWhenTheInitiatorNeverStartsAndReleases) {
+  // A SEND target waits for messages that never come.
+  ASSERT_TRUE(prepareLean("lean-late", Op::kSend, 4096, runSpec(4096, 8, 60)));
+  const auto t0 = steady_clock::now();
+  auto f = b_.sessions.finish("lean-late", finishSpec(Op::kSend, 4096, 0.2));
+  const auto took = steady_clock::now() - t0;
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), Code::kDeadlineExceeded) << f.status().toString();
+  EXPECT_NE(f.status().message().find("lean-late"), std::string::npos);
+  EXPECT_GE(took, std::chrono::milliseconds(200));
+  EXPECT_LT(took, kPrompt);
+  EXPECT_EQ(b_.sessions.active(), 0u);  // released, its armed run aborted and joined
+  a_.sessions.release("lean-late");
+}
+
+TEST_F(LeanTest, PeerAbortingMidRunEndsTheArmedRunPromptly) {
+  const uint64_t size = 4096;
+  RunSpec endless = runSpec(size, 1'000'000'000ULL, 60);
+  ASSERT_TRUE(prepareLean("lean-abort", Op::kSend, size, endless));
+  auto start = std::async(std::launch::async, [&] {
+    return a_.sessions.start("lean-abort", startSpec(Op::kSend, size, endless));
+  });
+  // Wait for data to flow, then the initiator's worker gives up on the test.
+  Buffer* dst = b_.memory.first();
+  ASSERT_NE(dst, nullptr);
+  ASSERT_TRUE(waitUntil([&] { return landed(*dst, initiatorSeed(20261122)); }));
+  const auto t0 = steady_clock::now();
+  a_.sessions.release("lean-abort");
+  ASSERT_TRUE(ready(start));
+  auto s = start.get();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kAborted) << s.status().toString();
+  auto f = b_.sessions.finish("lean-abort", finishSpec(Op::kSend, size, 60));
+  EXPECT_LT(steady_clock::now() - t0, kPrompt);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), Code::kUnavailable) << f.status().toString();
+  EXPECT_NE(f.status().message().find("armed run"), std::string::npos);
+  EXPECT_EQ(a_.sessions.active(), 0u);
+  EXPECT_EQ(b_.sessions.active(), 0u);
+}
+
+TEST_F(LeanTest, ReleaseOfAnArmedTargetStopsItsRunPromptly) {
+  ASSERT_TRUE(prepareLean("lean-rel", Op::kSend, 4096, runSpec(4096, 8, 60)));
+  const auto t0 = steady_clock::now();
+  b_.sessions.release("lean-rel");  // joins the armed thread before it returns
+  EXPECT_LT(steady_clock::now() - t0, kPrompt);
+  EXPECT_EQ(b_.sessions.active(), 0u);
+  auto f = b_.sessions.finish("lean-rel", finishSpec(Op::kSend, 4096));
+  EXPECT_EQ(f.status().code(), Code::kNotFound);
+  a_.sessions.release("lean-rel");
+}
+
+TEST_F(LeanTest, AbortAllEndsAFinishWaitingForItsRunPromptly) {
+  ASSERT_TRUE(prepareLean("lean-all", Op::kSend, 4096, runSpec(4096, 8, 60)));
+  auto finish = std::async(std::launch::async, [&] {
+    return b_.sessions.finish("lean-all", finishSpec(Op::kSend, 4096, 60));
+  });
+  b_.sessions.abortAll();
+  ASSERT_TRUE(ready(finish));
+  auto f = finish.get();
+  ASSERT_FALSE(f.ok());
+  // kAborted when the finish was already waiting; kNotFound when the abort came first.
+  EXPECT_TRUE(f.status().code() == Code::kAborted || f.status().code() == Code::kNotFound)
+      << f.status().toString();
+  EXPECT_EQ(b_.sessions.active(), 0u);
+  a_.sessions.release("lean-all");
+}
+
+TEST_F(LeanTest, ProtocolMisuseIsRefusedWithTheReason) {
+  const RunSpec rs = runSpec(64);
+  // arm needs peer.
+  PrepareExtras arm_only;
+  arm_only.arm = rs;
+  auto p = b_.sessions.prepare(sessionSpec("m1", Role::kTarget, Op::kWrite, 64), arm_only);
+  EXPECT_EQ(p.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(b_.sessions.active(), 0u);
+  // finish without arm: refused, and the session is released all the same.
+  ASSERT_TRUE(b_.sessions.prepare(sessionSpec("m2", Role::kTarget, Op::kWrite, 64)).ok());
+  EXPECT_EQ(b_.sessions.finish("m2", finishSpec(Op::kWrite, 64)).status().code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(b_.sessions.active(), 0u);
+  // An armed session refuses a classic run and a second arm.
+  ASSERT_TRUE(prepareLean("m3", Op::kSend, 64, runSpec(64, 8, 60)));
+  EXPECT_EQ(b_.sessions.run("m3", rs).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(b_.sessions.arm("m3", rs).code(), Code::kInvalidArgument);
+  b_.sessions.release("m3");
+  a_.sessions.release("m3");
+  // A peer that cannot be connected: prepare fails and leaves nothing behind.
+  ASSERT_TRUE(a_.sessions.prepare(sessionSpec("m4", Role::kInitiator, Op::kWrite, 64)).ok());
+  StartSpec wrong;
+  wrong.peer.transport = TransportKind::kVerbs;
+  wrong.run = rs;
+  EXPECT_EQ(a_.sessions.start("m4", wrong).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(a_.sessions.active(), 0u);
+}
+
+TEST_F(LeanTest, ManyTestsLeaveNoThreadBehind) {
+  ASSERT_TRUE(runLean("warm", Op::kWrite, 256).finish.ok());
+  const size_t before = threadsOfThisProcess();
+  for (int i = 0; i < 300; ++i) {
+    const Op op = i % 2 == 0 ? Op::kWrite : Op::kSend;
+    Outcome o = runLean("many-" + std::to_string(i), op, 256);
+    ASSERT_TRUE(o.start.ok()) << i << ": " << o.start.status().toString();
+    ASSERT_TRUE(o.finish.ok()) << i << ": " << o.finish.status().toString();
+  }
+  EXPECT_EQ(threadsOfThisProcess(), before);
+  EXPECT_EQ(a_.sessions.active() + b_.sessions.active(), 0u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace gdrmesh::testing {
@@ -55,6 +56,7 @@ TestResult makeFullResult(const std::string& test_id) {
   r.id = 0;
   r.test_id = test_id;
   r.run_id = "run-'quoted'; DROP TABLE results; --";
+  r.plan_index = std::numeric_limits<int>::max();
   r.started_ms = 1795000000123;
   r.finished_ms = std::numeric_limits<int64_t>::max();
   r.op = Op::kWriteImm;
@@ -131,6 +133,7 @@ void expectSameResult(const TestResult& want, const TestResult& got) {
   EXPECT_EQ(want.id, got.id);
   EXPECT_EQ(want.test_id, got.test_id);
   EXPECT_EQ(want.run_id, got.run_id);
+  EXPECT_EQ(want.plan_index, got.plan_index);
   EXPECT_EQ(want.started_ms, got.started_ms);
   EXPECT_EQ(want.finished_ms, got.finished_ms);
   EXPECT_EQ(want.op, got.op);
@@ -176,6 +179,40 @@ void expectSameResult(const TestResult& want, const TestResult& got) {
   EXPECT_EQ(want.status, got.status);
   EXPECT_EQ(want.reason, got.reason);
   EXPECT_EQ(want.gpudirect(), got.gpudirect());
+}
+
+SweepRecord makeSweep(const std::string& id, int64_t created_ms, const std::string& state) {
+  SweepRecord s;
+  s.id = id;
+  s.state = state;
+  s.pattern = "all-pairs";
+  s.name = "nightly ✓ 'quoted'";
+  s.spec_json = R"({"pattern":"all-pairs","sizes":[8388608]})";
+  s.plan_json = R"({"tests":[{"i":0},{"i":1}]})";
+  s.report_json = "";
+  s.created_ms = created_ms;
+  s.started_ms = created_ms + 1;
+  s.finished_ms = 0;
+  s.tests_total = std::numeric_limits<uint32_t>::max();
+  s.reason = "";
+  s.verdict = "";
+  return s;
+}
+
+void expectSameSweep(const SweepRecord& want, const SweepRecord& got) {
+  EXPECT_EQ(want.id, got.id);
+  EXPECT_EQ(want.state, got.state);
+  EXPECT_EQ(want.pattern, got.pattern);
+  EXPECT_EQ(want.name, got.name);
+  EXPECT_EQ(want.spec_json, got.spec_json);
+  EXPECT_EQ(want.plan_json, got.plan_json);
+  EXPECT_EQ(want.report_json, got.report_json);
+  EXPECT_EQ(want.created_ms, got.created_ms);
+  EXPECT_EQ(want.started_ms, got.started_ms);
+  EXPECT_EQ(want.finished_ms, got.finished_ms);
+  EXPECT_EQ(want.tests_total, got.tests_total);
+  EXPECT_EQ(want.reason, got.reason);
+  EXPECT_EQ(want.verdict, got.verdict);
 }
 
 TEST_P(ResultStoreContractTest, InsertThenGetReturnsTheRowWithItsId) {
@@ -425,6 +462,322 @@ TEST_P(ResultStoreContractTest, ReopenKeepsTheData) {
   auto id2 = store().insertResult(makeResult("t-after", "a", "b", 1));
   ASSERT_TRUE(id2.ok()) << id2.status().toString();
   EXPECT_NE(*id2, *id);
+}
+
+// ---------------------------------------------------------------------------------------------
+// insertResults: one transaction, all or none.
+
+namespace {
+
+std::vector<TestResult> batchOf(const std::string& prefix, int n, const std::string& run_id = "") {
+  std::vector<TestResult> v;
+  for (int i = 0; i < n; ++i) {
+    TestResult r =
+        makeResult(prefix + std::to_string(i), "a", "b", 100 + i, TestStatus::kPassed, run_id);
+    r.initiator.reg_path = r.target.reg_path = RegPath::kHost;
+    r.plan_index = run_id.empty() ? -1 : i;
+    v.push_back(std::move(r));
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_P(ResultStoreContractTest, InsertResultsStoresEveryRowAndReturnsIdsInOrder) {
+  std::vector<TestResult> rows = batchOf("b", 5, "s-1");
+  rows[2] = makeFullResult("b-full");
+  rows[2].status = TestStatus::kPassed;
+  auto ids = store().insertResults(rows);
+  ASSERT_TRUE(ids.ok()) << ids.status().toString();
+  ASSERT_EQ(ids->size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(rows[i].test_id);
+    if (i > 0) {
+      EXPECT_GT((*ids)[i], (*ids)[i - 1]);
+    }
+    auto got = store().getResult(rows[i].test_id);
+    ASSERT_TRUE(got.ok()) << got.status().toString();
+    ASSERT_TRUE(got->has_value());
+    rows[i].id = (*ids)[i];
+    expectSameResult(rows[i], **got);
+  }
+  // A single insert after a batch gets the next id; an empty batch is a no-op.
+  auto one = store().insertResult(makeResult("after", "a", "b", 1));
+  ASSERT_TRUE(one.ok()) << one.status().toString();
+  EXPECT_GT(*one, ids->back());
+  auto none = store().insertResults({});
+  ASSERT_TRUE(none.ok()) << none.status().toString();
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_P(ResultStoreContractTest, InsertResultsIsAllOrNone) {
+  ASSERT_TRUE(store().insertResult(makeResult("taken", "a", "b", 1)).ok());
+  ResultQuery all;
+  all.limit = 0;
+
+  // A row that collides with a stored one, in the middle of the batch.
+  std::vector<TestResult> rows = batchOf("x", 4);
+  rows[2].test_id = "taken";
+  auto res = store().insertResults(rows);
+  ASSERT_FALSE(res.ok());
+  EXPECT_EQ(res.status().code(), Code::kInvalidArgument) << res.status().toString();
+  EXPECT_THAT(res.status().message(), ::testing::HasSubstr("taken"));
+  auto got = store().queryResults(all);
+  ASSERT_TRUE(got.ok());
+  EXPECT_THAT(ids(*got), ::testing::ElementsAre("taken"));
+
+  // Two rows of the batch with one id.
+  rows = batchOf("y", 3);
+  rows[2].test_id = rows[0].test_id;
+  EXPECT_EQ(store().insertResults(rows).status().code(), Code::kInvalidArgument);
+  // A row refused before SQLite sees it (empty id; 'auto' on a pass).
+  rows = batchOf("z", 3);
+  rows[1].test_id = "";
+  EXPECT_EQ(store().insertResults(rows).status().code(), Code::kInvalidArgument);
+  rows = batchOf("w", 3);
+  rows[2].target.reg_path = RegPath::kAuto;
+  EXPECT_EQ(store().insertResults(rows).status().code(), Code::kInvalidArgument);
+  got = store().queryResults(all);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->size(), 1u);
+
+  // The store takes the corrected batch.
+  rows = batchOf("x", 4);
+  auto ok = store().insertResults(rows);
+  ASSERT_TRUE(ok.ok()) << ok.status().toString();
+  got = store().queryResults(all);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->size(), 5u);
+}
+
+TEST_P(ResultStoreContractTest, PlanIndexDefaultsToMinusOneAndRoundTrips) {
+  ASSERT_TRUE(store().insertResult(makeResult("adhoc", "a", "b", 1)).ok());
+  TestResult swept = makeResult("swept", "a", "b", 2, TestStatus::kSkipped, "s-1");
+  swept.plan_index = 0;
+  ASSERT_TRUE(store().insertResult(swept).ok());
+  auto a = store().getResult("adhoc");
+  auto s = store().getResult("swept");
+  ASSERT_TRUE(a.ok() && a->has_value() && s.ok() && s->has_value());
+  EXPECT_EQ((*a)->plan_index, -1);
+  EXPECT_EQ((*s)->plan_index, 0);
+  TestResult bad = makeResult("bad", "a", "b", 3);
+  bad.plan_index = -2;
+  EXPECT_EQ(store().insertResult(bad).status().code(), Code::kInvalidArgument);
+}
+
+TEST_P(ResultStoreContractTest, ConcurrentBatchesAndReads) {
+  constexpr int kThreads = 4;
+  constexpr int kBatches = 10;
+  constexpr int kPerBatch = 25;
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int b = 0; b < kBatches; ++b) {
+        auto rows = batchOf("t" + std::to_string(t) + "-" + std::to_string(b) + "-", kPerBatch);
+        auto ids = store().insertResults(rows);
+        if (!ids.ok() || ids->size() != rows.size()) {
+          errors[t] = "insertResults: " + ids.status().toString();
+          return;
+        }
+        auto got = store().getResult(rows.back().test_id);
+        if (!got.ok() || !got->has_value() || (*got)->id != ids->back()) {
+          errors[t] = "read after batch: " + got.status().toString();
+          return;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(errors[t], "") << "thread " << t;
+  ResultQuery all;
+  all.limit = 0;
+  auto got = store().queryResults(all);
+  ASSERT_TRUE(got.ok()) << got.status().toString();
+  EXPECT_EQ(got->size(), size_t{kThreads * kBatches * kPerBatch});
+}
+
+// ---------------------------------------------------------------------------------------------
+// SweepStore.
+
+TEST_P(ResultStoreContractTest, SweepCreateGetUpdate) {
+  auto none = sweeps().getSweep("s-none");
+  ASSERT_TRUE(none.ok()) << none.status().toString();
+  EXPECT_FALSE(none->has_value());
+
+  SweepRecord want = makeSweep("s-1", 1000, "queued");
+  ASSERT_TRUE(sweeps().createSweep(want).ok());
+  auto got = sweeps().getSweep("s-1");
+  ASSERT_TRUE(got.ok()) << got.status().toString();
+  ASSERT_TRUE(got->has_value());
+  expectSameSweep(want, **got);
+
+  // Every column but id and created_ms is overwritten.
+  SweepRecord next = want;
+  next.state = "finished";
+  next.pattern = "ring";
+  next.name = "renamed";
+  next.spec_json = "{}";
+  next.plan_json = "[]";
+  next.report_json = R"({"suspects":["node-a/mlx5_0"]})";
+  next.created_ms = 5;  // ignored
+  next.started_ms = 2000;
+  next.finished_ms = 3000;
+  next.tests_total = 12;
+  next.reason = "done";
+  next.verdict = "FAIL";
+  Status s = sweeps().updateSweep(next);
+  ASSERT_TRUE(s.ok()) << s.toString();
+  got = sweeps().getSweep("s-1");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  next.created_ms = want.created_ms;
+  expectSameSweep(next, **got);
+
+  Status dup = sweeps().createSweep(makeSweep("s-1", 1, "queued"));
+  EXPECT_EQ(dup.code(), Code::kInvalidArgument) << dup.toString();
+  EXPECT_THAT(dup.message(), ::testing::HasSubstr("s-1"));
+  Status unknown = sweeps().updateSweep(makeSweep("s-unknown", 1, "running"));
+  EXPECT_EQ(unknown.code(), Code::kNotFound) << unknown.toString();
+  EXPECT_THAT(unknown.message(), ::testing::HasSubstr("s-unknown"));
+  EXPECT_EQ(sweeps().createSweep(makeSweep("", 1, "queued")).code(), Code::kInvalidArgument);
+}
+
+TEST_P(ResultStoreContractTest, ListSweepsIsNewestFirstWithStateAndLimit) {
+  for (const auto& [id, created, state] :
+       std::vector<std::tuple<std::string, int64_t, std::string>>{{"s-b", 200, "finished"},
+                                                                  {"s-a", 100, "running"},
+                                                                  {"s-d", 400, "running"},
+                                                                  {"s-c", 300, "finished"},
+                                                                  {"s-c2", 300, "failed"}}) {
+    ASSERT_TRUE(sweeps().createSweep(makeSweep(id, created, state)).ok()) << id;
+  }
+  auto names = [](const Result<std::vector<SweepRecord>>& r) {
+    EXPECT_TRUE(r.ok()) << r.status().toString();
+    std::vector<std::string> out;
+    if (r.ok()) {
+      for (const auto& s : *r) out.push_back(s.id);
+    }
+    return out;
+  };
+  using ::testing::ElementsAre;
+  // Equal created_ms: the later creation first.
+  EXPECT_THAT(names(sweeps().listSweeps(0, "")), ElementsAre("s-d", "s-c2", "s-c", "s-b", "s-a"));
+  EXPECT_THAT(names(sweeps().listSweeps(2, "")), ElementsAre("s-d", "s-c2"));
+  EXPECT_THAT(names(sweeps().listSweeps(0, "finished")), ElementsAre("s-c", "s-b"));
+  EXPECT_THAT(names(sweeps().listSweeps(1, "running")), ElementsAre("s-d"));
+  EXPECT_THAT(names(sweeps().listSweeps(0, "cancelled")), ::testing::IsEmpty());
+}
+
+TEST_P(ResultStoreContractTest, UnfinishedSweepTestsAreStartedWithoutAResult) {
+  ASSERT_TRUE(sweeps().createSweep(makeSweep("s-1", 1, "running")).ok());
+  ASSERT_TRUE(sweeps().createSweep(makeSweep("s-2", 2, "running")).ok());
+  for (int i = 0; i < 4; ++i) {
+    Status s = sweeps().markSweepTestStarted("s-1", {i, "s1-t" + std::to_string(i), 10 + i});
+    ASSERT_TRUE(s.ok()) << s.toString();
+  }
+  ASSERT_TRUE(sweeps().markSweepTestStarted("s-2", {0, "s2-t0", 20}).ok());
+
+  auto unfinished = [&](const std::string& sweep) {
+    auto r = sweeps().unfinishedSweepTests(sweep);
+    EXPECT_TRUE(r.ok()) << r.status().toString();
+    std::vector<int> out;
+    if (r.ok()) {
+      for (const auto& t : *r) out.push_back(t.plan_index);
+    }
+    return out;
+  };
+  using ::testing::ElementsAre;
+  EXPECT_THAT(unfinished("s-1"), ElementsAre(0, 1, 2, 3));
+
+  // Results of the sweep (run_id = sweep id) finish their plan index; a result of another run
+  // with the same plan index, or an ad-hoc one, does not.
+  TestResult r1 = makeResult("s1-t1", "a", "b", 11, TestStatus::kFailed, "s-1");
+  r1.plan_index = 1;
+  ASSERT_TRUE(store().insertResult(r1).ok());
+  TestResult other = makeResult("s2-t2", "a", "b", 11, TestStatus::kFailed, "s-2");
+  other.plan_index = 2;
+  ASSERT_TRUE(store().insertResult(other).ok());
+  ASSERT_TRUE(store().insertResult(makeResult("adhoc", "a", "b", 11)).ok());
+  EXPECT_THAT(unfinished("s-1"), ElementsAre(0, 2, 3));
+  std::vector<TestResult> batch = batchOf("s1-b", 4, "s-1");  // plan indexes 0..3
+  batch.erase(batch.begin() + 1, batch.begin() + 3);          // keep 0 and 3
+  ASSERT_TRUE(store().insertResults(batch).ok());
+  EXPECT_THAT(unfinished("s-1"), ElementsAre(2));
+  EXPECT_THAT(unfinished("s-2"), ElementsAre(0));
+  EXPECT_THAT(unfinished("s-none"), ::testing::IsEmpty());
+
+  // What comes back is the marker; a re-run replaces it.
+  ASSERT_TRUE(sweeps().markSweepTestStarted("s-1", {2, "s1-t2-rerun", 99}).ok());
+  auto r = sweeps().unfinishedSweepTests("s-1");
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ(r->front().plan_index, 2);
+  EXPECT_EQ(r->front().test_id, "s1-t2-rerun");
+  EXPECT_EQ(r->front().started_ms, 99);
+
+  Status unknown = sweeps().markSweepTestStarted("s-unknown", {0, "t", 1});
+  EXPECT_EQ(unknown.code(), Code::kNotFound) << unknown.toString();
+  EXPECT_THAT(unknown.message(), ::testing::HasSubstr("s-unknown"));
+  EXPECT_EQ(sweeps().markSweepTestStarted("s-1", {-1, "t", 1}).code(), Code::kInvalidArgument);
+}
+
+TEST_P(ResultStoreContractTest, ScheduleRunsAreNewestFirstPerSchedule) {
+  const std::vector<ScheduleRun> runs = {
+      {"nightly", 1000, "started", "s-1", 1001, ""},
+      {"nightly", 3000, "missed", "", 3500, "coordinator was down"},
+      {"hourly", 2000, "started", "s-2", 2001, ""},
+      {"nightly", 2000, "skipped-overlap", "", 2001, "s-1 still running"},
+      {"nightly", 3000, "started", "s-3", 3600, "late start"},  // same due: later record first
+  };
+  for (const ScheduleRun& r : runs) {
+    Status s = sweeps().recordScheduleRun(r);
+    ASSERT_TRUE(s.ok()) << s.toString();
+  }
+  auto got = sweeps().scheduleRuns("nightly", 0);
+  ASSERT_TRUE(got.ok()) << got.status().toString();
+  ASSERT_EQ(got->size(), 4u);
+  EXPECT_EQ((*got)[0].sweep_id, "s-3");
+  EXPECT_EQ((*got)[0].state, "started");
+  EXPECT_EQ((*got)[0].detail, "late start");
+  EXPECT_EQ((*got)[0].recorded_ms, 3600);
+  EXPECT_EQ((*got)[1].state, "missed");
+  EXPECT_EQ((*got)[1].detail, "coordinator was down");
+  EXPECT_EQ((*got)[2].due_ms, 2000);
+  EXPECT_EQ((*got)[2].state, "skipped-overlap");
+  EXPECT_EQ((*got)[3].due_ms, 1000);
+  EXPECT_EQ((*got)[3].schedule, "nightly");
+  got = sweeps().scheduleRuns("nightly", 2);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->size(), 2u);
+  got = sweeps().scheduleRuns("hourly", 10);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ(got->front().sweep_id, "s-2");
+  got = sweeps().scheduleRuns("weekly", 10);
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(got->empty());
+  EXPECT_EQ(sweeps().recordScheduleRun({"", 1, "started", "", 1, ""}).code(),
+            Code::kInvalidArgument);
+}
+
+TEST_P(ResultStoreContractTest, ReopenKeepsSweepsMarkersAndScheduleRuns) {
+  if (!harness_->persistent()) GTEST_SKIP() << "store keeps nothing across a reopen";
+  SweepRecord want = makeSweep("s-keep", 7, "running");
+  ASSERT_TRUE(sweeps().createSweep(want).ok());
+  ASSERT_TRUE(sweeps().markSweepTestStarted("s-keep", {3, "t3", 8}).ok());
+  ASSERT_TRUE(sweeps().recordScheduleRun({"nightly", 5, "started", "s-keep", 6, ""}).ok());
+  Status s = harness_->reopen();
+  ASSERT_TRUE(s.ok()) << s.toString();
+  auto got = sweeps().getSweep("s-keep");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  expectSameSweep(want, **got);
+  auto unfinished = sweeps().unfinishedSweepTests("s-keep");
+  ASSERT_TRUE(unfinished.ok());
+  ASSERT_EQ(unfinished->size(), 1u);
+  EXPECT_EQ(unfinished->front().test_id, "t3");
+  auto runs = sweeps().scheduleRuns("nightly", 0);
+  ASSERT_TRUE(runs.ok());
+  EXPECT_EQ(runs->size(), 1u);
 }
 
 }  // namespace gdrmesh::testing

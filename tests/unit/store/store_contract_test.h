@@ -1,5 +1,5 @@
-// The ResultStore contract: one parameterised suite that every ResultStore implementation is
-// instantiated against (INSTANTIATE_TEST_SUITE_P(Name, ResultStoreContractTest, ...)).
+// The store contract: one parameterised suite that every ResultStore + SweepStore implementation
+// is instantiated against (INSTANTIATE_TEST_SUITE_P(Name, ResultStoreContractTest, ...)).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,6 +19,7 @@ class StoreHarness {
  public:
   virtual ~StoreHarness() = default;
   virtual ResultStore& store() = 0;
+  virtual SweepStore& sweeps() = 0;
   // False for stores that keep nothing across a reopen (the reopen test is skipped).
   virtual bool persistent() const = 0;
   // Closes the store and opens the same storage again.
@@ -43,6 +44,7 @@ class ResultStoreContractTest : public ::testing::TestWithParam<StoreFactory> {
  protected:
   void SetUp() override;
   ResultStore& store() { return harness_->store(); }
+  SweepStore& sweeps() { return harness_->sweeps(); }
   std::unique_ptr<StoreHarness> harness_;
 };
 
@@ -55,5 +57,8 @@ TestResult makeResult(const std::string& test_id, const std::string& initiator,
                       TestStatus status = TestStatus::kPassed, const std::string& run_id = "");
 // Field by field; doubles compared bit for bit. Includes `id`.
 void expectSameResult(const TestResult& want, const TestResult& got);
+// A sweep with every field set (JSON with quotes, UTF-8).
+SweepRecord makeSweep(const std::string& id, int64_t created_ms, const std::string& state);
+void expectSameSweep(const SweepRecord& want, const SweepRecord& got);
 
 }  // namespace gdrmesh::testing

@@ -1268,6 +1268,10 @@ Status VerbsTransport::viable() const {
   std::string states;
   for (int i = 0; i < n; ++i) {
     const std::string name = ibv_get_device_name(list.get()[i]);
+    if (!options_.devices.empty() && std::find(options_.devices.begin(), options_.devices.end(),
+                                               name) == options_.devices.end()) {
+      continue;  // not one of `gdrmesh worker --nic`
+    }
     ContextPtr ctx(ibv_open_device(list.get()[i]));
     if (!ctx) {
       states +=
@@ -1293,8 +1297,21 @@ Status VerbsTransport::viable() const {
 Result<std::unique_ptr<VerbsEndpoint>> VerbsTransport::createVerbsEndpoint(const EndpointSpec& spec,
                                                                            Buffer& buffer,
                                                                            RegPath reg) {
+  EndpointSpec use = spec;
+  if (!options_.devices.empty()) {
+    if (use.device.empty()) {
+      use.device = options_.devices.front();
+    } else if (std::find(options_.devices.begin(), options_.devices.end(), use.device) ==
+               options_.devices.end()) {
+      std::string names;
+      for (const auto& d : options_.devices) names += (names.empty() ? "" : ", ") + d;
+      return notFound(
+          "RDMA device '" + use.device + "' is not offered by this worker (--nic " + names + ")",
+          "pick one of the worker's NICs (`gdrmesh workers`)");
+    }
+  }
   auto ep = std::make_unique<VerbsEndpointImpl>(
-      spec, buffer, options_.registrar ? *options_.registrar : verbs::systemRegistrar(),
+      use, buffer, options_.registrar ? *options_.registrar : verbs::systemRegistrar(),
       options_.sysfs_root, options_.max_rd_atomic);
   GDR_RETURN_IF_ERROR(ep->init(reg));
   return std::unique_ptr<VerbsEndpoint>(std::move(ep));

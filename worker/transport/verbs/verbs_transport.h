@@ -39,6 +39,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "worker/transport/transport.h"
 #include "worker/transport/verbs/verbs_registration.h"
@@ -52,6 +53,9 @@ struct VerbsOptions {
   // max_qp_rd_atom and max_qp_init_rd_atom, and negotiated down to the peer's
   // (EndpointDesc::max_rd_atomic, perftest's "OUT"). perftest uses the device maximum.
   uint32_t max_rd_atomic = 16;
+  // Non-empty: the only RDMA devices this transport uses (`gdrmesh worker --nic`); an endpoint
+  // without a device gets the first, one naming another device is refused.
+  std::vector<std::string> devices;
 };
 
 class VerbsEndpoint : public Endpoint {

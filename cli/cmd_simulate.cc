@@ -1,0 +1,218 @@
+// `gdrmesh worker --simulate N --coordinator HOST:PORT`: N simulated workers in this process,
+// for scale tests of the coordinator. They move no bytes; their figures are configured and
+// labelled transport simulated (never RDMA, never GPUDirect).
+#include "cli/cmd_simulate.h"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cli/cli.h"
+#include "cli/worker_setup.h"
+#include "worker/simulate/sim_workers.h"
+
+namespace gdrmesh::cli {
+
+struct SimulateArgs {
+  SimConfig config;
+  std::string config_file;
+  std::vector<std::string> faults;
+  CLI::Option* simulate = nullptr;
+  CLI::Option* file = nullptr;
+  // Flags given on the command line override the config file.
+  std::vector<std::pair<CLI::Option*, std::function<void(SimConfig&)>>> overrides;
+};
+
+namespace {
+
+// Streams each hold a connection: make room for them in the open-file limit.
+void raiseFileLimit(const SimConfig& c) {
+  const rlim_t want = static_cast<rlim_t>(c.connections > 0 ? c.connections : c.count) + 256;
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want) return;
+  rl.rlim_cur = std::min(want, rl.rlim_max);
+  setrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < want) {
+    std::fprintf(stderr,
+                 "gdrmesh worker --simulate: open-file limit %llu is below the %llu connections "
+                 "need; use --sim-connections to share connections, or raise ulimit -n\n",
+                 static_cast<unsigned long long>(rl.rlim_cur),
+                 static_cast<unsigned long long>(want));
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<SimulateArgs> addSimulateOptions(CLI::App* worker) {
+  auto a = std::make_shared<SimulateArgs>();
+  SimConfig* tmp = &a->config;  // defaults shown in --help; values applied after parsing
+  const char* group = "Simulation (scale tests of the coordinator; no bytes move)";
+  a->simulate = worker
+                    ->add_option("--simulate", tmp->count,
+                                 "run N simulated workers in this process instead of a real "
+                                 "worker (their results are labelled simulated)")
+                    ->group(group)
+                    ->check(CLI::Range(1, 100000));
+  a->file = worker
+                ->add_option("--sim-config", a->config_file,
+                             "simulation config: key: value lines (count, nics, gpus, "
+                             "test_ms, bandwidth_gbps, latency_us, seed, fault: SPEC...)")
+                ->group(group)
+                ->check(CLI::ExistingFile);
+  auto keep = [&](CLI::Option* o, std::function<void(SimConfig&)> apply) {
+    a->overrides.emplace_back(o, std::move(apply));
+  };
+  // Each flag parses into a holder; applied over the config file's values when given.
+  struct Holders {
+    std::string prefix = "sim";
+    double test_ms = 10, bw = 100, lat = 2;
+    int nics = 1, gpus = 0, connections = 0;
+    uint64_t seed = 1;
+  };
+  auto h = std::make_shared<Holders>();
+  keep(worker->add_option("--name-prefix", h->prefix, "simulated names: PREFIX-0000 ..")
+           ->group(group)
+           ->capture_default_str(),
+       [h](SimConfig& c) { c.name_prefix = h->prefix; });
+  keep(worker->add_option("--sim-test-ms", h->test_ms, "wall time of every simulated run")
+           ->group(group)
+           ->capture_default_str(),
+       [h](SimConfig& c) { c.test_ms = h->test_ms; });
+  keep(worker->add_option("--sim-bandwidth-gbps", h->bw, "bandwidth every simulated test reports")
+           ->group(group)
+           ->capture_default_str(),
+       [h](SimConfig& c) { c.bandwidth_gbps = h->bw; });
+  keep(worker->add_option("--sim-latency-us", h->lat, "latency every simulated test reports")
+           ->group(group)
+           ->capture_default_str(),
+       [h](SimConfig& c) { c.latency_us = h->lat; });
+  keep(worker->add_option("--sim-nics", h->nics, "NICs per simulated worker (mlx5_0 ..)")
+           ->group(group)
+           ->capture_default_str(),
+       [h](SimConfig& c) { c.nics = h->nics; });
+  keep(worker->add_option("--sim-gpus", h->gpus, "GPUs per simulated worker")
+           ->group(group)
+           ->capture_default_str(),
+       [h](SimConfig& c) { c.gpus = h->gpus; });
+  keep(worker
+           ->add_option("--sim-connections", h->connections,
+                        "TCP connections shared by the workers (0 = one per worker)")
+           ->group(group)
+           ->capture_default_str(),
+       [h](SimConfig& c) { c.connections = h->connections; });
+  keep(worker->add_option("--sim-seed", h->seed, "seed of flap faults")->group(group),
+       [h](SimConfig& c) { c.seed = h->seed; });
+  worker
+      ->add_option("--sim-fault", a->faults,
+                   "fault, repeatable: slow:WORKER[/NIC]:FACTOR, fail:WORKER[/NIC], "
+                   "flap:WORKER:P, mute:WORKER[:AFTER_N], drop:WORKER:AFTER_N")
+      ->group(group);
+  return a;
+}
+
+bool simulateRequested(const SimulateArgs& a) {
+  return a.simulate->count() > 0 || a.file->count() > 0;
+}
+
+int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
+                        const std::vector<std::string>& labels) {
+  SimConfig c;
+  auto parsed = parseWorkerLabels(labels);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "gdrmesh worker: %s\n", parsed.status().toString().c_str());
+    return kExitUsage;
+  }
+  c.labels = std::move(*parsed);
+  if (!a.config_file.empty()) {
+    Status st = loadSimConfigFile(a.config_file, &c);
+    if (!st.ok()) {
+      std::fprintf(stderr, "gdrmesh worker: %s\n", st.toString().c_str());
+      return kExitUsage;
+    }
+  }
+  if (a.simulate->count() > 0) c.count = a.config.count;
+  for (const auto& [opt, apply] : a.overrides) {
+    if (opt->count() > 0) apply(c);
+  }
+  for (const auto& spec : a.faults) {
+    auto f = parseSimFault(spec);
+    if (!f.ok()) {
+      std::fprintf(stderr, "gdrmesh worker: %s\n", f.status().toString().c_str());
+      return kExitUsage;
+    }
+    c.faults.push_back(*f);
+  }
+  if (!coordinator.empty()) c.coordinator = coordinator;
+  Status valid = validateSimConfig(c);
+  if (!valid.ok()) {
+    std::fprintf(stderr, "gdrmesh worker: %s\n", valid.toString().c_str());
+    return kExitUsage;
+  }
+  raiseFileLimit(c);
+
+  blockTerminationSignals();
+  SimulatedWorkers sims(c);
+  std::fprintf(stderr,
+               "gdrmesh worker --simulate %d: %s .. %s -> %s; %d NIC(s), %d GPU(s) each; runs "
+               "take %.0f ms and report %.1f Gb/s, %.2f us (simulated: no bytes move)\n",
+               c.count, sims.names().front().c_str(), sims.names().back().c_str(),
+               c.coordinator.c_str(), c.nics, c.gpus, c.test_ms, c.bandwidth_gbps, c.latency_us);
+  for (const auto& f : c.faults) std::fprintf(stderr, "  fault: %s\n", f.text.c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = sims.start();
+  if (!st.ok()) {
+    std::fprintf(stderr, "gdrmesh worker: %s\n", st.toString().c_str());
+    return kExitUsage;
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread signals([&] {
+    waitForTerminationSignal([&] {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+      cv.notify_all();
+    });
+  });
+  signals.detach();
+
+  // Progress: once all have registered, then a line whenever the figures change.
+  bool all_in = false;
+  SimStats last;
+  std::unique_lock<std::mutex> lock(mu);
+  while (!stop) {
+    cv.wait_for(lock, all_in ? std::chrono::seconds(10) : std::chrono::milliseconds(200));
+    SimStats s = sims.stats();
+    if (!all_in && s.ever_registered == c.count) {
+      all_in = true;
+      std::fprintf(stderr, "gdrmesh worker --simulate: %d workers registered in %.2f s\n", c.count,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    if (s.refused == c.count) {
+      std::fprintf(stderr, "gdrmesh worker --simulate: the coordinator refused every worker: %s\n",
+                   s.last_error.c_str());
+      return kExitUsage;
+    }
+    if (all_in && (s.online != last.online || s.commands != last.commands)) {
+      std::fprintf(stderr,
+                   "gdrmesh worker --simulate: %d/%d online, %llu commands, %llu replies, %llu "
+                   "unanswered (mute), %d dropped%s%s\n",
+                   s.online, c.count, static_cast<unsigned long long>(s.commands),
+                   static_cast<unsigned long long>(s.replies),
+                   static_cast<unsigned long long>(s.unanswered), s.dropped,
+                   s.last_error.empty() ? "" : "; last error: ", s.last_error.c_str());
+    }
+    last = s;
+  }
+  lock.unlock();
+  sims.stop();
+  return kExitOk;
+}
+
+}  // namespace gdrmesh::cli

@@ -1,0 +1,300 @@
+// Sweep commands: `gdrmesh sweep run|follow|cancel|show|judge`, `gdrmesh sweeps`,
+// `gdrmesh schedules`. The coordinator plans, runs, stores and judges sweeps; these commands
+// start them, follow their progress and print their reports.
+#include <cstdio>
+#include <iostream>
+
+#include "cli/cli.h"
+#include "cli/control.h"
+#include "cli/output.h"
+#include "cli/specs.h"
+#include "common/units.h"
+
+namespace gdrmesh::cli {
+namespace {
+
+int usage(const char* cmd, const Status& st) {
+  std::fprintf(stderr, "gdrmesh %s: %s\n", cmd, st.message().c_str());
+  if (!st.fix().empty()) std::fprintf(stderr, "  fix: %s\n", st.fix().c_str());
+  return kExitUsage;
+}
+
+// Prints a report as the command's result: JSON or text on stdout.
+void printReport(const ClientOptions& o, const pb::SweepReport& r, const ReportOptions& opts) {
+  if (o.output == "json") {
+    std::cout << protoJson(r) << "\n";
+  } else {
+    std::cout << sweepReportText(r, opts);
+  }
+}
+
+// Workers a sweep names (pairs and --hosts): to explain a refusal that names one of them.
+std::vector<std::string> namedWorkers(const pb::SweepSpec& spec) {
+  std::vector<std::string> out(spec.hosts().begin(), spec.hosts().end());
+  for (const auto& p : spec.pairs()) {
+    auto colon = p.find(':');
+    for (const auto& side : {p.substr(0, colon), p.substr(colon + 1)}) {
+      out.push_back(side.substr(0, side.find('/')));
+    }
+  }
+  return out;
+}
+
+int followReport(const ClientOptions& o, pb::ControlService::Stub& stub, const std::string& id,
+                 bool with_results) {
+  pb::SweepReport report;
+  bool fetched = false;
+  int rc = followAndFetch(o, stub, id, with_results, &report, &fetched);
+  if (fetched) printReport(o, report, ReportOptions{false, with_results});
+  return rc;
+}
+
+struct RunArgs {
+  SweepArgs sweep;
+  TestOptions test;
+  bool results = false;
+};
+
+int runSweep(const ClientOptions& o, const RunArgs& a) {
+  std::string pairs_text, config_text;
+  if (!a.sweep.pairs_file.empty()) {
+    auto t = readTextFile(a.sweep.pairs_file, "--pairs-file");
+    if (!t.ok()) return usage("sweep run", t.status());
+    pairs_text = *t;
+  }
+  if (!a.sweep.config.empty()) {
+    auto t = readTextFile(a.sweep.config, "--config");
+    if (!t.ok()) return usage("sweep run", t.status());
+    config_text = *t;
+  }
+  auto spec = buildSweepSpec(a.sweep, a.test, pairs_text, config_text);
+  if (!spec.ok()) return usage("sweep run", spec.status());
+
+  blockTerminationSignals();  // before gRPC starts threads: Ctrl-C only stops following
+  auto stub = connectControl(o);
+  pb::SweepProgress started;
+  int rc = startSweep(o, *stub, *spec, namedWorkers(*spec), &started);
+  if (rc != kExitOk) return rc;
+  if (a.sweep.detach) {
+    if (o.output == "json") {
+      std::cout << protoJson(started) << "\n";
+    } else {
+      std::cout << started.id() << "\n";
+    }
+    std::fprintf(stderr, "follow it with `gdrmesh sweep follow %s`\n", started.id().c_str());
+    return kExitOk;
+  }
+  return followReport(o, *stub, started.id(), a.results);
+}
+
+int runFollow(const ClientOptions& o, const std::string& id, bool results) {
+  blockTerminationSignals();
+  auto stub = connectControl(o);
+  return followReport(o, *stub, id, results);
+}
+
+int runCancel(const ClientOptions& o, const std::string& id) {
+  auto stub = connectControl(o);
+  grpc::ClientContext ctx;
+  setDeadline(&ctx, 30);
+  pb::SweepIdRequest req;
+  req.set_id(id);
+  pb::SweepProgress resp;
+  auto st = stub->CancelSweep(&ctx, req, &resp);
+  if (!st.ok()) return reportRpcError(o, "CancelSweep", st);
+  if (o.output == "json") {
+    std::cout << protoJson(resp) << "\n";
+  } else {
+    std::cout << progressLine(resp) << "\n";
+  }
+  return kExitOk;
+}
+
+int runShow(const ClientOptions& o, const std::string& id, bool results) {
+  auto stub = connectControl(o);
+  grpc::ClientContext ctx;
+  setDeadline(&ctx, 60);
+  pb::SweepIdRequest req;
+  req.set_id(id);
+  req.set_with_results(results);
+  pb::SweepReport resp;
+  auto st = stub->GetSweep(&ctx, req, &resp);
+  if (!st.ok()) return reportRpcError(o, "GetSweep", st);
+  printReport(o, resp, ReportOptions{false, results});
+  return kExitOk;
+}
+
+struct JudgeArgs {
+  std::string id;
+  std::string config;
+  std::string baseline;
+};
+
+int runJudge(const ClientOptions& o, const JudgeArgs& a) {
+  pb::JudgeSweepRequest req;
+  req.set_id(a.id);
+  req.set_baseline(a.baseline);
+  if (!a.config.empty()) {
+    auto t = readTextFile(a.config, "--config");
+    if (!t.ok()) return usage("sweep judge", t.status());
+    req.set_config_yaml(*t);
+  }
+  auto stub = connectControl(o);
+  grpc::ClientContext ctx;
+  setDeadline(&ctx, 120);
+  pb::SweepReport resp;
+  auto st = stub->JudgeSweep(&ctx, req, &resp);
+  if (!st.ok()) return reportRpcError(o, "JudgeSweep", st);
+  printReport(o, resp, ReportOptions{true, false});
+  return kExitOk;
+}
+
+int runSweeps(const ClientOptions& o, uint32_t limit) {
+  auto stub = connectControl(o);
+  grpc::ClientContext ctx;
+  setDeadline(&ctx, 30);
+  pb::ListSweepsRequest req;
+  req.set_limit(limit);
+  pb::ListSweepsResponse resp;
+  auto st = stub->ListSweeps(&ctx, req, &resp);
+  if (!st.ok()) return reportRpcError(o, "ListSweeps", st);
+  if (o.output == "json") {
+    std::cout << protoJson(resp) << "\n";
+  } else {
+    std::cout << sweepsTable({resp.sweeps().begin(), resp.sweeps().end()});
+  }
+  return kExitOk;
+}
+
+int runSchedules(const ClientOptions& o) {
+  auto stub = connectControl(o);
+  grpc::ClientContext ctx;
+  setDeadline(&ctx, 30);
+  pb::ListSchedulesResponse resp;
+  auto st = stub->ListSchedules(&ctx, pb::ListSchedulesRequest(), &resp);
+  if (!st.ok()) return reportRpcError(o, "ListSchedules", st);
+  if (o.output == "json") {
+    std::cout << protoJson(resp) << "\n";
+  } else {
+    std::cout << schedulesTable({resp.schedules().begin(), resp.schedules().end()}, nowUnixMs());
+  }
+  return kExitOk;
+}
+
+// A subcommand taking one sweep ID.
+CLI::App* idCommand(CLI::App* parent, const char* name, const char* help,
+                    std::shared_ptr<ClientOptions>* o, std::shared_ptr<std::string>* id) {
+  auto* cmd = parent->add_subcommand(name, help);
+  *o = std::make_shared<ClientOptions>();
+  *id = std::make_shared<std::string>();
+  addClientOptions(cmd, o->get());
+  cmd->add_option("ID", **id, "sweep id (`gdrmesh sweeps` lists them)")->required();
+  return cmd;
+}
+
+}  // namespace
+
+void registerSweepCommands(CLI::App& app, Action* action) {
+  auto* sweep = app.add_subcommand("sweep", "Run, follow, cancel, show and judge sweeps");
+  sweep->require_subcommand(1);
+  {
+    auto* cmd = sweep->add_subcommand(
+        "run", "Start a sweep of pair tests over the cluster and follow it to its verdict");
+    auto o = std::make_shared<ClientOptions>();
+    auto a = std::make_shared<RunArgs>();
+    addClientOptions(cmd, o.get());
+    auto& s = a->sweep;
+    cmd->add_option("--pattern", s.pattern, "pairs | all-pairs | rails | loopback | random")
+        ->required();
+    cmd->add_option("PAIRS", s.pairs, "for --pattern pairs: SRC:DST, each WORKER[/NIC]");
+    cmd->add_option("--pairs-file", s.pairs_file, "file of pairs, one SRC:DST per line");
+    cmd->add_option("--direction", s.direction,
+                    "one (A->B) | both (A->B and B->A) | bidir (one bidirectional test)")
+        ->capture_default_str();
+    cmd->add_option("--rounds", s.rounds, "--pattern random: matchings (default 3)");
+    cmd->add_option("--seed", s.seed, "--pattern random: seed (default chosen and recorded)");
+    cmd->add_option("--hosts", s.hosts, "only these workers (a,b,c; default every online one)")
+        ->delimiter(',')
+        ->allow_extra_args(false);
+    cmd->add_option("--exclude", s.exclude, "never these workers (a,b)")
+        ->delimiter(',')
+        ->allow_extra_args(false);
+    cmd->add_option("--select", s.select, "label selector KEY=VALUE (repeatable; all must match)")
+        ->allow_extra_args(false);
+    auto* sizes = cmd->add_option("--sizes", s.sizes, "message sizes: 4KiB,1MiB (overrides --size)")
+                      ->delimiter(',')
+                      ->allow_extra_args(false);
+    auto* range = cmd->add_option("--sweep-sizes", s.sweep_sizes,
+                                  "message sizes: powers of two over MIN..MAX, e.g. 2..8MiB");
+    sizes->excludes(range);
+    cmd->add_option("--max-concurrency", s.max_concurrency,
+                    "pair tests in flight at once (0: limited by NICs and GPUs only)");
+    cmd->add_option("--retries", s.retries,
+                    "retries of transient errors (never of integrity failures)")
+        ->capture_default_str();
+    cmd->add_option("--config", s.config, "cluster config (YAML): thresholds and host classes");
+    cmd->add_option("--baseline", s.baseline, "compare with this sweep id, or `previous`");
+    cmd->add_flag("--no-localise", s.no_localise,
+                  "do not retest failing pairs with known-good partners");
+    cmd->add_flag("--queue", s.queue, "wait behind a running sweep instead of being refused");
+    cmd->add_option("--name", s.name, "free text stored with the sweep");
+    cmd->add_flag("--detach", s.detach, "print the sweep id and return; the sweep goes on");
+    cmd->add_flag("--results", a->results, "also print every result at the end");
+    addTestOptions(cmd, &a->test);
+    cmd->callback([action, o, a] { *action = [o, a] { return runSweep(*o, *a); }; });
+  }
+  {
+    std::shared_ptr<ClientOptions> o;
+    std::shared_ptr<std::string> id;
+    auto* cmd = idCommand(sweep, "follow", "Follow a running sweep to its verdict", &o, &id);
+    auto results = std::make_shared<bool>(false);
+    cmd->add_flag("--results", *results, "also print every result at the end");
+    cmd->callback([action, o, id, results] {
+      *action = [o, id, results] { return runFollow(*o, *id, *results); };
+    });
+  }
+  {
+    std::shared_ptr<ClientOptions> o;
+    std::shared_ptr<std::string> id;
+    auto* cmd = idCommand(sweep, "cancel", "Cancel a queued or running sweep", &o, &id);
+    cmd->callback([action, o, id] { *action = [o, id] { return runCancel(*o, *id); }; });
+  }
+  {
+    std::shared_ptr<ClientOptions> o;
+    std::shared_ptr<std::string> id;
+    auto* cmd = idCommand(sweep, "show", "Show a sweep: state, verdicts, suspects", &o, &id);
+    auto results = std::make_shared<bool>(false);
+    cmd->add_flag("--results", *results, "also print every result");
+    cmd->callback([action, o, id, results] {
+      *action = [o, id, results] { return runShow(*o, *id, *results); };
+    });
+  }
+  {
+    auto* cmd = sweep->add_subcommand(
+        "judge", "Judge a stored sweep again (another config or baseline) and print the verdicts");
+    auto o = std::make_shared<ClientOptions>();
+    auto a = std::make_shared<JudgeArgs>();
+    addClientOptions(cmd, o.get());
+    cmd->add_option("ID", a->id, "sweep id")->required();
+    cmd->add_option("--config", a->config, "cluster config (YAML); default the sweep's own");
+    cmd->add_option("--baseline", a->baseline, "compare with this sweep id, or `previous`");
+    cmd->callback([action, o, a] { *action = [o, a] { return runJudge(*o, *a); }; });
+  }
+  {
+    auto* cmd = app.add_subcommand("sweeps", "List sweeps, newest first");
+    auto o = std::make_shared<ClientOptions>();
+    auto limit = std::make_shared<uint32_t>(20);
+    addClientOptions(cmd, o.get());
+    cmd->add_option("--limit", *limit, "rows (0: the coordinator's default)")
+        ->capture_default_str();
+    cmd->callback([action, o, limit] { *action = [o, limit] { return runSweeps(*o, *limit); }; });
+  }
+  {
+    auto* cmd = app.add_subcommand("schedules", "List scheduled sweeps: next run, last run");
+    auto o = std::make_shared<ClientOptions>();
+    addClientOptions(cmd, o.get());
+    cmd->callback([action, o] { *action = [o] { return runSchedules(*o); }; });
+  }
+}
+
+}  // namespace gdrmesh::cli

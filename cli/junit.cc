@@ -1,0 +1,284 @@
+#include "cli/junit.h"
+
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "cli/output.h"
+#include "common/units.h"
+#include "convert.h"
+
+namespace gdrmesh::cli {
+
+std::string xmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        if (u < 0x20 && c != '\t' && c != '\n' && c != '\r') break;  // not allowed in XML 1.0
+        if (u == 0x7f) break;
+        out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f", s < 0 ? 0.0 : s);
+  return buf;
+}
+
+}  // namespace
+
+std::string renderJUnit(const std::vector<JUnitSuite>& suites) {
+  size_t tests = 0, failures = 0, skipped = 0;
+  double time = 0;
+  for (const auto& s : suites) {
+    tests += s.cases.size();
+    time += s.time_seconds;
+    for (const auto& c : s.cases) {
+      failures += c.outcome == JUnitCase::Outcome::kFail;
+      skipped += c.outcome == JUnitCase::Outcome::kSkip;
+    }
+  }
+  std::ostringstream o;
+  o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  o << "<testsuites name=\"gdrmesh\" tests=\"" << tests << "\" failures=\"" << failures
+    << "\" errors=\"0\" skipped=\"" << skipped << "\" time=\"" << seconds(time) << "\">\n";
+  for (const auto& s : suites) {
+    size_t f = 0, k = 0;
+    for (const auto& c : s.cases) {
+      f += c.outcome == JUnitCase::Outcome::kFail;
+      k += c.outcome == JUnitCase::Outcome::kSkip;
+    }
+    o << "  <testsuite name=\"" << xmlEscape(s.name) << "\" tests=\"" << s.cases.size()
+      << "\" failures=\"" << f << "\" errors=\"0\" skipped=\"" << k << "\" time=\""
+      << seconds(s.time_seconds) << "\"";
+    if (!s.timestamp.empty()) o << " timestamp=\"" << xmlEscape(s.timestamp) << "\"";
+    o << ">\n";
+    if (!s.properties.empty()) {
+      o << "    <properties>\n";
+      for (const auto& [k2, v] : s.properties) {
+        o << "      <property name=\"" << xmlEscape(k2) << "\" value=\"" << xmlEscape(v)
+          << "\"/>\n";
+      }
+      o << "    </properties>\n";
+    }
+    for (const auto& c : s.cases) {
+      o << "    <testcase classname=\"" << xmlEscape(c.classname) << "\" name=\""
+        << xmlEscape(c.name) << "\" time=\"" << seconds(c.time_seconds) << "\"";
+      if (c.outcome == JUnitCase::Outcome::kPass && c.system_out.empty()) {
+        o << "/>\n";
+        continue;
+      }
+      o << ">\n";
+      if (c.outcome == JUnitCase::Outcome::kFail) {
+        o << "      <failure message=\"" << xmlEscape(c.message) << "\" type=\"FAIL\">"
+          << xmlEscape(c.detail) << "</failure>\n";
+      } else if (c.outcome == JUnitCase::Outcome::kSkip) {
+        o << "      <skipped message=\"" << xmlEscape(c.message) << "\"/>\n";
+      }
+      if (!c.system_out.empty()) {
+        o << "      <system-out>" << xmlEscape(c.system_out) << "</system-out>\n";
+      }
+      o << "    </testcase>\n";
+    }
+    o << "  </testsuite>\n";
+  }
+  o << "</testsuites>\n";
+  return o.str();
+}
+
+namespace {
+
+std::string sideName(const v1::EndpointRecord& e) {
+  return e.nic().empty() ? e.worker() : e.worker() + "/" + e.nic();
+}
+
+std::string figures(const TestResult& r) {
+  const auto& m = r.measurement;
+  std::string s;
+  if (m.has_bandwidth) {
+    s += "bandwidth avg " + fmt(m.bw.avg_gbps, 3) + " Gb/s, peak " + fmt(m.bw.peak_gbps, 3) +
+         " Gb/s, " + fmt(m.bw.msg_rate_mpps, 4) + " Mpps";
+  }
+  if (m.has_latency) {
+    if (!s.empty()) s += "; ";
+    s += "latency median " + fmt(m.lat.median_us, 2) + " us, p99 " + fmt(m.lat.p99_us, 2) +
+         " us, max " + fmt(m.lat.max_us, 2) + " us";
+  }
+  return s.empty() ? "no figures" : s;
+}
+
+JUnitCase caseFor(const v1::TestResult* res, const v1::PairVerdict* v, const std::string& cls) {
+  JUnitCase c;
+  c.classname = cls;
+  std::string src, dst, shape;
+  uint64_t size = 0;
+  std::optional<TestResult> r;
+  if (res != nullptr) {
+    r = convert::fromProto(*res);
+    src = sideName(res->initiator());
+    dst = sideName(res->target());
+    size = res->message_size();
+    shape = std::string(" ") + toString(r->op) + " " + toString(r->mode);
+    c.time_seconds = res->finished_ms() > res->started_ms()
+                         ? static_cast<double>(res->finished_ms() - res->started_ms()) / 1e3
+                         : 0;
+  }
+  if (v != nullptr) {
+    if (!v->src().empty()) src = v->src();
+    if (!v->dst().empty()) dst = v->dst();
+    if (v->message_size() > 0) size = v->message_size();
+  }
+  c.name = src + " -> " + dst + " " + formatSize(size) + shape;
+  if (v != nullptr && v->retest()) c.name += " (retest)";
+
+  std::string verdict;
+  if (v != nullptr) {
+    verdict = v->verdict();
+  } else if (r) {
+    verdict = r->status == TestStatus::kPassed    ? "PASS"
+              : r->status == TestStatus::kSkipped ? "SKIP"
+                                                  : "FAIL";
+  }
+  std::string reasons;
+  if (v != nullptr) {
+    for (const auto& x : v->reasons()) reasons += (reasons.empty() ? "" : "; ") + x;
+  }
+  if (verdict == "FAIL") {
+    c.outcome = JUnitCase::Outcome::kFail;
+    c.message = !reasons.empty()          ? reasons
+                : r && !r->reason.empty() ? r->reason
+                : r                       ? std::string(toString(r->status))
+                                          : "FAIL";
+    std::ostringstream d;
+    if (r) d << "figures: " << figures(*r) << "\n";
+    if (v != nullptr) {
+      for (const auto& x : v->reasons()) d << "threshold: " << x << "\n";
+    }
+    if (r) {
+      d << "result: " << toString(r->status);
+      if (!r->reason.empty()) d << ": " << r->reason;
+      d << "\n";
+    }
+    if (res != nullptr) d << "test id: " << res->test_id() << "\n";
+    c.detail = d.str();
+  } else if (verdict == "SKIP") {
+    c.outcome = JUnitCase::Outcome::kSkip;
+    c.message = !reasons.empty() ? reasons : r ? r->reason : "";
+  }
+  if (r) {
+    c.system_out = "transport " + std::string(toString(r->transport)) + "\ndata path " +
+                   dataPath(*r) + "\nintegrity " + r->integrity.toString() + "\n";
+    if (r->measurement.has_bandwidth || r->measurement.has_latency) {
+      c.system_out += figures(*r) + "\n";
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
+                                        const std::string& coordinator) {
+  const auto& p = report.progress();
+  std::string pattern = p.pattern().empty() ? report.spec().pattern() : p.pattern();
+  if (pattern.empty()) pattern = "config";
+  std::string cls = "gdrmesh." + pattern;
+
+  std::map<std::string, const v1::PairVerdict*> verdict_of;
+  for (const auto& v : report.verdicts()) {
+    if (!v.test_id().empty()) verdict_of[v.test_id()] = &v;
+  }
+
+  // Suites in the order their runs first appear; the sweep's own id first.
+  std::vector<JUnitSuite> suites;
+  std::map<std::string, size_t> suite_of;
+  auto suiteFor = [&](const std::string& run_id) -> JUnitSuite& {
+    std::string key = run_id.empty() ? p.id() : run_id;
+    auto it = suite_of.find(key);
+    if (it != suite_of.end()) return suites[it->second];
+    JUnitSuite s;
+    s.name = key + " " + pattern;
+    s.timestamp = p.started_ms() > 0 ? formatRfc3339(p.started_ms()).substr(0, 19) : "";
+    s.time_seconds = p.elapsed_seconds();
+    s.properties = {{"sweep_id", p.id()},
+                    {"coordinator", coordinator},
+                    {"started", p.started_ms() > 0 ? formatRfc3339(p.started_ms()) : ""},
+                    {"pattern", pattern},
+                    {"state", p.state()},
+                    {"verdict", p.verdict()}};
+    if (!p.name().empty()) s.properties.emplace_back("name", p.name());
+    if (key != p.id()) s.properties.emplace_back("run_id", key);
+    suite_of[key] = suites.size();
+    suites.push_back(std::move(s));
+    return suites.back();
+  };
+  suiteFor(p.id());
+
+  std::map<std::string, bool> judged;
+  std::map<std::string, int> seen_names;
+  auto add = [&](JUnitSuite& s, JUnitCase c) {
+    int n = ++seen_names[s.name + "\n" + c.name];
+    if (n > 1) c.name += " #" + std::to_string(n);
+    s.cases.push_back(std::move(c));
+  };
+  for (const auto& res : report.results()) {
+    auto it = verdict_of.find(res.test_id());
+    const v1::PairVerdict* v = it == verdict_of.end() ? nullptr : it->second;
+    if (v != nullptr) judged[v->test_id()] = true;
+    add(suiteFor(res.run_id()), caseFor(&res, v, cls));
+  }
+  // Verdicts without a result in the report (results not asked for, or not stored).
+  for (const auto& v : report.verdicts()) {
+    if (!v.test_id().empty() && judged.count(v.test_id()) > 0) continue;
+    add(suites.front(), caseFor(nullptr, &v, cls));
+  }
+
+  JUnitCase overall;
+  overall.classname = "gdrmesh.sweep";
+  overall.name = "sweep verdict";
+  overall.time_seconds = p.elapsed_seconds();
+  if (p.state() != "finished" || p.verdict() != "PASS") {
+    overall.outcome = JUnitCase::Outcome::kFail;
+    overall.message = p.state() != "finished"
+                          ? "sweep " + p.state() + (p.reason().empty() ? "" : ": " + p.reason())
+                          : "verdict " + (p.verdict().empty() ? std::string("none") : p.verdict());
+    std::ostringstream d;
+    d << "sweep " << p.id() << " " << p.state() << ", " << p.tests_done() << "/" << p.tests_total()
+      << " tests, " << p.tests_failed() << " failed, " << p.tests_skipped() << " skipped\n";
+    for (const auto& s : report.suspects()) {
+      d << "suspect " << s.kind() << " " << s.name() << " (score " << fmt(s.score(), 2) << ")";
+      for (const auto& e : s.evidence()) d << "; " << e;
+      d << "\n";
+    }
+    for (const auto& n : report.notes()) d << "note: " << n << "\n";
+    overall.detail = d.str();
+  }
+  suites.front().cases.insert(suites.front().cases.begin(), std::move(overall));
+  return suites;
+}
+
+}  // namespace gdrmesh::cli

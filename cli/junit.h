@@ -1,0 +1,47 @@
+// JUnit XML for CI systems (`gdrmesh accept --junit FILE`): one <testsuite> per sweep, one
+// <testcase> per pair and message size. The document model is plain structs so the writer is
+// tested on its own; junitFromReport() fills it from a sweep report.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gdrmesh/v1/gdrmesh.pb.h"
+
+namespace gdrmesh::cli {
+
+struct JUnitCase {
+  enum class Outcome { kPass, kFail, kSkip };
+  std::string classname;  // "gdrmesh.all-pairs"
+  std::string name;       // "h1/mlx5_0 -> h2/mlx5_0 64KiB write bw"
+  double time_seconds = 0;
+  Outcome outcome = Outcome::kPass;
+  std::string message;     // <failure message=...> or <skipped message=...>
+  std::string detail;      // body of <failure>: figures, threshold reasons, the result's reason
+  std::string system_out;  // transport and memory path
+};
+
+struct JUnitSuite {
+  std::string name;       // "<sweep id> <pattern>"
+  std::string timestamp;  // "2026-11-22T15:11:07" (UTC)
+  double time_seconds = 0;
+  std::vector<std::pair<std::string, std::string>> properties;
+  std::vector<JUnitCase> cases;
+};
+
+// Text for an XML attribute or element: & < > " ' escaped, control characters that XML 1.0
+// forbids (all below 0x20 except tab, newline, carriage return) dropped.
+std::string xmlEscape(std::string_view text);
+
+// The whole document, <?xml ...?> and <testsuites> included.
+std::string renderJUnit(const std::vector<JUnitSuite>& suites);
+
+// One suite per run of the report (results grouped by run_id; a sweep's results share its id),
+// cases matched with their verdicts by test id. A case "sweep verdict" fails when the sweep did
+// not finish with verdict PASS, so the document fails exactly when `gdrmesh accept` does.
+std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
+                                        const std::string& coordinator);
+
+}  // namespace gdrmesh::cli

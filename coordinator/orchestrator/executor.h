@@ -1,0 +1,107 @@
+// Runs many pair tests over the cluster: each test holds its resources (a NIC port, a GPU, or
+// a whole host when no NIC is named) while it runs, and tests queue per resource in plan
+// order, so no resource is ever in two tests at once and no test overtakes an earlier one on
+// the same resource. A global cap bounds the tests in flight. A stuck or lost pair holds only
+// its own two resources, for at most its per-phase timeouts: it never stalls the sweep.
+// Transient failures (worker lost, deadline) are retried up to `retries` times; integrity
+// failures and refusals never are.
+//
+// No thread per test: tests advance on the channels' callbacks. run() blocks its caller until
+// every task has finished or cancel() was called and the tests in flight have ended.
+//
+// Thread contract: run() on one thread at a time; cancel() and progress() from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/pair_spec.h"
+#include "common/result.h"
+#include "coordinator/orchestrator/pair_test.h"
+#include "coordinator/orchestrator/worker_channel.h"
+
+namespace gdrmesh {
+
+struct ExecutorTask {
+  int index = 0;                       // plan index, reported back with the result
+  PairTestSpec spec;                   // complete: workers, devices, size, ...
+  std::vector<std::string> resources;  // see resourceKeys()
+};
+
+// The resources a selector holds: "h1/mlx5_0", "h1/gpu:0"; "h1/*" when no NIC is named (the
+// whole host).
+std::vector<std::string> resourceKeys(const EndpointSelector& s);
+// Both sides' resources, deduplicated (a loopback test on one NIC holds it once).
+std::vector<std::string> resourceKeys(const PairTestSpec& spec);
+
+struct ExecutorOptions {
+  uint32_t max_concurrency = 0;  // 0 = no cap beyond resources
+  uint32_t retries = 1;
+  PairTestOptions pair;
+};
+
+struct ExecutorCallbacks {
+  // Before a test starts (e.g. to record that it started); returns the test id to use.
+  std::function<void(int index, const std::string& test_id)> on_start;
+  // A finished test (after its retries).
+  std::function<void(int index, const TestResult& result)> on_result;
+};
+
+struct ExecutorProgress {
+  uint64_t total = 0, done = 0, running = 0, failed = 0, skipped = 0, retried = 0;
+};
+
+class Executor {
+ public:
+  Executor(WorkerDirectory& workers, Clock& clock, ExecutorOptions options);
+
+  // Runs the tasks. Returns the number of tasks that did not run (cancelled).
+  size_t run(std::vector<ExecutorTask> tasks, ExecutorCallbacks callbacks);
+  // Stops starting new tests; tests in flight finish (bounded by their timeouts).
+  void cancel();
+  ExecutorProgress progress() const;
+
+ private:
+  struct Slot {
+    ExecutorTask task;
+    uint32_t attempts = 0;
+    bool running = false;
+    bool finished = false;
+  };
+  // mu_ held: is the slot at the head of every queue it waits in?
+  bool atHeads(size_t slot) const;
+  // mu_ held: marks startable candidates running and queues them for kick().
+  void dispatch(const std::vector<size_t>& candidates);
+  // Starts the queued slots. One thread drains at a time, so a test that ends inline (an
+  // offline worker) queues the next instead of recursing.
+  void kick();
+  void start(size_t slot);
+  void finished(size_t slot, PairTestOutcome outcome);
+
+  WorkerDirectory& workers_;
+  Clock& clock_;
+  const ExecutorOptions options_;
+  ExecutorCallbacks callbacks_;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  std::vector<Slot> slots_;
+  std::map<std::string, std::deque<size_t>> queues_;  // resource -> waiting/running slots
+  std::deque<size_t> to_start_;                       // dispatched, not yet started
+  bool draining_ = false;
+  uint64_t running_ = 0;
+  uint64_t remaining_ = 0;
+  uint64_t in_callback_ = 0;  // finished() calls still using *this
+  bool cancelled_ = false;
+  ExecutorProgress progress_;
+  std::deque<size_t> blocked_by_cap_;  // ready slots waiting for the concurrency cap
+};
+
+}  // namespace gdrmesh

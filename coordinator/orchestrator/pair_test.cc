@@ -1,0 +1,570 @@
+#include "coordinator/orchestrator/pair_test.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <random>
+
+#include "common/units.h"
+
+namespace gdrmesh {
+namespace {
+
+bool hasTransport(const Inventory& inv, TransportKind t) {
+  return std::find(inv.transports.begin(), inv.transports.end(), toString(t)) !=
+         inv.transports.end();
+}
+
+std::string noteFor(const Inventory& inv, const std::string& prefix) {
+  for (const auto& n : inv.notes) {
+    if (n.rfind(prefix, 0) == 0) return n;
+  }
+  return "";
+}
+
+bool transientCode(Code c) {
+  return c == Code::kUnavailable || c == Code::kDeadlineExceeded || c == Code::kAborted ||
+         c == Code::kResourceExhausted;
+}
+
+// The state of one running pair test. Owned by the callbacks that are still pending.
+class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
+ public:
+  PairTestRun(const PairTestSpec& spec, const PairEndpoints& ep, Clock& clock,
+              const PairTestOptions& options, std::function<void(PairTestOutcome)> done)
+      : spec_(spec), ep_(ep), clock_(clock), options_(options), done_(std::move(done)) {}
+
+  void begin(std::string test_id, uint64_t seed);
+
+ private:
+  using Self = std::shared_ptr<PairTestRun>;
+  WorkerChannel& ini() { return *ep_.initiator_channel; }
+  WorkerChannel& tgt() { return *ep_.target_channel; }
+  Clock::TimePoint cmdDeadline() { return clock_.after(options_.command_timeout_seconds); }
+  Clock::TimePoint runDeadline() {
+    return clock_.after(spec_.runTimeoutSeconds() + options_.command_timeout_seconds);
+  }
+
+  SideSpec sideSpec(Role role) const;
+  RunSpec runSpec() const;
+  void record(const EndpointDesc& d, EndpointRecord* e);
+
+  // Lean protocol.
+  void leanPrepareTarget();
+  void leanStart();
+  void leanFinish();
+  // Classic protocol.
+  void classicPrepare();
+  void classicConnect();
+  void classicRun();
+  void classicVerify();
+
+  void releaseAll(const std::string& why);
+  void fail(const std::string& phase, const std::string& worker, const Status& st);
+  void failNow(const std::string& phase, const std::string& worker, const Status& st);
+  void complete(TestStatus status, std::string reason, bool transient = false);
+  void addOutcome(const SideOutcome& o);
+
+  const PairTestSpec spec_;
+  PairEndpoints ep_;
+  Clock& clock_;
+  const PairTestOptions options_;
+  std::function<void(PairTestOutcome)> done_;
+  std::atomic<bool> finished_{false};
+
+  std::mutex mu_;  // guards everything below (callbacks of the two sides may race)
+  TestResult r_;
+  TransportKind transport_ = TransportKind::kEmulated;
+  EndpointDesc ini_desc_, tgt_desc_;
+  bool ini_prepared_ = false, tgt_prepared_ = false;
+  double staging_ = 0;
+  int pending_ = 0;  // classic: replies still expected in the current phase
+  Status first_error_;
+  std::string first_error_worker_;
+  std::string first_error_phase_;
+  uint64_t seed_ = 1;
+  // The target's session id: the test id, or "<test id>.target" when both sides are on one
+  // worker (a loopback test), since a worker keys its sessions by id.
+  std::string tgt_sid_;
+};
+
+SideSpec PairTestRun::sideSpec(Role role) const {
+  const EndpointSelector& s = role == Role::kInitiator ? spec_.initiator : spec_.target;
+  SideSpec side;
+  auto& e = side.endpoint;
+  e.test_id = role == Role::kTarget ? tgt_sid_ : r_.test_id;
+  e.role = role;
+  e.op = spec_.op;
+  e.mode = spec_.mode;
+  e.buffer_size = spec_.message_size;
+  e.num_qps = spec_.num_qps;
+  e.tx_depth = spec_.tx_depth;
+  e.inline_size = spec_.inline_size;
+  e.device = s.device;
+  e.gid_index = spec_.gid_index;
+  e.use_rdma_cm = spec_.use_rdma_cm;
+  side.transport = transport_;
+  side.memory = s.memory;
+  side.gpu = s.memory == MemoryKind::kCuda ? std::max(0, s.gpu) : -1;
+  side.reg = s.memory == MemoryKind::kHost && s.reg == RegPath::kAuto ? RegPath::kHost : s.reg;
+  side.seed = 0;
+  const bool dest = (role == Role::kInitiator) == spec_.initiatorIsDestination();
+  if (dest) side.corrupt_bytes = spec_.fault.corrupt_bytes;
+  if (role == Role::kTarget) side.invalidate_remote_key = spec_.fault.invalidate_remote_key;
+  return side;
+}
+
+RunSpec PairTestRun::runSpec() const {
+  RunSpec rs;
+  rs.message_size = spec_.message_size;
+  rs.iterations = spec_.iterations;
+  rs.warmup_iterations = spec_.warmup_iterations;
+  rs.duration_seconds = spec_.duration_seconds;
+  rs.bidirectional = spec_.bidirectional;
+  rs.cq_moderation = spec_.cq_moderation;
+  rs.timeout_seconds = spec_.runTimeoutSeconds();
+  return rs;
+}
+
+void PairTestRun::record(const EndpointDesc& d, EndpointRecord* e) {
+  e->reg_path = d.reg_path == RegPath::kAuto ? RegPath::kHost : d.reg_path;
+  e->memory = d.memory;
+  if (!d.device.empty()) e->nic = d.device;
+  e->port = static_cast<int>(d.port);
+  e->gid_index = d.gid_index;
+  if (!d.topo_class.empty()) e->topo_class = d.topo_class;
+  if (!d.gpu_pci.empty()) e->gpu_pci = d.gpu_pci;
+}
+
+void PairTestRun::begin(std::string test_id, uint64_t seed) {
+  r_.test_id = std::move(test_id);
+  tgt_sid_ = spec_.initiator.worker == spec_.target.worker ? r_.test_id + ".target" : r_.test_id;
+  r_.run_id = spec_.run_id;
+  r_.started_ms = clock_.unixMs();
+  r_.op = spec_.op;
+  r_.mode = spec_.mode;
+  r_.message_size = spec_.message_size;
+  r_.iterations = spec_.iterations;
+  r_.num_qps = spec_.num_qps;
+  auto fillRecord = [](const WorkerStatus& w, const EndpointSelector& s, EndpointRecord* e) {
+    e->worker = w.name;
+    e->host = w.inventory.hostname;
+    e->nic = s.device;
+    e->memory = s.memory;
+    e->gpu = s.memory == MemoryKind::kCuda ? std::max(0, s.gpu) : -1;
+    if (e->gpu >= 0 && e->gpu < static_cast<int>(w.inventory.gpus.size())) {
+      e->gpu_pci = w.inventory.gpus[static_cast<size_t>(e->gpu)].pci_bus_id;
+    }
+    e->reg_path = s.memory == MemoryKind::kHost && s.reg == RegPath::kAuto ? RegPath::kHost : s.reg;
+  };
+  // An unknown worker (removed since the plan was made) is offline with no inventory.
+  auto orOffline = [](const std::shared_ptr<const WorkerStatus>& w, const std::string& name) {
+    if (w) return w;
+    auto off = std::make_shared<WorkerStatus>();
+    off->name = name;
+    off->state = "offline";
+    return std::shared_ptr<const WorkerStatus>(off);
+  };
+  ep_.initiator = orOffline(ep_.initiator, spec_.initiator.worker);
+  ep_.target = orOffline(ep_.target, spec_.target.worker);
+  fillRecord(*ep_.initiator, spec_.initiator, &r_.initiator);
+  fillRecord(*ep_.target, spec_.target, &r_.target);
+
+  auto t = chooseTransport(spec_, ep_.initiator->inventory, ep_.target->inventory);
+  transport_ = t ? *t : (spec_.transport ? *spec_.transport : TransportKind::kEmulated);
+  r_.transport = transport_;
+  for (const WorkerStatus* w : {ep_.initiator.get(), ep_.target.get()}) {
+    const bool is_ini = w == ep_.initiator.get();
+    const auto& sel = is_ini ? spec_.initiator : spec_.target;
+    const auto& ch = is_ini ? ep_.initiator_channel : ep_.target_channel;
+    if (!ch || !w->online()) {
+      return complete(TestStatus::kFailed,
+                      "worker " + w->name + " is offline (last heartbeat " +
+                          (w->last_heartbeat_ms > 0 ? formatRfc3339(w->last_heartbeat_ms)
+                                                    : std::string("never")) +
+                          ")",
+                      true);
+    }
+    if (sel.memory == MemoryKind::kCuda && w->inventory.gpus.empty()) {
+      std::string note = noteFor(w->inventory, "cuda");
+      return complete(TestStatus::kSkipped, "GPU memory requested but worker " + w->name +
+                                                " has no GPUs" +
+                                                (note.empty() ? "" : " (" + note + ")") +
+                                                "; a GPUDirect result needs a GPU on both sides");
+    }
+    if (!hasTransport(w->inventory, transport_)) {
+      std::string note = noteFor(w->inventory, toString(transport_));
+      return complete(TestStatus::kSkipped, std::string("transport ") + toString(transport_) +
+                                                " not available on worker " + w->name +
+                                                (note.empty() ? "" : ": " + note));
+    }
+  }
+  seed_ = seed;
+  if (spec_.use_rdma_cm) return classicPrepare();
+
+  // Lean 1: prepare the initiator.
+  PrepareCommand c;
+  c.side = sideSpec(Role::kInitiator);
+  c.side.seed = seed_;
+  Self self = shared_from_this();
+  ini().prepare(c, cmdDeadline(), [self](Result<EndpointDesc> d) {
+    if (!d.ok()) return self->fail("prepare", self->ep_.initiator->name, d.status());
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->ini_desc_ = *d;
+      self->ini_prepared_ = true;
+      self->record(*d, &self->r_.initiator);
+    }
+    self->leanPrepareTarget();
+  });
+}
+
+void PairTestRun::leanPrepareTarget() {
+  PrepareCommand c;
+  c.side = sideSpec(Role::kTarget);
+  c.side.seed = seed_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c.peer = ini_desc_;
+  }
+  c.arm = runSpec();
+  Self self = shared_from_this();
+  tgt().prepare(c, cmdDeadline(), [self](Result<EndpointDesc> d) {
+    if (!d.ok()) return self->fail("prepare", self->ep_.target->name, d.status());
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->tgt_desc_ = *d;
+      self->tgt_prepared_ = true;
+      self->record(*d, &self->r_.target);
+    }
+    self->leanStart();
+  });
+}
+
+void PairTestRun::leanStart() {
+  StartCommand c;
+  c.test_id = r_.test_id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c.peer = tgt_desc_;
+  }
+  c.run = runSpec();
+  c.verify = spec_.initiatorIsDestination();
+  c.verify_length = spec_.message_size;
+  Self self = shared_from_this();
+  ini().start(c, runDeadline(), [self](Result<SideOutcome> o) {
+    if (!o.ok()) return self->fail("run", self->ep_.initiator->name, o.status());
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->ini_prepared_ = false;  // start releases the initiator
+      self->addOutcome(*o);
+    }
+    self->leanFinish();
+  });
+}
+
+void PairTestRun::leanFinish() {
+  FinishCommand c;
+  c.test_id = tgt_sid_;
+  c.verify = !spec_.initiatorIsDestination();
+  c.verify_length = spec_.message_size;
+  c.timeout_seconds = spec_.runTimeoutSeconds();
+  Self self = shared_from_this();
+  tgt().finish(c, runDeadline(), [self](Result<SideOutcome> o) {
+    if (!o.ok()) return self->fail("verify", self->ep_.target->name, o.status());
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->tgt_prepared_ = false;  // finish releases the target
+      self->addOutcome(*o);
+    }
+    std::unique_lock<std::mutex> lock(self->mu_);
+    if (!self->r_.integrity.ok()) {
+      std::string why = "data integrity: " + self->r_.integrity.toString();
+      lock.unlock();
+      return self->complete(TestStatus::kFailed, why);
+    }
+    lock.unlock();
+    self->complete(TestStatus::kPassed, "");
+  });
+}
+
+void PairTestRun::addOutcome(const SideOutcome& o) {
+  // mu_ held.
+  if (o.has_measurement && (o.measurement.has_bandwidth || o.measurement.has_latency)) {
+    r_.measurement = o.measurement;
+    if (spec_.duration_seconds > 0) r_.iterations = o.measurement.iterations;
+  }
+  if (o.verified) r_.integrity = o.integrity;
+  if (o.path_mtu > 0) r_.path_mtu = static_cast<int>(o.path_mtu);
+  // Each side's staging_seconds covers all of its GPU<->host copies (the channel folds a
+  // classic run's measurement.staging_seconds into it).
+  staging_ += o.staging_seconds;
+}
+
+// ------------------------------------------------------------------ classic protocol
+
+void PairTestRun::classicPrepare() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ = 2;
+  }
+  Self self = shared_from_this();
+  auto onReply = [self](Role role, Result<EndpointDesc> d) {
+    const bool is_ini = role == Role::kInitiator;
+    std::unique_lock<std::mutex> lock(self->mu_);
+    if (d.ok()) {
+      (is_ini ? self->ini_desc_ : self->tgt_desc_) = *d;
+      (is_ini ? self->ini_prepared_ : self->tgt_prepared_) = true;
+      self->record(*d, is_ini ? &self->r_.initiator : &self->r_.target);
+    } else if (self->first_error_.ok()) {
+      self->first_error_ = d.status();
+      self->first_error_worker_ = is_ini ? self->ep_.initiator->name : self->ep_.target->name;
+    }
+    if (--self->pending_ > 0) return;
+    Status err = self->first_error_;
+    std::string who = self->first_error_worker_;
+    lock.unlock();
+    if (!err.ok()) return self->fail("prepare", who, err);
+    self->classicConnect();
+  };
+  for (Role role : {Role::kTarget, Role::kInitiator}) {
+    PrepareCommand c;
+    c.side = sideSpec(role);
+    c.side.seed = seed_;
+    auto& ch = role == Role::kInitiator ? ini() : tgt();
+    ch.prepare(c, cmdDeadline(), [onReply, role](Result<EndpointDesc> d) { onReply(role, d); });
+  }
+}
+
+void PairTestRun::classicConnect() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ = 2;
+  }
+  Self self = shared_from_this();
+  auto onReply = [self](Role role, Result<SideOutcome> o) {
+    const bool is_ini = role == Role::kInitiator;
+    std::unique_lock<std::mutex> lock(self->mu_);
+    if (o.ok()) {
+      if (is_ini) self->r_.path_mtu = static_cast<int>(o->path_mtu);
+    } else if (self->first_error_.ok()) {
+      self->first_error_ = o.status();
+      self->first_error_worker_ = is_ini ? self->ep_.initiator->name : self->ep_.target->name;
+    }
+    if (--self->pending_ > 0) return;
+    Status err = self->first_error_;
+    std::string who = self->first_error_worker_;
+    lock.unlock();
+    if (!err.ok()) return self->fail("connect", who, err);
+    self->classicRun();
+  };
+  tgt().connect(tgt_sid_, ini_desc_, cmdDeadline(),
+                [onReply](Result<SideOutcome> o) { onReply(Role::kTarget, o); });
+  ini().connect(r_.test_id, tgt_desc_, cmdDeadline(),
+                [onReply](Result<SideOutcome> o) { onReply(Role::kInitiator, o); });
+}
+
+void PairTestRun::classicRun() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ = 2;
+  }
+  Self self = shared_from_this();
+  auto onReply = [self](Role role, Result<SideOutcome> o) {
+    const bool is_ini = role == Role::kInitiator;
+    std::unique_lock<std::mutex> lock(self->mu_);
+    bool abort_other = false;
+    if (o.ok()) {
+      self->addOutcome(*o);
+    } else if (self->first_error_.ok()) {
+      self->first_error_ = o.status();
+      self->first_error_worker_ = is_ini ? self->ep_.initiator->name : self->ep_.target->name;
+      abort_other = self->pending_ > 1;
+    }
+    if (abort_other) {
+      // Abort the other side at once instead of waiting out its run.
+      lock.unlock();
+      auto& other = is_ini ? self->tgt() : self->ini();
+      other.release(is_ini ? self->tgt_sid_ : self->r_.test_id, "peer failed", self->cmdDeadline(),
+                    [](Result<bool>) {});
+      lock.lock();
+    }
+    if (--self->pending_ > 0) return;
+    Status err = self->first_error_;
+    std::string who = self->first_error_worker_;
+    lock.unlock();
+    if (!err.ok()) return self->fail("run", who, err);
+    self->classicVerify();
+  };
+  RunSpec rs = runSpec();
+  tgt().run(tgt_sid_, rs, runDeadline(),
+            [onReply](Result<SideOutcome> o) { onReply(Role::kTarget, o); });
+  ini().run(r_.test_id, rs, runDeadline(),
+            [onReply](Result<SideOutcome> o) { onReply(Role::kInitiator, o); });
+}
+
+void PairTestRun::classicVerify() {
+  const bool ini_dest = spec_.initiatorIsDestination();
+  auto& dest = ini_dest ? ini() : tgt();
+  const std::string who = ini_dest ? ep_.initiator->name : ep_.target->name;
+  Self self = shared_from_this();
+  dest.verify(ini_dest ? r_.test_id : tgt_sid_, spec_.message_size, cmdDeadline(),
+              [self, who](Result<SideOutcome> o) {
+                if (!o.ok()) return self->fail("verify", who, o.status());
+                std::unique_lock<std::mutex> lock(self->mu_);
+                self->addOutcome(*o);
+                const bool ok = self->r_.integrity.ok();
+                std::string why = ok ? "" : "data integrity: " + self->r_.integrity.toString();
+                lock.unlock();
+                self->releaseAll("done");
+                self->complete(ok ? TestStatus::kPassed : TestStatus::kFailed, why);
+              });
+}
+
+// ------------------------------------------------------------------ endings
+
+void PairTestRun::releaseAll(const std::string& why) {
+  bool ini_p, tgt_p;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ini_p = ini_prepared_;
+    tgt_p = tgt_prepared_;
+    ini_prepared_ = tgt_prepared_ = false;
+  }
+  // Fire and forget: the result does not wait for the releases.
+  if (tgt_p) tgt().release(tgt_sid_, why, cmdDeadline(), [](Result<bool>) {});
+  if (ini_p) ini().release(r_.test_id, why, cmdDeadline(), [](Result<bool>) {});
+}
+
+void PairTestRun::fail(const std::string& phase, const std::string& worker, const Status& st) {
+  // A transport error is often the echo of a peer that died: give a lost stream a moment to
+  // show, and name the lost worker first.
+  if (transientCode(st.code()) && !ini().lost() && !tgt().lost() &&
+      options_.lost_grace_seconds > 0) {
+    releaseAll(phase + " failed");
+    Self self = shared_from_this();
+    clock_.schedule(clock_.after(options_.lost_grace_seconds),
+                    [self, phase, worker, st] { self->failNow(phase, worker, st); });
+    return;
+  }
+  failNow(phase, worker, st);
+}
+
+void PairTestRun::failNow(const std::string& phase, const std::string& worker, const Status& st) {
+  releaseAll(phase + " failed");
+  std::string reason;
+  bool lost = false;
+  for (const auto* ch : {&ep_.target_channel, &ep_.initiator_channel}) {
+    if ((*ch)->lost()) {
+      reason += "worker lost: " + (*ch)->worker() + " disconnected during " + phase + "; ";
+      lost = true;
+    }
+  }
+  reason += phase + " on " + worker + ": " + st.message();
+  if (!st.fix().empty()) reason += " (fix: " + st.fix() + ")";
+  TestStatus status =
+      st.code() == Code::kUnimplemented ? TestStatus::kSkipped : TestStatus::kFailed;
+  complete(status, reason, lost || transientCode(st.code()));
+}
+
+void PairTestRun::complete(TestStatus status, std::string reason, bool transient) {
+  if (finished_.exchange(true)) return;
+  PairTestOutcome out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (staging_ > 0 && r_.measurement.has_bandwidth) {
+      // Staged path: the host<->GPU copies are part of the transfer time.
+      r_.measurement.staging_seconds = staging_;
+      auto& bw = r_.measurement.bw;
+      bw = bandwidthFromTotals(bw.bytes, bw.messages, bw.seconds + staging_);
+    }
+    r_.status = status;
+    r_.reason = std::move(reason);
+    r_.finished_ms = clock_.unixMs();
+    out.result = r_;
+  }
+  out.transient = transient;
+  auto done = std::move(done_);
+  done(std::move(out));
+}
+
+}  // namespace
+
+Status checkPairAgainstInventory(const PairTestSpec& spec, const WorkerStatus& initiator,
+                                 const WorkerStatus& target) {
+  auto side = [&](const EndpointSelector& s, const WorkerStatus& w, const std::string& f) {
+    if (!s.device.empty()) {
+      std::string names;
+      bool found = false;
+      for (const auto& n : w.inventory.nics) {
+        names += (names.empty() ? "" : ", ") + n.name;
+        if (n.name == s.device) found = true;
+      }
+      if (!found && !w.simulated) {
+        return notFound(f + ": worker '" + w.name + "' has no RDMA device '" + s.device +
+                            "' (has: " + (names.empty() ? "none" : names) + ")",
+                        "run `gdrmesh workers` to see each worker's NICs");
+      }
+    }
+    if (s.memory == MemoryKind::kCuda) {
+      const int n = static_cast<int>(w.inventory.gpus.size());
+      // No GPU at all is a state of the host, reported as a SKIPPED result.
+      if (n > 0 && s.gpu >= n) {
+        return notFound(f + ": gpu " + std::to_string(s.gpu) + " not on worker '" + w.name +
+                            "' (has 0.." + std::to_string(n - 1) + ")",
+                        "pick a GPU index from `gdrmesh workers`");
+      }
+    }
+    return Status();
+  };
+  GDR_RETURN_IF_ERROR(side(spec.initiator, initiator, "initiator"));
+  GDR_RETURN_IF_ERROR(side(spec.target, target, "target"));
+  auto t = chooseTransport(spec, initiator.inventory, target.inventory);
+  if (t) GDR_RETURN_IF_ERROR(checkTransportOptions(spec, *t));
+  return {};
+}
+
+std::optional<TransportKind> chooseTransport(const PairTestSpec& spec, const Inventory& initiator,
+                                             const Inventory& target) {
+  if (spec.transport) return spec.transport;
+  for (TransportKind t :
+       {TransportKind::kVerbs, TransportKind::kSimulated, TransportKind::kEmulated}) {
+    if (hasTransport(initiator, t) && hasTransport(target, t)) return t;
+  }
+  return std::nullopt;
+}
+
+void runPairTest(const PairTestSpec& spec, const PairEndpoints& endpoints, Clock& clock,
+                 const PairTestOptions& options, std::string test_id, uint64_t seed,
+                 std::function<void(PairTestOutcome)> done) {
+  auto run = std::make_shared<PairTestRun>(spec, endpoints, clock, options, std::move(done));
+  run->begin(std::move(test_id), seed);
+}
+
+std::string newTestId(int64_t unix_ms) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  static std::mutex mu;
+  uint32_t r;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    r = static_cast<uint32_t>(rng());
+  }
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%08x", r);
+  std::string compact;
+  for (char c : formatRfc3339(unix_ms).substr(0, 19)) {
+    if (c != '-' && c != ':') compact += c;
+  }
+  return "t-" + compact + "-" + buf;
+}
+
+uint64_t newSeed() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  uint64_t s = rng();
+  return s == 0 ? 1 : s;
+}
+
+}  // namespace gdrmesh

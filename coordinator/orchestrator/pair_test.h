@@ -1,0 +1,72 @@
+// One pair test across two workers, driven over two WorkerChannels without a thread of its own:
+// each phase is an asynchronous call, the next phase starts from the previous one's callback.
+//
+// Lean protocol (every transport but rdma_cm): two round trips per side, four in sequence.
+//   1. initiator.prepare                          -> initiator description
+//   2. target.prepare(peer, arm)                   -> target description; target connected and
+//                                                     running its share in the background
+//   3. initiator.start(peer, run, verify if READ) -> figures (+ integrity for READ)
+//   4. target.finish(verify unless READ)           -> integrity (+ staging time)
+// Classic protocol (rdma_cm, whose connect is a handshake both sides must be in at once):
+// prepare both, connect both, run both, verify the destination, release both.
+//
+// Every fabric failure becomes a FAILED/SKIPPED result with the phase, the worker and the
+// reason; a lost worker is named as such. Both sides are released on every path.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "common/inventory.h"
+#include "common/pair_spec.h"
+#include "common/result.h"
+#include "common/status.h"
+#include "coordinator/orchestrator/worker_channel.h"
+
+namespace gdrmesh {
+
+struct PairTestOptions {
+  double command_timeout_seconds = 10;  // prepare, connect, verify, release
+  // After a transport error, how long to wait for a lost stream to show before blaming the
+  // transport (a peer that died often shows first as the other side's I/O error).
+  double lost_grace_seconds = 2;
+};
+
+// A finished pair test: the row to store, and whether a retry may help (transient errors:
+// worker lost, deadline, resources; never an integrity failure or a refusal).
+struct PairTestOutcome {
+  TestResult result;
+  bool transient = false;
+};
+
+// Everything the pair test needs to know about its two workers.
+struct PairEndpoints {
+  std::shared_ptr<const WorkerStatus> initiator;  // null: unknown worker
+  std::shared_ptr<const WorkerStatus> target;
+  std::shared_ptr<WorkerChannel> initiator_channel;  // null: offline
+  std::shared_ptr<WorkerChannel> target_channel;
+};
+
+// Checks the request against the two workers' inventories: unknown NIC, GPU index out of
+// range, an option the chosen transport cannot honour. Errors name the field and the fix.
+Status checkPairAgainstInventory(const PairTestSpec& spec, const WorkerStatus& initiator,
+                                 const WorkerStatus& target);
+
+// The transport a test would use: as asked, or the best both sides have (verbs, then
+// simulated, then emulated). nullopt when they share none.
+std::optional<TransportKind> chooseTransport(const PairTestSpec& spec, const Inventory& initiator,
+                                             const Inventory& target);
+
+// Runs one pair test; `done` is called exactly once, from any thread.
+void runPairTest(const PairTestSpec& spec, const PairEndpoints& endpoints, Clock& clock,
+                 const PairTestOptions& options, std::string test_id, uint64_t seed,
+                 std::function<void(PairTestOutcome)> done);
+
+// "t-20261123T020000-1a2b3c4d"
+std::string newTestId(int64_t unix_ms);
+uint64_t newSeed();
+
+}  // namespace gdrmesh

@@ -1,0 +1,297 @@
+#include "coordinator/orchestrator/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <set>
+#include <utility>
+
+#include "common/units.h"
+
+namespace gdrmesh {
+
+namespace {
+
+// A catch-up counts at most this many due times one by one; beyond that it counts only the
+// last 31 days (an every-minute schedule down for years would otherwise take seconds).
+constexpr uint64_t kMaxCounted = 1'000'000;
+constexpr int64_t kRecentWindowMs = int64_t{31} * 86400 * 1000;
+
+std::string prefix(size_t i, const ScheduleConfig& s) {
+  return "schedules[" + std::to_string(i) + "] '" + s.name + "'";
+}
+
+}  // namespace
+
+Status Scheduler::validate(const std::vector<ScheduleConfig>& schedules,
+                           const std::string& zoneinfo_dir) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    const ScheduleConfig& s = schedules[i];
+    if (s.name.empty()) {
+      return invalidArgument("schedules[" + std::to_string(i) + "]: name is empty",
+                             "give every schedule a unique name, e.g. 'nightly'");
+    }
+    if (!names.insert(s.name).second) {
+      return invalidArgument(prefix(i, s) + ": the name is used by an earlier schedule",
+                             "give every schedule a unique name");
+    }
+    auto cron = parseCron(s.cron);
+    if (!cron.ok()) return cron.status().withContext(prefix(i, s));
+    auto zone = TimeZone::load(s.timezone, zoneinfo_dir);
+    if (!zone.ok()) return zone.status().withContext(prefix(i, s));
+  }
+  return Status::okStatus();
+}
+
+Scheduler::Scheduler(Clock& clock, SweepStarter& starter, ScheduleLog& log,
+                     std::vector<ScheduleConfig> schedules, std::string zoneinfo_dir)
+    : clock_(clock), starter_(starter), log_(log) {
+  std::set<std::string> names;
+  entries_.resize(schedules.size());
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    Entry& e = entries_[i];
+    e.config = std::move(schedules[i]);
+    if (e.config.name.empty() || !names.insert(e.config.name).second) {
+      e.error = e.config.name.empty() ? "the schedule has no name"
+                                      : "the name is used by an earlier schedule";
+      continue;
+    }
+    auto cron = parseCron(e.config.cron);
+    auto zone = TimeZone::load(e.config.timezone, zoneinfo_dir);
+    if (!cron.ok()) {
+      e.error = cron.status().toString();
+    } else if (!zone.ok()) {
+      e.error = zone.status().toString();
+    } else {
+      e.cron = std::move(cron).value();
+      e.zone = std::move(zone).value();
+    }
+  }
+}
+
+Scheduler::~Scheduler() {
+  stop();
+}
+
+void Scheduler::start() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (running_) return;
+    running_ = true;
+    ++generation_;
+  }
+  std::lock_guard<std::mutex> fire_lock(fire_mu_);
+  const int64_t now = clock_.unixMs();
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    Entry& e = entries_[i];
+    if (!e.cron || !e.zone) continue;
+    auto last = log_.last(e.config.name);
+    if (!last.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      e.log_error =
+          "reading the last run failed, so runs missed while the coordinator was down "
+          "are not recorded: " +
+          last.status().toString();
+      armLocked(i, now - kLateToleranceMs);
+      continue;
+    }
+    if (!last->has_value()) {
+      // Never ran: it starts fresh from now.
+      std::lock_guard<std::mutex> lock(mu_);
+      armLocked(i, now - kLateToleranceMs);
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      e.last_run = **last;
+    }
+    catchUp(i, (*last)->due_ms, now, "the coordinator was not running");
+  }
+}
+
+void Scheduler::stop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (running_) {
+    running_ = false;
+    ++generation_;
+    for (Entry& e : entries_) {
+      if (e.timer) clock_.cancel(*e.timer);
+      e.timer.reset();
+      e.next_ms = 0;
+    }
+  }
+  idle_cv_.wait(lock, [this] { return in_flight_ == 0; });
+}
+
+std::vector<ScheduleStatus> Scheduler::list() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ScheduleStatus> out;
+  out.reserve(entries_.size());
+  for (const Entry& e : entries_) {
+    ScheduleStatus s;
+    s.name = e.config.name;
+    s.cron = e.config.cron;
+    s.timezone = e.config.timezone;
+    s.next_run_ms = e.next_ms;
+    s.last_run = e.last_run;
+    s.missed = e.missed;
+    s.error = e.error;
+    s.log_error = e.log_error;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void Scheduler::onTimer(size_t i, uint64_t generation, int64_t due_ms) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!running_ || generation != generation_) return;
+    entries_[i].timer.reset();
+    ++in_flight_;
+  }
+  {
+    std::lock_guard<std::mutex> fire_lock(fire_mu_);
+    bool current = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      current = running_ && generation == generation_;
+    }
+    if (current) {
+      const int64_t now = clock_.unixMs();
+      if (now < due_ms) {
+        // Wall time runs behind the monotonic timer (clock stepped back): wait for the due time.
+        std::lock_guard<std::mutex> lock(mu_);
+        armAtLocked(i, due_ms);
+      } else if (now - due_ms > kLateToleranceMs) {
+        catchUp(i, due_ms - 1, now,
+                "the timer came " + std::to_string((now - due_ms) / 1000) +
+                    " s late (host suspended or wall clock stepped)");
+      } else {
+        fire(i, due_ms, now);
+        catchUp(i, due_ms, now, "the previous run held the scheduler past the due time");
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  --in_flight_;
+  idle_cv_.notify_all();
+}
+
+void Scheduler::fire(size_t i, int64_t due_ms, int64_t now_ms) {
+  const Entry& e = entries_[i];
+  ScheduleRun run;
+  run.schedule = e.config.name;
+  run.due_ms = due_ms;
+  run.recorded_ms = now_ms;
+  if (starter_.sweepRunning()) {
+    run.state = "skipped-overlap";
+    run.detail =
+        "another sweep was running at the due time; scheduled sweeps never overlap and are not "
+        "queued, so this run was skipped and the next one is kept";
+  } else {
+    auto id = starter_.startScheduledSweep(e.config);
+    if (id.ok()) {
+      run.state = "started";
+      run.sweep_id = *id;
+    } else {
+      run.state = "failed";
+      run.detail = "starting the sweep failed: " + id.status().toString();
+    }
+  }
+  record(i, run);
+}
+
+void Scheduler::catchUp(size_t i, int64_t from_ms, int64_t now_ms, const std::string& why) {
+  const Entry& e = entries_[i];
+  const int64_t boundary = now_ms - kLateToleranceMs;
+  std::deque<int64_t> recent;  // the newest kMaxMissedRecorded due times
+  uint64_t count = 0;
+  bool more = false;  // counting stopped at kMaxCounted
+  int64_t first = 0;
+  int64_t t = from_ms;
+  Status error;
+  while (t < boundary) {
+    auto due = nextRun(*e.cron, *e.zone, t);
+    if (!due.ok()) {
+      error = due.status();
+      break;
+    }
+    if (*due > boundary) break;
+    if (count == 0) first = *due;
+    ++count;
+    recent.push_back(*due);
+    if (recent.size() > kMaxMissedRecorded) recent.pop_front();
+    t = *due;
+    if (count == kMaxCounted && !more && t < boundary - kRecentWindowMs) {
+      more = true;
+      recent.clear();
+      t = boundary - kRecentWindowMs;
+    }
+  }
+  std::string detail;
+  if (count > 0) {
+    const std::string total = (more ? "more than " : "") + std::to_string(count);
+    detail = "missed: " + why + " at the due time; not run late";
+    if (count > 1) {
+      detail += " (" + total + " runs missed from " + formatRfc3339(first) + " to " +
+                formatRfc3339(recent.back()) + ")";
+    }
+    if (count > recent.size()) {
+      detail += "; only the most recent " + std::to_string(recent.size()) + " are recorded";
+    }
+  }
+  for (int64_t due : recent) {
+    ScheduleRun run;
+    run.schedule = e.config.name;
+    run.due_ms = due;
+    run.state = "missed";
+    run.recorded_ms = now_ms;
+    run.detail = detail;
+    record(i, run);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_[i].missed += count;
+  if (!error.ok()) {
+    entries_[i].error = error.toString();
+    entries_[i].next_ms = 0;
+    return;
+  }
+  armLocked(i, std::max(from_ms, boundary));
+}
+
+void Scheduler::record(size_t i, const ScheduleRun& run) {
+  const Status s = log_.record(run);
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = entries_[i];
+  if (!e.last_run || run.due_ms >= e.last_run->due_ms) e.last_run = run;
+  if (!s.ok()) {
+    e.log_error = "recording the " + run.state + " run due " + formatRfc3339(run.due_ms) +
+                  " failed: " + s.toString();
+  }
+}
+
+void Scheduler::armLocked(size_t i, int64_t after_ms) {
+  Entry& e = entries_[i];
+  if (!running_) return;
+  auto due = nextRun(*e.cron, *e.zone, after_ms);
+  if (!due.ok()) {
+    e.error = due.status().toString();
+    e.next_ms = 0;
+    return;
+  }
+  armAtLocked(i, *due);
+}
+
+void Scheduler::armAtLocked(size_t i, int64_t due_ms) {
+  Entry& e = entries_[i];
+  if (!running_) return;
+  if (e.timer) clock_.cancel(*e.timer);
+  e.next_ms = due_ms;
+  const int64_t delay_ms = std::max<int64_t>(0, due_ms - clock_.unixMs());
+  const uint64_t generation = generation_;
+  e.timer = clock_.schedule(clock_.now() + std::chrono::milliseconds(delay_ms),
+                            [this, i, generation, due_ms] { onTimer(i, generation, due_ms); });
+}
+
+}  // namespace gdrmesh

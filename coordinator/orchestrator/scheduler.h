@@ -1,0 +1,137 @@
+// Runs the cluster config's schedules: one Clock timer per schedule, armed for its next run
+// (cron.h: nextRun, with its daylight-saving rules). Every due time leaves one ScheduleRun:
+//
+//   started          the sweep was started; sweep_id names it
+//   failed           starting it returned an error; detail holds it
+//   skipped-overlap  another sweep was running at the due time. Scheduled sweeps never overlap
+//                    and are never queued: this run is skipped, the next one is kept.
+//   missed           the coordinator was not running at the due time (found by start(), which
+//                    compares the last recorded run with the due times since), or the timer
+//                    came more than kLateToleranceMs late (suspended host, clock stepped).
+//                    A missed run is never started late. At most kMaxMissedRecorded missed
+//                    runs are recorded per catch-up (the most recent); their detail says how
+//                    many were missed in all.
+//
+// A due time less than kLateToleranceMs in the past counts as on time: a coordinator
+// restarted at 02:00:20 still runs the 02:00 sweep. A schedule with no recorded run starts
+// fresh (nothing is counted as missed before its first run).
+//
+// A schedule whose cron or time zone does not parse is never armed; list() shows why, and
+// validate() reports it when the config is loaded.
+//
+// Thread contract: all methods are thread-safe. Timer callbacks run on the clock's thread;
+// they call SweepStarter and ScheduleLog (both must return promptly) without holding the
+// lock that list() takes, so either may call list(). Neither may call start() or stop(),
+// which wait for a firing in progress. Firings are serialised: two schedules due at the same
+// minute see each other's sweep (the second is skipped-overlap).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "common/status.h"
+#include "coordinator/orchestrator/cluster_config.h"
+#include "coordinator/orchestrator/cron.h"
+#include "coordinator/store/store.h"
+
+namespace gdrmesh {
+
+// Starts sweeps for the scheduler (the coordinator's sweep manager).
+class SweepStarter {
+ public:
+  virtual ~SweepStarter() = default;
+  // True while a sweep (scheduled or not) is running.
+  virtual bool sweepRunning() const = 0;
+  // Starts the schedule's sweep and returns its id at once (the sweep runs elsewhere).
+  // After it returns, sweepRunning() is true until that sweep ends.
+  virtual Result<std::string> startScheduledSweep(const ScheduleConfig& schedule) = 0;
+};
+
+// Where schedule runs are kept (the coordinator adapts SweepStore).
+class ScheduleLog {
+ public:
+  virtual ~ScheduleLog() = default;
+  virtual Status record(const ScheduleRun& run) = 0;
+  // The newest run of the schedule by due_ms; nullopt if it never ran.
+  virtual Result<std::optional<ScheduleRun>> last(const std::string& schedule) = 0;
+};
+
+struct ScheduleStatus {
+  std::string name;
+  std::string cron;
+  std::string timezone;                 // "" = UTC
+  int64_t next_run_ms = 0;              // unix ms; 0 = not armed (stopped, or error says why)
+  std::optional<ScheduleRun> last_run;  // the newest run recorded (or found at start())
+  uint64_t missed = 0;                  // runs counted as missed since start()
+  std::string error;                    // why the schedule is not armed ("" = armed or stopped)
+  std::string log_error;                // the latest failure to read or write the log ("" = none)
+};
+
+class Scheduler {
+ public:
+  static constexpr int64_t kLateToleranceMs = 60'000;
+  static constexpr size_t kMaxMissedRecorded = 100;
+
+  Scheduler(Clock& clock, SweepStarter& starter, ScheduleLog& log,
+            std::vector<ScheduleConfig> schedules,
+            std::string zoneinfo_dir = TimeZone::kDefaultZoneinfoDir);
+  ~Scheduler();  // stop()
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Checks names (non-empty, unique), cron expressions and time zones; the first error names
+  // the schedule ("schedules[1] 'nightly': cron ...").
+  static Status validate(const std::vector<ScheduleConfig>& schedules,
+                         const std::string& zoneinfo_dir = TimeZone::kDefaultZoneinfoDir);
+
+  // Records the runs missed since each schedule's last run, then arms every valid schedule.
+  // Reads and writes the log on the calling thread. A second start() does nothing.
+  void start();
+  // Cancels every timer; returns once a firing in progress (if any) has finished.
+  void stop();
+  std::vector<ScheduleStatus> list() const;
+
+ private:
+  struct Entry {
+    ScheduleConfig config;
+    std::optional<CronExpr> cron;
+    std::optional<TimeZone> zone;
+    // Guarded by mu_:
+    std::string error;
+    std::string log_error;
+    int64_t next_ms = 0;
+    std::optional<Clock::TimerId> timer;
+    std::optional<ScheduleRun> last_run;
+    uint64_t missed = 0;
+  };
+
+  void onTimer(size_t i, uint64_t generation, int64_t due_ms);
+  // Starts (or skips) the run due at `due_ms`. Needs fire_mu_.
+  void fire(size_t i, int64_t due_ms, int64_t now_ms);
+  // Records as missed every due time in (from_ms, now_ms - tolerance], then arms the first
+  // due time after that. Needs fire_mu_.
+  void catchUp(size_t i, int64_t from_ms, int64_t now_ms, const std::string& why);
+  void record(size_t i, const ScheduleRun& run);
+  // Arms the timer for the first due time after `after_ms`. Needs mu_.
+  void armLocked(size_t i, int64_t after_ms);
+  void armAtLocked(size_t i, int64_t due_ms);
+
+  Clock& clock_;
+  SweepStarter& starter_;
+  ScheduleLog& log_;
+  std::mutex fire_mu_;     // serialises start() and firings (the calls to starter_ and log_)
+  mutable std::mutex mu_;  // guards Entry's guarded fields and all below
+  std::condition_variable idle_cv_;
+  std::vector<Entry> entries_;  // fixed after construction
+  bool running_ = false;
+  uint64_t generation_ = 0;  // bumped by start() and stop(); stale timers do nothing
+  int in_flight_ = 0;        // timer callbacks between entry and exit
+};
+
+}  // namespace gdrmesh

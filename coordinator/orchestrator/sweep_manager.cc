@@ -1,0 +1,826 @@
+#include "coordinator/orchestrator/sweep_manager.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "common/units.h"
+#include "coordinator/orchestrator/judge.h"
+#include "coordinator/orchestrator/localiser.h"
+#include "coordinator/orchestrator/planner.h"
+
+namespace gdrmesh {
+
+struct SweepManager::Active {
+  std::string id;
+  SweepSpec spec;
+  ClusterConfig config;
+  std::vector<PlannedTest> plan;
+  std::vector<PairTestSpec> templates;  // one per configured sweep (acceptance runs several)
+  std::vector<int> template_of;         // plan index -> template
+  std::vector<std::string> hosts;       // the hosts the plan was made for
+  std::vector<std::string> notes;
+  int rounds = 0;
+  uint64_t seed = 0;
+  size_t plan_size = 0;  // tests of the plan proper; retests come after
+  SweepState state = SweepState::kQueued;
+  int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
+  Clock::TimePoint started_at{};
+  std::string reason, verdict;
+  std::vector<TestResult> results;       // this run's results (in memory for the judge)
+  std::set<int> done;                    // plan indexes with a stored result
+  std::map<int, std::string> in_flight;  // plan index -> test id
+  std::set<int> marked;                  // in-flight starts already stored
+  uint32_t failed = 0, skipped = 0, retests = 0;
+  uint64_t version = 0;
+  std::vector<PairVerdict> verdicts;
+  std::vector<Suspect> suspects;
+  Executor* executor = nullptr;
+  bool cancel_requested = false;
+  bool resumed = false;
+};
+
+namespace {
+
+std::string newSweepId(int64_t unix_ms) {
+  static std::mt19937 rng{std::random_device{}()};
+  static std::mutex mu;
+  uint32_t r;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    r = rng() & 0xffff;
+  }
+  char buf[8];
+  std::snprintf(buf, sizeof(buf), "%04x", r);
+  std::string compact;
+  for (char c : formatRfc3339(unix_ms).substr(0, 19)) {
+    if (c != '-' && c != ':') compact += c;
+  }
+  return "s-" + compact + "-" + buf;
+}
+
+PairTestSpec specFor(const PairTestSpec& tmpl, const PlannedTest& t, const std::string& run_id) {
+  PairTestSpec s = tmpl;
+  s.initiator = t.initiator;
+  s.target = t.target;
+  s.message_size = t.message_size;
+  s.bidirectional = t.bidirectional || tmpl.bidirectional;
+  s.run_id = run_id;
+  return s;
+}
+
+}  // namespace
+
+SweepManager::SweepManager(WorkerDirectory& workers, Clock& clock, SweepStore& sweeps,
+                           ResultStore& results, ResultWriter& writer, const SweepCodec& codec,
+                           ConfigParser parse_config, SweepManagerOptions options)
+    : workers_(workers),
+      clock_(clock),
+      sweeps_(sweeps),
+      results_(results),
+      writer_(writer),
+      codec_(codec),
+      parse_config_(std::move(parse_config)),
+      options_(options),
+      thread_([this] { loop(); }) {}
+
+SweepManager::~SweepManager() {
+  shutdown();
+}
+
+void SweepManager::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    if (current_ && current_->executor) current_->executor->cancel();
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<ClusterConfig> SweepManager::configOf(const SweepSpec& spec) const {
+  if (spec.config_yaml.empty()) return ClusterConfig{};
+  if (!parse_config_) return unimplemented("config: this coordinator cannot parse configs");
+  return parse_config_(spec.config_yaml);
+}
+
+Result<std::vector<PlannedTest>> SweepManager::planAll(
+    const SweepSpec& spec, const ClusterConfig& config, std::vector<PairTestSpec>* templates,
+    std::vector<int>* template_of, std::vector<std::string>* notes, int* rounds, uint64_t* seed,
+    const std::set<std::string>& assume_online) {
+  // An acceptance sweep (no pattern of its own, a config with sweeps) runs the config's sweeps
+  // one after the other, as one sweep.
+  std::vector<SweepSpec> parts;
+  if (spec.pattern_from_config) {
+    if (config.sweeps.empty()) {
+      return invalidArgument("config: no sweeps under `sweeps:`",
+                             "add at least one sweep, e.g. `- pattern: all-pairs`");
+    }
+    for (SweepSpec s : config.sweeps) {
+      if (s.hosts.empty()) s.hosts = spec.hosts;
+      if (s.exclude.empty()) s.exclude = spec.exclude;
+      if (s.select.empty()) s.select = spec.select;
+      parts.push_back(std::move(s));
+    }
+  } else {
+    parts.push_back(spec);
+  }
+  auto workers = workers_.list();
+  // A resumed sweep is planned again for the hosts it was made for, online or not yet.
+  for (auto& w : workers) {
+    if (assume_online.count(w.name)) w.state = "online";
+  }
+  std::vector<PlannedTest> all;
+  *rounds = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    // The template names no workers (the plan does): validate the rest.
+    PairTestSpec probe = parts[p].test;
+    probe.initiator.worker = probe.target.worker = "planned";
+    GDR_RETURN_IF_ERROR(validatePairTestSpec(probe, PairTestLimits{}));
+    auto plan = planSweep(parts[p], workers);
+    if (!plan.ok()) {
+      return parts.size() > 1 ? plan.status().withContext("sweeps[" + std::to_string(p) + "]")
+                              : plan.status();
+    }
+    templates->push_back(parts[p].test);
+    for (auto& t : plan->tests) {
+      t.round += *rounds;
+      all.push_back(std::move(t));
+      template_of->push_back(static_cast<int>(p));
+    }
+    *rounds += plan->rounds;
+    *seed = plan->seed;
+    for (auto& n : plan->notes) notes->push_back(std::move(n));
+  }
+  if (all.empty()) {
+    return failedPrecondition("sweep: the plan has no tests",
+                              "check --hosts/--exclude/--select and that workers are online "
+                              "(`gdrmesh workers`)");
+  }
+  return all;
+}
+
+Result<SweepProgress> SweepManager::start(SweepSpec spec) {
+  auto config = configOf(spec);
+  if (!config.ok()) return config.status();
+  auto a = std::make_shared<Active>();
+  a->spec = spec;
+  a->config = *config;
+  auto plan =
+      planAll(spec, a->config, &a->templates, &a->template_of, &a->notes, &a->rounds, &a->seed, {});
+  if (!plan.ok()) return plan.status();
+  a->plan = std::move(*plan);
+  a->plan_size = a->plan.size();
+  if (a->spec.seed == 0) a->spec.seed = a->seed;
+  std::set<std::string> hosts;
+  for (const auto& t : a->plan) {
+    hosts.insert(t.initiator.worker);
+    hosts.insert(t.target.worker);
+  }
+  a->hosts.assign(hosts.begin(), hosts.end());
+  a->created_ms = clock_.unixMs();
+  a->id = newSweepId(a->created_ms);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return unavailable("the coordinator is shutting down");
+    if ((current_ || !queue_.empty()) && !spec.queue) {
+      const std::string running = current_ ? current_->id : queue_.front()->id;
+      return failedPrecondition("another sweep is running: " + running,
+                                "wait for it (`gdrmesh sweep follow " + running +
+                                    "`), cancel it, or pass --queue to run after it");
+    }
+  }
+  GDR_RETURN_IF_ERROR(sweeps_.createSweep(recordOf(*a)));
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.push_back(a);
+  recent_[a->id] = a;
+  cv_.notify_all();
+  return snapshot(*a);
+}
+
+void SweepManager::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    if (queue_.empty()) {
+      cv_.wait(lock);
+      continue;
+    }
+    current_ = queue_.front();
+    queue_.pop_front();
+    auto a = current_;
+    lock.unlock();
+    execute(a);
+    lock.lock();
+    current_.reset();
+    cv_.notify_all();
+  }
+}
+
+SweepRecord SweepManager::recordOf(const Active& a) const {
+  SweepRecord rec;
+  rec.id = a.id;
+  rec.state = toString(a.state);
+  rec.pattern = a.spec.pattern_from_config ? "config" : toString(a.spec.pattern);
+  rec.name = a.spec.name;
+  rec.spec_json = codec_.encode(a.spec);
+  // The plan is rebuilt on resume from the spec (seed included) and these hosts.
+  nlohmann::json pj;
+  pj["hosts"] = a.hosts;
+  pj["plan_size"] = a.plan_size;
+  pj["rounds"] = a.rounds;
+  pj["seed"] = std::to_string(a.seed);
+  rec.plan_json = pj.dump();
+  rec.created_ms = a.created_ms;
+  rec.started_ms = a.started_ms;
+  rec.finished_ms = a.finished_ms;
+  rec.tests_total = static_cast<uint32_t>(a.plan.size());
+  rec.reason = a.reason;
+  rec.verdict = a.verdict;
+  return rec;
+}
+
+SweepProgress SweepManager::snapshot(const Active& a) const {
+  SweepProgress p;
+  p.id = a.id;
+  p.state = a.state;
+  p.pattern = a.spec.pattern_from_config ? "config" : toString(a.spec.pattern);
+  p.name = a.spec.name;
+  p.created_ms = a.created_ms;
+  p.started_ms = a.started_ms;
+  p.finished_ms = a.finished_ms;
+  p.tests_total = static_cast<uint32_t>(a.plan.size());
+  p.tests_done = static_cast<uint32_t>(a.done.size());
+  p.tests_failed = a.failed;
+  p.tests_skipped = a.skipped;
+  p.tests_running = static_cast<uint32_t>(a.in_flight.size());
+  p.rounds_total = static_cast<uint32_t>(a.rounds);
+  p.retests = a.retests;
+  p.reason = a.reason;
+  p.verdict = a.verdict;
+  if (a.state == SweepState::kRunning) {
+    p.elapsed_seconds = std::chrono::duration<double>(clock_.now() - a.started_at).count();
+    if (p.tests_done > 0 && p.tests_total > p.tests_done) {
+      p.eta_seconds = p.elapsed_seconds / p.tests_done * (p.tests_total - p.tests_done);
+    } else if (p.tests_total == p.tests_done) {
+      p.eta_seconds = 0;
+    }
+  } else if (a.finished_ms > 0 && a.started_ms > 0) {
+    p.elapsed_seconds = static_cast<double>(a.finished_ms - a.started_ms) / 1000.0;
+    p.eta_seconds = 0;
+  }
+  return p;
+}
+
+void SweepManager::publish(const std::shared_ptr<Active>& a) {
+  // mu_ held.
+  ++a->version;
+  cv_.notify_all();
+}
+
+void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {
+  SweepRecord rec;
+  std::vector<std::pair<int, std::string>> starts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rec = recordOf(*a);
+    if (final) rec.report_json = reportJson(a->verdicts, a->suspects, a->notes);
+    for (const auto& [idx, tid] : a->in_flight) {
+      if (a->marked.insert(idx).second) starts.emplace_back(idx, tid);
+    }
+  }
+  // Tests in flight at this moment are marked started: after a kill -9 they are the ones
+  // recorded as interrupted.
+  for (const auto& [idx, tid] : starts) {
+    SweepTestStart s;
+    s.plan_index = idx;
+    s.test_id = tid;
+    s.started_ms = clock_.unixMs();
+    (void)sweeps_.markSweepTestStarted(a->id, s);
+  }
+  Status st = sweeps_.updateSweep(rec);
+  if (!st.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: sweep %s: %s\n", a->id.c_str(),
+                 st.toString().c_str());
+  }
+}
+
+void SweepManager::execute(const std::shared_ptr<Active>& a) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    a->state = SweepState::kRunning;
+    if (a->started_ms == 0) a->started_ms = clock_.unixMs();
+    a->started_at = clock_.now();
+    publish(a);
+  }
+  checkpoint(a, false);
+
+  if (a->resumed) {
+    // After a coordinator restart the workers dial back with backoff: give them a bounded
+    // moment before their tests would end as "offline". There is no event for "a worker
+    // registered" at this layer, so the wait checks the directory every 100 ms.
+    const auto until = clock_.now() + std::chrono::seconds(30);
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_ && !a->cancel_requested && clock_.now() < until) {
+      bool all = true;
+      for (const auto& h : a->hosts) {
+        auto w = workers_.get(h);
+        all = all && w && w->online();
+      }
+      if (all) break;
+      cv_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+  }
+
+  auto runTasks = [&](size_t from) {
+    std::vector<ExecutorTask> tasks;
+    for (size_t i = from; i < a->plan.size(); ++i) {
+      if (a->done.count(static_cast<int>(i))) continue;
+      ExecutorTask t;
+      t.index = static_cast<int>(i);
+      t.spec = specFor(a->templates[static_cast<size_t>(a->template_of[i])], a->plan[i], a->id);
+      t.resources = resourceKeys(t.spec);
+      tasks.push_back(std::move(t));
+    }
+    ExecutorOptions eo = options_.executor;
+    if (a->spec.max_concurrency > 0) eo.max_concurrency = a->spec.max_concurrency;
+    eo.retries = a->spec.retries;
+    Executor ex(workers_, clock_, eo);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      a->executor = &ex;
+      if (a->cancel_requested || stopping_) ex.cancel();
+    }
+    // Progress is stored once a second while the sweep runs.
+    std::atomic<bool> running{true};
+    std::shared_ptr<std::function<void()>> tick = std::make_shared<std::function<void()>>();
+    std::mutex tick_mu;
+    Clock::TimerId timer = 0;
+    *tick = [&, tick] {
+      checkpoint(a, false);
+      std::lock_guard<std::mutex> lock(tick_mu);
+      if (running.load()) timer = clock_.schedule(clock_.after(options_.checkpoint_seconds), *tick);
+    };
+    {
+      std::lock_guard<std::mutex> lock(tick_mu);
+      timer = clock_.schedule(clock_.after(options_.checkpoint_seconds), *tick);
+    }
+    ExecutorCallbacks cb;
+    cb.on_start = [&](int index, const std::string& test_id) {
+      std::lock_guard<std::mutex> lock(mu_);
+      a->in_flight[index] = test_id;
+    };
+    cb.on_result = [&](int index, const TestResult& r) {
+      writer_.submit(r);
+      std::lock_guard<std::mutex> lock(mu_);
+      a->in_flight.erase(index);
+      a->done.insert(index);
+      a->results.push_back(r);
+      if (r.status == TestStatus::kFailed || r.status == TestStatus::kError) ++a->failed;
+      if (r.status == TestStatus::kSkipped) ++a->skipped;
+      publish(a);
+    };
+    ex.run(std::move(tasks), cb);
+    {
+      std::lock_guard<std::mutex> lock(tick_mu);
+      running.store(false);
+      clock_.cancel(timer);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    a->executor = nullptr;
+  };
+
+  runTasks(0);
+
+  // Retests with known-good partners, then the verdicts.
+  bool cancelled;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled = a->cancel_requested || stopping_;
+  }
+  if (!cancelled && a->spec.localise) {
+    std::vector<TestResult> rows;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      rows = a->results;
+    }
+    auto verdicts = judgeRows(rows, a->config, {}, a->plan_size);
+    auto retests = planRetests(rows, verdicts, a->hosts, options_.max_retests);
+    if (!retests.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& t : retests) {
+        a->plan.push_back(std::move(t));
+        a->template_of.push_back(a->template_of.empty() ? 0 : a->template_of.front());
+      }
+      a->retests = static_cast<uint32_t>(retests.size());
+      publish(a);
+    }
+    if (!retests.empty()) runTasks(a->plan_size);
+  }
+  writer_.flush();
+
+  std::vector<TestResult> rows;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rows = a->results;
+  }
+  auto baseline = baselineRows(a->spec.baseline, a->id);
+  auto verdicts = judgeRows(rows, a->config, baseline.ok() ? *baseline : std::vector<TestResult>{},
+                            a->plan_size);
+  auto suspects = localise(rows, verdicts);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    a->verdicts = std::move(verdicts);
+    a->suspects = std::move(suspects);
+    if (!baseline.ok()) a->notes.push_back("baseline: " + baseline.status().message());
+    bool pass = a->failed == 0;
+    for (const auto& v : a->verdicts) {
+      if (v.verdict == VerdictKind::kFail && !v.retest) pass = false;
+    }
+    a->finished_ms = clock_.unixMs();
+    if (stopping_ && !a->cancel_requested) {
+      a->state = SweepState::kInterrupted;
+      a->reason = "the coordinator shut down during the sweep; it resumes at the next start";
+    } else if (a->cancel_requested) {
+      a->state = SweepState::kCancelled;
+      if (a->reason.empty()) a->reason = "cancelled";
+      a->verdict = "FAIL";
+    } else {
+      a->state = SweepState::kFinished;
+      a->verdict = pass && a->skipped < a->plan_size ? "PASS" : "FAIL";
+      if (a->skipped == a->plan_size) a->reason = "every test was skipped";
+    }
+    publish(a);
+  }
+  checkpoint(a, true);
+}
+
+std::vector<PairVerdict> SweepManager::judgeRows(const std::vector<TestResult>& rows,
+                                                 const ClusterConfig& config,
+                                                 const std::vector<TestResult>& baseline,
+                                                 size_t plan_size) const {
+  JudgeContext ctx = judgeContextFrom(workers_.list());
+  ctx.baseline = baseline;
+  for (const auto& r : rows) {
+    if (r.plan_index >= 0 && static_cast<size_t>(r.plan_index) >= plan_size) {
+      ctx.retests.insert(r.test_id);
+    }
+  }
+  return judgeResults(rows, config, ctx);
+}
+
+Result<std::vector<TestResult>> SweepManager::baselineRows(const std::string& baseline,
+                                                           const std::string& except_id) {
+  if (baseline.empty()) return std::vector<TestResult>{};
+  std::string id = baseline;
+  if (baseline == "previous") {
+    auto list = sweeps_.listSweeps(20, "finished");
+    if (!list.ok()) return list.status();
+    id.clear();
+    for (const auto& s : *list) {
+      if (s.id != except_id) {
+        id = s.id;
+        break;
+      }
+    }
+    if (id.empty()) return std::vector<TestResult>{};
+  }
+  ResultQuery q;
+  q.run_id = id;
+  q.limit = 0;
+  return results_.queryResults(q);
+}
+
+std::string SweepManager::reportJson(const std::vector<PairVerdict>& verdicts,
+                                     const std::vector<Suspect>& suspects,
+                                     const std::vector<std::string>& notes) const {
+  nlohmann::json j;
+  j["verdicts"] = nlohmann::json::array();
+  for (const auto& v : verdicts) {
+    j["verdicts"].push_back({{"test_id", v.test_id},
+                             {"src", v.src},
+                             {"dst", v.dst},
+                             {"size", v.message_size},
+                             {"verdict", toString(v.verdict)},
+                             {"reasons", v.reasons},
+                             {"value", v.value},
+                             {"unit", v.unit},
+                             {"topo_class", v.topo_class},
+                             {"retest", v.retest}});
+  }
+  j["suspects"] = nlohmann::json::array();
+  for (const auto& s : suspects) {
+    j["suspects"].push_back(
+        {{"kind", s.kind}, {"name", s.name}, {"score", s.score}, {"evidence", s.evidence}});
+  }
+  j["notes"] = notes;
+  return j.dump();
+}
+
+Result<SweepProgress> SweepManager::cancel(const std::string& id) {
+  std::shared_ptr<Active> dequeued;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      if ((*it)->id != id) continue;
+      dequeued = *it;
+      queue_.erase(it);
+      dequeued->state = SweepState::kCancelled;
+      dequeued->cancel_requested = true;
+      dequeued->reason = "cancelled before it started";
+      dequeued->finished_ms = clock_.unixMs();
+      publish(dequeued);
+      break;
+    }
+    if (current_ && current_->id == id) {
+      current_->cancel_requested = true;
+      current_->reason = "cancelled by request";
+      if (current_->executor) current_->executor->cancel();
+      publish(current_);
+      return snapshot(*current_);
+    }
+  }
+  if (dequeued) {
+    checkpoint(dequeued, true);
+    std::lock_guard<std::mutex> lock(mu_);
+    return snapshot(*dequeued);
+  }
+  auto p = progress(id);
+  if (!p.ok()) return p.status();
+  return failedPrecondition("sweep " + id + " is " + toString(p->state) + ", not running",
+                            "only a queued or running sweep can be cancelled");
+}
+
+namespace {
+
+SweepProgress progressFromRecord(const SweepRecord& r) {
+  SweepProgress p;
+  p.id = r.id;
+  p.state = parseSweepState(r.state).value_or(SweepState::kFailed);
+  p.pattern = r.pattern;
+  p.name = r.name;
+  p.created_ms = r.created_ms;
+  p.started_ms = r.started_ms;
+  p.finished_ms = r.finished_ms;
+  p.tests_total = r.tests_total;
+  p.reason = r.reason;
+  p.verdict = r.verdict;
+  if (r.finished_ms > 0 && r.started_ms > 0) {
+    p.elapsed_seconds = static_cast<double>(r.finished_ms - r.started_ms) / 1000.0;
+    p.eta_seconds = 0;
+  }
+  return p;
+}
+
+}  // namespace
+
+Result<SweepProgress> SweepManager::progress(const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = recent_.find(id);
+    if (it != recent_.end()) return snapshot(*it->second);
+  }
+  auto rec = sweeps_.getSweep(id);
+  if (!rec.ok()) return rec.status();
+  if (!*rec) {
+    return notFound("sweep '" + id + "' is not known", "list sweeps with `gdrmesh sweeps`");
+  }
+  SweepProgress p = progressFromRecord(**rec);
+  ResultQuery q;
+  q.run_id = id;
+  q.limit = 0;
+  auto rows = results_.queryResults(q);
+  if (rows.ok()) {
+    std::set<int> done;
+    for (const auto& r : *rows) {
+      if (r.plan_index >= 0 && static_cast<uint32_t>(r.plan_index) < p.tests_total) {
+        done.insert(r.plan_index);
+      }
+      if (r.status == TestStatus::kFailed || r.status == TestStatus::kError) ++p.tests_failed;
+      if (r.status == TestStatus::kSkipped) ++p.tests_skipped;
+    }
+    p.tests_done = static_cast<uint32_t>(done.size());
+  }
+  return p;
+}
+
+Result<SweepReportData> SweepManager::report(const std::string& id, bool with_results) {
+  SweepReportData d;
+  GDR_ASSIGN_OR_RETURN(d.progress, progress(id));
+  auto rec = sweeps_.getSweep(id);
+  if (!rec.ok()) return rec.status();
+  if (*rec) {
+    auto spec = codec_.decode((*rec)->spec_json);
+    if (spec.ok()) d.spec = *spec;
+    if (!(*rec)->report_json.empty()) {
+      auto j = nlohmann::json::parse((*rec)->report_json, nullptr, false);
+      if (!j.is_discarded()) {
+        for (const auto& v : j.value("verdicts", nlohmann::json::array())) {
+          PairVerdict pv;
+          pv.test_id = v.value("test_id", "");
+          pv.src = v.value("src", "");
+          pv.dst = v.value("dst", "");
+          pv.message_size = v.value("size", uint64_t{0});
+          const std::string k = v.value("verdict", "SKIP");
+          pv.verdict = k == "PASS" ? VerdictKind::kPass
+                                   : (k == "FAIL" ? VerdictKind::kFail : VerdictKind::kSkip);
+          pv.reasons = v.value("reasons", std::vector<std::string>{});
+          pv.value = v.value("value", 0.0);
+          pv.unit = v.value("unit", "");
+          pv.topo_class = v.value("topo_class", "");
+          pv.retest = v.value("retest", false);
+          d.verdicts.push_back(std::move(pv));
+        }
+        for (const auto& s : j.value("suspects", nlohmann::json::array())) {
+          Suspect su;
+          su.kind = s.value("kind", "");
+          su.name = s.value("name", "");
+          su.score = s.value("score", 0.0);
+          su.evidence = s.value("evidence", std::vector<std::string>{});
+          d.suspects.push_back(std::move(su));
+        }
+        d.notes = j.value("notes", std::vector<std::string>{});
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = recent_.find(id);
+    if (it != recent_.end() && d.notes.empty()) d.notes = it->second->notes;
+  }
+  if (with_results) {
+    ResultQuery q;
+    q.run_id = id;
+    q.limit = 0;
+    GDR_ASSIGN_OR_RETURN(d.results, results_.queryResults(q));
+    std::sort(d.results.begin(), d.results.end(),
+              [](const TestResult& x, const TestResult& y) { return x.plan_index < y.plan_index; });
+  }
+  return d;
+}
+
+Result<SweepReportData> SweepManager::judge(const std::string& id, const std::string& config_yaml,
+                                            const std::string& baseline) {
+  GDR_ASSIGN_OR_RETURN(SweepReportData d, report(id, true));
+  auto rec = sweeps_.getSweep(id);
+  if (!rec.ok()) return rec.status();
+  size_t plan_size = d.progress.tests_total;
+  std::string yaml = config_yaml.empty() ? d.spec.config_yaml : config_yaml;
+  ClusterConfig config;
+  if (!yaml.empty()) {
+    if (!parse_config_) return unimplemented("config: this coordinator cannot parse configs");
+    GDR_ASSIGN_OR_RETURN(config, parse_config_(yaml));
+  }
+  GDR_ASSIGN_OR_RETURN(auto base, baselineRows(baseline.empty() ? d.spec.baseline : baseline, id));
+  d.verdicts = judgeRows(d.results, config, base, plan_size);
+  d.suspects = localise(d.results, d.verdicts);
+  bool pass = true;
+  for (const auto& v : d.verdicts) {
+    if (v.verdict == VerdictKind::kFail && !v.retest) pass = false;
+  }
+  d.progress.verdict = pass ? "PASS" : "FAIL";
+  return d;
+}
+
+Result<std::vector<SweepProgress>> SweepManager::list(uint32_t limit) {
+  GDR_ASSIGN_OR_RETURN(auto recs, sweeps_.listSweeps(limit, ""));
+  std::vector<SweepProgress> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& r : recs) {
+    auto it = recent_.find(r.id);
+    out.push_back(it != recent_.end() ? snapshot(*it->second) : progressFromRecord(r));
+  }
+  return out;
+}
+
+bool SweepManager::running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_ != nullptr || !queue_.empty();
+}
+
+Result<std::pair<SweepProgress, uint64_t>> SweepManager::waitForChange(const std::string& id,
+                                                                       uint64_t version,
+                                                                       Clock::TimePoint deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = recent_.find(id);
+  if (it == recent_.end()) {
+    lock.unlock();
+    GDR_ASSIGN_OR_RETURN(SweepProgress p, progress(id));
+    return std::make_pair(p, uint64_t{0});
+  }
+  auto a = it->second;
+  // The wait is on the real condition variable; `deadline` bounds it for the caller's stream.
+  const auto real_deadline = std::chrono::steady_clock::now() + (deadline - clock_.now());
+  cv_.wait_until(lock, real_deadline, [&] { return a->version != version || stopping_; });
+  return std::make_pair(snapshot(*a), a->version);
+}
+
+void SweepManager::resumeInterrupted() {
+  auto running = sweeps_.listSweeps(0, "running");
+  auto queued = sweeps_.listSweeps(0, "queued");
+  std::vector<SweepRecord> recs;
+  if (running.ok()) recs = *running;
+  if (queued.ok()) recs.insert(recs.end(), queued->begin(), queued->end());
+  std::sort(recs.begin(), recs.end(),
+            [](const SweepRecord& x, const SweepRecord& y) { return x.created_ms < y.created_ms; });
+  for (const auto& rec : recs) {
+    auto fail = [&](const std::string& why) {
+      SweepRecord r = rec;
+      r.state = toString(SweepState::kInterrupted);
+      r.reason = why;
+      r.finished_ms = clock_.unixMs();
+      (void)sweeps_.updateSweep(r);
+    };
+    auto spec = codec_.decode(rec.spec_json);
+    if (!spec.ok()) {
+      fail("interrupted by a coordinator restart; its spec cannot be read back: " +
+           spec.status().message());
+      continue;
+    }
+    auto config = configOf(*spec);
+    if (!config.ok()) {
+      fail("interrupted by a coordinator restart; its config no longer parses");
+      continue;
+    }
+    auto a = std::make_shared<Active>();
+    a->id = rec.id;
+    a->spec = *spec;
+    a->config = *config;
+    a->created_ms = rec.created_ms;
+    a->started_ms = rec.started_ms;
+    a->resumed = true;
+    // The plan is rebuilt for the hosts it was made for, from the same spec and seed.
+    auto pj = nlohmann::json::parse(rec.plan_json, nullptr, false);
+    if (!pj.is_discarded()) {
+      a->spec.hosts = pj.value("hosts", std::vector<std::string>{});
+      a->spec.exclude.clear();
+      a->spec.select.clear();
+    }
+    // Offline hosts stay in the plan: their tests end as FAILED "offline", never vanish.
+    std::set<std::string> recorded(a->spec.hosts.begin(), a->spec.hosts.end());
+    auto plan = planAll(a->spec, a->config, &a->templates, &a->template_of, &a->notes, &a->rounds,
+                        &a->seed, recorded);
+    if (!plan.ok()) {
+      fail("interrupted by a coordinator restart; it cannot be planned again: " +
+           plan.status().message());
+      continue;
+    }
+    a->plan = std::move(*plan);
+    a->plan_size = a->plan.size();
+    a->hosts = a->spec.hosts;
+    // Finished results are kept; tests that were in flight get an ERROR row and run again.
+    ResultQuery q;
+    q.run_id = rec.id;
+    q.limit = 0;
+    auto rows = results_.queryResults(q);
+    if (rows.ok()) {
+      for (auto& r : *rows) {
+        if (r.plan_index < 0 || static_cast<size_t>(r.plan_index) >= a->plan_size) continue;
+        if (r.status == TestStatus::kError && r.reason.rfind("interrupted:", 0) == 0) continue;
+        a->done.insert(r.plan_index);
+        if (r.status == TestStatus::kFailed || r.status == TestStatus::kError) ++a->failed;
+        if (r.status == TestStatus::kSkipped) ++a->skipped;
+        a->results.push_back(std::move(r));
+      }
+    }
+    auto unfinished = sweeps_.unfinishedSweepTests(rec.id);
+    if (unfinished.ok()) {
+      std::vector<TestResult> errors;
+      for (const auto& u : *unfinished) {
+        if (a->done.count(u.plan_index) || u.plan_index < 0 ||
+            static_cast<size_t>(u.plan_index) >= a->plan_size) {
+          continue;
+        }
+        const PlannedTest& t = a->plan[static_cast<size_t>(u.plan_index)];
+        TestResult e;
+        e.test_id = u.test_id;
+        e.run_id = rec.id;
+        e.plan_index = -1;  // the test runs again under its plan index
+        e.started_ms = u.started_ms;
+        e.finished_ms = clock_.unixMs();
+        e.initiator.worker = t.initiator.worker;
+        e.initiator.nic = t.initiator.device;
+        e.target.worker = t.target.worker;
+        e.target.nic = t.target.device;
+        e.message_size = t.message_size;
+        e.status = TestStatus::kError;
+        e.reason = "interrupted: the coordinator stopped while this test ran; it is run again";
+        errors.push_back(std::move(e));
+      }
+      if (!errors.empty()) (void)results_.insertResults(errors);
+    }
+    SweepRecord r = rec;
+    r.state = toString(SweepState::kQueued);
+    r.reason = "resumed after a coordinator restart";
+    (void)sweeps_.updateSweep(r);
+    std::lock_guard<std::mutex> lock(mu_);
+    a->reason = "resumed after a coordinator restart";
+    queue_.push_back(a);
+    recent_[a->id] = a;
+    cv_.notify_all();
+  }
+}
+
+}  // namespace gdrmesh

@@ -1,0 +1,130 @@
+// Sweeps, from request to verdict: validates and plans a sweep, stores it, runs it on the
+// Executor (one sweep at a time; a second is refused or queued), writes results in batches,
+// judges them, retests failing pairs with known-good partners, localises, and closes the
+// sweep with its verdict and report. A coordinator killed mid-sweep resumes it on restart:
+// finished results are kept, the tests that were in flight are recorded as ERROR and run
+// again, nothing runs twice.
+//
+// Thread contract: thread-safe. Sweeps run on the manager's own thread; callers never block
+// on a running sweep except through waitForChange().
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "coordinator/orchestrator/cluster_config.h"
+#include "coordinator/orchestrator/executor.h"
+#include "coordinator/orchestrator/sweep_types.h"
+#include "coordinator/orchestrator/worker_channel.h"
+#include "coordinator/store/result_writer.h"
+#include "coordinator/store/store.h"
+
+namespace gdrmesh {
+
+// Turns a SweepSpec into stored text and back (the service implements it with the wire
+// format's JSON, so a stored spec reads like the API).
+class SweepCodec {
+ public:
+  virtual ~SweepCodec() = default;
+  virtual std::string encode(const SweepSpec& spec) const = 0;
+  virtual Result<SweepSpec> decode(const std::string& text) const = 0;
+};
+
+struct SweepReportData {
+  SweepProgress progress;
+  SweepSpec spec;
+  std::vector<TestResult> results;  // filled when asked for
+  std::vector<PairVerdict> verdicts;
+  std::vector<Suspect> suspects;
+  std::vector<std::string> notes;
+};
+
+struct SweepManagerOptions {
+  ExecutorOptions executor;
+  int max_retests = 64;
+  double checkpoint_seconds = 1.0;  // how often a running sweep's progress is stored
+};
+
+class SweepManager {
+ public:
+  using ConfigParser = std::function<Result<ClusterConfig>(const std::string& yaml)>;
+
+  SweepManager(WorkerDirectory& workers, Clock& clock, SweepStore& sweeps, ResultStore& results,
+               ResultWriter& writer, const SweepCodec& codec, ConfigParser parse_config,
+               SweepManagerOptions options);
+  ~SweepManager();
+
+  // Validates, plans and starts (or queues) a sweep. Errors name the field and the fix.
+  Result<SweepProgress> start(SweepSpec spec);
+  Result<SweepProgress> cancel(const std::string& id);
+  Result<SweepProgress> progress(const std::string& id);
+  Result<SweepReportData> report(const std::string& id, bool with_results);
+  // Recomputes verdicts from the stored rows: same rows and config, same answer.
+  Result<SweepReportData> judge(const std::string& id, const std::string& config_yaml,
+                                const std::string& baseline);
+  Result<std::vector<SweepProgress>> list(uint32_t limit);
+  bool running() const;
+  // Blocks until the sweep's progress changes after `version` or the deadline passes; returns
+  // the progress and its version.
+  Result<std::pair<SweepProgress, uint64_t>> waitForChange(const std::string& id, uint64_t version,
+                                                           Clock::TimePoint deadline);
+  // At start-up: sweeps left running or queued by a previous coordinator are resumed.
+  void resumeInterrupted();
+  void shutdown();
+
+ private:
+  struct Active;
+  void loop();
+  void execute(const std::shared_ptr<Active>& a);
+  Result<ClusterConfig> configOf(const SweepSpec& spec) const;
+  Result<std::vector<PlannedTest>> planAll(const SweepSpec& spec, const ClusterConfig& config,
+                                           std::vector<PairTestSpec>* templates,
+                                           std::vector<int>* template_of,
+                                           std::vector<std::string>* notes, int* rounds,
+                                           uint64_t* seed,
+                                           const std::set<std::string>& assume_online);
+  SweepProgress snapshot(const Active& a) const;
+  SweepRecord recordOf(const Active& a) const;
+  void publish(const std::shared_ptr<Active>& a);
+  void checkpoint(const std::shared_ptr<Active>& a, bool final);
+  std::vector<PairVerdict> judgeRows(const std::vector<TestResult>& rows,
+                                     const ClusterConfig& config,
+                                     const std::vector<TestResult>& baseline,
+                                     size_t plan_size) const;
+  Result<std::vector<TestResult>> baselineRows(const std::string& baseline,
+                                               const std::string& except_id);
+  std::string reportJson(const std::vector<PairVerdict>& v, const std::vector<Suspect>& s,
+                         const std::vector<std::string>& notes) const;
+
+  WorkerDirectory& workers_;
+  Clock& clock_;
+  SweepStore& sweeps_;
+  ResultStore& results_;
+  ResultWriter& writer_;
+  const SweepCodec& codec_;
+  ConfigParser parse_config_;
+  const SweepManagerOptions options_;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Active>> queue_;
+  std::shared_ptr<Active> current_;
+  std::map<std::string, std::shared_ptr<Active>> recent_;  // by id, for follow
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace gdrmesh

@@ -1,0 +1,124 @@
+#include "coordinator/service/grpc_worker_channel.h"
+
+#include "convert.h"
+
+namespace gdrmesh {
+namespace {
+
+namespace pb = ::gdrmesh::v1;
+
+// A reply of the wrong kind is the worker's bug, reported as such.
+Status wrongReply(const std::string& worker, const char* want) {
+  return internalError("worker " + worker + " answered " + want +
+                       " with another reply kind (protocol mismatch; upgrade the worker)");
+}
+
+}  // namespace
+
+void GrpcWorkerChannel::prepare(const PrepareCommand& c, Deadline deadline,
+                                Done<EndpointDesc> done) {
+  pb::CoordinatorCommand cmd;
+  auto* p = cmd.mutable_prepare();
+  convert::toProto(c.side, p->mutable_spec());
+  if (c.peer) convert::toProto(*c.peer, p->mutable_peer());
+  if (c.arm) convert::toProto(*c.arm, p->mutable_arm());
+  std::string w = worker();
+  link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
+    if (!r.ok()) return done(r.status());
+    if (!r->has_prepare()) return done(wrongReply(w, "prepare"));
+    done(convert::fromProto(r->prepare().local()));
+  });
+}
+
+void GrpcWorkerChannel::connect(const std::string& test_id, const EndpointDesc& peer,
+                                Deadline deadline, Done<SideOutcome> done) {
+  pb::CoordinatorCommand cmd;
+  cmd.mutable_connect()->set_test_id(test_id);
+  convert::toProto(peer, cmd.mutable_connect()->mutable_peer());
+  std::string w = worker();
+  link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
+    if (!r.ok()) return done(r.status());
+    if (!r->has_connect()) return done(wrongReply(w, "connect"));
+    SideOutcome o;
+    o.path_mtu = r->connect().path_mtu();
+    done(o);
+  });
+}
+
+void GrpcWorkerChannel::run(const std::string& test_id, const RunSpec& spec, Deadline deadline,
+                            Done<SideOutcome> done) {
+  pb::CoordinatorCommand cmd;
+  cmd.mutable_run()->set_test_id(test_id);
+  convert::toProto(spec, cmd.mutable_run()->mutable_spec());
+  std::string w = worker();
+  link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
+    if (!r.ok()) return done(r.status());
+    if (!r->has_run()) return done(wrongReply(w, "run"));
+    SideOutcome o;
+    o.has_measurement = true;
+    o.measurement = convert::fromProto(r->run().measurement());
+    o.staging_seconds = o.measurement.staging_seconds;
+    done(o);
+  });
+}
+
+void GrpcWorkerChannel::verify(const std::string& test_id, uint64_t length, Deadline deadline,
+                               Done<SideOutcome> done) {
+  pb::CoordinatorCommand cmd;
+  cmd.mutable_verify()->set_test_id(test_id);
+  cmd.mutable_verify()->set_length(length);
+  std::string w = worker();
+  link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
+    if (!r.ok()) return done(r.status());
+    if (!r->has_verify()) return done(wrongReply(w, "verify"));
+    SideOutcome o;
+    o.verified = true;
+    o.integrity = convert::fromProto(r->verify().integrity());
+    o.staging_seconds = r->verify().staging_seconds();
+    done(o);
+  });
+}
+
+void GrpcWorkerChannel::release(const std::string& test_id, const std::string& reason,
+                                Deadline deadline, Done<bool> done) {
+  pb::CoordinatorCommand cmd;
+  cmd.mutable_release()->set_test_id(test_id);
+  cmd.mutable_release()->set_reason(reason);
+  link_->call(std::move(cmd), deadline, [done = std::move(done)](Result<pb::CommandReply> r) {
+    if (!r.ok()) return done(r.status());
+    done(true);
+  });
+}
+
+void GrpcWorkerChannel::start(const StartCommand& c, Deadline deadline, Done<SideOutcome> done) {
+  pb::CoordinatorCommand cmd;
+  auto* s = cmd.mutable_start();
+  s->set_test_id(c.test_id);
+  convert::toProto(c.peer, s->mutable_peer());
+  convert::toProto(c.run, s->mutable_run());
+  s->set_verify(c.verify);
+  s->set_verify_length(c.verify_length);
+  std::string w = worker();
+  link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
+    if (!r.ok()) return done(r.status());
+    if (!r->has_start()) return done(wrongReply(w, "start"));
+    done(convert::fromProto(r->start()));
+  });
+}
+
+void GrpcWorkerChannel::finish(const FinishCommand& c, Deadline deadline, Done<SideOutcome> done) {
+  pb::CoordinatorCommand cmd;
+  auto* f = cmd.mutable_finish();
+  f->set_test_id(c.test_id);
+  f->set_verify(c.verify);
+  f->set_verify_length(c.verify_length);
+  f->set_timeout_seconds(c.timeout_seconds);
+  std::string w = worker();
+  link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
+    if (!r.ok()) return done(r.status());
+    if (!r->has_finish()) return done(wrongReply(w, "finish"));
+    done(convert::fromProto(r->finish()));
+  });
+}
+
+}  // namespace gdrmesh

@@ -1,0 +1,188 @@
+#include "coordinator/service/sweep_convert.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include "convert.h"
+
+namespace gdrmesh::convert {
+namespace {
+
+Result<std::pair<EndpointSelector, EndpointSelector>> parsePair(const std::string& s) {
+  auto colon = s.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) {
+    return invalidArgument("pairs: '" + s + "' is not SRC:DST",
+                           "write each pair as WORKER[/NIC]:WORKER[/NIC], e.g. h1:h2");
+  }
+  auto side = [](const std::string& x) {
+    EndpointSelector e;
+    auto slash = x.find('/');
+    e.worker = x.substr(0, slash);
+    if (slash != std::string::npos) e.device = x.substr(slash + 1);
+    return e;
+  };
+  return std::make_pair(side(s.substr(0, colon)), side(s.substr(colon + 1)));
+}
+
+}  // namespace
+
+Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
+  SweepSpec s;
+  if (in.pattern().empty()) {
+    if (in.config_yaml().empty()) {
+      return invalidArgument("pattern: no pattern given",
+                             "use --pattern pairs|all-pairs|rails|loopback|random, or give a "
+                             "config whose `sweeps:` say what to run");
+    }
+    s.pattern_from_config = true;
+  } else {
+    auto p = parseSweepPattern(in.pattern());
+    if (!p) {
+      return invalidArgument("pattern: '" + in.pattern() + "' is not a pattern",
+                             "use pairs, all-pairs, rails, loopback or random");
+    }
+    s.pattern = *p;
+  }
+  for (const auto& pr : in.pairs()) {
+    GDR_ASSIGN_OR_RETURN(auto pair, parsePair(pr));
+    s.pairs.push_back(std::move(pair));
+  }
+  if (s.pattern == SweepPattern::kPairs && !s.pattern_from_config && s.pairs.empty()) {
+    return invalidArgument("pairs: the pairs pattern needs at least one SRC:DST",
+                           "e.g. gdrmesh sweep run --pattern pairs h1:h2 h3:h4");
+  }
+  if (!in.direction().empty()) {
+    auto d = parseSweepDirection(in.direction());
+    if (!d) {
+      return invalidArgument("direction: '" + in.direction() + "' is not one of one, both, bidir");
+    }
+    s.direction = *d;
+  }
+  if (in.random_rounds() > 100000) return invalidArgument("rounds: must be in 1..100000");
+  if (in.random_rounds() > 0) s.random_rounds = in.random_rounds();
+  s.seed = in.seed();
+  s.hosts.assign(in.hosts().begin(), in.hosts().end());
+  s.exclude.assign(in.exclude().begin(), in.exclude().end());
+  for (const auto& sel : in.select()) {
+    auto eq = sel.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return invalidArgument("select: '" + sel + "' is not KEY=VALUE", "e.g. --select rack=r12");
+    }
+    s.select[sel.substr(0, eq)] = sel.substr(eq + 1);
+  }
+  s.test = fromProto(in.test());
+  if (in.test().message_size() == 0) s.test.message_size = kDefaultMessageSize;
+  if (in.test().iterations() == 0) s.test.iterations = kDefaultIterations;
+  s.test.warmup_iterations =
+      in.test().warmup_iterations() == 0 ? kDefaultWarmupIterations : in.test().warmup_iterations();
+  s.sizes.assign(in.sizes().begin(), in.sizes().end());
+  for (uint64_t sz : s.sizes) {
+    if (sz == 0) return invalidArgument("sizes: a size of 0", "sizes must be > 0");
+  }
+  if (s.sizes.size() > 64) return invalidArgument("sizes: at most 64 sizes");
+  s.max_concurrency = in.max_concurrency();
+  if (in.retries() > 10) return invalidArgument("retries: must be in 0..10");
+  s.retries = in.retries();
+  s.config_yaml = in.config_yaml();
+  s.name = in.name();
+  s.queue = in.queue();
+  s.localise = in.localise();
+  s.baseline = in.baseline();
+  if (!s.pattern_from_config) {
+    PairTestSpec probe = s.test;
+    probe.initiator.worker = probe.target.worker = "x";
+    GDR_RETURN_IF_ERROR(validatePairTestSpec(probe, PairTestLimits{}));
+  }
+  return s;
+}
+
+void toProto(const SweepSpec& in, v1::SweepSpec* out) {
+  out->set_pattern(in.pattern_from_config ? "" : toString(in.pattern));
+  for (const auto& [a, b] : in.pairs) {
+    out->add_pairs(a.worker + (a.device.empty() ? "" : "/" + a.device) + ":" + b.worker +
+                   (b.device.empty() ? "" : "/" + b.device));
+  }
+  out->set_direction(toString(in.direction));
+  out->set_random_rounds(in.random_rounds);
+  out->set_seed(in.seed);
+  for (const auto& h : in.hosts) out->add_hosts(h);
+  for (const auto& h : in.exclude) out->add_exclude(h);
+  for (const auto& [k, v] : in.select) out->add_select(k + "=" + v);
+  toProto(in.test, out->mutable_test());
+  for (uint64_t s : in.sizes) out->add_sizes(s);
+  out->set_max_concurrency(in.max_concurrency);
+  out->set_retries(in.retries);
+  out->set_config_yaml(in.config_yaml);
+  out->set_name(in.name);
+  out->set_queue(in.queue);
+  out->set_localise(in.localise);
+  out->set_baseline(in.baseline);
+}
+
+void toProto(const SweepProgress& in, v1::SweepProgress* out) {
+  out->set_id(in.id);
+  out->set_state(toString(in.state));
+  out->set_pattern(in.pattern);
+  out->set_name(in.name);
+  out->set_created_ms(in.created_ms);
+  out->set_started_ms(in.started_ms);
+  out->set_finished_ms(in.finished_ms);
+  out->set_tests_total(in.tests_total);
+  out->set_tests_done(in.tests_done);
+  out->set_tests_failed(in.tests_failed);
+  out->set_tests_skipped(in.tests_skipped);
+  out->set_tests_running(in.tests_running);
+  out->set_rounds_total(in.rounds_total);
+  out->set_elapsed_seconds(in.elapsed_seconds);
+  out->set_eta_seconds(in.eta_seconds);
+  out->set_reason(in.reason);
+  out->set_retests(in.retests);
+  out->set_verdict(in.verdict);
+}
+
+void toProto(const PairVerdict& in, v1::PairVerdict* out) {
+  out->set_test_id(in.test_id);
+  out->set_src(in.src);
+  out->set_dst(in.dst);
+  out->set_message_size(in.message_size);
+  out->set_verdict(toString(in.verdict));
+  for (const auto& r : in.reasons) out->add_reasons(r);
+  out->set_value(in.value);
+  out->set_unit(in.unit);
+  out->set_topo_class(in.topo_class);
+  out->set_retest(in.retest);
+}
+
+void toProto(const Suspect& in, v1::Suspect* out) {
+  out->set_kind(in.kind);
+  out->set_name(in.name);
+  out->set_score(in.score);
+  for (const auto& e : in.evidence) out->add_evidence(e);
+}
+
+void toProto(const SweepReportData& in, v1::SweepReport* out) {
+  toProto(in.progress, out->mutable_progress());
+  toProto(in.spec, out->mutable_spec());
+  for (const auto& r : in.results) toProto(r, out->add_results());
+  for (const auto& v : in.verdicts) toProto(v, out->add_verdicts());
+  for (const auto& s : in.suspects) toProto(s, out->add_suspects());
+  for (const auto& n : in.notes) out->add_notes(n);
+}
+
+std::string ProtoJsonSweepCodec::encode(const SweepSpec& spec) const {
+  v1::SweepSpec p;
+  toProto(spec, &p);
+  std::string out;
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(p, &out, o);
+  return out;
+}
+
+Result<SweepSpec> ProtoJsonSweepCodec::decode(const std::string& text) const {
+  v1::SweepSpec p;
+  auto st = google::protobuf::util::JsonStringToMessage(text, &p);
+  if (!st.ok()) return invalidArgument("stored sweep spec: " + std::string(st.message()));
+  return fromProto(p);
+}
+
+}  // namespace gdrmesh::convert

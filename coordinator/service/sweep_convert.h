@@ -1,0 +1,28 @@
+// Sweep messages: wire <-> domain, at the service edge (the only place that sees both).
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+#include "coordinator/orchestrator/sweep_manager.h"
+#include "coordinator/orchestrator/sweep_types.h"
+#include "gdrmesh/v1/gdrmesh.pb.h"
+
+namespace gdrmesh::convert {
+
+// Validates as it converts: errors name the field (as the CLI spells it) and the fix.
+Result<SweepSpec> fromProto(const v1::SweepSpec& in);
+void toProto(const SweepSpec& in, v1::SweepSpec* out);
+void toProto(const SweepProgress& in, v1::SweepProgress* out);
+void toProto(const PairVerdict& in, v1::PairVerdict* out);
+void toProto(const Suspect& in, v1::Suspect* out);
+void toProto(const SweepReportData& in, v1::SweepReport* out);
+
+// SweepCodec on the wire format's JSON: a stored spec reads like the API.
+class ProtoJsonSweepCodec final : public SweepCodec {
+ public:
+  std::string encode(const SweepSpec& spec) const override;
+  Result<SweepSpec> decode(const std::string& text) const override;
+};
+
+}  // namespace gdrmesh::convert

@@ -1,0 +1,203 @@
+#include "coordinator/store/result_writer.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+namespace gdrmesh {
+namespace {
+
+// A refusal that a retry cannot cure: the row itself is wrong (empty or duplicate test_id, ...).
+bool refusedForGood(const Status& s) {
+  return s.code() == Code::kInvalidArgument;
+}
+
+}  // namespace
+
+ResultWriter::ResultWriter(ResultStore& store, Options options)
+    : store_(store), options_(std::move(options)) {
+  thread_ = std::thread(&ResultWriter::run, this);
+}
+
+ResultWriter::~ResultWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_writer_.notify_one();
+  thread_.join();
+}
+
+void ResultWriter::submit(TestResult result, OnStored on_stored) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(Item{std::move(result), std::move(on_stored), Clock::now()});
+    ++submitted_;
+    // The writer waits either for a first row or for a full batch; nothing else needs it.
+    wake = queue_.size() == 1 || queue_.size() == std::max<size_t>(options_.max_batch, 1);
+  }
+  if (wake) wake_writer_.notify_one();
+}
+
+void ResultWriter::flush() {
+  if (std::this_thread::get_id() == thread_.get_id()) return;  // from on_stored: would deadlock
+  (void)waitForFlush(nullptr);
+}
+
+bool ResultWriter::flushFor(std::chrono::milliseconds timeout) {
+  if (std::this_thread::get_id() == thread_.get_id()) return false;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  return waitForFlush(&deadline);
+}
+
+bool ResultWriter::waitForFlush(const Clock::time_point* deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t target = submitted_;
+  if (resolved_ >= target) return true;
+  flush_target_ = std::max(flush_target_, target);
+  wake_writer_.notify_one();
+  const auto done = [&] { return resolved_ >= target; };
+  if (deadline == nullptr) {
+    wake_flushers_.wait(lock, done);
+    return true;
+  }
+  return wake_flushers_.wait_until(lock, *deadline, done);
+}
+
+size_t ResultWriter::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size() + in_flight_;
+}
+
+Status ResultWriter::lastError() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_error_;
+}
+
+void ResultWriter::run() {
+  const size_t max_batch = std::max<size_t>(options_.max_batch, 1);
+  const auto max_delay = std::chrono::milliseconds(std::max(options_.max_delay_ms, 0));
+  Clock::time_point stop_deadline;  // set when stopping_ is first seen
+
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (queue_.empty()) {
+      if (stopping_) return;
+      wake_writer_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      continue;
+    }
+    if (stopping_ && stop_deadline == Clock::time_point()) {
+      stop_deadline = Clock::now() + std::chrono::milliseconds(options_.shutdown_grace_ms);
+    }
+
+    // Gather: a full batch, the oldest row's delay spent, a flush, or a stop.
+    const auto ready = [&] {
+      return stopping_ || queue_.size() >= max_batch || flush_target_ > resolved_;
+    };
+    if (!ready()) {
+      wake_writer_.wait_until(lock, queue_.front().queued_at + max_delay, ready);
+    }
+
+    // Back off after a failure; a stop shortens the wait to the stop deadline.
+    const Clock::time_point now = Clock::now();
+    const bool past_stop_deadline = stopping_ && now >= stop_deadline;
+    if (now < retry_at_ && !past_stop_deadline) {
+      const Clock::time_point until = stopping_ ? std::min(retry_at_, stop_deadline) : retry_at_;
+      const bool was_stopping = stopping_;
+      wake_writer_.wait_until(lock, until, [&] { return stopping_ != was_stopping; });
+      continue;
+    }
+
+    const size_t n = std::min(max_batch, queue_.size());
+    std::vector<Item> batch;
+    batch.reserve(n);
+    std::move(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n),
+              std::back_inserter(batch));
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+    in_flight_ = n;
+
+    lock.unlock();
+    Outcome out = write(std::move(batch), past_stop_deadline);
+    lock.lock();
+
+    in_flight_ = 0;
+    resolved_ += out.resolved;
+    queue_.insert(queue_.begin(), std::make_move_iterator(out.requeue.begin()),
+                  std::make_move_iterator(out.requeue.end()));
+    if (out.error.ok()) {
+      last_error_ = Status();
+      backoff_ms_ = 0;
+      retry_at_ = Clock::time_point();
+    } else {
+      last_error_ = out.error;
+      backoff_ms_ = backoff_ms_ == 0
+                        ? std::max(options_.min_backoff_ms, 1)
+                        : std::min(backoff_ms_ * 2, std::max(options_.max_backoff_ms, 1));
+      retry_at_ = Clock::now() + std::chrono::milliseconds(backoff_ms_);
+    }
+    if (out.resolved > 0) wake_flushers_.notify_all();
+    if (!out.error.ok() && options_.on_batch_error) {
+      const size_t waiting = queue_.size();
+      lock.unlock();
+      options_.on_batch_error(out.error, waiting);
+      lock.lock();
+    }
+  }
+}
+
+ResultWriter::Outcome ResultWriter::write(std::vector<Item> batch, bool give_up) {
+  Outcome out;
+  std::vector<TestResult> rows;
+  rows.reserve(batch.size());
+  for (Item& item : batch) rows.push_back(std::move(item.row));
+
+  Result<std::vector<int64_t>> ids = store_.insertResults(rows);
+  if (ids.ok() && ids->size() == rows.size()) {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (batch[i].on_stored) batch[i].on_stored((*ids)[i]);
+    }
+    out.resolved = batch.size();
+    return out;
+  }
+  Status failure = ids.ok()
+                       ? internalError("insertResults returned " + std::to_string(ids->size()) +
+                                       " ids for " + std::to_string(rows.size()) + " rows")
+                       : ids.status();
+
+  // A row refused for good fails the whole transaction: store the batch row by row so that only
+  // the bad row is dropped (with its reason), in order.
+  size_t i = 0;
+  if (refusedForGood(failure)) {
+    failure = Status();
+    for (; i < batch.size(); ++i) {
+      Result<int64_t> id = store_.insertResult(rows[i]);
+      if (!id.ok() && !refusedForGood(id.status())) {
+        failure = id.status();
+        break;
+      }
+      if (batch[i].on_stored) batch[i].on_stored(std::move(id));
+      ++out.resolved;
+    }
+    if (failure.ok()) return out;
+  }
+
+  // Rows i.. were not stored for a reason that may pass.
+  out.error = failure;
+  for (; i < batch.size(); ++i) {
+    if (give_up) {
+      if (batch[i].on_stored) {
+        batch[i].on_stored(failure.withContext("result " + rows[i].test_id +
+                                               " was not stored before the result writer "
+                                               "stopped"));
+      }
+      ++out.resolved;
+    } else {
+      batch[i].row = std::move(rows[i]);
+      out.requeue.push_back(std::move(batch[i]));
+    }
+  }
+  return out;
+}
+
+}  // namespace gdrmesh

@@ -1,0 +1,112 @@
+// ResultWriter: batches results into ResultStore::insertResults transactions on one thread, so
+// the threads that produce results never wait for the database.
+//
+// Guarantees:
+//  - Order: rows reach the store in submit() order, and on_stored callbacks run in that order.
+//  - Nothing is lost while the process lives: a batch the store refuses for a reason that may
+//    pass (disk full, database locked, I/O error) stays queued, at the front, and is retried
+//    with exponential backoff until it is stored. Only a row the store refuses for good
+//    (kInvalidArgument: empty or duplicate test_id, ...) is dropped, and its on_stored says why;
+//    the rest of its batch is still stored.
+//  - on_stored is called exactly once per row: with the row id, with the refusal, or (only when
+//    the writer is destroyed while the store keeps failing) with the last error.
+//
+// Thread contract: submit(), flush(), flushFor(), pending() and lastError() may be called from any
+// thread. on_stored and Options::on_batch_error run on the writer thread, outside the writer's
+// lock; they must not block for long and must not call flush() (which returns at once there).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+#include "common/status.h"
+#include "coordinator/store/store.h"
+
+namespace gdrmesh {
+
+class ResultWriter {
+ public:
+  using OnStored = std::function<void(Result<int64_t>)>;
+
+  struct Options {
+    // Rows per insertResults transaction.
+    size_t max_batch = 256;
+    // How long the oldest queued row may wait for companions before its batch is written.
+    int max_delay_ms = 20;
+    // Backoff between attempts after a failed batch: doubles from min to max.
+    int min_backoff_ms = 10;
+    int max_backoff_ms = 2000;
+    // On destruction, how long to keep retrying a failing store before giving the remaining rows
+    // up (their on_stored gets the last error).
+    int shutdown_grace_ms = 5000;
+    // Called on the writer thread after each failed attempt: the error and the rows waiting.
+    std::function<void(const Status&, size_t pending)> on_batch_error;
+  };
+
+  explicit ResultWriter(ResultStore& store) : ResultWriter(store, Options()) {}
+  ResultWriter(ResultStore& store, Options options);
+  // Writes what is queued (see Options::shutdown_grace_ms), then stops the writer thread.
+  ~ResultWriter();
+  ResultWriter(const ResultWriter&) = delete;
+  ResultWriter& operator=(const ResultWriter&) = delete;
+
+  // Queues `result`; never waits for the store.
+  void submit(TestResult result, OnStored on_stored = {});
+  // Writes at once what is queued and returns when every row submitted before the call has been
+  // stored or refused. While the store keeps failing, this waits (retries go on).
+  void flush();
+  // flush() that gives up after `timeout`; false when rows submitted before the call remain.
+  bool flushFor(std::chrono::milliseconds timeout);
+  // Rows submitted and not yet stored or refused (queued or being written).
+  size_t pending() const;
+  // The error of the last failed attempt, OK once a later attempt succeeded.
+  Status lastError() const;
+
+ private:
+  struct Item {
+    TestResult row;
+    OnStored on_stored;
+    std::chrono::steady_clock::time_point queued_at;
+  };
+  // What one attempt did: rows stored or refused (callbacks run), rows to put back at the
+  // front of the queue, and the error that stopped it (OK when none).
+  struct Outcome {
+    size_t resolved = 0;
+    std::vector<Item> requeue;
+    Status error;
+  };
+  using Clock = std::chrono::steady_clock;
+
+  void run();
+  // One attempt at `batch`, on the writer thread without mu_. With `give_up`, rows that fail for
+  // a reason that may pass are resolved with the error instead of requeued.
+  Outcome write(std::vector<Item> batch, bool give_up);
+  bool waitForFlush(const Clock::time_point* deadline);
+
+  ResultStore& store_;
+  const Options options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_writer_;    // work, a flush, or stop
+  std::condition_variable wake_flushers_;  // rows resolved
+  std::deque<Item> queue_;                 // guarded by mu_
+  size_t in_flight_ = 0;                   // guarded by mu_: rows taken by the writer
+  uint64_t submitted_ = 0;                 // guarded by mu_: rows ever submitted
+  uint64_t resolved_ = 0;                  // guarded by mu_: rows stored or refused, in order
+  uint64_t flush_target_ = 0;              // guarded by mu_: write now up to this row
+  bool stopping_ = false;                  // guarded by mu_
+  Clock::time_point retry_at_;             // guarded by mu_: no attempt before this
+  int backoff_ms_ = 0;                     // guarded by mu_: 0 after a success
+  Status last_error_;                      // guarded by mu_
+  std::thread thread_;                     // last: starts after everything above exists
+};
+
+}  // namespace gdrmesh

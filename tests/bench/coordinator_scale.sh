@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Coordinator scale benchmark (issue: sweeps at a thousand hosts), on this machine, loopback:
+# N simulated workers in one process (`gdrmesh worker --simulate N`), one coordinator.
+# Prints: registration time, coordinator RSS and idle CPU, an all-pairs sweep with T ms
+# simulated tests (rounds, wall time against the ideal rounds x T), per-round overhead and
+# coordinator capacity in pair tests/s, and the span of a single pair test.
+#   tests/bench/coordinator_scale.sh [BINARY] [N=1024] [TEST_MS=10]
+set -euo pipefail
+bin="${1:-build/cli/gdrmesh}"
+n="${2:-1024}"
+test_ms="${3:-10}"
+dir="$(mktemp -d /tmp/gdrmesh-scale-XXXXXX)"
+trap 'kill $sim $coord 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"' EXIT
+
+"$bin" coordinator --listen 127.0.0.1:0 --db "$dir/r.db" --port-file "$dir/port" \
+  >"$dir/coord.log" 2>&1 &
+coord=$!
+for _ in $(seq 200); do [[ -s "$dir/port" ]] && break; sleep 0.05; done
+addr="127.0.0.1:$(cat "$dir/port")"
+export GDRMESH_COORDINATOR="$addr"
+
+online() { "$bin" workers -o json | grep -c '"state": "online"' || true; }
+t0=$(date +%s.%N)
+"$bin" worker --simulate "$n" --coordinator "$addr" --sim-test-ms "$test_ms" \
+  >"$dir/sim.log" 2>&1 &
+sim=$!
+while [[ $(online) -lt $n ]]; do sleep 0.2; done
+t1=$(date +%s.%N)
+echo "registration: $n simulated workers online in $(echo "$t1 - $t0" | bc -l | cut -c1-6) s"
+
+cpu() { awk '{print $14 + $15}' "/proc/$coord/stat"; }
+rss() { awk '/VmRSS/ {print $2}' "/proc/$coord/status"; }
+hz=$(getconf CLK_TCK)
+c0=$(cpu); sleep 5; c1=$(cpu)
+echo "coordinator idle: RSS $(( $(rss) / 1024 )) MiB, CPU $(echo "($c1 - $c0) / $hz / 5 * 100" | bc -l | cut -c1-5) % of one core"
+
+# One pair test alone: its span minus the simulated transfer.
+s0=$(date +%s%N)
+"$bin" test sim-0000 sim-0001 --size 64KiB --iters 10 >/dev/null
+s1=$(date +%s%N)
+echo "single pair test (CLI round trip included): $(( (s1 - s0) / 1000 )) us, of which ${test_ms} ms simulated transfer"
+
+peak=0
+( while kill -0 $coord 2>/dev/null; do r=$(rss); echo "$r" >>"$dir/rss"; sleep 0.5; done ) &
+sampler=$!
+c0=$(cpu)
+w0=$(date +%s.%N)
+"$bin" sweep run --pattern all-pairs --size 64KiB --iters 10 --no-localise --retries 0 \
+  -o json >"$dir/sweep.json" 2>"$dir/sweep.err" || true
+w1=$(date +%s.%N)
+c1=$(cpu)
+kill $sampler 2>/dev/null || true
+peak=$(sort -n "$dir/rss" | tail -1)
+wall=$(echo "$w1 - $w0" | bc -l)
+rounds=$(( n % 2 == 0 ? n - 1 : n ))
+tests=$(( n * (n - 1) / 2 ))
+ideal=$(echo "$rounds * $test_ms / 1000" | bc -l)
+echo "all-pairs: $tests tests, $rounds rounds, wall $(printf %.1f "$wall") s, ideal $(printf %.1f "$ideal") s"
+echo "overhead per round: $(echo "($wall - $ideal) * 1000 / $rounds" | bc -l | cut -c1-6) ms"
+echo "coordinator CPU during the sweep: $(echo "($c1 - $c0) / $hz" | bc -l | cut -c1-6) s; capacity $(echo "$tests / (($c1 - $c0) / $hz)" | bc -l | cut -d. -f1) pair tests per CPU-second"
+echo "coordinator peak RSS during the sweep: $(( peak / 1024 )) MiB"
+grep -o '"verdict": *"[A-Z]*"' "$dir/sweep.json" | head -1 || tail -3 "$dir/sweep.err"

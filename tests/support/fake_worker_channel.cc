@@ -1,0 +1,238 @@
+#include "tests/support/fake_worker_channel.h"
+
+namespace gdrmesh::testing {
+
+int FakeWorkerChannel::inFlight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(sessions_.size());
+}
+
+int FakeWorkerChannel::maxInFlight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return max_in_flight_;
+}
+
+void FakeWorkerChannel::note(const std::string& line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  log_.push_back(line);
+}
+
+std::vector<std::string> FakeWorkerChannel::log() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return log_;
+}
+
+void FakeWorkerChannel::open(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sessions_.insert(id);
+  max_in_flight_ = std::max(max_in_flight_, static_cast<int>(sessions_.size()));
+}
+
+void FakeWorkerChannel::close(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sessions_.erase(id);
+  armed_.erase(id);
+}
+
+template <typename T>
+void FakeWorkerChannel::reply(double after_seconds, Deadline deadline, Done<T> done,
+                              std::function<Result<T>()> f) {
+  if (lost_) {
+    done(unavailable("worker lost: " + name_ + " (fake)"));
+    return;
+  }
+  auto shared = std::make_shared<Done<T>>(std::move(done));
+  auto fired = std::make_shared<bool>(false);
+  auto timer = clock_.schedule(deadline, [shared, fired, this] {
+    if (*fired) return;
+    *fired = true;
+    (*shared)(Status(Code::kDeadlineExceeded, "worker " + name_ + " did not answer (fake)"));
+  });
+  if (behaviour.mute) return;
+  clock_.schedule(clock_.after(after_seconds), [shared, fired, f, timer, this] {
+    if (*fired) return;
+    *fired = true;
+    clock_.cancel(timer);
+    (*shared)(f());
+  });
+}
+
+SideOutcome FakeWorkerChannel::measured(const RunSpec& spec) const {
+  SideOutcome o;
+  o.has_measurement = true;
+  auto& m = o.measurement;
+  m.message_size = spec.message_size;
+  m.iterations = spec.iterations;
+  m.has_bandwidth = true;
+  m.bw.bytes = spec.message_size * spec.iterations;
+  m.bw.messages = spec.iterations;
+  m.bw.avg_gbps = behaviour.bandwidth_gbps;
+  m.bw.peak_gbps = behaviour.bandwidth_gbps;
+  m.bw.seconds = behaviour.run_seconds;
+  m.has_latency = false;
+  return o;
+}
+
+void FakeWorkerChannel::prepare(const PrepareCommand& c, Deadline deadline,
+                                Done<EndpointDesc> done) {
+  note("prepare " + c.side.endpoint.test_id + (c.peer ? " +peer" : "") + (c.arm ? " +arm" : ""));
+  const std::string id = c.side.endpoint.test_id;
+  open(id);
+  if (c.arm) {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_[id] = *c.arm;
+  }
+  SideSpec side = c.side;
+  FakeBehaviour b = behaviour;
+  reply<EndpointDesc>(b.command_seconds, deadline, std::move(done),
+                      [side, b, this]() -> Result<EndpointDesc> {
+                        if (!b.fail_prepare.ok()) {
+                          close(side.endpoint.test_id);
+                          return b.fail_prepare;
+                        }
+                        EndpointDesc d;
+                        d.transport = side.transport;
+                        d.memory = side.memory;
+                        d.reg_path = side.reg == RegPath::kAuto ? RegPath::kHost : side.reg;
+                        d.device = side.endpoint.device.empty() ? "mlx5_0" : side.endpoint.device;
+                        d.port = 1;
+                        return d;
+                      });
+}
+
+void FakeWorkerChannel::connect(const std::string& test_id, const EndpointDesc&, Deadline deadline,
+                                Done<SideOutcome> done) {
+  note("connect " + test_id);
+  reply<SideOutcome>(behaviour.command_seconds, deadline, std::move(done), [] {
+    SideOutcome o;
+    o.path_mtu = 4096;
+    return Result<SideOutcome>(o);
+  });
+}
+
+void FakeWorkerChannel::run(const std::string& test_id, const RunSpec& spec, Deadline deadline,
+                            Done<SideOutcome> done) {
+  note("run " + test_id);
+  FakeBehaviour b = behaviour;
+  reply<SideOutcome>(b.run_seconds, deadline, std::move(done),
+                     [b, spec, this]() -> Result<SideOutcome> {
+                       if (!b.fail_run.ok()) return b.fail_run;
+                       return measured(spec);
+                     });
+}
+
+void FakeWorkerChannel::verify(const std::string& test_id, uint64_t length, Deadline deadline,
+                               Done<SideOutcome> done) {
+  note("verify " + test_id);
+  FakeBehaviour b = behaviour;
+  reply<SideOutcome>(b.command_seconds, deadline, std::move(done), [b, length] {
+    SideOutcome o;
+    o.verified = true;
+    o.integrity.checked = true;
+    o.integrity.bytes_checked = length;
+    o.integrity.wrong_bytes = b.wrong_bytes;
+    o.integrity.first_wrong_offset = b.wrong_bytes > 0 ? 0 : -1;
+    o.integrity.where = "host";
+    return Result<SideOutcome>(o);
+  });
+}
+
+void FakeWorkerChannel::release(const std::string& test_id, const std::string&, Deadline deadline,
+                                Done<bool> done) {
+  note("release " + test_id);
+  close(test_id);
+  reply<bool>(behaviour.command_seconds, deadline, std::move(done),
+              [] { return Result<bool>(true); });
+}
+
+void FakeWorkerChannel::start(const StartCommand& c, Deadline deadline, Done<SideOutcome> done) {
+  note("start " + c.test_id + (c.verify ? " +verify" : ""));
+  FakeBehaviour b = behaviour;
+  StartCommand cmd = c;
+  reply<SideOutcome>(b.run_seconds, deadline, std::move(done),
+                     [b, cmd, this]() -> Result<SideOutcome> {
+                       close(cmd.test_id);
+                       if (!b.fail_run.ok()) return b.fail_run;
+                       SideOutcome o = measured(cmd.run);
+                       o.path_mtu = 4096;
+                       if (cmd.verify) {
+                         o.verified = true;
+                         o.integrity.checked = true;
+                         o.integrity.bytes_checked = cmd.verify_length;
+                         o.integrity.wrong_bytes = b.wrong_bytes;
+                         o.integrity.where = "host";
+                       }
+                       return o;
+                     });
+}
+
+void FakeWorkerChannel::finish(const FinishCommand& c, Deadline deadline, Done<SideOutcome> done) {
+  note("finish " + c.test_id + (c.verify ? " +verify" : ""));
+  FakeBehaviour b = behaviour;
+  FinishCommand cmd = c;
+  reply<SideOutcome>(b.command_seconds, deadline, std::move(done),
+                     [b, cmd, this]() -> Result<SideOutcome> {
+                       close(cmd.test_id);
+                       SideOutcome o;
+                       if (cmd.verify) {
+                         o.verified = true;
+                         o.integrity.checked = true;
+                         o.integrity.bytes_checked = cmd.verify_length;
+                         o.integrity.wrong_bytes = b.wrong_bytes;
+                         o.integrity.first_wrong_offset = b.wrong_bytes > 0 ? 0 : -1;
+                         o.integrity.where = "host";
+                       }
+                       return o;
+                     });
+}
+
+FakeWorkerChannel& FakeDirectory::add(const std::string& name, int nics) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto st = std::make_shared<WorkerStatus>();
+  st->name = name;
+  st->state = "online";
+  st->inventory.hostname = name;
+  st->inventory.transports = {"emulated"};
+  for (int i = 0; i < nics; ++i) {
+    Nic n;
+    n.name = "mlx5_" + std::to_string(i);
+    NicPort p;
+    p.state = "ACTIVE";
+    p.rate_gbps = 200;
+    n.ports.push_back(p);
+    st->inventory.nics.push_back(n);
+  }
+  status_[name] = st;
+  auto ch = std::make_shared<FakeWorkerChannel>(name, clock_);
+  channels_[name] = ch;
+  return *ch;
+}
+
+void FakeDirectory::setOffline(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto st = std::make_shared<WorkerStatus>(*status_.at(name));
+  st->state = "offline";
+  status_[name] = st;
+}
+
+std::vector<WorkerStatus> FakeDirectory::list() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<WorkerStatus> out;
+  for (const auto& [n, s] : status_) out.push_back(*s);
+  return out;
+}
+
+std::shared_ptr<const WorkerStatus> FakeDirectory::get(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = status_.find(name);
+  return it == status_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<WorkerChannel> FakeDirectory::channel(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = channels_.find(name);
+  if (it == channels_.end() || status_.at(name)->state != "online") return nullptr;
+  return it->second;
+}
+
+}  // namespace gdrmesh::testing

@@ -1,0 +1,96 @@
+// In-process fakes of the orchestrator's seams: FakeWorkerChannel answers every command from
+// a script (figures, failures, silence) after a delay on the injected clock, and
+// FakeDirectory holds the fake workers. Used by every orchestrator unit test; no process, no
+// socket, no sleep.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "coordinator/orchestrator/worker_channel.h"
+
+namespace gdrmesh::testing {
+
+// How a fake worker behaves.
+struct FakeBehaviour {
+  double command_seconds = 0.0001;  // reply delay of prepare/release/connect/verify
+  double run_seconds = 0.01;        // the simulated transfer
+  double bandwidth_gbps = 100;
+  double latency_us = 2;
+  bool mute = false;         // never answers (deadlines must end the test)
+  Status fail_prepare;       // non-OK: prepare fails with this
+  Status fail_run;           // non-OK: start/run fails with this
+  uint64_t wrong_bytes = 0;  // the destination reports this many wrong bytes
+};
+
+class FakeWorkerChannel final : public WorkerChannel {
+ public:
+  FakeWorkerChannel(std::string name, Clock& clock) : name_(std::move(name)), clock_(clock) {}
+
+  FakeBehaviour behaviour;
+  // "prepare t-1 +peer +arm", "start t-1", ... in call order.
+  std::vector<std::string> log() const;
+
+  const std::string& worker() const override { return name_; }
+  bool lost() const override { return lost_; }
+  void setLost(bool lost) { lost_ = lost; }
+  int inFlight() const;
+  int maxInFlight() const;  // prepared sessions at once, highest seen
+
+  void prepare(const PrepareCommand& c, Deadline deadline, Done<EndpointDesc> done) override;
+  void connect(const std::string& test_id, const EndpointDesc& peer, Deadline deadline,
+               Done<SideOutcome> done) override;
+  void run(const std::string& test_id, const RunSpec& spec, Deadline deadline,
+           Done<SideOutcome> done) override;
+  void verify(const std::string& test_id, uint64_t length, Deadline deadline,
+              Done<SideOutcome> done) override;
+  void release(const std::string& test_id, const std::string& reason, Deadline deadline,
+               Done<bool> done) override;
+  void start(const StartCommand& c, Deadline deadline, Done<SideOutcome> done) override;
+  void finish(const FinishCommand& c, Deadline deadline, Done<SideOutcome> done) override;
+
+ private:
+  template <typename T>
+  void reply(double after_seconds, Deadline deadline, Done<T> done, std::function<Result<T>()> f);
+  SideOutcome measured(const RunSpec& spec) const;
+  void note(const std::string& line);
+  void open(const std::string& test_id);
+  void close(const std::string& test_id);
+
+  const std::string name_;
+  Clock& clock_;
+  std::atomic<bool> lost_{false};
+  mutable std::mutex mu_;
+  std::vector<std::string> log_;
+  std::set<std::string> sessions_;
+  std::map<std::string, RunSpec> armed_;
+  int max_in_flight_ = 0;
+};
+
+class FakeDirectory final : public WorkerDirectory {
+ public:
+  explicit FakeDirectory(Clock& clock) : clock_(clock) {}
+  // Adds an online worker with `nics` NICs (mlx5_0..) on the emulated transport.
+  FakeWorkerChannel& add(const std::string& name, int nics = 1);
+  void setOffline(const std::string& name);
+  FakeWorkerChannel& fake(const std::string& name) { return *channels_.at(name); }
+
+  std::vector<WorkerStatus> list() const override;
+  std::shared_ptr<const WorkerStatus> get(const std::string& name) const override;
+  std::shared_ptr<WorkerChannel> channel(const std::string& name) const override;
+
+ private:
+  Clock& clock_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<WorkerStatus>> status_;
+  std::map<std::string, std::shared_ptr<FakeWorkerChannel>> channels_;
+};
+
+}  // namespace gdrmesh::testing

@@ -1,0 +1,146 @@
+// Progress lines, their throttling on non-terminals, and the sweep report text.
+#include "cli/output.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <ctime>
+
+namespace gdrmesh::cli {
+namespace {
+
+v1::SweepProgress progress(const std::string& state, uint32_t done, uint32_t total) {
+  v1::SweepProgress p;
+  p.set_id("s-1");
+  p.set_state(state);
+  p.set_tests_done(done);
+  p.set_tests_total(total);
+  p.set_eta_seconds(-1);
+  return p;
+}
+
+TEST(FormatElapsed, SecondsMinutesHours) {
+  EXPECT_EQ(formatElapsed(0), "0s");
+  EXPECT_EQ(formatElapsed(42.4), "42s");
+  EXPECT_EQ(formatElapsed(62), "1m02s");
+  EXPECT_EQ(formatElapsed(3599), "59m59s");
+  EXPECT_EQ(formatElapsed(7380), "2h03m");
+  EXPECT_EQ(formatElapsed(-1), "-");
+}
+
+TEST(ProgressLine, RunningWithEta) {
+  auto p = progress("running", 412, 1023);
+  p.set_id("s-20261122-0001");
+  p.set_tests_failed(3);
+  p.set_elapsed_seconds(62);
+  p.set_eta_seconds(130);
+  EXPECT_EQ(progressLine(p),
+            "sweep s-20261122-0001 running  412/1023 tests  3 failed  elapsed 1m02s  ETA 2m10s");
+}
+
+TEST(ProgressLine, FinishedShowsVerdictNotEta) {
+  auto p = progress("finished", 10, 10);
+  p.set_eta_seconds(0);
+  p.set_tests_skipped(2);
+  p.set_verdict("FAIL");
+  EXPECT_EQ(progressLine(p),
+            "sweep s-1 finished  10/10 tests  0 failed  2 skipped  elapsed 0s  verdict FAIL");
+  auto c = progress("cancelled", 3, 10);
+  c.set_reason("cancelled by user");
+  EXPECT_NE(progressLine(c).find("(cancelled by user)"), std::string::npos);
+}
+
+TEST(ProgressThrottle, FirstEveryFivePercentAndStateChanges) {
+  ProgressThrottle t;
+  EXPECT_TRUE(t.shouldPrint(progress("queued", 0, 100)));
+  EXPECT_TRUE(t.shouldPrint(progress("running", 0, 100)));  // state change
+  EXPECT_FALSE(t.shouldPrint(progress("running", 1, 100)));
+  EXPECT_FALSE(t.shouldPrint(progress("running", 4, 100)));
+  EXPECT_TRUE(t.shouldPrint(progress("running", 5, 100)));
+  EXPECT_FALSE(t.shouldPrint(progress("running", 9, 100)));
+  EXPECT_TRUE(t.shouldPrint(progress("running", 23, 100)));  // jumps print once
+  EXPECT_FALSE(t.shouldPrint(progress("running", 24, 100)));
+  EXPECT_TRUE(t.shouldPrint(progress("finished", 100, 100)));
+  EXPECT_FALSE(t.shouldPrint(progress("finished", 100, 100)));
+  ProgressThrottle empty;  // no tests planned yet: no division by zero
+  EXPECT_TRUE(empty.shouldPrint(progress("running", 0, 0)));
+  EXPECT_FALSE(empty.shouldPrint(progress("running", 0, 0)));
+}
+
+v1::SweepReport sampleReport() {
+  v1::SweepReport r;
+  *r.mutable_progress() = progress("finished", 3, 3);
+  r.mutable_progress()->set_tests_failed(1);
+  r.mutable_progress()->set_verdict("FAIL");
+  r.mutable_progress()->set_pattern("all-pairs");
+  r.add_notes("hosts with unequal NIC counts: h3 has 1, others 2");
+  auto* ok = r.add_verdicts();
+  ok->set_src("h1/mlx5_0");
+  ok->set_dst("h2/mlx5_0");
+  ok->set_message_size(65536);
+  ok->set_verdict("PASS");
+  ok->set_value(190.5);
+  ok->set_unit("Gb/s");
+  auto* bad = r.add_verdicts();
+  bad->set_src("h1/mlx5_0");
+  bad->set_dst("h3/mlx5_1");
+  bad->set_message_size(65536);
+  bad->set_verdict("FAIL");
+  bad->set_value(12.25);
+  bad->set_unit("Gb/s");
+  bad->add_reasons("bw 12.25 Gb/s below the class minimum 180 Gb/s");
+  auto* low = r.add_suspects();
+  low->set_kind("host");
+  low->set_name("h1");
+  low->set_score(0.2);
+  auto* high = r.add_suspects();
+  high->set_kind("nic");
+  high->set_name("h3/mlx5_1");
+  high->set_score(0.9);
+  high->add_evidence("failed with 5 of 7 partners");
+  return r;
+}
+
+TEST(SweepReportText, FailingVerdictsAndRankedSuspects) {
+  std::string text = sweepReportText(sampleReport(), ReportOptions{});
+  EXPECT_NE(text.find("verdict FAIL"), std::string::npos) << text;
+  EXPECT_NE(text.find("note      hosts with unequal NIC counts"), std::string::npos) << text;
+  EXPECT_NE(text.find("failing verdicts (1 of 2)"), std::string::npos) << text;
+  EXPECT_NE(text.find("below the class minimum"), std::string::npos) << text;
+  EXPECT_EQ(text.find("190.50"), std::string::npos) << "passing verdicts are left out\n" << text;
+  auto nic = text.find("1. nic h3/mlx5_1");
+  auto host = text.find("2. host h1");
+  ASSERT_NE(nic, std::string::npos) << text;
+  ASSERT_NE(host, std::string::npos) << text;
+  EXPECT_NE(text.find("- failed with 5 of 7 partners"), std::string::npos) << text;
+  std::string all = sweepReportText(sampleReport(), ReportOptions{true, false});
+  EXPECT_NE(all.find("190.50 Gb/s"), std::string::npos) << all;
+}
+
+TEST(SchedulesTable, LocalAndUtcTimes) {
+  setenv("TZ", "UTC", 1);
+  tzset();
+  v1::ScheduleInfo s;
+  s.set_name("nightly");
+  s.set_cron("0 2 * * *");
+  s.set_timezone("Europe/Berlin");
+  s.set_next_run_ms(1'700'000'000'000);  // 2023-11-14T22:13:20Z
+  s.set_last_state("missed");
+  s.set_missed(2);
+  std::string t = schedulesTable({s}, 1'700'000'000'000 - 3'600'000);
+  EXPECT_NE(t.find("2023-11-14 22:13 UTC (in 1h00m)"), std::string::npos) << t;
+  EXPECT_NE(t.find("2023-11-14T22:13:20Z"), std::string::npos) << t;
+  EXPECT_NE(t.find("missed"), std::string::npos) << t;
+  EXPECT_EQ(schedulesTable({}, 0).rfind("no schedules", 0), 0u);
+}
+
+TEST(ProtoJson, FieldNamesAsInTheProtoAndZeroFieldsPresent) {
+  auto p = progress("running", 0, 5);
+  std::string j = protoJson(p);
+  EXPECT_NE(j.find("\"tests_total\": 5"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"tests_failed\": 0"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"created_ms\": \"0\""), std::string::npos) << j;
+}
+
+}  // namespace
+}  // namespace gdrmesh::cli

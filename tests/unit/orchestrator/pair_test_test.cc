@@ -1,0 +1,130 @@
+// The pair test's protocol against fake workers on a manual clock.
+#include "coordinator/orchestrator/pair_test.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "tests/support/fake_worker_channel.h"
+
+namespace gdrmesh {
+namespace {
+
+using testing::FakeDirectory;
+
+class PairTestTest : public ::testing::Test {
+ protected:
+  PairTestTest() : dir_(clock_) {
+    dir_.add("a");
+    dir_.add("b");
+    spec_.initiator.worker = "a";
+    spec_.target.worker = "b";
+    spec_.iterations = 10;
+  }
+
+  PairTestOutcome runToEnd(double max_seconds = 600) {
+    PairEndpoints ep{dir_.get(spec_.initiator.worker), dir_.get(spec_.target.worker),
+                     dir_.channel(spec_.initiator.worker), dir_.channel(spec_.target.worker)};
+    std::optional<PairTestOutcome> out;
+    runPairTest(spec_, ep, clock_, PairTestOptions{}, "t-1", 42,
+                [&](PairTestOutcome o) { out = std::move(o); });
+    for (double t = 0; !out && t < max_seconds; t += 0.001) clock_.advanceSeconds(0.001);
+    EXPECT_TRUE(out.has_value()) << "the pair test never ended";
+    return out ? *out : PairTestOutcome{};
+  }
+
+  ManualClock clock_;
+  FakeDirectory dir_;
+  PairTestSpec spec_;
+};
+
+TEST_F(PairTestTest, LeanProtocolTakesTwoRoundTripsPerSide) {
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kPassed) << o.result.reason;
+  EXPECT_EQ(dir_.fake("a").log(), (std::vector<std::string>{"prepare t-1", "start t-1"}));
+  EXPECT_EQ(dir_.fake("b").log(),
+            (std::vector<std::string>{"prepare t-1 +peer +arm", "finish t-1 +verify"}));
+  EXPECT_TRUE(o.result.integrity.ok());
+  EXPECT_DOUBLE_EQ(o.result.measurement.bw.avg_gbps, 100);
+  EXPECT_EQ(o.result.transport, TransportKind::kEmulated);
+  EXPECT_EQ(dir_.fake("a").inFlight(), 0);
+  EXPECT_EQ(dir_.fake("b").inFlight(), 0);
+}
+
+TEST_F(PairTestTest, ReadIsVerifiedOnTheInitiator) {
+  spec_.op = Op::kRead;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kPassed) << o.result.reason;
+  EXPECT_EQ(dir_.fake("a").log().back(), "start t-1 +verify");
+  EXPECT_EQ(dir_.fake("b").log().back(), "finish t-1");
+}
+
+TEST_F(PairTestTest, RdmaCmUsesTheClassicPhases) {
+  spec_.use_rdma_cm = true;
+  spec_.transport = TransportKind::kVerbs;
+  for (auto* n : {"a", "b"}) (void)n;
+  auto o = runToEnd();
+  // Neither fake offers verbs: SKIPPED with the reason, and nothing was sent.
+  EXPECT_EQ(o.result.status, TestStatus::kSkipped);
+  EXPECT_NE(o.result.reason.find("transport verbs not available"), std::string::npos);
+  EXPECT_TRUE(dir_.fake("a").log().empty());
+}
+
+TEST_F(PairTestTest, CorruptionIsAFailureNamingTheBytes) {
+  dir_.fake("b").behaviour.wrong_bytes = 9;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("data integrity"), std::string::npos) << o.result.reason;
+  EXPECT_FALSE(o.transient);
+}
+
+TEST_F(PairTestTest, PrepareFailureReleasesTheOtherSide) {
+  dir_.fake("b").behaviour.fail_prepare = failedPrecondition("port 1 of mlx5_0 is down");
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("prepare on b: port 1 of mlx5_0 is down"), std::string::npos)
+      << o.result.reason;
+  EXPECT_EQ(dir_.fake("a").inFlight(), 0) << "the initiator was not released";
+}
+
+TEST_F(PairTestTest, AMuteTargetIsBoundedByTheCommandTimeout) {
+  dir_.fake("b").behaviour.mute = true;
+  const auto t0 = clock_.now();
+  auto o = runToEnd();
+  const double took = std::chrono::duration<double>(clock_.now() - t0).count();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("did not answer"), std::string::npos) << o.result.reason;
+  EXPECT_TRUE(o.transient);
+  EXPECT_LT(took, 15.0) << "a worker that never answers must cost one command timeout";
+}
+
+TEST_F(PairTestTest, OfflineWorkerIsNamed) {
+  dir_.setOffline("b");
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("worker b is offline"), std::string::npos) << o.result.reason;
+}
+
+TEST_F(PairTestTest, LostWorkerIsNamedAsLost) {
+  dir_.fake("a").behaviour.fail_run = unavailable("connection reset by peer");
+  dir_.fake("b").setLost(true);
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("worker lost: b"), std::string::npos) << o.result.reason;
+}
+
+TEST_F(PairTestTest, OptionsTheTransportIgnoresAreRefusedUpFront) {
+  spec_.inline_size = 64;
+  Status st = checkPairAgainstInventory(spec_, *dir_.get("a"), *dir_.get("b"));
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("--inline"), std::string::npos) << st.message();
+}
+
+TEST_F(PairTestTest, LoopbackOnOneWorkerUsesOneSession) {
+  spec_.target.worker = "a";
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kPassed) << o.result.reason;
+}
+
+}  // namespace
+}  // namespace gdrmesh

@@ -1,0 +1,241 @@
+#include "worker/simulate/sim_config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace gdrmesh {
+namespace {
+
+std::vector<std::string> splitColons(std::string_view s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(':', start);
+    out.emplace_back(s.substr(start, pos == std::string_view::npos ? pos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) {
+    s = s.substr(1, s.size() - 2);
+  }
+  return s;
+}
+
+Result<double> parseNumber(std::string_view text, const std::string& field) {
+  std::string s(text);
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || errno != 0 || !std::isfinite(v)) {
+    return invalidArgument(field + ": '" + s + "' is not a number");
+  }
+  return v;
+}
+
+Result<uint64_t> parseCount(std::string_view text, const std::string& field) {
+  std::string s(text);
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (s.empty() || s.front() == '-' || end != s.c_str() + s.size() || errno != 0) {
+    return invalidArgument(field + ": '" + s + "' is not a non-negative integer");
+  }
+  return static_cast<uint64_t>(v);
+}
+
+// "WORKER" or "WORKER/NIC".
+void splitTarget(const std::string& target, SimFault* f) {
+  auto slash = target.find('/');
+  f->worker = target.substr(0, slash);
+  if (slash != std::string::npos) f->nic = target.substr(slash + 1);
+}
+
+}  // namespace
+
+Result<SimFault> parseSimFault(std::string_view spec) {
+  const std::string where = "--sim-fault '" + std::string(spec) + "'";
+  const std::string usage =
+      "use slow:WORKER[/NIC]:FACTOR, fail:WORKER[/NIC], flap:WORKER:P, mute:WORKER[:AFTER_N] "
+      "or drop:WORKER:AFTER_N";
+  auto parts = splitColons(spec);
+  SimFault f;
+  f.text = std::string(spec);
+  const std::string& kind = parts[0];
+  if (parts.size() < 2 || parts[1].empty()) {
+    return invalidArgument(where + ": names no worker", usage);
+  }
+  splitTarget(parts[1], &f);
+  if (f.worker.empty() || (parts[1].find('/') != std::string::npos && f.nic.empty())) {
+    return invalidArgument(where + ": empty worker or NIC name", usage);
+  }
+  auto noNic = [&]() -> Status {
+    if (!f.nic.empty()) return invalidArgument(where + ": " + kind + " applies to a worker", usage);
+    return {};
+  };
+  if (kind == "slow") {
+    if (parts.size() != 3)
+      return invalidArgument(where + ": expected slow:WORKER[/NIC]:FACTOR", usage);
+    GDR_ASSIGN_OR_RETURN(f.factor, parseNumber(parts[2], where + " FACTOR"));
+    if (f.factor <= 0) return invalidArgument(where + ": FACTOR must be > 0 (0.5 = half speed)");
+    f.kind = SimFault::Kind::kSlow;
+  } else if (kind == "fail") {
+    if (parts.size() != 2) return invalidArgument(where + ": expected fail:WORKER[/NIC]", usage);
+    f.kind = SimFault::Kind::kFail;
+  } else if (kind == "flap") {
+    if (parts.size() != 3) return invalidArgument(where + ": expected flap:WORKER:P", usage);
+    GDR_RETURN_IF_ERROR(noNic());
+    GDR_ASSIGN_OR_RETURN(f.probability, parseNumber(parts[2], where + " P"));
+    if (f.probability < 0 || f.probability > 1) {
+      return invalidArgument(where + ": P must be within [0, 1]");
+    }
+    f.kind = SimFault::Kind::kFlap;
+  } else if (kind == "mute") {
+    if (parts.size() > 3) return invalidArgument(where + ": expected mute:WORKER[:AFTER_N]", usage);
+    GDR_RETURN_IF_ERROR(noNic());
+    if (parts.size() == 3) {
+      GDR_ASSIGN_OR_RETURN(f.after_n, parseCount(parts[2], where + " AFTER_N"));
+    }
+    f.kind = SimFault::Kind::kMute;
+  } else if (kind == "drop") {
+    if (parts.size() != 3) return invalidArgument(where + ": expected drop:WORKER:AFTER_N", usage);
+    GDR_RETURN_IF_ERROR(noNic());
+    GDR_ASSIGN_OR_RETURN(f.after_n, parseCount(parts[2], where + " AFTER_N"));
+    f.kind = SimFault::Kind::kDrop;
+  } else {
+    return invalidArgument(where + ": unknown fault kind '" + kind + "'", usage);
+  }
+  return f;
+}
+
+std::string simWorkerName(const std::string& prefix, int index, int count) {
+  size_t width = std::to_string(count > 1 ? count - 1 : 0).size();
+  if (width < 4) width = 4;
+  std::string digits = std::to_string(index);
+  if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
+  return prefix + "-" + digits;
+}
+
+Status validateSimConfig(const SimConfig& c) {
+  if (c.count < 1 || c.count > 100000) {
+    return invalidArgument("--simulate: " + std::to_string(c.count) + " workers; use 1..100000");
+  }
+  if (c.name_prefix.empty()) return invalidArgument("--name-prefix: must not be empty");
+  if (c.nics < 1 || c.nics > 64) return invalidArgument("nics: use 1..64");
+  if (c.gpus < 0 || c.gpus > 64) return invalidArgument("gpus: use 0..64");
+  if (!(c.nic_rate_gbps > 0)) return invalidArgument("nic_rate_gbps: must be > 0");
+  if (!(c.test_ms >= 0)) return invalidArgument("--sim-test-ms: must be >= 0");
+  if (!(c.bandwidth_gbps > 0)) return invalidArgument("--sim-bandwidth-gbps: must be > 0");
+  if (!(c.latency_us > 0)) return invalidArgument("--sim-latency-us: must be > 0");
+  if (c.connections < 0) return invalidArgument("--sim-connections: must be >= 0");
+  std::set<std::string> names;
+  for (int i = 0; i < c.count; ++i) names.insert(simWorkerName(c.name_prefix, i, c.count));
+  for (const auto& f : c.faults) {
+    if (names.count(f.worker) == 0) {
+      return invalidArgument(
+          "--sim-fault '" + f.text + "': no simulated worker '" + f.worker + "' here",
+          "names run " + simWorkerName(c.name_prefix, 0, c.count) + " .. " +
+              simWorkerName(c.name_prefix, c.count - 1, c.count));
+    }
+    if (!f.nic.empty()) {
+      bool known = false;
+      for (int n = 0; n < c.nics; ++n) known = known || f.nic == "mlx5_" + std::to_string(n);
+      if (!known) {
+        return invalidArgument("--sim-fault '" + f.text + "': no NIC '" + f.nic + "'",
+                               "simulated NICs are mlx5_0 .. mlx5_" + std::to_string(c.nics - 1));
+      }
+    }
+  }
+  return {};
+}
+
+Status parseSimConfigText(std::string_view text, SimConfig* c) {
+  std::istringstream in{std::string(text)};
+  std::string raw;
+  int line_no = 0;
+  bool in_faults = false;
+  while (std::getline(in, raw)) {
+    ++line_no;
+    std::string_view line(raw);
+    auto hash = line.find('#');
+    if (hash != std::string_view::npos) line = line.substr(0, hash);
+    line = trim(line);
+    if (line.empty()) continue;
+    const std::string where = "sim config line " + std::to_string(line_no);
+    if (line.front() == '-') {
+      if (!in_faults) return invalidArgument(where + ": list item outside 'faults:'");
+      GDR_ASSIGN_OR_RETURN(auto f, parseSimFault(trim(line.substr(1))));
+      c->faults.push_back(std::move(f));
+      continue;
+    }
+    auto sep = line.find_first_of(":=");
+    if (sep == std::string_view::npos) {
+      return invalidArgument(where + ": expected 'key: value'");
+    }
+    std::string key(trim(line.substr(0, sep)));
+    std::string_view value = trim(line.substr(sep + 1));
+    in_faults = false;
+    const std::string field = where + " " + key;
+    if (key == "faults" && value.empty()) {
+      in_faults = true;
+    } else if (key == "fault") {
+      GDR_ASSIGN_OR_RETURN(auto f, parseSimFault(value));
+      c->faults.push_back(std::move(f));
+    } else if (key == "name_prefix") {
+      c->name_prefix = std::string(value);
+    } else if (key == "coordinator") {
+      c->coordinator = std::string(value);
+    } else if (key == "count" || key == "nics" || key == "gpus" || key == "connections" ||
+               key == "seed" || key == "heartbeat_ms") {
+      GDR_ASSIGN_OR_RETURN(uint64_t v, parseCount(value, field));
+      if (key == "seed") {
+        c->seed = v;
+      } else if (v > 1'000'000) {
+        return invalidArgument(field + ": " + std::to_string(v) + " is too large");
+      } else {
+        int iv = static_cast<int>(v);
+        (key == "count"         ? c->count
+         : key == "nics"        ? c->nics
+         : key == "gpus"        ? c->gpus
+         : key == "connections" ? c->connections
+                                : c->heartbeat_ms) = iv;
+      }
+    } else if (key == "test_ms" || key == "bandwidth_gbps" || key == "latency_us" ||
+               key == "nic_rate_gbps") {
+      GDR_ASSIGN_OR_RETURN(double v, parseNumber(value, field));
+      (key == "test_ms"          ? c->test_ms
+       : key == "bandwidth_gbps" ? c->bandwidth_gbps
+       : key == "latency_us"     ? c->latency_us
+                                 : c->nic_rate_gbps) = v;
+    } else {
+      return invalidArgument(where + ": unknown key '" + key + "'",
+                             "keys: count, name_prefix, nics, nic_rate_gbps, gpus, test_ms, "
+                             "bandwidth_gbps, latency_us, seed, connections, coordinator, fault, "
+                             "faults");
+    }
+  }
+  return {};
+}
+
+Status loadSimConfigFile(const std::string& path, SimConfig* config) {
+  std::ifstream f(path);
+  if (!f) return notFound("--sim-config " + path + ": cannot be read", "check the path");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parseSimConfigText(ss.str(), config).withContext(path);
+}
+
+}  // namespace gdrmesh

@@ -1,0 +1,523 @@
+#include "worker/simulate/sim_workers.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "convert.h"
+#include "gdrmesh/v1/gdrmesh.grpc.pb.h"
+#include "worker/simulate/sim_model.h"
+
+namespace gdrmesh {
+namespace {
+
+namespace pb = ::gdrmesh::v1;
+using convert::fromProto;
+using convert::toProto;
+
+constexpr auto kMinBackoff = std::chrono::milliseconds(200);
+constexpr auto kMaxBackoff = std::chrono::milliseconds(5000);
+
+bool refusal(grpc::StatusCode c) {
+  return c == grpc::StatusCode::ALREADY_EXISTS || c == grpc::StatusCode::INVALID_ARGUMENT ||
+         c == grpc::StatusCode::PERMISSION_DENIED;
+}
+
+}  // namespace
+
+class SimStream;
+
+// Everything the workers of one SimulatedWorkers share. Outlives every stream: stop() waits
+// until the last one has ended.
+class SimulatedWorkers::Impl {
+ public:
+  class Worker;
+
+  Impl(SimConfig c, Clock* injected)
+      : config(std::move(c)),
+        faults(config.faults, config.seed),
+        own_clock(injected == nullptr ? std::make_unique<SystemClock>() : nullptr),
+        clock(injected == nullptr ? own_clock.get() : injected) {
+    for (int i = 0; i < config.count; ++i) {
+      names.push_back(simWorkerName(config.name_prefix, i, config.count));
+    }
+  }
+
+  Status start();
+  void stop();
+  // A stream is about to begin; false once stopping.
+  bool streamStarting() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (stopping) return false;
+    ++live_streams;
+    return true;
+  }
+  void streamGone() {
+    std::lock_guard<std::mutex> lock(mu);
+    --live_streams;
+    cv.notify_all();
+  }
+  bool isStopping() {
+    std::lock_guard<std::mutex> lock(mu);
+    return stopping;
+  }
+
+  const SimConfig config;
+  const SimFaults faults;
+  std::unique_ptr<SystemClock> own_clock;  // reset in stop(), after the last stream
+  Clock* const clock;
+  std::vector<std::string> names;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<pb::WorkerService::Stub>> stubs;
+  std::vector<std::shared_ptr<Worker>> workers;
+
+  std::atomic<uint64_t> commands{0}, replies{0}, unanswered{0}, heartbeats{0};
+  mutable std::mutex mu;  // guards all below
+  std::condition_variable cv;
+  bool started = false;
+  bool stopping = false;
+  int live_streams = 0;
+  int online = 0;
+  int ever_registered = 0;
+  int refused = 0;
+  int dropped = 0;
+  std::string last_error;
+};
+
+// One simulated worker: its model and its current stream. Lives as long as the Impl.
+class SimulatedWorkers::Impl::Worker : public std::enable_shared_from_this<Worker> {
+ public:
+  Worker(Impl& impl, std::string name, int index, pb::WorkerService::Stub* stub)
+      : impl_(impl),
+        model_(impl.config, impl.faults, *impl.clock, std::move(name), index),
+        stub_(stub) {}
+
+  void dial();
+  void cancel();
+  // From the stream's OnDone.
+  void streamEnded(const grpc::Status& st, bool registered, bool dropped);
+  void registeredOnce();
+
+  Impl& impl() { return impl_; }
+  SimWorkerModel& model() { return model_; }
+  pb::WorkerService::Stub* stub() { return stub_; }
+
+ private:
+  Impl& impl_;
+  SimWorkerModel model_;
+  pb::WorkerService::Stub* const stub_;
+  std::mutex mu_;  // guards all below
+  std::weak_ptr<SimStream> current_;
+  std::chrono::milliseconds backoff_ = kMinBackoff;
+  bool ever_registered_ = false;
+};
+
+using Worker = SimulatedWorkers::Impl::Worker;
+
+// One Connect stream of one worker: a callback reactor. Holds itself alive (self_) from
+// begin() until OnDone. A hold keeps OnDone back until no write is outstanding, so writes
+// queued from timers never race the end of the call.
+class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::CoordinatorMessage>,
+                        public std::enable_shared_from_this<SimStream> {
+ public:
+  explicit SimStream(std::shared_ptr<Worker> w) : w_(std::move(w)), impl_(w_->impl()) {}
+
+  void begin() {
+    self_ = shared_from_this();
+    w_->stub()->async()->Connect(&ctx_, this);
+    AddHold();
+    StartRead(&in_);
+    pb::WorkerMessage reg;
+    auto* r = reg.mutable_register_();
+    r->set_name(w_->model().name());
+    r->set_protocol_version(1);
+    r->set_simulated(true);
+    for (const auto& [k, v] : impl_.config.labels) (*r->mutable_labels())[k] = v;
+    toProto(w_->model().inventory(), r->mutable_inventory());
+    send(std::move(reg));
+    StartCall();
+  }
+
+  void cancel() { ctx_.TryCancel(); }
+
+  // Queues a message; writes it at once when no write is outstanding.
+  void send(pb::WorkerMessage m) {
+    const pb::WorkerMessage* next = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closing_) return;
+      out_.push_back(std::move(m));
+      if (writing_) return;
+      writing_ = true;
+      next = &out_.front();  // deque: stays valid while later messages are pushed
+    }
+    StartWrite(next);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const pb::WorkerMessage* next = nullptr;
+    bool release = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const pb::WorkerMessage& done = out_.front();
+      if (ok && done.has_reply()) impl_.replies.fetch_add(1, std::memory_order_relaxed);
+      if (ok && done.has_heartbeat()) impl_.heartbeats.fetch_add(1, std::memory_order_relaxed);
+      out_.pop_front();
+      if (!ok) {
+        closing_ = true;
+        out_.clear();
+      }
+      if (closing_ || out_.empty()) {
+        writing_ = false;
+        release = releaseHoldLocked();
+      } else {
+        next = &out_.front();
+      }
+    }
+    if (!ok) ctx_.TryCancel();  // a broken stream: make the read side end too
+    if (next != nullptr) StartWrite(next);
+    if (release) RemoveHold();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      close();
+      return;
+    }
+    if (in_.has_registered()) {
+      onRegistered(in_.registered());
+    } else if (in_.has_command()) {
+      handle(in_.command());
+    }
+    if (drop_) {
+      ctx_.TryCancel();
+      close();
+      return;
+    }
+    StartRead(&in_);
+  }
+
+  void OnDone(const grpc::Status& st) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+      if (hb_timer_ != 0) impl_.clock->cancel(hb_timer_);
+      hb_timer_ = 0;
+    }
+    w_->model().abortAll();
+    w_->streamEnded(st, registered_, drop_);
+    SimulatedWorkers::Impl* impl = &impl_;
+    self_.reset();  // `this` may be gone from here on
+    impl->streamGone();
+  }
+
+ private:
+  void onRegistered(const pb::Registered& r) {
+    registered_ = true;
+    hb_ms_ = r.heartbeat_interval_ms() > 0 ? static_cast<int>(r.heartbeat_interval_ms())
+                                           : impl_.config.heartbeat_ms;
+    w_->registeredOnce();
+    scheduleHeartbeat();
+  }
+
+  void scheduleHeartbeat() {
+    std::weak_ptr<SimStream> weak = weak_from_this();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) return;
+    hb_timer_ = impl_.clock->schedule(impl_.clock->after(hb_ms_ / 1000.0), [weak] {
+      if (auto s = weak.lock()) s->heartbeat();
+    });
+  }
+
+  void heartbeat() {
+    pb::WorkerMessage hb;
+    hb.mutable_heartbeat()->set_unix_ms(impl_.clock->unixMs());
+    hb.mutable_heartbeat()->set_active_tests(static_cast<uint32_t>(w_->model().activeTests()));
+    send(std::move(hb));
+    scheduleHeartbeat();
+  }
+
+  // Answers one command now or, for runs, when the simulated run is over.
+  void handle(const pb::CoordinatorCommand& cmd) {
+    impl_.commands.fetch_add(1, std::memory_order_relaxed);
+    SimWorkerModel& m = w_->model();
+    switch (m.nextCommand()) {
+      case SimWorkerModel::Fate::kDrop:
+        drop_ = true;
+        return;
+      case SimWorkerModel::Fate::kMute:
+        impl_.unanswered.fetch_add(1, std::memory_order_relaxed);
+        return;
+      case SimWorkerModel::Fate::kAnswer:
+        break;
+    }
+    pb::WorkerMessage out;
+    auto* reply = out.mutable_reply();
+    reply->set_request_id(cmd.request_id());
+    Status st;
+    Clock::TimePoint at = impl_.clock->now();
+    switch (cmd.command_case()) {
+      case pb::CoordinatorCommand::kPrepare: {
+        const auto& p = cmd.prepare();
+        SideSpec spec = fromProto(p.spec());
+        std::optional<RunSpec> arm;
+        if (p.has_arm()) arm = fromProto(p.arm());
+        auto r = p.has_peer() ? m.prepareArmed(spec, fromProto(p.peer()), arm) : m.prepare(spec);
+        if (r.ok()) toProto(*r, reply->mutable_prepare()->mutable_local());
+        st = r.status();
+        break;
+      }
+      case pb::CoordinatorCommand::kConnect: {
+        auto r = m.connect(cmd.connect().test_id(), fromProto(cmd.connect().peer()));
+        if (r.ok()) reply->mutable_connect()->set_path_mtu(*r);
+        st = r.status();
+        break;
+      }
+      case pb::CoordinatorCommand::kRun: {
+        auto a = m.run(cmd.run().test_id(), fromProto(cmd.run().spec()));
+        if (a.value.ok()) toProto(*a.value, reply->mutable_run()->mutable_measurement());
+        st = a.value.status();
+        at = a.at;
+        break;
+      }
+      case pb::CoordinatorCommand::kVerify: {
+        auto r = m.verify(cmd.verify().test_id(), cmd.verify().length());
+        if (r.ok()) toProto(*r, reply->mutable_verify()->mutable_integrity());
+        st = r.status();
+        break;
+      }
+      case pb::CoordinatorCommand::kRelease:
+        m.release(cmd.release().test_id());
+        reply->mutable_release();
+        break;
+      case pb::CoordinatorCommand::kStart: {
+        const auto& s = cmd.start();
+        auto a = m.start(s.test_id(), fromProto(s.peer()), fromProto(s.run()), s.verify(),
+                         s.verify_length());
+        if (a.value.ok()) toProto(*a.value, reply->mutable_start());
+        st = a.value.status();
+        at = a.at;
+        break;
+      }
+      case pb::CoordinatorCommand::kFinish: {
+        const auto& f = cmd.finish();
+        auto a = m.finish(f.test_id(), f.verify(), f.verify_length(), f.timeout_seconds());
+        if (a.value.ok()) toProto(*a.value, reply->mutable_finish());
+        st = a.value.status();
+        at = a.at;
+        break;
+      }
+      default:
+        st = unimplemented("simulated worker " + m.name() + ": unknown command " +
+                               std::to_string(static_cast<int>(cmd.command_case())),
+                           "update the simulated workers to the coordinator's version");
+        break;
+    }
+    toProto(st, reply->mutable_status());
+    if (at <= impl_.clock->now()) {
+      send(std::move(out));
+      return;
+    }
+    std::weak_ptr<SimStream> weak = weak_from_this();
+    impl_.clock->schedule(at, [weak, msg = std::move(out)]() mutable {
+      if (auto s = weak.lock()) s->send(std::move(msg));
+    });
+  }
+
+  // The read side is over (cancelled, dropped, or the coordinator ended the call).
+  void close() {
+    bool release = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+      if (hb_timer_ != 0) impl_.clock->cancel(hb_timer_);
+      hb_timer_ = 0;
+      if (writing_) {
+        out_.erase(out_.begin() + 1, out_.end());  // keep the one being written
+      } else {
+        out_.clear();
+      }
+      release = releaseHoldLocked();
+    }
+    if (release) RemoveHold();
+  }
+
+  // True once: when closing and no write is outstanding.
+  bool releaseHoldLocked() {
+    if (!closing_ || writing_ || hold_released_) return false;
+    hold_released_ = true;
+    return true;
+  }
+
+  std::shared_ptr<Worker> w_;
+  SimulatedWorkers::Impl& impl_;
+  grpc::ClientContext ctx_;
+  pb::CoordinatorMessage in_;  // the one outstanding read
+  // Reactor-thread state: reads are serialised, so only OnReadDone touches these.
+  bool registered_ = false;
+  bool drop_ = false;
+  int hb_ms_ = 1000;
+  std::mutex mu_;  // guards all below
+  std::deque<pb::WorkerMessage> out_;
+  bool writing_ = false;
+  bool closing_ = false;
+  bool hold_released_ = false;
+  Clock::TimerId hb_timer_ = 0;
+  std::shared_ptr<SimStream> self_;
+};
+
+void Worker::dial() {
+  if (!impl_.streamStarting()) return;
+  auto s = std::make_shared<SimStream>(shared_from_this());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = s;
+  }
+  s->begin();
+  // stop() may have looked for streams before current_ was set: cancel this one then.
+  if (impl_.isStopping()) s->cancel();
+}
+
+void Worker::cancel() {
+  std::shared_ptr<SimStream> s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s = current_.lock();
+  }
+  if (s) s->cancel();
+}
+
+void Worker::registeredOnce() {
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    first = !ever_registered_;
+    ever_registered_ = true;
+    backoff_ = kMinBackoff;
+  }
+  std::lock_guard<std::mutex> lock(impl_.mu);
+  ++impl_.online;
+  if (first) ++impl_.ever_registered;
+  impl_.cv.notify_all();
+}
+
+void Worker::streamEnded(const grpc::Status& st, bool registered, bool dropped) {
+  bool redial = false;
+  std::chrono::milliseconds wait{};
+  {
+    std::lock_guard<std::mutex> lock(impl_.mu);
+    if (registered) --impl_.online;
+    if (dropped) ++impl_.dropped;
+    const bool refused = !registered && refusal(st.error_code());
+    if (refused) ++impl_.refused;
+    if (!impl_.stopping && !dropped) {
+      impl_.last_error =
+          model_.name() + ": " +
+          (st.ok() ? std::string("stream closed by the coordinator") : st.error_message());
+    }
+    redial = !impl_.stopping && !dropped && !refused && impl_.config.reconnect;
+    impl_.cv.notify_all();
+  }
+  if (!redial) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    wait = backoff_;
+    backoff_ =
+        std::min(backoff_ * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxBackoff));
+  }
+  std::weak_ptr<Worker> weak = weak_from_this();
+  impl_.clock->schedule(impl_.clock->now() + wait, [weak] {
+    if (auto w = weak.lock()) w->dial();
+  });
+}
+
+Status SimulatedWorkers::Impl::start() {
+  GDR_RETURN_IF_ERROR(validateSimConfig(config));
+  if (config.coordinator.empty()) {
+    return invalidArgument("--coordinator: required for simulated workers (HOST:PORT)");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (started) return failedPrecondition("simulated workers already started");
+    started = true;
+  }
+  const int n_conn =
+      config.connections > 0 ? std::min(config.connections, config.count) : config.count;
+  for (int c = 0; c < n_conn; ++c) {
+    grpc::ChannelArguments args;
+    // A connection of its own per channel: separate hosts do not share one.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+    channels.push_back(
+        grpc::CreateCustomChannel(config.coordinator, grpc::InsecureChannelCredentials(), args));
+    stubs.push_back(pb::WorkerService::NewStub(channels.back()));
+  }
+  for (int i = 0; i < config.count; ++i) {
+    workers.push_back(std::make_shared<Worker>(*this, names[static_cast<size_t>(i)], i,
+                                               stubs[static_cast<size_t>(i % n_conn)].get()));
+  }
+  for (auto& w : workers) w->dial();
+  return {};
+}
+
+void SimulatedWorkers::Impl::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stopping = true;
+  }
+  for (auto& w : workers) w->cancel();
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [this] { return live_streams == 0; });
+}
+
+SimulatedWorkers::SimulatedWorkers(SimConfig config, Clock* clock)
+    : impl_(std::make_shared<Impl>(std::move(config), clock)) {}
+
+SimulatedWorkers::~SimulatedWorkers() {
+  stop();
+  // The timer thread goes before the workers that its callbacks reach.
+  impl_->own_clock.reset();
+}
+
+Status SimulatedWorkers::start() {
+  return impl_->start();
+}
+
+void SimulatedWorkers::stop() {
+  impl_->stop();
+}
+
+bool SimulatedWorkers::waitRegistered(int n, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return impl_->cv.wait_for(lock, timeout, [&] { return impl_->ever_registered >= n; });
+}
+
+SimStats SimulatedWorkers::stats() const {
+  SimStats s;
+  s.workers = impl_->config.count;
+  s.commands = impl_->commands.load();
+  s.replies = impl_->replies.load();
+  s.unanswered = impl_->unanswered.load();
+  s.heartbeats = impl_->heartbeats.load();
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  s.online = impl_->online;
+  s.ever_registered = impl_->ever_registered;
+  s.refused = impl_->refused;
+  s.dropped = impl_->dropped;
+  s.last_error = impl_->last_error;
+  return s;
+}
+
+const std::vector<std::string>& SimulatedWorkers::names() const {
+  return impl_->names;
+}
+
+}  // namespace gdrmesh
