@@ -39,6 +39,8 @@ struct SweepManager::Active {
   Executor* executor = nullptr;
   bool cancel_requested = false;
   bool resumed = false;
+  SweepState notified_state = SweepState::kQueued;
+  Clock::TimePoint notified_at{};
 };
 
 namespace {
@@ -274,9 +276,15 @@ SweepProgress SweepManager::snapshot(const Active& a) const {
 }
 
 void SweepManager::publish(const std::shared_ptr<Active>& a) {
-  // mu_ held.
+  // mu_ held. Followers are woken at most every 100 ms by progress alone (a sweep of 10k
+  // tests/s must not send 10k progress messages a second), at once on a change of state.
   ++a->version;
-  cv_.notify_all();
+  const auto now = clock_.now();
+  if (a->state != a->notified_state || now - a->notified_at >= std::chrono::milliseconds(100)) {
+    a->notified_state = a->state;
+    a->notified_at = now;
+    cv_.notify_all();
+  }
 }
 
 void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <deque>
 #include <future>
 
 #include "common/units.h"
@@ -66,20 +67,90 @@ bool validWorkerName(const std::string& n) {
 
 }  // namespace
 
-class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Service {
+// One worker's stream, on gRPC's callback API: no thread per worker. Reads are handled as
+// they complete (register, heartbeats, replies); writes are queued with one outstanding, so
+// a pair test's callback that sends a command never blocks on the network.
+class WorkerStream final
+    : public grpc::ServerBidiReactor<pb::WorkerMessage, pb::CoordinatorMessage> {
  public:
-  explicit WorkerServiceImpl(CoordinatorServer& s) : s_(s) {}
+  // What a WorkerLink holds: lives as long as any writer, and stops writing once the stream
+  // has ended (the reactor is gone).
+  struct Handle {
+    std::mutex mu;
+    WorkerStream* stream = nullptr;  // guarded by mu
+  };
 
-  grpc::Status Connect(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<pb::CoordinatorMessage, pb::WorkerMessage>* stream) override {
-    pb::WorkerMessage first;
-    if (!stream->Read(&first)) return grpc::Status::OK;
-    if (!first.has_register_()) {
+  WorkerStream(Registry& registry, ResultStore& store, Clock& clock, int heartbeat_ms,
+               grpc::CallbackServerContext* ctx)
+      : registry_(registry),
+        store_(store),
+        clock_(clock),
+        heartbeat_ms_(heartbeat_ms),
+        ctx_(ctx),
+        handle_(std::make_shared<Handle>()) {
+    handle_->stream = this;
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return end(grpc::Status::OK);
+    if (!link_) {
+      grpc::Status st = registerWorker();
+      if (!st.ok()) return end(st);
+    } else if (in_.has_heartbeat()) {
+      registry_.heartbeat(name_, clock_.unixMs(), in_.heartbeat().active_tests());
+    } else if (in_.has_reply()) {
+      link_->onReply(in_.reply());
+    }
+    StartRead(&in_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    out_.pop_front();
+    if (!ok) {
+      out_.clear();
+      write_failed_ = true;
+    }
+    if (!out_.empty() && !write_failed_) {
+      StartWrite(&out_.front());
+      return;
+    }
+    writing_ = false;
+    if (finish_) {
+      finish_ = false;
+      lock.unlock();
+      Finish(final_status_);
+    }
+  }
+
+  void OnDone() override {
+    {
+      std::lock_guard<std::mutex> lock(handle_->mu);
+      handle_->stream = nullptr;
+    }
+    delete this;
+  }
+
+  // Queues a message; false once the stream is ending.
+  bool write(const pb::CoordinatorMessage& m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ended_ || write_failed_) return false;
+    out_.push_back(m);
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(&out_.front());
+    }
+    return true;
+  }
+
+ private:
+  grpc::Status registerWorker() {
+    if (!in_.has_register_()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "the first message on the worker stream must be Register");
     }
-    const auto& reg = first.register_();
+    const auto& reg = in_.register_();
     if (reg.protocol_version() != 1) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "protocol_version " + std::to_string(reg.protocol_version()) +
@@ -90,18 +161,28 @@ class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Ser
           grpc::StatusCode::INVALID_ARGUMENT,
           "worker name '" + reg.name() + "': use 1-64 characters from A-Z a-z 0-9 . _ -");
     }
-    const std::string name = reg.name();
+    name_ = reg.name();
+    std::shared_ptr<Handle> h = handle_;
+    grpc::CallbackServerContext* ctx = ctx_;
     auto link = std::make_shared<WorkerLink>(
-        name, s_.clock_, [stream](const pb::CoordinatorMessage& m) { return stream->Write(m); },
-        [ctx] { ctx->TryCancel(); });
+        name_, clock_,
+        [h](const pb::CoordinatorMessage& m) {
+          std::lock_guard<std::mutex> lock(h->mu);
+          return h->stream != nullptr && h->stream->write(m);
+        },
+        [h, ctx] {
+          std::lock_guard<std::mutex> lock(h->mu);
+          if (h->stream != nullptr) ctx->TryCancel();
+        });
     WorkerStatus w;
-    w.name = name;
-    w.peer = ctx->peer();
-    w.connected_ms = s_.clock_.unixMs();
+    w.name = name_;
+    w.peer = ctx_->peer();
+    w.connected_ms = clock_.unixMs();
     w.last_heartbeat_ms = w.connected_ms;
     w.inventory = convert::fromProto(reg.inventory());
     w.labels.insert(reg.labels().begin(), reg.labels().end());
     w.simulated = reg.simulated();
+    simulated_ = w.simulated;
     if (w.simulated) {
       // A simulated worker offers only the simulated transport, whatever it claims.
       w.inventory.transports = {toString(TransportKind::kSimulated)};
@@ -109,50 +190,83 @@ class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Ser
       auto& t = w.inventory.transports;
       t.erase(std::remove(t.begin(), t.end(), toString(TransportKind::kSimulated)), t.end());
     }
-    Status added = s_.registry_.add(w, link);
+    Status added = registry_.add(w, link);
     if (!added.ok()) {
       return grpc::Status(grpc::StatusCode::ALREADY_EXISTS,
                           added.message() + " (fix: " + added.fix() + ")");
     }
-    WorkerRecord rec;
-    rec.name = name;
-    rec.hostname = reg.inventory().hostname();
-    google::protobuf::util::JsonPrintOptions jopt;
-    jopt.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(reg.inventory(), &rec.inventory_json, jopt);
-    rec.first_seen_ms = w.connected_ms;
-    rec.last_seen_ms = w.connected_ms;
+    link_ = link;
     if (!w.simulated) {
-      Status st = s_.store_.upsertWorker(rec);
+      WorkerRecord rec;
+      rec.name = name_;
+      rec.hostname = reg.inventory().hostname();
+      google::protobuf::util::JsonPrintOptions jopt;
+      jopt.preserve_proto_field_names = true;
+      (void)google::protobuf::util::MessageToJsonString(reg.inventory(), &rec.inventory_json, jopt);
+      rec.first_seen_ms = w.connected_ms;
+      rec.last_seen_ms = w.connected_ms;
+      Status st = store_.upsertWorker(rec);
       if (!st.ok()) std::fprintf(stderr, "gdrmesh coordinator: %s\n", st.toString().c_str());
-    }
-
-    pb::CoordinatorMessage hello;
-    hello.mutable_registered()->set_worker_id(name);
-    hello.mutable_registered()->set_heartbeat_interval_ms(
-        static_cast<uint32_t>(s_.options_.heartbeat_interval_ms));
-    // The link is not yet handed out to anyone else: no concurrent writer.
-    stream->Write(hello);
-    if (!w.simulated) {
-      std::fprintf(stderr, "gdrmesh coordinator: worker %s registered from %s\n", name.c_str(),
+      std::fprintf(stderr, "gdrmesh coordinator: worker %s registered from %s\n", name_.c_str(),
                    w.peer.c_str());
     }
+    pb::CoordinatorMessage hello;
+    hello.mutable_registered()->set_worker_id(name_);
+    hello.mutable_registered()->set_heartbeat_interval_ms(static_cast<uint32_t>(heartbeat_ms_));
+    write(hello);
+    return grpc::Status::OK;
+  }
 
-    pb::WorkerMessage msg;
-    while (stream->Read(&msg)) {
-      if (msg.has_heartbeat()) {
-        s_.registry_.heartbeat(name, s_.clock_.unixMs(), msg.heartbeat().active_tests());
-      } else if (msg.has_reply()) {
-        link->onReply(msg.reply());
+  void end(const grpc::Status& status) {
+    if (link_) {
+      link_->fail("(disconnected)");
+      link_->detachStream();
+      registry_.remove(name_, link_.get());
+      if (!simulated_) {
+        std::fprintf(stderr, "gdrmesh coordinator: worker %s disconnected\n", name_.c_str());
       }
     }
-    link->fail("(disconnected)");
-    link->detachStream();
-    s_.registry_.remove(name, link.get());
-    if (!w.simulated) {
-      std::fprintf(stderr, "gdrmesh coordinator: worker %s disconnected\n", name.c_str());
+    std::unique_lock<std::mutex> lock(mu_);
+    if (ended_) return;
+    ended_ = true;
+    if (writing_) {
+      // Finish once the write in flight completes.
+      finish_ = true;
+      final_status_ = status;
+      return;
     }
-    return grpc::Status::OK;
+    lock.unlock();
+    Finish(status);
+  }
+
+  Registry& registry_;
+  ResultStore& store_;
+  Clock& clock_;
+  const int heartbeat_ms_;
+  grpc::CallbackServerContext* ctx_;
+  std::shared_ptr<Handle> handle_;
+  pb::WorkerMessage in_;
+  std::string name_;
+  bool simulated_ = false;
+  std::shared_ptr<WorkerLink> link_;
+  std::mutex mu_;  // guards out_, writing_, ended_, finish_, final_status_, write_failed_
+  std::deque<pb::CoordinatorMessage> out_;
+  bool writing_ = false;
+  bool ended_ = false;
+  bool finish_ = false;
+  bool write_failed_ = false;
+  grpc::Status final_status_;
+};
+
+class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::CallbackService {
+ public:
+  explicit WorkerServiceImpl(CoordinatorServer& s) : s_(s) {}
+  using pb::WorkerService::CallbackService::Connect;  // the generated sync overload stays hidden
+
+  grpc::ServerBidiReactor<pb::WorkerMessage, pb::CoordinatorMessage>* Connect(
+      grpc::CallbackServerContext* ctx) override {
+    return new WorkerStream(s_.registry_, s_.store_, s_.clock_, s_.options_.heartbeat_interval_ms,
+                            ctx);
   }
 
  private:
