@@ -6,7 +6,13 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GDRMESH_BUILD_DIR:-$root/build}"
 werror=OFF
 [[ "${CI:-}" == "true" ]] && werror=ON
+launcher=()
+if command -v ccache >/dev/null; then
+  # Extra build legs (no GPU kernels, fuzzers) reuse the objects of the main build.
+  export CCACHE_BASEDIR="$root"
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DGDRMESH_WERROR="$werror" "$@" >/dev/null
+  -DGDRMESH_WERROR="$werror" "${launcher[@]}" "$@" >/dev/null
 cmake --build "$build" -j "$(nproc)"
 echo "build: $build/cli/gdrmesh"

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <random>
+#include <vector>
 
 #include "common/units.h"
 
@@ -87,6 +89,12 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   // The target's session id: the test id, or "<test id>.target" when both sides are on one
   // worker (a loopback test), since a worker keys its sessions by id.
   std::string tgt_sid_;
+  // Phase timings, printed on stderr when GDRMESH_TRACE_PAIR is set (diagnosis of slow tests).
+  std::vector<std::pair<const char*, Clock::TimePoint>> trace_;
+  void mark(const char* what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    trace_.emplace_back(what, clock_.now());
+  }
 };
 
 SideSpec PairTestRun::sideSpec(Role role) const {
@@ -203,6 +211,7 @@ void PairTestRun::begin(std::string test_id, uint64_t seed) {
   seed_ = seed;
   if (spec_.use_rdma_cm) return classicPrepare();
 
+  mark("begin");
   // Lean 1: prepare the initiator.
   PrepareCommand c;
   c.side = sideSpec(Role::kInitiator);
@@ -210,6 +219,7 @@ void PairTestRun::begin(std::string test_id, uint64_t seed) {
   Self self = shared_from_this();
   ini().prepare(c, cmdDeadline(), [self](Result<EndpointDesc> d) {
     if (!d.ok()) return self->fail("prepare", self->ep_.initiator->name, d.status());
+    self->mark("initiator prepared");
     {
       std::lock_guard<std::mutex> lock(self->mu_);
       self->ini_desc_ = *d;
@@ -232,6 +242,7 @@ void PairTestRun::leanPrepareTarget() {
   Self self = shared_from_this();
   tgt().prepare(c, cmdDeadline(), [self](Result<EndpointDesc> d) {
     if (!d.ok()) return self->fail("prepare", self->ep_.target->name, d.status());
+    self->mark("target prepared+armed");
     {
       std::lock_guard<std::mutex> lock(self->mu_);
       self->tgt_desc_ = *d;
@@ -255,6 +266,7 @@ void PairTestRun::leanStart() {
   Self self = shared_from_this();
   ini().start(c, runDeadline(), [self](Result<SideOutcome> o) {
     if (!o.ok()) return self->fail("run", self->ep_.initiator->name, o.status());
+    self->mark("initiator ran");
     {
       std::lock_guard<std::mutex> lock(self->mu_);
       self->ini_prepared_ = false;  // start releases the initiator
@@ -485,6 +497,26 @@ void PairTestRun::complete(TestStatus status, std::string reason, bool transient
     out.result = r_;
   }
   out.transient = transient;
+  static const bool trace = std::getenv("GDRMESH_TRACE_PAIR") != nullptr;
+  if (trace) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string line = "pair " + r_.test_id + ":";
+    for (size_t i = 1; i < trace_.size(); ++i) {
+      line += " " + std::string(trace_[i].first) + " +" +
+              std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                                 trace_[i].second - trace_[i - 1].second)
+                                 .count()) +
+              "us";
+    }
+    if (!trace_.empty()) {
+      line += " end +" +
+              std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                                 clock_.now() - trace_.back().second)
+                                 .count()) +
+              "us";
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
   auto done = std::move(done_);
   done(std::move(out));
 }

@@ -517,6 +517,9 @@ Result<int> CoordinatorServer::start() {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port);
+  // A second coordinator on a port one already holds must fail, not share it (SO_REUSEPORT
+  // would let clients see a different cluster on every call).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
@@ -525,8 +528,10 @@ Result<int> CoordinatorServer::start() {
   builder.RegisterService(control_service_.get());
   server_ = builder.BuildAndStart();
   if (!server_ || port == 0) {
-    return unavailable("cannot listen on " + options_.listen,
-                       "check --listen HOST:PORT: the address must be local and the port free");
+    return unavailable("cannot listen on " + options_.listen +
+                           " (the port is in use, or the address is not local)",
+                       "check --listen HOST:PORT: the address must be local and the port free "
+                       "(is another coordinator running? `ss -ltnp | grep PORT`)");
   }
   monitor_ = std::thread([this] { monitor(); });
   // Sweeps a previous coordinator left running resume once workers can reconnect.

@@ -144,5 +144,13 @@ TEST_F(SweepTest, LoopbackOnOneWorkerPasses) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+TEST_F(SweepTest, ASecondCoordinatorOnTheSamePortIsRefused) {
+  c_.startCoordinator();
+  LocalCluster other;
+  auto r = other.cli({"coordinator", "--listen", c_.address(), "--db", other.dbPath()}, false);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("cannot listen"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace gdrmesh::testing
