@@ -72,11 +72,21 @@ Result<double> parseDurationSeconds(std::string_view text, std::string_view fiel
     return invalidArgument(f + ": '" + s + "' is not a duration", "e.g. 30s, 5m, 250ms");
   }
   std::string unit(end);
-  if (unit.empty() || unit == "s") return v;
-  if (unit == "ms") return v / 1000.0;
-  if (unit == "m") return v * 60.0;
-  if (unit == "h") return v * 3600.0;
-  return invalidArgument(f + ": unknown duration unit '" + unit + "'", "use ms, s, m or h");
+  double seconds = 0;
+  if (unit.empty() || unit == "s") {
+    seconds = v;
+  } else if (unit == "ms") {
+    seconds = v / 1000.0;
+  } else if (unit == "m") {
+    seconds = v * 60.0;
+  } else if (unit == "h") {
+    seconds = v * 3600.0;
+  } else {
+    return invalidArgument(f + ": unknown duration unit '" + unit + "'", "use ms, s, m or h");
+  }
+  // "1e308h" overflows to infinity (found by tests/fuzz/units).
+  if (!std::isfinite(seconds)) return invalidArgument(f + ": '" + s + "' is too large");
+  return seconds;
 }
 
 int64_t nowUnixMs() {

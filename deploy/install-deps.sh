@@ -14,18 +14,19 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 runtime=(libgrpc++1.51 libprotobuf32 libsqlite3-0 libyaml-cpp0.7 libibverbs1 librdmacm1 ibverbs-providers
-         rdma-core)
+         rdma-core tzdata)
 build=(build-essential cmake ninja-build pkg-config git
        libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
        libsqlite3-dev sqlite3 libyaml-cpp-dev libgtest-dev libgmock-dev
        libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
-       nlohmann-json3-dev libcli11-dev libcpp-httplib-dev clang-format
+       nlohmann-json3-dev libcli11-dev libcpp-httplib-dev clang-format ccache bc
+       clang  # libFuzzer harnesses (tests/fuzz/run_ci.sh)
        tzdata)  # zone database for schedules (coordinator/orchestrator/cron.h)
 # Soft-RoCE VM tests (tests/softroce): qemu, a static busybox, the rdma userspace and perftest.
 softroce=(qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils perftest iproute2 cpio kmod
           ca-certificates)
 # Status page browser test (tests/browser).
-browser=(chromium)
+browser=(chromium python3-prometheus-client)
 
 # Ubuntu names the runtime libraries differently; resolve by what apt knows.
 pick() {
