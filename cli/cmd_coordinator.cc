@@ -15,8 +15,8 @@
 namespace gdrmesh::cli {
 namespace {
 
-// What the status page shows: the live registry and the store (plus results the store has not
-// accepted yet, as ListResults does).
+// What the status page shows: the live registry, the store (plus results the store has not
+// accepted yet, as ListResults does) and the sweeps of the SweepManager.
 class CoordinatorStatusSource final : public StatusSource {
  public:
   CoordinatorStatusSource(CoordinatorServer& server, ResultStore& store)
@@ -49,6 +49,13 @@ class CoordinatorStatusSource final : public StatusSource {
     }
     out.insert(out.end(), rows->begin(), rows->end());
     return out;
+  }
+  Result<std::vector<SweepProgress>> sweeps(uint32_t limit) override {
+    return server_.sweeps().list(limit);
+  }
+  // Without results: the page reads those through results(run_id = the sweep id).
+  Result<SweepReportData> sweep(const std::string& id) override {
+    return server_.sweeps().report(id, false);
   }
 
  private:

@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <thread>
@@ -23,6 +26,9 @@ using nlohmann::json;
 constexpr uint32_t kMaxLimit = 10000;
 constexpr uint32_t kResultsDefaultLimit = 50;
 constexpr uint32_t kSummaryDefaultLimit = 500;
+constexpr uint32_t kSweepsDefaultLimit = 20;
+// How far back /api/sweeps/latest and /metrics look for an ended sweep.
+constexpr uint32_t kLatestLookback = 50;
 constexpr const char* kHttpFix =
     "give a local address and a free port, e.g. --http 127.0.0.1:8080 (port 0 picks a free "
     "port)";
@@ -47,6 +53,7 @@ void sendError(httplib::Response& res, int http_status, const std::string& param
 void sendStatus(httplib::Response& res, const Status& st) {
   int http = 500;
   if (st.code() == Code::kInvalidArgument) http = 400;
+  if (st.code() == Code::kNotFound) http = 404;
   if (st.code() == Code::kUnavailable || st.code() == Code::kResourceExhausted) http = 503;
   sendError(res, http, "", st.toString(), st.fix());
 }
@@ -140,6 +147,7 @@ std::optional<ParamError> parseResultQuery(const httplib::Request& req, ResultQu
 // Which way the bytes of a result moved, for the summary.
 const char* dataPathClass(const TestResult& r) {
   if (r.transport == TransportKind::kEmulated) return "emulated";
+  if (r.transport == TransportKind::kSimulated) return "simulated";  // never RDMA
   if (r.gpudirect()) return "gpudirect";
   if (r.initiator.reg_path == RegPath::kStaged || r.target.reg_path == RegPath::kStaged) {
     return "staged";
@@ -191,6 +199,91 @@ Result<std::pair<std::string, int>> parseHostPort(const std::string& hp) {
   return std::make_pair(host, p);
 }
 
+bool validSweepId(const std::string& id) {
+  if (id.empty() || id.size() > 128) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+           c == ':';
+  });
+}
+
+bool ended(SweepState s) {
+  return s != SweepState::kQueued && s != SweepState::kRunning;
+}
+
+std::string rfc3339OrEmpty(int64_t ms) {
+  return ms > 0 ? formatRfc3339(ms) : std::string();
+}
+
+// One cell of the matrix: the verdicts of one (src, dst) pair over every size, reduced to the
+// one that speaks for it: a FAIL if any, else a PASS, else a SKIP; among those, the largest
+// message size (the bandwidth figure that matters).
+struct Cell {
+  const PairVerdict* rep = nullptr;
+};
+
+int rank(VerdictKind v) {
+  switch (v) {
+    case VerdictKind::kFail:
+      return 2;
+    case VerdictKind::kPass:
+      return 1;
+    case VerdictKind::kSkip:
+      return 0;
+  }
+  return 0;
+}
+
+bool speaksBetter(const PairVerdict& a, const PairVerdict& b) {
+  if (rank(a.verdict) != rank(b.verdict)) return rank(a.verdict) > rank(b.verdict);
+  return a.message_size > b.message_size;
+}
+
+std::string joinReasons(const std::vector<std::string>& reasons) {
+  std::string out;
+  for (const auto& r : reasons) out += (out.empty() ? "" : "; ") + r;
+  return out;
+}
+
+// The reduced cells, keyed by (src, dst) in order.
+std::map<std::pair<std::string, std::string>, const PairVerdict*> reduceCells(
+    const std::vector<PairVerdict>& verdicts) {
+  std::map<std::pair<std::string, std::string>, const PairVerdict*> cells;
+  for (const auto& v : verdicts) {
+    auto [it, inserted] = cells.try_emplace({v.src, v.dst}, &v);
+    if (!inserted && speaksBetter(v, *it->second)) it->second = &v;
+  }
+  return cells;
+}
+
+// Prometheus label value: backslash, double quote and newline escaped.
+std::string promLabel(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string promNumber(double v) {
+  if (!std::isfinite(v)) return v > 0 ? "+Inf" : (v < 0 ? "-Inf" : "NaN");
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.15g", v);
+  return buf;
+}
+
+void promHeader(std::string& out, const char* name, const char* help, const char* type) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
 }  // namespace
 
 json workersJson(const std::vector<WorkerSummary>& workers) {
@@ -208,7 +301,8 @@ json summaryJson(const std::vector<WorkerSummary>& workers, const std::vector<Te
                   {"offline", static_cast<int>(workers.size()) - online}};
 
   json by_status = statusCounts();
-  json data_path{{"gpudirect", 0}, {"rdma_host", 0}, {"staged", 0}, {"emulated", 0}};
+  json data_path{
+      {"gpudirect", 0}, {"rdma_host", 0}, {"staged", 0}, {"emulated", 0}, {"simulated", 0}};
   // Every known worker is listed, with or without results.
   std::map<std::string, json> per_worker;
   for (const auto& w : workers) per_worker[w.name] = statusCounts();
@@ -216,8 +310,11 @@ json summaryJson(const std::vector<WorkerSummary>& workers, const std::vector<Te
   for (const auto& r : results) {
     const char* key = statusKey(r.status);
     by_status[key] = by_status[key].get<int>() + 1;
-    const char* path = dataPathClass(r);
-    data_path[path] = data_path[path].get<int>() + 1;
+    // SKIPPED and ERROR results moved no data: they have no data path.
+    if (r.status == TestStatus::kPassed || r.status == TestStatus::kFailed) {
+      const char* path = dataPathClass(r);
+      data_path[path] = data_path[path].get<int>() + 1;
+    }
     std::set<std::string> sides{r.initiator.worker, r.target.worker};
     for (const auto& name : sides) {
       if (name.empty()) continue;
@@ -236,6 +333,159 @@ json summaryJson(const std::vector<WorkerSummary>& workers, const std::vector<Te
     j["per_worker"].push_back(std::move(row));
   }
   return j;
+}
+
+json sweepProgressJson(const SweepProgress& p) {
+  return {{"id", p.id},
+          {"state", toString(p.state)},
+          {"pattern", p.pattern},
+          {"name", p.name},
+          {"created", rfc3339OrEmpty(p.created_ms)},
+          {"started", rfc3339OrEmpty(p.started_ms)},
+          {"finished", rfc3339OrEmpty(p.finished_ms)},
+          {"created_ms", p.created_ms},
+          {"started_ms", p.started_ms},
+          {"finished_ms", p.finished_ms},
+          {"tests_total", p.tests_total},
+          {"tests_done", p.tests_done},
+          {"tests_failed", p.tests_failed},
+          {"tests_skipped", p.tests_skipped},
+          {"tests_running", p.tests_running},
+          {"rounds_total", p.rounds_total},
+          {"retests", p.retests},
+          {"elapsed_seconds", p.elapsed_seconds},
+          {"eta_seconds", p.eta_seconds},
+          {"reason", p.reason},
+          {"verdict", p.verdict}};
+}
+
+json sweepMatrixJson(const std::vector<PairVerdict>& verdicts) {
+  const auto cells = reduceCells(verdicts);
+  std::set<std::string> host_set;
+  for (const auto& [key, v] : cells) {
+    host_set.insert(key.first);
+    host_set.insert(key.second);
+  }
+  const std::vector<std::string> hosts(host_set.begin(), host_set.end());
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < hosts.size(); ++i) index[hosts[i]] = i;
+  json out_cells = json::array();
+  json best = json::object();
+  for (const auto& [key, v] : cells) {
+    out_cells.push_back(json::array({index[key.first], index[key.second], toString(v->verdict),
+                                     v->value, v->unit, joinReasons(v->reasons)}));
+    if (v->verdict == VerdictKind::kSkip || v->unit.empty() || !(v->value > 0)) continue;
+    // The best cell: the highest bandwidth, the lowest latency.
+    const bool lower_is_better = v->unit == "us";
+    auto it = best.find(v->unit);
+    if (it == best.end() ||
+        (lower_is_better ? v->value < it->get<double>() : v->value > it->get<double>())) {
+      best[v->unit] = v->value;
+    }
+  }
+  return {{"hosts", hosts}, {"cells", std::move(out_cells)}, {"best", std::move(best)}};
+}
+
+json sweepJson(const SweepReportData& report, VerdictFilter filter) {
+  json j;
+  j["progress"] = sweepProgressJson(report.progress);
+  j["verdicts"] = json::array();
+  json counts{{"PASS", 0}, {"FAIL", 0}, {"SKIP", 0}};
+  for (const auto& v : report.verdicts) {
+    const char* k = toString(v.verdict);
+    counts[k] = counts[k].get<int>() + 1;
+    if (filter == VerdictFilter::kNone) continue;
+    if (filter == VerdictFilter::kFailed && v.verdict != VerdictKind::kFail) continue;
+    j["verdicts"].push_back({{"test_id", v.test_id},
+                             {"src", v.src},
+                             {"dst", v.dst},
+                             {"message_size", v.message_size},
+                             {"verdict", k},
+                             {"reasons", v.reasons},
+                             {"value", v.value},
+                             {"unit", v.unit},
+                             {"topo_class", v.topo_class},
+                             {"retest", v.retest}});
+  }
+  j["verdict_counts"] = counts;
+  j["suspects"] = json::array();
+  for (const auto& s : report.suspects) {
+    j["suspects"].push_back(
+        {{"kind", s.kind}, {"name", s.name}, {"score", s.score}, {"evidence", s.evidence}});
+  }
+  j["notes"] = report.notes;
+  j["matrix"] = sweepMatrixJson(report.verdicts);
+  return j;
+}
+
+std::string metricsText(const std::vector<WorkerSummary>& workers,
+                        const std::optional<SweepReportData>& last) {
+  std::string out;
+  int online = 0;
+  for (const auto& w : workers) online += w.state == "online" ? 1 : 0;
+  promHeader(out, "gdrmesh_workers_up", "Workers connected to the coordinator now.", "gauge");
+  out += "gdrmesh_workers_up " + std::to_string(online) + "\n";
+  promHeader(out, "gdrmesh_workers_known", "Workers the coordinator knows, online or not.",
+             "gauge");
+  out += "gdrmesh_workers_known " + std::to_string(workers.size()) + "\n";
+  if (!last) return out;
+
+  const SweepProgress& p = last->progress;
+  promHeader(out, "gdrmesh_last_sweep_info",
+             "The newest ended sweep: its id, pattern, state and verdict (value 1).", "gauge");
+  out += "gdrmesh_last_sweep_info{id=\"" + promLabel(p.id) + "\",pattern=\"" +
+         promLabel(p.pattern) + "\",state=\"" + toString(p.state) + "\",verdict=\"" +
+         promLabel(p.verdict) + "\"} 1\n";
+  promHeader(out, "gdrmesh_last_sweep_timestamp_seconds",
+             "When the newest ended sweep ended (Unix time).", "gauge");
+  const int64_t end_ms = p.finished_ms > 0 ? p.finished_ms : p.started_ms;
+  out += "gdrmesh_last_sweep_timestamp_seconds " + promNumber(end_ms / 1000.0) + "\n";
+  promHeader(out, "gdrmesh_last_sweep_duration_seconds", "How long the newest ended sweep ran.",
+             "gauge");
+  const double duration = p.finished_ms > p.started_ms && p.started_ms > 0
+                              ? (p.finished_ms - p.started_ms) / 1000.0
+                              : p.elapsed_seconds;
+  out += "gdrmesh_last_sweep_duration_seconds " + promNumber(duration) + "\n";
+  promHeader(out, "gdrmesh_last_sweep_tests",
+             "Tests of the newest ended sweep by status (failed counts FAILED and ERROR).",
+             "gauge");
+  const uint32_t bad = p.tests_failed + p.tests_skipped;
+  const uint32_t passed = p.tests_done > bad ? p.tests_done - bad : 0;
+  const uint32_t not_run = p.tests_total > p.tests_done ? p.tests_total - p.tests_done : 0;
+  const std::vector<std::pair<const char*, uint32_t>> by_status{{"passed", passed},
+                                                                {"failed", p.tests_failed},
+                                                                {"skipped", p.tests_skipped},
+                                                                {"not_run", not_run}};
+  for (const auto& [status, n] : by_status) {
+    out += std::string("gdrmesh_last_sweep_tests{status=\"") + status + "\"} " + std::to_string(n) +
+           "\n";
+  }
+
+  const auto cells = reduceCells(last->verdicts);
+  promHeader(out, "gdrmesh_link_bandwidth_gbps",
+             "Bandwidth of each link in the newest ended sweep (Gb/s, largest size tested).",
+             "gauge");
+  for (const auto& [key, v] : cells) {
+    if (v->verdict == VerdictKind::kSkip || v->unit != "Gb/s") continue;
+    out += "gdrmesh_link_bandwidth_gbps{src=\"" + promLabel(key.first) + "\",dst=\"" +
+           promLabel(key.second) + "\"} " + promNumber(v->value) + "\n";
+  }
+  promHeader(out, "gdrmesh_link_verdict",
+             "Verdict of each link in the newest ended sweep: 1 pass, 0 fail (skips absent).",
+             "gauge");
+  for (const auto& [key, v] : cells) {
+    if (v->verdict == VerdictKind::kSkip) continue;
+    out += "gdrmesh_link_verdict{src=\"" + promLabel(key.first) + "\",dst=\"" +
+           promLabel(key.second) + "\"} " + (v->verdict == VerdictKind::kPass ? "1" : "0") + "\n";
+  }
+  promHeader(out, "gdrmesh_suspect_score",
+             "Localisation suspects of the newest ended sweep (higher: more likely at fault).",
+             "gauge");
+  for (const auto& s : last->suspects) {
+    out += "gdrmesh_suspect_score{kind=\"" + promLabel(s.kind) + "\",name=\"" + promLabel(s.name) +
+           "\"} " + promNumber(s.score) + "\n";
+  }
+  return out;
 }
 
 class StatusHttpServer::Impl {
@@ -345,9 +595,71 @@ class StatusHttpServer::Impl {
       if (!rows.ok()) return sendStatus(res, rows.status());
       sendJson(res, 200, summaryJson(source_.workers(), *rows, q.limit));
     });
+    server_.Get("/api/sweeps", [this](const httplib::Request& req, httplib::Response& res) {
+      uint32_t limit = kSweepsDefaultLimit;
+      if (auto e = checkParams(req, {"limit"})) {
+        return sendError(res, 400, e->parameter, e->message, e->fix);
+      }
+      if (auto e = parseLimit(req, &limit)) {
+        return sendError(res, 400, e->parameter, e->message, e->fix);
+      }
+      auto list = source_.sweeps(limit);
+      if (!list.ok()) return sendStatus(res, list.status());
+      json j = json::array();
+      for (const auto& p : *list) j.push_back(sweepProgressJson(p));
+      sendJson(res, 200, j);
+    });
+    server_.Get(
+        R"(/api/sweeps/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+          if (auto e = checkParams(req, {"verdicts"})) {
+            return sendError(res, 400, e->parameter, e->message, e->fix);
+          }
+          VerdictFilter filter = VerdictFilter::kAll;
+          if (req.has_param("verdicts")) {
+            const std::string v = req.get_param_value("verdicts");
+            if (v == "failed") {
+              filter = VerdictFilter::kFailed;
+            } else if (v == "none") {
+              filter = VerdictFilter::kNone;
+            } else if (v != "all") {
+              return sendError(res, 400, "verdicts", "verdicts '" + v + "' is not a verdict filter",
+                               "use one of all, failed, none");
+            }
+          }
+          std::string id = req.matches[1];
+          if (id == "latest") {
+            auto latest = latestSweepId(false);
+            if (!latest.ok()) return sendStatus(res, latest.status());
+            id = *latest;
+          } else if (!validSweepId(id)) {
+            return sendError(res, 400, "id", "sweep id '" + id + "' is not a sweep id",
+                             "give an id as /api/sweeps or `gdrmesh sweeps` lists it");
+          }
+          auto report = source_.sweep(id);
+          if (!report.ok()) return sendStatus(res, report.status());
+          sendJson(res, 200, sweepJson(*report, filter));
+        });
+    server_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+      if (auto e = checkParams(req, {})) {
+        return sendError(res, 400, e->parameter, e->message, e->fix);
+      }
+      std::optional<SweepReportData> last;
+      auto id = latestSweepId(true);
+      if (id.ok()) {
+        auto report = source_.sweep(*id);
+        if (report.ok()) {
+          last = std::move(*report);
+        } else if (report.status().code() != Code::kNotFound) {
+          return sendStatus(res, report.status());
+        }
+      } else if (id.status().code() != Code::kNotFound) {
+        return sendStatus(res, id.status());
+      }
+      res.set_content(metricsText(source_.workers(), last), "text/plain; version=0.0.4");
+    });
     server_.Get("/api/.*", [](const httplib::Request& req, httplib::Response& res) {
       sendError(res, 404, "", "no API endpoint " + req.path,
-                "use /api/workers, /api/results, /api/summary");
+                "use /api/workers, /api/results, /api/summary, /api/sweeps");
     });
     server_.Get("/.*", [](const httplib::Request& req, httplib::Response& res) {
       const web::Asset* a = web::findAsset(req.path);
@@ -362,6 +674,17 @@ class StatusHttpServer::Impl {
       res.set_content(reinterpret_cast<const char*>(a->data), a->size,
                       std::string(a->content_type));
     });
+  }
+
+  // The newest sweep that has ended; unless `ended_only`, the newest of any state when none has.
+  Result<std::string> latestSweepId(bool ended_only) {
+    GDR_ASSIGN_OR_RETURN(auto list, source_.sweeps(kLatestLookback));
+    for (const auto& p : list) {
+      if (ended(p.state)) return p.id;
+    }
+    if (!ended_only && !list.empty()) return list.front().id;
+    return notFound("no sweep has " + std::string(ended_only ? "ended" : "been run") + " yet",
+                    "run one with `gdrmesh sweep run --pattern all-pairs`");
   }
 
   StatusSource& source_;

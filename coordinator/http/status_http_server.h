@@ -9,9 +9,15 @@
 //                         &run_id=ID
 //   GET /api/summary      counts over the latest results (?limit=1..10000, 500): by status, by
 //                         worker, by data path (GPUDirect, RDMA host memory, staged, emulated)
+//   GET /api/sweeps       JSON array of sweep progress, newest first; ?limit=1..10000 (20)
+//   GET /api/sweeps/ID    one sweep: progress, verdicts, suspects, notes and a compact matrix
+//                         (hosts x hosts; see docs/api.md); ?verdicts=all|failed|none (all)
+//   GET /api/sweeps/latest  the newest sweep that has ended (else the newest); 404 when none
+//   GET /metrics          Prometheus text format: workers up, the latest ended sweep's counts,
+//                         per-link bandwidth and verdict, suspect scores
 //   GET /healthz          "ok"
 // A bad or unknown query parameter answers 400 with {"error", "parameter", "fix"}; a failing
-// source answers 503 (unavailable) or 500 with the same shape.
+// source answers 503 (unavailable), 404 (unknown sweep) or 500 with the same shape.
 //
 // Thread contract: start() and stop() from one owner thread; the server calls the StatusSource
 // from its own worker threads, concurrently.
@@ -20,12 +26,15 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/inventory.h"
 #include "common/result.h"
 #include "common/status.h"
+#include "coordinator/orchestrator/sweep_manager.h"
+#include "coordinator/orchestrator/sweep_types.h"
 #include "coordinator/store/store.h"
 
 namespace gdrmesh {
@@ -41,6 +50,11 @@ class StatusSource {
   virtual std::vector<WorkerSummary> workers() = 0;
   // Newest first, as ResultStore::queryResults.
   virtual Result<std::vector<TestResult>> results(const ResultQuery& query) = 0;
+  // Sweeps, newest first (SweepManager::list).
+  virtual Result<std::vector<SweepProgress>> sweeps(uint32_t limit) = 0;
+  // One sweep's report without its results (SweepManager::report(id, false)); kNotFound when
+  // the id is unknown.
+  virtual Result<SweepReportData> sweep(const std::string& id) = 0;
 };
 
 // The JSON forms served by the API (exposed for tests and other outputs).
@@ -48,6 +62,18 @@ nlohmann::json workersJson(const std::vector<WorkerSummary>& workers);
 // Counts over `results` (the latest `limit` results): see /api/summary in docs.
 nlohmann::json summaryJson(const std::vector<WorkerSummary>& workers,
                            const std::vector<TestResult>& results, uint32_t limit);
+
+// A sweep's progress as the API serves it (native numbers, RFC 3339 times).
+nlohmann::json sweepProgressJson(const SweepProgress& p);
+// GET /api/sweeps/ID: progress, verdicts (all, only FAIL, or none), suspects, notes, matrix.
+enum class VerdictFilter { kAll, kFailed, kNone };
+nlohmann::json sweepJson(const SweepReportData& report, VerdictFilter verdicts);
+// The compact matrix of a sweep: {hosts[], cells[[src, dst, verdict, value, unit, reason]],
+// best{unit: value}}, src and dst indexing hosts (WORKER, or WORKER/NIC when results name NICs).
+nlohmann::json sweepMatrixJson(const std::vector<PairVerdict>& verdicts);
+// GET /metrics. `last` is the newest ended sweep, if any.
+std::string metricsText(const std::vector<WorkerSummary>& workers,
+                        const std::optional<SweepReportData>& last);
 
 class StatusHttpServer {
  public:

@@ -1,13 +1,17 @@
 // The status page end to end: StatusHttpServer on 127.0.0.1:0 over a fake StatusSource, its
 // JSON API read with httplib::Client, and the page rendered by a real headless Chromium.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +20,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/units.h"
@@ -123,6 +129,19 @@ std::vector<TestResult> fakeResults() {
   emu.integrity = {true, 64, 0, -1, "host"};
   emu.status = TestStatus::kPassed;
   v.push_back(emu);
+
+  // A skipped GPU test: counted by status, but it moved no data, so it has no data path.
+  TestResult skip;
+  skip.id = 0;
+  skip.test_id = "t-skipped";
+  skip.started_ms = kT0 + 500;
+  skip.finished_ms = kT0 + 500;
+  skip.transport = TransportKind::kVerbs;
+  skip.initiator = endpoint("gpu-a", "mlx5_0", MemoryKind::kCuda, RegPath::kDmabuf);
+  skip.target = endpoint("old-c", "", MemoryKind::kCuda, RegPath::kDmabuf);
+  skip.status = TestStatus::kSkipped;
+  skip.reason = "old-c has no GPU driver";
+  v.push_back(skip);
   return v;
 }
 
@@ -136,6 +155,81 @@ WorkerSummary worker(const std::string& name, const std::string& state, int64_t 
   w.connected_ms = heartbeat_ms - 1000;
   w.peer = "ipv4:10.0.0.1:5000";
   return w;
+}
+
+PairVerdict verdict(const std::string& src, const std::string& dst, uint64_t size, VerdictKind k,
+                    double value, std::vector<std::string> reasons = {}) {
+  PairVerdict v;
+  v.test_id = "t-" + src + "-" + dst + "-" + std::to_string(size);
+  v.src = src;
+  v.dst = dst;
+  v.message_size = size;
+  v.verdict = k;
+  v.value = value;
+  v.unit = "Gb/s";
+  v.reasons = std::move(reasons);
+  return v;
+}
+
+SweepProgress sweepProgress(const std::string& id, SweepState state) {
+  SweepProgress p;
+  p.id = id;
+  p.state = state;
+  p.pattern = "all-pairs";
+  p.created_ms = kT0;
+  p.started_ms = kT0 + 1000;
+  p.tests_total = 20;
+  if (state == SweepState::kRunning) {
+    p.tests_done = 10;
+    p.tests_failed = 2;
+    p.tests_running = 2;
+    p.elapsed_seconds = 12;
+    p.eta_seconds = 12;
+  } else {
+    p.finished_ms = kT0 + 31000;
+    p.tests_done = 20;
+    p.tests_failed = 1;
+    p.tests_skipped = 1;
+    p.elapsed_seconds = 30;
+    p.verdict = "FAIL";
+  }
+  return p;
+}
+
+// sw-done: gpu-a -> gpu-b passes (two sizes), gpu-b -> gpu-a fails, gpu-a -> old-c is skipped.
+SweepReportData doneSweep() {
+  SweepReportData r;
+  r.progress = sweepProgress("sw-done", SweepState::kFinished);
+  r.verdicts = {
+      verdict("gpu-a/mlx5_0", "gpu-b/mlx5_0", 1 << 20, VerdictKind::kPass, 180.5),
+      verdict("gpu-a/mlx5_0", "gpu-b/mlx5_0", 8 << 20, VerdictKind::kPass, 194.31),
+      verdict("gpu-b/mlx5_0", "gpu-a/mlx5_0", 8 << 20, VerdictKind::kFail, 97.5,
+              {"min_bw_gbps: 97.50 Gb/s is below 150 Gb/s"}),
+      verdict("gpu-a/mlx5_0", "old-c", 8 << 20, VerdictKind::kSkip, 0, {"old-c has no NIC"})};
+  r.suspects = {{"nic", "gpu-b/mlx5_0", 3.5, {"failed with 1 of 1 partners"}},
+                {"host", "gpu-b", 1.25, {"its only NIC is a suspect"}}};
+  r.notes = {"hosts with unequal NIC counts: old-c has 0, others 1"};
+  return r;
+}
+
+// sw-big: 1024 hosts, three random matchings (the page must draw it without a node per cell).
+SweepReportData bigSweep() {
+  SweepReportData r;
+  r.progress = sweepProgress("sw-big", SweepState::kFinished);
+  const int n = 1024;
+  for (int round = 1; round <= 3; ++round) {
+    for (int i = 0; i < n; ++i) {
+      const int j = (i * 7 + round * 131) % n;
+      if (i == j) continue;
+      char a[16], b[16];
+      std::snprintf(a, sizeof(a), "h%04d", i);
+      std::snprintf(b, sizeof(b), "h%04d", j);
+      const bool fail = i % 97 == 0;
+      r.verdicts.push_back(verdict(a, b, 1 << 20, fail ? VerdictKind::kFail : VerdictKind::kPass,
+                                   fail ? 20.0 : 150.0 + (i % 50)));
+    }
+  }
+  return r;
 }
 
 class FakeSource : public StatusSource {
@@ -165,6 +259,35 @@ class FakeSource : public StatusSource {
     return out;
   }
 
+  Result<std::vector<SweepProgress>> sweeps(uint32_t limit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_sweeps_limit_ = limit;
+    if (fail_) return unavailable("store is busy", "retry");
+    if (no_sweeps_) return std::vector<SweepProgress>{};
+    std::vector<SweepProgress> v{sweepProgress("sw-running", SweepState::kRunning),
+                                 doneSweep().progress};
+    if (v.size() > limit) v.resize(limit);
+    return v;
+  }
+  Result<SweepReportData> sweep(const std::string& id) override {
+    if (id == "sw-done") return doneSweep();
+    if (id == "sw-big") return bigSweep();
+    if (id == "sw-running") {
+      SweepReportData r;
+      r.progress = sweepProgress("sw-running", SweepState::kRunning);
+      return r;
+    }
+    return notFound("sweep '" + id + "' is not known", "list sweeps with `gdrmesh sweeps`");
+  }
+  uint32_t lastSweepsLimit() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_sweeps_limit_;
+  }
+  void setNoSweeps(bool v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    no_sweeps_ = v;
+  }
+
   ResultQuery lastQuery() {
     std::lock_guard<std::mutex> lock(mu_);
     return queries_.empty() ? ResultQuery{} : queries_.back();
@@ -178,6 +301,8 @@ class FakeSource : public StatusSource {
   std::mutex mu_;
   std::vector<ResultQuery> queries_;
   bool fail_ = false;
+  bool no_sweeps_ = false;
+  uint32_t last_sweeps_limit_ = 0;
 };
 
 // j[key] as a string, "" when absent or not a string.
@@ -247,7 +372,7 @@ TEST_F(StatusPageTest, WorkersHaveTheShapeOfWorkersJson) {
 TEST_F(StatusPageTest, ResultsAreToJsonOfTestResult) {
   json j = getJson("/api/results");
   ASSERT_TRUE(j.is_array());
-  ASSERT_EQ(j.size(), 3u);
+  ASSERT_EQ(j.size(), 4u);
   EXPECT_EQ(source_.lastQuery().limit, 50u);
   EXPECT_EQ(j[0]["test_id"], "t-gdr-dmabuf");
   EXPECT_EQ(j[0]["gpudirect"], true);
@@ -272,7 +397,7 @@ TEST_F(StatusPageTest, ResultFiltersReachTheSource) {
   j = getJson("/api/results?limit=1");
   EXPECT_EQ(j.size(), 1u);
   j = getJson("/api/results?worker=old-c");
-  ASSERT_EQ(j.size(), 1u);
+  ASSERT_EQ(j.size(), 2u);
   EXPECT_EQ(j[0]["test_id"], "t-emulated");
 }
 
@@ -280,12 +405,22 @@ TEST_F(StatusPageTest, BadParametersAnswer400NamingTheParameter) {
   struct Case {
     std::string query, parameter;
   };
-  const std::vector<Case> cases{
-      {"/api/results?limit=abc", "limit"},     {"/api/results?limit=0", "limit"},
-      {"/api/results?limit=10001", "limit"},   {"/api/results?limit=-5", "limit"},
-      {"/api/results?status=bogus", "status"}, {"/api/results?worker=bad%20name!", "worker"},
-      {"/api/results?colour=red", "colour"},   {"/api/results?limit=1&limit=2", "limit"},
-      {"/api/summary?limit=x", "limit"},       {"/api/workers?x=1", "x"}};
+  const std::vector<Case> cases{{"/api/results?limit=abc", "limit"},
+                                {"/api/results?limit=0", "limit"},
+                                {"/api/results?limit=10001", "limit"},
+                                {"/api/results?limit=-5", "limit"},
+                                {"/api/results?status=bogus", "status"},
+                                {"/api/results?worker=bad%20name!", "worker"},
+                                {"/api/results?colour=red", "colour"},
+                                {"/api/results?limit=1&limit=2", "limit"},
+                                {"/api/summary?limit=x", "limit"},
+                                {"/api/workers?x=1", "x"},
+                                {"/api/sweeps?limit=0", "limit"},
+                                {"/api/sweeps?state=running", "state"},
+                                {"/api/sweeps/sw-done?verdicts=some", "verdicts"},
+                                {"/api/sweeps/latest?x=1", "x"},
+                                {"/api/sweeps/bad%20id!", "id"},
+                                {"/metrics?debug=1", "debug"}};
   for (const auto& c : cases) {
     json j = getJson(c.query, 400);
     EXPECT_EQ(str(j, "parameter"), c.parameter) << c.query;
@@ -309,10 +444,11 @@ TEST_F(StatusPageTest, SummaryCountsByStatusWorkerAndDataPath) {
   EXPECT_EQ(source_.lastQuery().limit, 500u);
   EXPECT_EQ(j["workers"]["online"], 2);
   EXPECT_EQ(j["workers"]["offline"], 1);
-  EXPECT_EQ(j["results"]["considered"], 3);
+  EXPECT_EQ(j["results"]["considered"], 4);
   EXPECT_EQ(j["results"]["by_status"]["passed"], 2);
   EXPECT_EQ(j["results"]["by_status"]["failed"], 1);
-  EXPECT_EQ(j["results"]["by_status"]["skipped"], 0);
+  EXPECT_EQ(j["results"]["by_status"]["skipped"], 1);
+  // The skipped GPU test moved no data: it is in no data path (not counted as GPUDirect).
   EXPECT_EQ(j["data_path"]["gpudirect"], 1);
   EXPECT_EQ(j["data_path"]["emulated"], 1);
   EXPECT_EQ(j["data_path"]["rdma_host"], 1);
@@ -324,6 +460,149 @@ TEST_F(StatusPageTest, SummaryCountsByStatusWorkerAndDataPath) {
   EXPECT_EQ(j["per_worker"][0]["failed"], 1);
   EXPECT_EQ(j["per_worker"][2]["worker"], "old-c");
   EXPECT_EQ(j["per_worker"][2]["passed"], 1);
+  EXPECT_EQ(j["per_worker"][2]["skipped"], 1);
+}
+
+TEST_F(StatusPageTest, SweepsListNewestFirstWithLiveProgress) {
+  json j = getJson("/api/sweeps");
+  EXPECT_EQ(source_.lastSweepsLimit(), 20u);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["id"], "sw-running");
+  EXPECT_EQ(j[0]["state"], "running");
+  EXPECT_EQ(j[0]["tests_done"], 10);
+  EXPECT_EQ(j[0]["tests_total"], 20);
+  EXPECT_EQ(j[0]["tests_failed"], 2);
+  EXPECT_EQ(j[0]["eta_seconds"], 12.0);
+  EXPECT_EQ(j[0]["verdict"], "");
+  EXPECT_EQ(j[1]["finished"], formatRfc3339(kT0 + 31000));
+  EXPECT_EQ(j[1]["finished_ms"], kT0 + 31000);
+  j = getJson("/api/sweeps?limit=1");
+  EXPECT_EQ(j.size(), 1u);
+}
+
+TEST_F(StatusPageTest, SweepReportHasAMatrixKeyedByWorkerAndNic) {
+  json j = getJson("/api/sweeps/sw-done");
+  EXPECT_EQ(j["progress"]["id"], "sw-done");
+  EXPECT_EQ(j["progress"]["verdict"], "FAIL");
+  EXPECT_EQ(j["verdicts"].size(), 4u);
+  EXPECT_EQ(j["verdict_counts"]["PASS"], 2);
+  EXPECT_EQ(j["verdict_counts"]["FAIL"], 1);
+  EXPECT_EQ(j["verdict_counts"]["SKIP"], 1);
+  ASSERT_EQ(j["suspects"].size(), 2u);
+  EXPECT_EQ(j["suspects"][0]["name"], "gpu-b/mlx5_0");
+  EXPECT_EQ(j["suspects"][0]["evidence"][0], "failed with 1 of 1 partners");
+  EXPECT_EQ(j["notes"].size(), 1u);
+  const json& m = j["matrix"];
+  EXPECT_EQ(m["hosts"], json({"gpu-a/mlx5_0", "gpu-b/mlx5_0", "old-c"}));
+  // One cell per pair: the largest size speaks for a passing pair.
+  ASSERT_EQ(m["cells"].size(), 3u);
+  EXPECT_EQ(m["cells"][0], json({0, 1, "PASS", 194.31, "Gb/s", ""}));
+  EXPECT_EQ(m["cells"][1], json({0, 2, "SKIP", 0.0, "Gb/s", "old-c has no NIC"}));
+  EXPECT_EQ(m["cells"][2],
+            json({1, 0, "FAIL", 97.5, "Gb/s", "min_bw_gbps: 97.50 Gb/s is below 150 Gb/s"}));
+  EXPECT_EQ(m["best"]["Gb/s"], 194.31);
+
+  j = getJson("/api/sweeps/sw-done?verdicts=failed");
+  ASSERT_EQ(j["verdicts"].size(), 1u);
+  EXPECT_EQ(j["verdicts"][0]["src"], "gpu-b/mlx5_0");
+  EXPECT_EQ(j["matrix"]["cells"].size(), 3u);
+  j = getJson("/api/sweeps/sw-done?verdicts=none");
+  EXPECT_TRUE(j["verdicts"].empty());
+}
+
+TEST_F(StatusPageTest, LatestIsTheNewestEndedSweepAndUnknownIs404) {
+  json j = getJson("/api/sweeps/latest");
+  EXPECT_EQ(j["progress"]["id"], "sw-done");
+  j = getJson("/api/sweeps/sw-nothing", 404);
+  EXPECT_THAT(str(j, "error"), HasSubstr("sw-nothing"));
+  EXPECT_FALSE(str(j, "fix").empty());
+  source_.setNoSweeps(true);
+  j = getJson("/api/sweeps/latest", 404);
+  EXPECT_THAT(str(j, "fix"), HasSubstr("sweep run"));
+}
+
+// The metrics text parsed by the reference parser (python3-prometheus-client), when installed.
+std::string findPrometheusPython() {
+  for (const char* py : {"/usr/bin/python3", "python3"}) {
+    const std::string cmd =
+        std::string(py) + " -c 'import prometheus_client.parser' >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) == 0) return py;
+  }
+  return "";
+}
+
+TEST_F(StatusPageTest, MetricsParseAsPrometheusText) {
+  Reply r = get("/metrics");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_THAT(r.type, HasSubstr("text/plain"));
+  EXPECT_THAT(r.body, HasSubstr("gdrmesh_workers_up 2\n"));
+  const std::string python = findPrometheusPython();
+  if (python.empty()) {
+    GTEST_SKIP() << "python3 cannot import prometheus_client (apt-get install -y "
+                    "python3-prometheus-client); the metrics text was not parsed:\n"
+                 << r.body;
+  }
+  char tmpl[] = "/tmp/gdrmesh-metrics-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(tmpl) << r.body;
+  const std::string script =
+      "import json, sys\n"
+      "from prometheus_client.parser import text_string_to_metric_families\n"
+      "out = {}\n"
+      "for f in text_string_to_metric_families(open(sys.argv[1]).read()):\n"
+      "    for s in f.samples:\n"
+      "        out.setdefault(s.name, []).append([s.labels, s.value])\n"
+      "print(json.dumps(out))\n";
+  const std::string cmd = python + " -c '" + script + "' " + tmpl + " 2>&1";
+  std::string out;
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) out.append(buf.data(), n);
+  const int st = pclose(f);
+  std::remove(tmpl);
+  ASSERT_EQ(st, 0) << "the Prometheus parser rejected the text: " << out << "\n" << r.body;
+  const json m = json::parse(out, nullptr, false);
+  ASSERT_TRUE(m.is_object()) << out;
+  auto sample = [&](const std::string& name, const json& labels) -> double {
+    if (!m.contains(name)) return -1;
+    for (const auto& s : m[name]) {
+      if (s[0] == labels) return s[1].get<double>();
+    }
+    return -1;
+  };
+  EXPECT_EQ(sample("gdrmesh_workers_up", json::object()), 2);
+  EXPECT_EQ(sample("gdrmesh_last_sweep_timestamp_seconds", json::object()), (kT0 + 31000) / 1000);
+  EXPECT_EQ(sample("gdrmesh_last_sweep_duration_seconds", json::object()), 30);
+  EXPECT_EQ(sample("gdrmesh_last_sweep_tests", {{"status", "passed"}}), 18);
+  EXPECT_EQ(sample("gdrmesh_last_sweep_tests", {{"status", "failed"}}), 1);
+  EXPECT_EQ(sample("gdrmesh_last_sweep_tests", {{"status", "skipped"}}), 1);
+  EXPECT_EQ(
+      sample("gdrmesh_link_bandwidth_gbps", {{"src", "gpu-a/mlx5_0"}, {"dst", "gpu-b/mlx5_0"}}),
+      194.31);
+  EXPECT_EQ(sample("gdrmesh_link_verdict", {{"src", "gpu-a/mlx5_0"}, {"dst", "gpu-b/mlx5_0"}}), 1);
+  EXPECT_EQ(sample("gdrmesh_link_verdict", {{"src", "gpu-b/mlx5_0"}, {"dst", "gpu-a/mlx5_0"}}), 0);
+  // Skipped links have no verdict.
+  EXPECT_EQ(sample("gdrmesh_link_verdict", {{"src", "gpu-a/mlx5_0"}, {"dst", "old-c"}}), -1);
+  EXPECT_EQ(sample("gdrmesh_suspect_score", {{"kind", "nic"}, {"name", "gpu-b/mlx5_0"}}), 3.5);
+  EXPECT_EQ(sample("gdrmesh_suspect_score", {{"kind", "host"}, {"name", "gpu-b"}}), 1.25);
+}
+
+TEST(StatusMetrics, LabelsAreEscapedAndNoSweepMeansNoSweepSeries) {
+  WorkerSummary w;
+  w.name = "a";
+  w.state = "online";
+  std::string text = metricsText({w}, std::nullopt);
+  EXPECT_THAT(text, HasSubstr("gdrmesh_workers_up 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("gdrmesh_last_sweep")));
+  SweepReportData r = doneSweep();
+  r.suspects = {{"host", "we\\ird\"na\nme", 1, {}}};
+  text = metricsText({}, r);
+  EXPECT_THAT(text, HasSubstr("name=\"we\\\\ird\\\"na\\nme\"} 1\n"));
 }
 
 TEST_F(StatusPageTest, PageIsEmbeddedAndSelfContained) {
@@ -416,6 +695,8 @@ std::string runChromium(const std::string& chromium, const TempDir& dir,
       "' --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
       "--disable-background-networking --disable-component-update --disable-sync "
       "--disable-extensions --no-first-run --no-default-browser-check --hide-scrollbars "
+      // Console messages and uncaught errors go to the log, where consoleLines() finds them.
+      "--enable-logging=stderr --v=0 "
       "--user-data-dir='" +
       profile + "' " + mode_args + " '" + url + "' 2>>'" + dir.path + "/chromium.log'";
   std::string out;
@@ -437,6 +718,29 @@ std::string readFile(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+// The page's console messages and uncaught errors in a Chromium log.
+std::string consoleLines(const std::string& log) {
+  std::string out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("CONSOLE") != std::string::npos) out += line + "\n";
+  }
+  return out;
+}
+
+// Every string of `present` in `dom` and none of `absent`; the misses, one a line.
+std::string missingIn(const std::string& dom, const std::vector<std::string>& present,
+                      const std::vector<std::string>& absent) {
+  std::string missing;
+  for (const auto& s : present) {
+    if (dom.find(s) == std::string::npos) missing += "  missing: " + s + "\n";
+  }
+  for (const auto& s : absent) {
+    if (dom.find(s) != std::string::npos) missing += "  unexpected: " + s + "\n";
+  }
+  return missing;
 }
 
 TEST_F(StatusPageTest, ChromiumRendersWorkersAndResults) {
@@ -470,15 +774,15 @@ TEST_F(StatusPageTest, ChromiumRendersWorkersAndResults) {
       // Summary header: 2 online, 1 offline; 2 passed, 1 failed; one of each data path.
       "id=\"sum-online\">2<", "id=\"sum-offline\">1<", "id=\"sum-passed\">2<",
       "id=\"sum-failed\">1<", "id=\"sum-gpudirect\">1<", "id=\"sum-emulated\">1<",
-      "id=\"sum-rdma_host\">1<"};
-  std::string missing;
-  for (const auto& s : present) {
-    if (dom.find(s) == std::string::npos) missing += "  missing: " + s + "\n";
-  }
-  for (const auto& s : absent) {
-    if (dom.find(s) != std::string::npos) missing += "  unexpected: " + s + "\n";
-  }
+      "id=\"sum-rdma_host\">1<",
+      // Sweeps: the running one's progress, the latest ended one drawn, its suspects and failure.
+      "id=\"live-done\">10/20<", "id=\"live-failed\">2<", "id=\"shown-sweep\">sw-done<",
+      "data-drawn=\"1\"", "data-hosts=\"3\"", "data-suspect=\"gpu-b/mlx5_0\"",
+      "failed with 1 of 1 partners", "data-src=\"gpu-b/mlx5_0\" data-dst=\"gpu-a/mlx5_0\"",
+      "min_bw_gbps: 97.50 Gb/s is below 150 Gb/s", "data-js-errors=\"0\""};
+  const std::string missing = missingIn(dom, present, absent);
   EXPECT_TRUE(missing.empty()) << missing << "rendered DOM:\n" << dom;
+  EXPECT_EQ(consoleLines(readFile(dir.path + "/chromium.log")), "");
 
   // A screenshot at 1280 px for people to look at (kept in the build directory).
   const std::string png = std::string(GDRMESH_BROWSER_OUT_DIR) + "/status_page.png";
@@ -489,6 +793,196 @@ TEST_F(StatusPageTest, ChromiumRendersWorkersAndResults) {
   EXPECT_EQ(rc, 0) << readFile(dir.path + "/chromium.log");
   EXPECT_TRUE(std::filesystem::exists(png)) << "no screenshot at " << png;
   std::printf("status page screenshot: %s\n", png.c_str());
+}
+
+TEST_F(StatusPageTest, ChromiumDrawsA1024HostSweepOnOneCanvas) {
+  const std::string chromium = findChromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (apt-get install -y chromium)";
+  TempDir dir;
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/#sweep=sw-big";
+  int rc = 0;
+  const std::string dom =
+      runChromium(chromium, dir, "--virtual-time-budget=8000 --dump-dom", url, &rc);
+  ASSERT_EQ(rc, 0) << readFile(dir.path + "/chromium.log");
+  const std::string missing = missingIn(dom,
+                                        {"data-hosts=\"1024\"", "data-drawn=\"1\"",
+                                         "data-js-errors=\"0\"", "id=\"shown-sweep\">sw-big<"},
+                                        {"Cannot refresh"});
+  EXPECT_TRUE(missing.empty()) << missing;
+  // No DOM node per cell: the page stays small.
+  EXPECT_LT(dom.size(), 200000u);
+  EXPECT_EQ(consoleLines(readFile(dir.path + "/chromium.log")), "");
+  const std::string png = std::string(GDRMESH_BROWSER_OUT_DIR) + "/sweep_1024_hosts.png";
+  runChromium(chromium, dir,
+              "--window-size=1280,1400 --virtual-time-budget=8000 --screenshot='" + png + "'", url,
+              &rc);
+  EXPECT_TRUE(std::filesystem::exists(png));
+}
+
+// ---- a real coordinator with a real sweep ------------------------------------------------------
+
+// A child process of this test, stdout and stderr to `log`; SIGTERM and reaped on destruction.
+struct Child {
+  Child(const std::vector<std::string>& argv, const std::string& log) {
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    if (posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ) != 0) pid = -1;
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~Child() {
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    int st = 0;
+    waitpid(pid, &st, 0);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  pid_t pid = -1;
+};
+
+// Polls `ready` every 20 ms until it holds or `seconds` pass (a bounded wait on another process,
+// not a sleep standing in for synchronisation).
+template <typename F>
+bool waitFor(double seconds, F ready) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return ready();
+}
+
+json httpJson(int port, const std::string& path, int* status = nullptr) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_connection_timeout(5);
+  cli.set_read_timeout(10);
+  auto res = cli.Get(path);
+  if (status != nullptr) *status = res ? res->status : 0;
+  if (!res) return nullptr;
+  return json::parse(res->body, nullptr, false);
+}
+
+TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
+  const std::string chromium = findChromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (apt-get install -y chromium)";
+#ifndef GDRMESH_BINARY_PATH
+  GTEST_SKIP() << "built without the gdrmesh target: no binary to start a coordinator with";
+#else
+  const char* env_bin = std::getenv("GDRMESH_BINARY_PATH");
+  const std::string bin = env_bin != nullptr && *env_bin != '\0' ? env_bin : GDRMESH_BINARY_PATH;
+  ASSERT_EQ(access(bin.c_str(), X_OK), 0) << bin;
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+
+  Child coord({bin, "coordinator", "--listen", "127.0.0.1:0", "--db", dir.path + "/r.db",
+               "--port-file", dir.path + "/port", "--http", "127.0.0.1:0", "--heartbeat-ms", "200"},
+              dir.path + "/coordinator.log");
+  ASSERT_GT(coord.pid, 0);
+  int grpc_port = 0, http_port = 0;
+  const std::string marker = "status page on http://127.0.0.1:";
+  ASSERT_TRUE(waitFor(30, [&] {
+    const std::string port = readFile(dir.path + "/port");
+    const std::string log = readFile(dir.path + "/coordinator.log");
+    const size_t at = log.find(marker);
+    if (port.empty() || at == std::string::npos) return false;
+    grpc_port = std::atoi(port.c_str());
+    http_port = std::atoi(log.c_str() + at + marker.size());
+    return grpc_port > 0 && http_port > 0;
+  })) << readFile(dir.path + "/coordinator.log");
+  const std::string addr = "127.0.0.1:" + std::to_string(grpc_port);
+
+  Child workers(
+      {bin, "worker", "--simulate", "4", "--sim-fault", "fail:sim-0002", "--coordinator", addr},
+      dir.path + "/workers.log");
+  ASSERT_GT(workers.pid, 0);
+  ASSERT_TRUE(waitFor(30, [&] {
+    json w = httpJson(http_port, "/api/workers");
+    int online = 0;
+    if (w.is_array()) {
+      for (const auto& x : w) online += str(x, "state") == "online" ? 1 : 0;
+    }
+    return online == 4;
+  })) << readFile(dir.path + "/workers.log");
+
+  // The sweep: all pairs of 4 workers; every pair with sim-0002 fails. Its exit status says FAIL.
+  const std::string sweep_cmd = "timeout 120 '" + bin + "' sweep run --pattern all-pairs " +
+                                "--coordinator " + addr + " >'" + dir.path + "/sweep.out' 2>&1";
+  (void)std::system(sweep_cmd.c_str());
+  json latest = httpJson(http_port, "/api/sweeps/latest");
+  ASSERT_TRUE(latest.is_object()) << readFile(dir.path + "/sweep.out");
+  ASSERT_EQ(latest["progress"]["state"], "finished") << latest.dump(2);
+  EXPECT_EQ(latest["progress"]["verdict"], "FAIL");
+  ASSERT_FALSE(latest["suspects"].empty()) << latest.dump(2);
+  const std::string top = str(latest["suspects"][0], "name");
+  EXPECT_THAT(top, HasSubstr("sim-0002"));
+  const json& m = latest["matrix"];
+  std::string fail_src, fail_dst;
+  for (const auto& c : m["cells"]) {
+    if (c.size() == 6 && c[2] == "FAIL" && fail_src.empty()) {
+      fail_src = m["hosts"].at(c[0].get<size_t>()).dump();
+      fail_dst = m["hosts"].at(c[1].get<size_t>()).dump();
+      fail_src = fail_src.substr(1, fail_src.size() - 2);  // the JSON string, unquoted
+      fail_dst = fail_dst.substr(1, fail_dst.size() - 2);
+    }
+  }
+  ASSERT_FALSE(fail_src.empty()) << latest.dump(2);
+  // Simulated results never count as an RDMA data path.
+  json summary = httpJson(http_port, "/api/summary");
+  EXPECT_EQ(summary["data_path"]["rdma_host"], 0) << summary.dump(2);
+  EXPECT_EQ(summary["data_path"]["gpudirect"], 0) << summary.dump(2);
+  EXPECT_GT(summary["data_path"]["simulated"].get<int>(), 0) << summary.dump(2);
+  httplib::Client cli("127.0.0.1", http_port);
+  auto metrics = cli.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body, HasSubstr("gdrmesh_workers_up 4\n"));
+  EXPECT_THAT(metrics->body, HasSubstr("gdrmesh_link_verdict{src=\"" + fail_src + "\",dst=\"" +
+                                       fail_dst + "\"} 0\n"));
+
+  // The overview: the heat map drawn, the failure and the top suspect listed, no console error.
+  const std::string url = "http://127.0.0.1:" + std::to_string(http_port) + "/";
+  int rc = 0;
+  std::string dom = runChromium(chromium, dir, "--virtual-time-budget=6000 --dump-dom", url, &rc);
+  ASSERT_EQ(rc, 0) << readFile(dir.path + "/chromium.log");
+  const std::string id = str(latest["progress"], "id");
+  std::string missing =
+      missingIn(dom,
+                {"id=\"shown-sweep\">" + id + "<", "data-drawn=\"1\"", "data-hosts=\"4\"",
+                 "data-js-errors=\"0\"", "class=\"top-suspect\"", "data-suspect=\"" + top + "\"",
+                 "class=\"failure\"", "data-src=\"" + fail_src + "\" data-dst=\"" + fail_dst + "\"",
+                 ">FAIL<"},
+                {"Cannot refresh", "[object"});
+  EXPECT_TRUE(missing.empty()) << missing << "rendered DOM:\n" << dom;
+
+  // A click on the failing cell (the page replays it from the link) opens the pair's detail.
+  const std::string pair_url =
+      url + "#sweep=" + id + "&pair=" + fail_src + "%3E" + fail_dst;  // '>' between the two
+  dom = runChromium(chromium, dir, "--virtual-time-budget=6000 --dump-dom", pair_url, &rc);
+  ASSERT_EQ(rc, 0) << readFile(dir.path + "/chromium.log");
+  missing = missingIn(dom,
+                      {"data-src=\"" + fail_src + "\" data-dst=\"" + fail_dst + "\"",
+                       "id=\"pair-reasons\"", "class=\"run\"", "data-js-errors=\"0\""},
+                      {"aria-live=\"polite\" hidden", "No stored runs", "Cannot refresh"});
+  EXPECT_TRUE(missing.empty()) << missing << "rendered DOM:\n" << dom;
+  EXPECT_EQ(consoleLines(readFile(dir.path + "/chromium.log")), "");
+
+  const std::string out = GDRMESH_BROWSER_OUT_DIR;
+  for (const auto& [name, u] : std::vector<std::pair<std::string, std::string>>{
+           {"sweep_overview.png", url}, {"sweep_pair_detail.png", pair_url}}) {
+    const std::string png = out + "/" + name;
+    std::filesystem::remove(png);
+    runChromium(chromium, dir,
+                "--window-size=1280,1600 --virtual-time-budget=6000 --screenshot='" + png + "'", u,
+                &rc);
+    EXPECT_TRUE(std::filesystem::exists(png)) << png;
+    std::printf("sweep screenshot: %s\n", png.c_str());
+  }
+#endif
 }
 
 }  // namespace
