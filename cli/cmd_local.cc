@@ -3,12 +3,16 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <sstream>
 
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "cli/worker_setup.h"
 #include "convert.h"
+#include "coordinator/config/config_yaml.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
 #include "worker/doctor/doctor.h"
 #include "worker/topology/topology.h"
@@ -22,6 +26,7 @@ struct LocalArgs {
   bool local = false;
   bool no_cuda = false;
   std::string worker;
+  std::string config;  // doctor: compare with the expected inventory of the host's class
   ClientOptions client;
 };
 
@@ -71,12 +76,18 @@ int runDoctor(const LocalArgs& a) {
     return kExitUsage;
   }
   std::vector<PreflightCheck> checks;
+  Inventory inventory;
+  std::string name;
+  std::map<std::string, std::string> labels;
   if (a.local) {
     WorkerSetupOptions so;
     so.sysfs_root = a.sysfs_root;
     so.enable_cuda = !a.no_cuda && a.sysfs_root == "/";
     so.build_sessions = false;
-    checks = setUpWorker(so)->inventory.preflight;
+    auto setup = setUpWorker(so);
+    checks = setup->inventory.preflight;
+    inventory = setup->inventory;
+    name = setup->inventory.hostname;
   } else {
     auto stub = v1::ControlService::NewStub(
         grpc::CreateChannel(a.client.coordinator, grpc::InsecureChannelCredentials()));
@@ -92,13 +103,33 @@ int runDoctor(const LocalArgs& a) {
     bool found = false;
     for (const auto& w : resp.workers()) {
       if (w.name() == a.worker) {
-        checks = convert::fromProto(w.inventory()).preflight;
+        inventory = convert::fromProto(w.inventory());
+        checks = inventory.preflight;
+        labels.insert(w.labels().begin(), w.labels().end());
+        name = w.name();
         found = true;
       }
     }
     if (!found) {
       std::fprintf(stderr, "gdrmesh doctor: WORKER: unknown worker '%s'\n", a.worker.c_str());
       return kExitUsage;
+    }
+  }
+  if (!a.config.empty()) {
+    std::ifstream f(a.config);
+    if (!f) {
+      std::fprintf(stderr, "gdrmesh doctor: --config %s: cannot read the file\n", a.config.c_str());
+      return kExitUsage;
+    }
+    std::stringstream ss;
+    ss << f.rdbuf();
+    auto cfg = parseClusterConfig(ss.str(), a.config);
+    if (!cfg.ok()) {
+      std::fprintf(stderr, "gdrmesh doctor: --config: %s\n", cfg.status().toString().c_str());
+      return kExitUsage;
+    }
+    for (auto& c : checkExpectedInventory(*cfg, name, labels, inventory)) {
+      checks.push_back(std::move(c));
     }
   }
   const std::string& fmt = a.local ? a.output : a.client.output;
@@ -140,6 +171,9 @@ void registerLocalCommands(CLI::App& app, Action* action) {
     cmd->add_option("--sysfs-root", a->sysfs_root, "with --local: read sysfs under this root")
         ->capture_default_str();
     cmd->add_flag("--no-cuda", a->no_cuda, "do not load the CUDA driver");
+    cmd->add_option("--config", a->config,
+                    "cluster config: also check the host against its class's expected inventory "
+                    "(an acceptance preflight)");
     addClientOptions(cmd, &a->client);
     cmd->callback([action, a] {
       a->output = a->client.output;

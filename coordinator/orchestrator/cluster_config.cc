@@ -2,6 +2,8 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
+
 namespace gdrmesh {
 
 void Thresholds::inheritFrom(const Thresholds& base) {
@@ -38,6 +40,88 @@ Thresholds ClusterConfig::thresholdsFor(const std::string& worker,
   Thresholds t = c->thresholds;
   t.inheritFrom(thresholds);
   return t;
+}
+
+std::vector<PreflightCheck> checkExpectedInventory(const ClusterConfig& config,
+                                                   const std::string& worker,
+                                                   const std::map<std::string, std::string>& labels,
+                                                   const Inventory& inv) {
+  std::vector<PreflightCheck> out;
+  auto add = [&](const std::string& id, const std::string& title, bool ok,
+                 const std::string& detail, const std::string& fix) {
+    PreflightCheck c;
+    c.id = id;
+    c.title = title;
+    c.status = ok ? "PASS" : "FAIL";
+    c.detail = detail;
+    if (!ok) c.remediation = fix;
+    out.push_back(std::move(c));
+  };
+  const HostClass* hc = config.classOf(worker, labels);
+  const bool expects =
+      hc != nullptr && (hc->expect.gpus || hc->expect.nics || hc->expect.nic_rate_gbps ||
+                        !hc->expect.transports.empty());
+  if (!expects) {
+    PreflightCheck c;
+    c.id = "expect.class";
+    c.title = "expected inventory";
+    c.status = "UNKNOWN";
+    c.detail = hc == nullptr ? "no host class of the config matches " + worker
+                             : "host class '" + hc->name + "' expects nothing";
+    c.remediation =
+        "add a host class with `expect:` (gpus, nics, nic_rate_gbps, transports) "
+        "to the config (docs/config.md)";
+    out.push_back(std::move(c));
+    return out;
+  }
+  const std::string cls = " (host class '" + hc->name + "')";
+  const auto& e = hc->expect;
+  if (e.gpus) {
+    const int have = static_cast<int>(inv.gpus.size());
+    add("expect.gpus", "GPUs present", have >= *e.gpus,
+        std::to_string(have) + " of " + std::to_string(*e.gpus) + " expected GPUs visible" + cls,
+        "check `nvidia-smi` and the NVIDIA driver; a missing GPU fails acceptance");
+  }
+  if (e.nics) {
+    const int have = static_cast<int>(inv.nics.size());
+    add("expect.nics", "RDMA NICs present", have >= *e.nics,
+        std::to_string(have) + " of " + std::to_string(*e.nics) + " expected RDMA NICs visible" +
+            cls,
+        "check `ibv_devices` and the NIC's RDMA driver (mlx5_ib)");
+  }
+  if (e.nic_rate_gbps) {
+    std::string slow;
+    int ports = 0;
+    for (const auto& n : inv.nics) {
+      for (const auto& p : n.ports) {
+        ++ports;
+        if (p.state != "ACTIVE" || p.rate_gbps < *e.nic_rate_gbps) {
+          slow += (slow.empty() ? "" : ", ") + n.name + "/" + std::to_string(p.port) + " " +
+                  p.state + " " + std::to_string(static_cast<int>(p.rate_gbps)) + " Gb/s";
+        }
+      }
+    }
+    const bool ok = ports > 0 && slow.empty();
+    add("expect.nic_rate", "NIC ports at rate", ok,
+        ports == 0 ? "no NIC ports to check" + cls
+                   : (ok ? "every port ACTIVE at >= " : "below ") +
+                         std::to_string(static_cast<int>(*e.nic_rate_gbps)) + " Gb/s" +
+                         (ok ? "" : ": " + slow) + cls,
+        "check cables and the switch port (`ibstat`, `ethtool`); a degraded link fails "
+        "acceptance");
+  }
+  for (const auto& t : e.transports) {
+    const bool have =
+        std::find(inv.transports.begin(), inv.transports.end(), t) != inv.transports.end();
+    std::string why;
+    for (const auto& n : inv.notes) {
+      if (n.rfind(t, 0) == 0) why = ": " + n;
+    }
+    add("expect.transport." + t, "transport " + t + " usable", have,
+        (have ? "usable" : "not usable" + why) + cls,
+        "see the worker's notes (`gdrmesh workers --notes`) for why");
+  }
+  return out;
 }
 
 }  // namespace gdrmesh

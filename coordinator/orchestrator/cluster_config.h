@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/inventory.h"
 #include "common/status.h"
 #include "coordinator/orchestrator/sweep_types.h"
 
@@ -74,5 +75,14 @@ struct ClusterConfig {
   Thresholds thresholdsFor(const std::string& worker,
                            const std::map<std::string, std::string>& labels) const;
 };
+
+// An acceptance preflight: the host's inventory against the expected inventory of its host
+// class. One check per expectation (expect.gpus, expect.nics, expect.nic_rate,
+// expect.transports), FAIL naming what is missing and the fix; one UNKNOWN "expect.class" when
+// no class matches or the class expects nothing.
+std::vector<PreflightCheck> checkExpectedInventory(const ClusterConfig& config,
+                                                   const std::string& worker,
+                                                   const std::map<std::string, std::string>& labels,
+                                                   const Inventory& inventory);
 
 }  // namespace gdrmesh

@@ -72,7 +72,7 @@ CheckResult checkPeermem(const Context& c) {
       "modprobe nvidia_peermem (ships with the NVIDIA driver; persist it in "
       "/etc/modules-load.d/nvidia-peermem.conf)";
   if (!c.hasGpus()) {
-    return make(id, title, CheckStatus::kPass, "no GPUs on this host; peermem not needed");
+    return make(id, title, CheckStatus::kNotApplicable, "no GPUs on this host; peermem not needed");
   }
   if (c.peermem_loaded) {
     return make(id, title, CheckStatus::kPass,
@@ -96,7 +96,7 @@ CheckResult checkPeermem(const Context& c) {
 
 CheckResult checkDmabuf(const Context& c) {
   const std::string id = "gpudirect.dmabuf", title = "dma-buf GPU memory registration";
-  if (!c.hasGpus()) return make(id, title, CheckStatus::kPass, "no GPUs on this host");
+  if (!c.hasGpus()) return make(id, title, CheckStatus::kNotApplicable, "no GPUs on this host");
   const CheckStatus missing = c.peermem_loaded ? CheckStatus::kWarn : CheckStatus::kFail;
   if (!c.kernel) {
     return make(id, title, CheckStatus::kUnknown,
@@ -132,8 +132,9 @@ CheckResult checkDmabuf(const Context& c) {
 
 CheckResult checkAcs(const Context& c) {
   const std::string id = "pcie.acs", title = "ACS off on GPU-NIC PCIe switch paths";
-  if (!c.hasGpus()) return make(id, title, CheckStatus::kPass, "no GPUs on this host");
-  if (!c.hasNics()) return make(id, title, CheckStatus::kPass, "no RDMA NICs on this host");
+  if (!c.hasGpus()) return make(id, title, CheckStatus::kNotApplicable, "no GPUs on this host");
+  if (!c.hasNics())
+    return make(id, title, CheckStatus::kNotApplicable, "no RDMA NICs on this host");
   // Bridges on paths that stay below the host bridge; ACS redirect reroutes only those.
   std::vector<std::string> bridges;
   std::map<std::string, std::string> pair_of;
@@ -279,7 +280,8 @@ std::string portLabel(const Nic& n, const NicPort& p) {
 CheckResult checkPortState(const Context& c) {
   const std::string id = "nic.port_state", title = "RDMA ports ACTIVE";
   if (!c.nic_error.empty()) return make(id, title, CheckStatus::kUnknown, c.nic_error);
-  if (!c.hasNics()) return make(id, title, CheckStatus::kPass, "no RDMA NICs on this host");
+  if (!c.hasNics())
+    return make(id, title, CheckStatus::kNotApplicable, "no RDMA NICs on this host");
   std::vector<std::string> bad, good;
   for (const Nic& n : c.nics) {
     for (const NicPort& p : n.ports) {
@@ -304,7 +306,8 @@ CheckResult checkPortState(const Context& c) {
 
 CheckResult checkRate(const Context& c) {
   const std::string id = "nic.rate", title = "RDMA port rates";
-  if (!c.hasNics()) return make(id, title, CheckStatus::kPass, "no RDMA NICs on this host");
+  if (!c.hasNics())
+    return make(id, title, CheckStatus::kNotApplicable, "no RDMA NICs on this host");
   std::vector<std::string> rates;
   std::set<double> active_rates;
   for (const Nic& n : c.nics) {
@@ -324,7 +327,8 @@ CheckResult checkRate(const Context& c) {
 
 CheckResult checkMtu(const Context& c) {
   const std::string id = "nic.mtu", title = "RoCE path MTU 4096";
-  if (!c.hasNics()) return make(id, title, CheckStatus::kPass, "no RDMA NICs on this host");
+  if (!c.hasNics())
+    return make(id, title, CheckStatus::kNotApplicable, "no RDMA NICs on this host");
   std::vector<std::string> low, ok, unknown;
   for (const Nic& n : c.nics) {
     for (const NicPort& p : n.ports) {
@@ -359,7 +363,8 @@ CheckResult checkMtu(const Context& c) {
 
 CheckResult checkLinkLayer(const Context& c) {
   const std::string id = "nic.link_layer", title = "RDMA link layers";
-  if (!c.hasNics()) return make(id, title, CheckStatus::kPass, "no RDMA NICs on this host");
+  if (!c.hasNics())
+    return make(id, title, CheckStatus::kNotApplicable, "no RDMA NICs on this host");
   std::vector<std::string> items, unknown;
   for (const Nic& n : c.nics) {
     for (const NicPort& p : n.ports) {
@@ -376,7 +381,8 @@ CheckResult checkLinkLayer(const Context& c) {
 
 CheckResult checkRoceGid(const Context& c) {
   const std::string id = "nic.roce_gid", title = "RoCE v2 GID present";
-  if (!c.hasNics()) return make(id, title, CheckStatus::kPass, "no RDMA NICs on this host");
+  if (!c.hasNics())
+    return make(id, title, CheckStatus::kNotApplicable, "no RDMA NICs on this host");
   std::vector<std::string> missing, ok;
   for (const Nic& n : c.nics) {
     for (const NicPort& p : n.ports) {
@@ -420,7 +426,8 @@ CheckResult checkPcieLink(const Context& c) {
       devices.emplace_back(n.name + " (" + n.pci_bus_id + ")", n.pci_bus_id);
   }
   if (devices.empty()) {
-    return make(id, title, CheckStatus::kPass, "no GPUs and no PCI RDMA NICs on this host");
+    return make(id, title, CheckStatus::kNotApplicable,
+                "no GPUs and no PCI RDMA NICs on this host");
   }
   std::vector<std::string> degraded, gpu_idle;
   int read = 0;
@@ -462,8 +469,9 @@ CheckResult checkPcieLink(const Context& c) {
 CheckResult checkAffinity(const Context& c) {
   const std::string id = "topo.gpu_nic", title = "a NIC at PIX/PXB for every GPU";
   if (!c.topo_error.empty()) return make(id, title, CheckStatus::kUnknown, c.topo_error);
-  if (!c.hasGpus()) return make(id, title, CheckStatus::kPass, "no GPUs on this host");
-  if (!c.hasNics()) return make(id, title, CheckStatus::kPass, "no RDMA NICs on this host");
+  if (!c.hasGpus()) return make(id, title, CheckStatus::kNotApplicable, "no GPUs on this host");
+  if (!c.hasNics())
+    return make(id, title, CheckStatus::kNotApplicable, "no RDMA NICs on this host");
   std::vector<std::string> far, close;
   for (size_t g = 0; g < c.topo.gpus.size(); ++g) {
     const TopoGpu& tg = c.topo.gpus[g];
@@ -487,7 +495,7 @@ CheckResult checkAffinity(const Context& c) {
 
 CheckResult checkBar1(const Context& c) {
   const std::string id = "gpu.bar1", title = "GPU BAR1 large enough for GPUDirect";
-  if (!c.hasGpus()) return make(id, title, CheckStatus::kPass, "no GPUs on this host");
+  if (!c.hasGpus()) return make(id, title, CheckStatus::kNotApplicable, "no GPUs on this host");
   std::vector<std::string> small, ok, unreadable;
   for (size_t i = 0; i < c.gpu_bus_ids.size(); ++i) {
     auto res =
@@ -534,7 +542,8 @@ CheckResult checkDriver(const Context& c) {
   if (version && !version->empty()) {
     return make(id, title, CheckStatus::kPass, "nvidia " + *version + cuda);
   }
-  if (!c.hasGpus()) return make(id, title, CheckStatus::kPass, "no GPUs and no NVIDIA driver");
+  if (!c.hasGpus())
+    return make(id, title, CheckStatus::kNotApplicable, "no GPUs and no NVIDIA driver");
   return make(id, title, CheckStatus::kFail,
               "GPUs present but the nvidia module is not loaded (/sys/module/nvidia/version)",
               "install/load the NVIDIA driver (modprobe nvidia)");
@@ -545,7 +554,8 @@ CheckResult checkRdmaCore(const Context& c) {
   const std::string v =
       c.in->rdma_core_version.empty() ? rdmaCoreVersion(c.in->root) : c.in->rdma_core_version;
   if (v.empty()) {
-    if (!c.hasNics()) return make(id, title, CheckStatus::kPass, "no RDMA NICs, no libibverbs");
+    if (!c.hasNics())
+      return make(id, title, CheckStatus::kNotApplicable, "no RDMA NICs, no libibverbs");
     return make(id, title, CheckStatus::kUnknown, "libibverbs.so.1.* not found under /usr/lib*",
                 "install rdma-core (apt install ibverbs-providers libibverbs1)");
   }
@@ -579,6 +589,8 @@ const char* toString(CheckStatus s) {
       return "FAIL";
     case CheckStatus::kUnknown:
       return "UNKNOWN";
+    case CheckStatus::kNotApplicable:
+      return "N/A";
   }
   return "UNKNOWN";
 }
@@ -614,6 +626,8 @@ CheckStatus worstStatus(const std::vector<CheckResult>& results) {
         return 1;
       case CheckStatus::kPass:
         return 0;
+      case CheckStatus::kNotApplicable:
+        return -1;
     }
     return 0;
   };

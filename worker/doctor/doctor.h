@@ -16,8 +16,11 @@
 
 namespace gdrmesh {
 
-enum class CheckStatus { kPass, kWarn, kFail, kUnknown };
-const char* toString(CheckStatus s);  // "PASS", "WARN", "FAIL", "UNKNOWN"
+// kNotApplicable: the check has nothing to look at on this host (no GPU, no RDMA NIC). It is
+// not a pass: an acceptance preflight compares the host with its expected inventory
+// (`gdrmesh doctor --config`), which fails a GPU host that shows no GPU.
+enum class CheckStatus { kPass, kWarn, kFail, kUnknown, kNotApplicable };
+const char* toString(CheckStatus s);  // "PASS", "WARN", "FAIL", "UNKNOWN", "N/A"
 
 struct CheckResult {
   std::string id;     // stable key: "gpudirect.peermem", "pcie.acs", ...
@@ -33,7 +36,7 @@ nlohmann::json toJson(const CheckResult& r);
 nlohmann::json toJson(const std::vector<CheckResult>& results);
 // A text report: one line per check plus indented detail/remediation, and a summary line.
 std::string renderChecks(const std::vector<CheckResult>& results);
-// FAIL over WARN over UNKNOWN over PASS; PASS for an empty list.
+// FAIL over WARN over UNKNOWN over PASS over N/A; PASS for an empty list.
 CheckStatus worstStatus(const std::vector<CheckResult>& results);
 
 struct MemlockLimit {

@@ -35,5 +35,52 @@ TEST(ClusterConfig, FirstMatchingClassWinsAndInheritsGlobalThresholds) {
   EXPECT_EQ(c.thresholdsFor("cpu-1", {}).bandwidth_gbps_min, 25.0);
 }
 
+TEST(ClusterConfig, AcceptancePreflightFailsAHostWithLessThanItsClassExpects) {
+  ClusterConfig c;
+  HostClass gpu;
+  gpu.name = "gpu-node";
+  gpu.match = "gpu-*";
+  gpu.expect.gpus = 8;
+  gpu.expect.nics = 2;
+  gpu.expect.nic_rate_gbps = 400;
+  gpu.expect.transports = {"verbs"};
+  c.host_classes.push_back(gpu);
+
+  Inventory bare;  // a GPU host that shows no GPU and no NIC
+  bare.notes = {"verbs: no RDMA device found"};
+  auto checks = checkExpectedInventory(c, "gpu-7", {}, bare);
+  ASSERT_EQ(checks.size(), 4u);
+  for (const auto& k : checks) EXPECT_EQ(k.status, "FAIL") << k.id << ": " << k.detail;
+  EXPECT_EQ(checks[0].detail, "0 of 8 expected GPUs visible (host class 'gpu-node')");
+  EXPECT_NE(checks[3].detail.find("no RDMA device found"), std::string::npos) << checks[3].detail;
+
+  Inventory full;
+  for (int i = 0; i < 8; ++i) full.gpus.push_back(Gpu{});
+  for (int i = 0; i < 2; ++i) {
+    Nic n;
+    n.name = "mlx5_" + std::to_string(i);
+    NicPort p;
+    p.state = "ACTIVE";
+    p.rate_gbps = 400;
+    n.ports.push_back(p);
+    full.nics.push_back(n);
+  }
+  full.transports = {"emulated", "verbs"};
+  for (const auto& k : checkExpectedInventory(c, "gpu-7", {}, full)) {
+    EXPECT_EQ(k.status, "PASS") << k.id << ": " << k.detail;
+  }
+  full.nics[1].ports[0].rate_gbps = 200;  // a degraded link
+  auto degraded = checkExpectedInventory(c, "gpu-7", {}, full);
+  EXPECT_EQ(degraded[2].id, "expect.nic_rate");
+  EXPECT_EQ(degraded[2].status, "FAIL");
+  EXPECT_NE(degraded[2].detail.find("mlx5_1/1 ACTIVE 200 Gb/s"), std::string::npos)
+      << degraded[2].detail;
+
+  // No class matches: said so, never a silent pass.
+  auto none = checkExpectedInventory(c, "cpu-1", {}, full);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0].status, "UNKNOWN");
+}
+
 }  // namespace
 }  // namespace gdrmesh
