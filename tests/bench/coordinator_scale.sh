@@ -19,6 +19,7 @@ for _ in $(seq 200); do [[ -s "$dir/port" ]] && break; sleep 0.05; done
 addr="127.0.0.1:$(cat "$dir/port")"
 export GDRMESH_COORDINATOR="$addr"
 
+calc() { awk "BEGIN { printf \"%.6g\", $1 }"; }
 online() { "$bin" workers -o json | grep -c '"state": "online"' || true; }
 t0=$(date +%s.%N)
 "$bin" worker --simulate "$n" --coordinator "$addr" --sim-test-ms "$test_ms" \
@@ -26,13 +27,13 @@ t0=$(date +%s.%N)
 sim=$!
 while [[ $(online) -lt $n ]]; do sleep 0.2; done
 t1=$(date +%s.%N)
-echo "registration: $n simulated workers online in $(echo "$t1 - $t0" | bc -l | cut -c1-6) s"
+echo "registration: $n simulated workers online in $(calc "$t1 - $t0") s"
 
 cpu() { awk '{print $14 + $15}' "/proc/$coord/stat"; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$coord/status"; }
 hz=$(getconf CLK_TCK)
 c0=$(cpu); sleep 5; c1=$(cpu)
-echo "coordinator idle: RSS $(( $(rss) / 1024 )) MiB, CPU $(echo "($c1 - $c0) / $hz / 5 * 100" | bc -l | cut -c1-5) % of one core"
+echo "coordinator idle: RSS $(( $(rss) / 1024 )) MiB, CPU $(calc "($c1 - $c0) / $hz / 5 * 100") % of one core"
 
 # One pair test alone: the coordinator's span (started_ms..finished_ms of the stored result)
 # minus the simulated transfer, median of 20.
@@ -40,7 +41,8 @@ for _ in $(seq 20); do
   "$bin" test sim-0000 sim-0001 --size 64KiB --iters 10 >/dev/null
 done
 sleep 0.5  # let the results reach the file
-sqlite3 "$dir/r.db" "SELECT finished_ms - started_ms FROM results WHERE run_id = '' ORDER BY id DESC LIMIT 20" |
+command -v sqlite3 >/dev/null || echo "single pair test: skipped (no sqlite3 CLI here)"
+command -v sqlite3 >/dev/null && sqlite3 "$dir/r.db" "SELECT finished_ms - started_ms FROM results WHERE run_id = '' ORDER BY id DESC LIMIT 20" |
   sort -n | awk -v t="$test_ms" '{a[NR]=$1} END {m=a[int((NR+1)/2)]; printf "single pair test: coordinator span median %d ms for a %d ms transfer (overhead %d ms, 1 ms resolution)\n", m, t, m-t}'
 
 
@@ -56,12 +58,12 @@ w1=$(date +%s.%N)
 c1=$(cpu)
 kill $sampler 2>/dev/null || true
 peak=$(sort -n "$dir/rss" | tail -1)
-wall=$(echo "$w1 - $w0" | bc -l)
+wall=$(calc "$w1 - $w0")
 rounds=$(( n % 2 == 0 ? n - 1 : n ))
 tests=$(( n * (n - 1) / 2 ))
-ideal=$(echo "$rounds * $test_ms / 1000" | bc -l)
+ideal=$(calc "$rounds * $test_ms / 1000")
 echo "all-pairs: $tests tests, $rounds rounds, wall $(printf %.1f "$wall") s, ideal $(printf %.1f "$ideal") s"
-echo "overhead per round: $(echo "($wall - $ideal) * 1000 / $rounds" | bc -l | cut -c1-6) ms"
-echo "coordinator CPU during the sweep: $(echo "($c1 - $c0) / $hz" | bc -l | cut -c1-6) s; capacity $(echo "$tests / (($c1 - $c0) / $hz)" | bc -l | cut -d. -f1) pair tests per CPU-second"
+echo "overhead per round: $(calc "($wall - $ideal) * 1000 / $rounds") ms"
+echo "coordinator CPU during the sweep: $(calc "($c1 - $c0) / $hz") s; capacity $(calc "int($tests / (($c1 - $c0) / $hz))") pair tests per CPU-second"
 echo "coordinator peak RSS during the sweep: $(( peak / 1024 )) MiB"
 grep -o '"verdict": *"[A-Z]*"' "$dir/sweep.json" | head -1 || tail -3 "$dir/sweep.err"
