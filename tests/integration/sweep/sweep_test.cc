@@ -99,7 +99,7 @@ TEST_F(SweepTest, ASweepSurvivesACoordinatorKill) {
   ASSERT_TRUE(c_.waitFor(
       [](const nlohmann::json& w) {
         int online = 0;
-        for (const auto& x : w) online += x.value("state", "") == "online";
+        for (const auto& x : w) online += x.contains("state") && x["state"] == "online" ? 1 : 0;
         return online == 4;
       },
       std::chrono::milliseconds(45000)))
@@ -128,7 +128,9 @@ TEST_F(SweepTest, TestingAnOfflineWorkerNamesItsState) {
   c_.killWorker("b");
   ASSERT_TRUE(c_.waitFor([](const nlohmann::json& w) {
     for (const auto& x : w) {
-      if (x.value("name", "") == "b") return x.value("state", "") == "offline";
+      if (x.contains("name") && x["name"] == "b") {
+        return x.contains("state") && x["state"] == "offline";
+      }
     }
     return false;
   }));
