@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -809,10 +810,29 @@ Status VerbsEndpointImpl::connect(const EndpointDesc& peer) {
 Status VerbsEndpointImpl::checkWc(const ibv_wc& wc, const char* what) {
   if (wc.status == IBV_WC_SUCCESS) return Status();
   Status s = verbs::completionError(wc.status, wc.vendor_err, what, dev_, wc.qp_num);
-  // A port that went down explains most errors better than the completion status does.
+  // A port that went down explains most errors better than the completion status does. The
+  // QP's error can arrive before the port's state changes (rxe fails the QP when the net device
+  // goes down, then raises the port event): after a local QP or transport error, wait a
+  // bounded moment for the device's asynchronous port event before reading the state.
   ibv_port_attr pa{};
-  if (ibv_query_port(ctx_.get(), static_cast<uint8_t>(port_), &pa) == 0 &&
-      pa.state != IBV_PORT_ACTIVE) {
+  bool down = ibv_query_port(ctx_.get(), static_cast<uint8_t>(port_), &pa) == 0 &&
+              pa.state != IBV_PORT_ACTIVE;
+  if (!down && (wc.status == IBV_WC_LOC_QP_OP_ERR || wc.status == IBV_WC_RETRY_EXC_ERR)) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    while (!down && std::chrono::steady_clock::now() < until) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            until - std::chrono::steady_clock::now())
+                            .count();
+      pollfd p{ctx_->async_fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left))) > 0) {
+        ibv_async_event ev{};
+        if (ibv_get_async_event(ctx_.get(), &ev) == 0) ibv_ack_async_event(&ev);
+      }
+      down = ibv_query_port(ctx_.get(), static_cast<uint8_t>(port_), &pa) == 0 &&
+             pa.state != IBV_PORT_ACTIVE;
+    }
+  }
+  if (down) {
     return unavailable("port " + std::to_string(port_) + " of " + dev_ + " is now " +
                            portStateName(pa.state) + ": " + s.message(),
                        "the link went down during the test: check the cable/switch port, "
