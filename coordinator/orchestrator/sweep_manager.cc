@@ -460,9 +460,12 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       a->verdict = pass && a->skipped < a->plan_size ? "PASS" : "FAIL";
       if (a->skipped == a->plan_size) a->reason = "every test was skipped";
     }
-    publish(a);
   }
+  // The report is stored before followers learn that the sweep ended, so what they read next
+  // (GetSweep) holds the verdicts and suspects.
   checkpoint(a, true);
+  std::lock_guard<std::mutex> lock(mu_);
+  publish(a);
 }
 
 std::vector<PairVerdict> SweepManager::judgeRows(const std::vector<TestResult>& rows,
