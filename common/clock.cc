@@ -3,6 +3,25 @@
 #include <vector>
 
 namespace gdrmesh {
+namespace {
+
+// Removes timer `id` from both indexes; false when it already ran or was cancelled.
+template <typename Timers, typename ById>
+bool eraseTimer(Timers& timers, ById& by_id, Clock::TimerId id) {
+  auto it = by_id.find(id);
+  if (it == by_id.end()) return false;
+  auto range = timers.equal_range(it->second);
+  for (auto t = range.first; t != range.second; ++t) {
+    if (t->second.first == id) {
+      timers.erase(t);
+      break;
+    }
+  }
+  by_id.erase(it);
+  return true;
+}
+
+}  // namespace
 
 SystemClock::SystemClock() : thread_([this] { loop(); }) {}
 
@@ -33,17 +52,7 @@ Clock::TimerId SystemClock::schedule(TimePoint when, std::function<void()> fn) {
 
 bool SystemClock::cancel(TimerId id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = by_id_.find(id);
-  if (it == by_id_.end()) return false;
-  auto range = timers_.equal_range(it->second);
-  for (auto t = range.first; t != range.second; ++t) {
-    if (t->second.first == id) {
-      timers_.erase(t);
-      break;
-    }
-  }
-  by_id_.erase(it);
-  return true;
+  return eraseTimer(timers_, by_id_, id);
 }
 
 void SystemClock::loop() {
@@ -87,17 +96,7 @@ Clock::TimerId ManualClock::schedule(TimePoint when, std::function<void()> fn) {
 
 bool ManualClock::cancel(TimerId id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = by_id_.find(id);
-  if (it == by_id_.end()) return false;
-  auto range = timers_.equal_range(it->second);
-  for (auto t = range.first; t != range.second; ++t) {
-    if (t->second.first == id) {
-      timers_.erase(t);
-      break;
-    }
-  }
-  by_id_.erase(it);
-  return true;
+  return eraseTimer(timers_, by_id_, id);
 }
 
 void ManualClock::advance(Duration d) {

@@ -1,26 +1,11 @@
 #include "common/types.h"
 
-#include <array>
 #include <utility>
+
+#include "common/enum_names.h"
 
 namespace gdrmesh {
 namespace {
-
-template <typename E, size_t N>
-std::optional<E> lookup(const std::array<std::pair<E, const char*>, N>& table, std::string_view s) {
-  for (const auto& [value, name] : table) {
-    if (s == name) return value;
-  }
-  return std::nullopt;
-}
-
-template <typename E, size_t N>
-const char* name(const std::array<std::pair<E, const char*>, N>& table, E v) {
-  for (const auto& [value, n] : table) {
-    if (value == v) return n;
-  }
-  return "unknown";
-}
 
 constexpr std::array<std::pair<Op, const char*>, 4> kOps{{{Op::kWrite, "write"},
                                                           {Op::kRead, "read"},
@@ -50,44 +35,44 @@ constexpr std::array<std::pair<Role, const char*>, 2> kRoles{
 }  // namespace
 
 const char* toString(Op v) {
-  return name(kOps, v);
+  return enumName(kOps, v);
 }
 const char* toString(Mode v) {
-  return name(kModes, v);
+  return enumName(kModes, v);
 }
 const char* toString(MemoryKind v) {
-  return name(kMemory, v);
+  return enumName(kMemory, v);
 }
 const char* toString(RegPath v) {
-  return name(kRegPaths, v);
+  return enumName(kRegPaths, v);
 }
 const char* toString(TransportKind v) {
-  return name(kTransports, v);
+  return enumName(kTransports, v);
 }
 const char* toString(TestStatus v) {
-  return name(kStatuses, v);
+  return enumName(kStatuses, v);
 }
 const char* toString(Role v) {
-  return name(kRoles, v);
+  return enumName(kRoles, v);
 }
 
 std::optional<Op> parseOp(std::string_view s) {
-  return lookup(kOps, s);
+  return enumFromName(kOps, s);
 }
 std::optional<Mode> parseMode(std::string_view s) {
-  return lookup(kModes, s);
+  return enumFromName(kModes, s);
 }
 std::optional<MemoryKind> parseMemoryKind(std::string_view s) {
-  return lookup(kMemory, s);
+  return enumFromName(kMemory, s);
 }
 std::optional<RegPath> parseRegPath(std::string_view s) {
-  return lookup(kRegPaths, s);
+  return enumFromName(kRegPaths, s);
 }
 std::optional<TransportKind> parseTransportKind(std::string_view s) {
-  return lookup(kTransports, s);
+  return enumFromName(kTransports, s);
 }
 std::optional<TestStatus> parseTestStatus(std::string_view s) {
-  return lookup(kStatuses, s);
+  return enumFromName(kStatuses, s);
 }
 
 bool isGpuDirect(TransportKind transport, MemoryKind memory, RegPath path) {

@@ -62,6 +62,11 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   void classicRun();
   void classicVerify();
 
+  // mu_ held: keeps a side's description for the peer and the record.
+  void recordPrepared(Role role, const EndpointDesc& d);
+  // Classic protocol: one side's reply to a phase sent to both. The last reply fails the test
+  // with the first error, or moves on to `next`.
+  void joinPhase(const char* phase, Role role, const Status& st, void (PairTestRun::*next)());
   void releaseAll(const std::string& why);
   void fail(const std::string& phase, const std::string& worker, const Status& st);
   void failNow(const std::string& phase, const std::string& worker, const Status& st);
@@ -222,9 +227,7 @@ void PairTestRun::begin(std::string test_id, uint64_t seed) {
     self->mark("initiator prepared");
     {
       std::lock_guard<std::mutex> lock(self->mu_);
-      self->ini_desc_ = *d;
-      self->ini_prepared_ = true;
-      self->record(*d, &self->r_.initiator);
+      self->recordPrepared(Role::kInitiator, *d);
     }
     self->leanPrepareTarget();
   });
@@ -245,9 +248,7 @@ void PairTestRun::leanPrepareTarget() {
     self->mark("target prepared+armed");
     {
       std::lock_guard<std::mutex> lock(self->mu_);
-      self->tgt_desc_ = *d;
-      self->tgt_prepared_ = true;
-      self->record(*d, &self->r_.target);
+      self->recordPrepared(Role::kTarget, *d);
     }
     self->leanStart();
   });
@@ -316,36 +317,46 @@ void PairTestRun::addOutcome(const SideOutcome& o) {
 
 // ------------------------------------------------------------------ classic protocol
 
+void PairTestRun::recordPrepared(Role role, const EndpointDesc& d) {
+  const bool is_ini = role == Role::kInitiator;
+  (is_ini ? ini_desc_ : tgt_desc_) = d;
+  (is_ini ? ini_prepared_ : tgt_prepared_) = true;
+  record(d, is_ini ? &r_.initiator : &r_.target);
+}
+
+void PairTestRun::joinPhase(const char* phase, Role role, const Status& st,
+                            void (PairTestRun::*next)()) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!st.ok() && first_error_.ok()) {
+    first_error_ = st;
+    first_error_worker_ = role == Role::kInitiator ? ep_.initiator->name : ep_.target->name;
+  }
+  if (--pending_ > 0) return;
+  Status err = first_error_;
+  std::string who = first_error_worker_;
+  lock.unlock();
+  if (!err.ok()) return fail(phase, who, err);
+  (this->*next)();
+}
+
 void PairTestRun::classicPrepare() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_ = 2;
   }
   Self self = shared_from_this();
-  auto onReply = [self](Role role, Result<EndpointDesc> d) {
-    const bool is_ini = role == Role::kInitiator;
-    std::unique_lock<std::mutex> lock(self->mu_);
-    if (d.ok()) {
-      (is_ini ? self->ini_desc_ : self->tgt_desc_) = *d;
-      (is_ini ? self->ini_prepared_ : self->tgt_prepared_) = true;
-      self->record(*d, is_ini ? &self->r_.initiator : &self->r_.target);
-    } else if (self->first_error_.ok()) {
-      self->first_error_ = d.status();
-      self->first_error_worker_ = is_ini ? self->ep_.initiator->name : self->ep_.target->name;
-    }
-    if (--self->pending_ > 0) return;
-    Status err = self->first_error_;
-    std::string who = self->first_error_worker_;
-    lock.unlock();
-    if (!err.ok()) return self->fail("prepare", who, err);
-    self->classicConnect();
-  };
   for (Role role : {Role::kTarget, Role::kInitiator}) {
     PrepareCommand c;
     c.side = sideSpec(role);
     c.side.seed = seed_;
     auto& ch = role == Role::kInitiator ? ini() : tgt();
-    ch.prepare(c, cmdDeadline(), [onReply, role](Result<EndpointDesc> d) { onReply(role, d); });
+    ch.prepare(c, cmdDeadline(), [self, role](Result<EndpointDesc> d) {
+      if (d.ok()) {
+        std::lock_guard<std::mutex> lock(self->mu_);
+        self->recordPrepared(role, *d);
+      }
+      self->joinPhase("prepare", role, d.status(), &PairTestRun::classicConnect);
+    });
   }
 }
 
@@ -356,20 +367,11 @@ void PairTestRun::classicConnect() {
   }
   Self self = shared_from_this();
   auto onReply = [self](Role role, Result<SideOutcome> o) {
-    const bool is_ini = role == Role::kInitiator;
-    std::unique_lock<std::mutex> lock(self->mu_);
-    if (o.ok()) {
-      if (is_ini) self->r_.path_mtu = static_cast<int>(o->path_mtu);
-    } else if (self->first_error_.ok()) {
-      self->first_error_ = o.status();
-      self->first_error_worker_ = is_ini ? self->ep_.initiator->name : self->ep_.target->name;
+    if (o.ok() && role == Role::kInitiator) {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->r_.path_mtu = static_cast<int>(o->path_mtu);
     }
-    if (--self->pending_ > 0) return;
-    Status err = self->first_error_;
-    std::string who = self->first_error_worker_;
-    lock.unlock();
-    if (!err.ok()) return self->fail("connect", who, err);
-    self->classicRun();
+    self->joinPhase("connect", role, o.status(), &PairTestRun::classicRun);
   };
   tgt().connect(tgt_sid_, ini_desc_, cmdDeadline(),
                 [onReply](Result<SideOutcome> o) { onReply(Role::kTarget, o); });
@@ -385,29 +387,22 @@ void PairTestRun::classicRun() {
   Self self = shared_from_this();
   auto onReply = [self](Role role, Result<SideOutcome> o) {
     const bool is_ini = role == Role::kInitiator;
-    std::unique_lock<std::mutex> lock(self->mu_);
     bool abort_other = false;
-    if (o.ok()) {
-      self->addOutcome(*o);
-    } else if (self->first_error_.ok()) {
-      self->first_error_ = o.status();
-      self->first_error_worker_ = is_ini ? self->ep_.initiator->name : self->ep_.target->name;
-      abort_other = self->pending_ > 1;
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      if (o.ok()) {
+        self->addOutcome(*o);
+      } else {
+        // The first side to fail aborts the other at once instead of waiting out its run.
+        abort_other = self->first_error_.ok() && self->pending_ > 1;
+      }
     }
     if (abort_other) {
-      // Abort the other side at once instead of waiting out its run.
-      lock.unlock();
       auto& other = is_ini ? self->tgt() : self->ini();
       other.release(is_ini ? self->tgt_sid_ : self->r_.test_id, "peer failed", self->cmdDeadline(),
                     [](Result<bool>) {});
-      lock.lock();
     }
-    if (--self->pending_ > 0) return;
-    Status err = self->first_error_;
-    std::string who = self->first_error_worker_;
-    lock.unlock();
-    if (!err.ok()) return self->fail("run", who, err);
-    self->classicVerify();
+    self->joinPhase("run", role, o.status(), &PairTestRun::classicVerify);
   };
   RunSpec rs = runSpec();
   tgt().run(tgt_sid_, rs, runDeadline(),

@@ -1,27 +1,9 @@
 #include "coordinator/orchestrator/sweep_types.h"
 
-#include <array>
-#include <utility>
+#include "common/enum_names.h"
 
 namespace gdrmesh {
 namespace {
-
-template <typename E, size_t N>
-std::optional<E> lookup(const std::array<std::pair<E, const char*>, N>& table,
-                        const std::string& s) {
-  for (const auto& [value, name] : table) {
-    if (s == name) return value;
-  }
-  return std::nullopt;
-}
-
-template <typename E, size_t N>
-const char* name(const std::array<std::pair<E, const char*>, N>& table, E v) {
-  for (const auto& [value, n] : table) {
-    if (value == v) return n;
-  }
-  return "unknown";
-}
 
 constexpr std::array<std::pair<SweepPattern, const char*>, 5> kPatterns{
     {{SweepPattern::kPairs, "pairs"},
@@ -46,25 +28,25 @@ constexpr std::array<std::pair<SweepState, const char*>, 6> kStates{
 }  // namespace
 
 const char* toString(SweepPattern p) {
-  return name(kPatterns, p);
+  return enumName(kPatterns, p);
 }
 std::optional<SweepPattern> parseSweepPattern(const std::string& s) {
-  return lookup(kPatterns, s);
+  return enumFromName(kPatterns, s);
 }
 const char* toString(SweepDirection d) {
-  return name(kDirections, d);
+  return enumName(kDirections, d);
 }
 std::optional<SweepDirection> parseSweepDirection(const std::string& s) {
-  return lookup(kDirections, s);
+  return enumFromName(kDirections, s);
 }
 const char* toString(VerdictKind v) {
-  return name(kVerdicts, v);
+  return enumName(kVerdicts, v);
 }
 const char* toString(SweepState s) {
-  return name(kStates, s);
+  return enumName(kStates, s);
 }
 std::optional<SweepState> parseSweepState(const std::string& s) {
-  return lookup(kStates, s);
+  return enumFromName(kStates, s);
 }
 
 }  // namespace gdrmesh

@@ -215,6 +215,13 @@ void FakeDirectory::setOffline(const std::string& name) {
   status_[name] = st;
 }
 
+void FakeDirectory::setTransports(const std::string& name, std::vector<std::string> transports) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto st = std::make_shared<WorkerStatus>(*status_.at(name));
+  st->inventory.transports = std::move(transports);
+  status_[name] = st;
+}
+
 std::vector<WorkerStatus> FakeDirectory::list() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<WorkerStatus> out;

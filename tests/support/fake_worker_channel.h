@@ -80,6 +80,7 @@ class FakeDirectory final : public WorkerDirectory {
   // Adds an online worker with `nics` NICs (mlx5_0..) on the emulated transport.
   FakeWorkerChannel& add(const std::string& name, int nics = 1);
   void setOffline(const std::string& name);
+  void setTransports(const std::string& name, std::vector<std::string> transports);
   FakeWorkerChannel& fake(const std::string& name) { return *channels_.at(name); }
 
   std::vector<WorkerStatus> list() const override;

@@ -70,6 +70,32 @@ TEST_F(PairTestTest, RdmaCmUsesTheClassicPhases) {
   EXPECT_TRUE(dir_.fake("a").log().empty());
 }
 
+TEST_F(PairTestTest, RdmaCmRunsTheClassicPhasesOnBothSides) {
+  dir_.setTransports("a", {"verbs"});
+  dir_.setTransports("b", {"verbs"});
+  spec_.use_rdma_cm = true;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kPassed) << o.result.reason;
+  EXPECT_EQ(o.result.path_mtu, 4096);
+  EXPECT_EQ(dir_.fake("a").log(),
+            (std::vector<std::string>{"prepare t-1", "connect t-1", "run t-1", "release t-1"}));
+  EXPECT_EQ(dir_.fake("b").log(), (std::vector<std::string>{"prepare t-1", "connect t-1", "run t-1",
+                                                            "verify t-1", "release t-1"}));
+}
+
+TEST_F(PairTestTest, RdmaCmRunFailureAbortsThePeerAndNamesTheFirstError) {
+  dir_.setTransports("a", {"verbs"});
+  dir_.setTransports("b", {"verbs"});
+  spec_.use_rdma_cm = true;
+  dir_.fake("a").behaviour.fail_run = failedPrecondition("remote access error");
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("run on a: remote access error"), std::string::npos)
+      << o.result.reason;
+  EXPECT_EQ(dir_.fake("a").inFlight(), 0);
+  EXPECT_EQ(dir_.fake("b").inFlight(), 0);
+}
+
 TEST_F(PairTestTest, CorruptionIsAFailureNamingTheBytes) {
   dir_.fake("b").behaviour.wrong_bytes = 9;
   auto o = runToEnd();
