@@ -517,6 +517,13 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
            kCreateScheduleRuns,
            "CREATE INDEX schedule_runs_schedule_due ON schedule_runs (schedule, due_ms)",
        }},
+      {3,
+       "results by pair over time (history)",
+       {
+           // `gdrmesh history SRC DST`: each direction is one range of this index, newest first.
+           "CREATE INDEX results_pair_started ON results (initiator_worker, target_worker, "
+           "started_ms)",
+       }},
   };
   return kMigrations;
 }
@@ -1011,19 +1018,145 @@ Result<std::vector<TestResult>> SqliteStore::queryResults(const ResultQuery& que
 Result<std::vector<std::string>> SqliteStore::explainQueryResultsForTesting(
     const ResultQuery& query) {
   const QuerySql q = queryResultsSql(query);
+  return explain(q.name, q.sql);
+}
+
+Result<std::vector<std::string>> SqliteStore::explain(const std::string& name,
+                                                      const std::string& sql) {
   Conn& c = reader();
   std::lock_guard<std::mutex> lock(c.mu);
   // Not cached: a test helper. EXPLAIN QUERY PLAN needs no bound values.
-  const std::string sql = "EXPLAIN QUERY PLAN " + q.sql;
+  const std::string text = "EXPLAIN QUERY PLAN " + sql;
   sqlite3_stmt* raw = nullptr;
-  const int prc = sqlite3_prepare_v2(c.db.get(), sql.c_str(), -1, &raw, nullptr);
+  const int prc = sqlite3_prepare_v2(c.db.get(), text.c_str(), -1, &raw, nullptr);
   StmtPtr s(raw);
-  if (prc != SQLITE_OK) return error(c, prc, "prepare explain " + q.name);
+  if (prc != SQLITE_OK) return error(c, prc, "prepare explain " + name);
   std::vector<std::string> out;
   int rc;
   while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) out.push_back(columnText(s.get(), 3));
-  if (rc != SQLITE_DONE) return error(c, rc, "explain " + q.name);
+  if (rc != SQLITE_DONE) return error(c, rc, "explain " + name);
   return out;
+}
+
+namespace {
+
+// countResults: the filters of queryResultsSql, counted. The worker filter counts its two
+// halves (initiator; target and not initiator) from their (worker, started_ms) indexes.
+QuerySql countResultsSql(const ResultQuery& query) {
+  QuerySql q{"count_results", ""};
+  std::string filters = "started_ms >= :since";
+  if (query.status) {
+    q.name += "+status";
+    filters += " AND status = :status";
+  }
+  if (!query.run_id.empty()) {
+    q.name += "+run";
+    filters += " AND run_id = :run";
+  }
+  if (query.worker.empty()) {
+    q.sql = "SELECT count(*) FROM results WHERE " + filters;
+  } else {
+    q.name += "+worker";
+    q.sql = "SELECT (SELECT count(*) FROM results WHERE initiator_worker = :worker AND " + filters +
+            ") + (SELECT count(*) FROM results WHERE target_worker = :worker AND "
+            "initiator_worker <> :worker AND " +
+            filters + ")";
+  }
+  return q;
+}
+
+// queryHistory: one fixed text per combination of optional filters (size, op, mode, one
+// direction). Each direction is a range of results_pair_started (initiator_worker,
+// target_worker, started_ms) read newest first, and the two halves are merged in ORDER BY
+// order, so SQLite stops after `limit` rows without sorting. The reverse half is empty for a
+// loopback pair (src = dst), which the forward half already lists.
+QuerySql queryHistorySql(const HistoryQuery& query) {
+  QuerySql q{"query_history", ""};
+  std::string filters = "started_ms >= :since AND started_ms < :until";
+  if (query.message_size != 0) {
+    q.name += "+size";
+    filters += " AND message_size = :size";
+  }
+  if (query.op) {
+    q.name += "+op";
+    filters += " AND op = :op";
+  }
+  if (query.mode) {
+    q.name += "+mode";
+    filters += " AND mode = :mode";
+  }
+  const std::string select = "SELECT " + selectColumns() + " FROM results WHERE ";
+  q.sql = select + "initiator_worker = :src AND target_worker = :dst AND " + filters;
+  if (query.both_directions) {
+    q.sql += " UNION ALL " + select +
+             "initiator_worker = :dst AND target_worker = :src AND :src <> :dst AND " + filters;
+  } else {
+    q.name += "+one";
+  }
+  q.sql += " ORDER BY started_ms DESC, id DESC LIMIT :limit";
+  return q;
+}
+
+}  // namespace
+
+Result<uint64_t> SqliteStore::countResults(const ResultQuery& query) {
+  const QuerySql q = countResultsSql(query);
+  Conn& c = reader();
+  std::lock_guard<std::mutex> lock(c.mu);
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(c, q.name, q.sql));
+  StmtScope scope(s);
+  int rc = bindInt(s, ":since", query.since_ms);
+  if (rc == SQLITE_OK && !query.worker.empty()) rc = bindText(s, ":worker", query.worker);
+  if (rc == SQLITE_OK && query.status) rc = bindText(s, ":status", toString(*query.status));
+  if (rc == SQLITE_OK && !query.run_id.empty()) rc = bindText(s, ":run", query.run_id);
+  if (rc != SQLITE_OK) return error(c, rc, q.name + " (bind)");
+  rc = sqlite3_step(s);
+  if (rc != SQLITE_ROW) return error(c, rc == SQLITE_DONE ? SQLITE_INTERNAL : rc, q.name);
+  const int64_t n = sqlite3_column_int64(s, 0);
+  return static_cast<uint64_t>(n < 0 ? 0 : n);
+}
+
+Result<std::vector<std::string>> SqliteStore::explainCountResultsForTesting(
+    const ResultQuery& query) {
+  const QuerySql q = countResultsSql(query);
+  return explain(q.name, q.sql);
+}
+
+Result<std::vector<TestResult>> SqliteStore::queryHistory(const HistoryQuery& query) {
+  if (query.src.empty() || query.dst.empty()) {
+    return invalidArgument(
+        std::string("history: ") + (query.src.empty() ? "src" : "dst") + " worker is empty",
+        "name both workers of the pair (SRC and DST)");
+  }
+  const QuerySql q = queryHistorySql(query);
+  Conn& c = reader();
+  std::lock_guard<std::mutex> lock(c.mu);
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(c, q.name, q.sql));
+  StmtScope scope(s);
+  int rc = bindText(s, ":src", query.src);
+  if (rc == SQLITE_OK) rc = bindText(s, ":dst", query.dst);
+  if (rc == SQLITE_OK) rc = bindInt(s, ":since", query.since_ms);
+  if (rc == SQLITE_OK) rc = bindInt(s, ":until", query.until_ms);
+  if (rc == SQLITE_OK && query.message_size != 0) {
+    rc = bindInt(s, ":size", static_cast<int64_t>(query.message_size));
+  }
+  if (rc == SQLITE_OK && query.op) rc = bindText(s, ":op", toString(*query.op));
+  if (rc == SQLITE_OK && query.mode) rc = bindText(s, ":mode", toString(*query.mode));
+  if (rc == SQLITE_OK) rc = bindInt(s, ":limit", query.limit == 0 ? -1 : int64_t{query.limit});
+  if (rc != SQLITE_OK) return error(c, rc, q.name + " (bind)");
+  std::vector<TestResult> out;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    GDR_ASSIGN_OR_RETURN(TestResult r, readRow(s, path_));
+    out.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return error(c, rc, q.name);
+  return out;
+}
+
+Result<std::vector<std::string>> SqliteStore::explainQueryHistoryForTesting(
+    const HistoryQuery& query) {
+  const QuerySql q = queryHistorySql(query);
+  return explain(q.name, q.sql);
 }
 
 Result<std::optional<TestResult>> SqliteStore::getResult(const std::string& test_id) {

@@ -7,10 +7,10 @@
 //
 // Thread contract: every method may be called from any thread at once. A file database has two
 // connections, each guarded by its own mutex: the writer (every write, schema, PRAGMAs) and a
-// read-only reader (queryResults, getResult, listWorkers, getSweep, listSweeps,
-// unfinishedSweepTests, scheduleRuns). In WAL mode the reader sees the last committed state and
-// neither waits for the other, so a long query never holds up an insert. ":memory:" has one
-// connection (a second would be a different database) that serves both roles.
+// read-only reader (queryResults, countResults, queryHistory, getResult, listWorkers, getSweep,
+// listSweeps, unfinishedSweepTests, scheduleRuns). In WAL mode the reader sees the last committed
+// state and neither waits for the other, so a long query never holds up an insert. ":memory:" has
+// one connection (a second would be a different database) that serves both roles.
 #pragma once
 
 #include <sqlite3.h>
@@ -71,6 +71,8 @@ class SqliteStore : public ResultStore, public SweepStore {
   Result<std::optional<TestResult>> getResult(const std::string& test_id) override;
   Status upsertWorker(const WorkerRecord& worker) override;
   Result<std::vector<WorkerRecord>> listWorkers() override;
+  Result<uint64_t> countResults(const ResultQuery& query) override;
+  Result<std::vector<TestResult>> queryHistory(const HistoryQuery& query) override;
 
   // SweepStore.
   Status createSweep(const SweepRecord& sweep) override;
@@ -97,6 +99,9 @@ class SqliteStore : public ResultStore, public SweepStore {
   Result<int64_t> pageCountForTesting();
   // Tests only: the EXPLAIN QUERY PLAN lines of the statement queryResults runs for `query`.
   Result<std::vector<std::string>> explainQueryResultsForTesting(const ResultQuery& query);
+  // Tests only: the same for the statements of countResults and queryHistory.
+  Result<std::vector<std::string>> explainCountResultsForTesting(const ResultQuery& query);
+  Result<std::vector<std::string>> explainQueryHistoryForTesting(const HistoryQuery& query);
   // True for a file database (a separate read-only connection serves the reads).
   bool hasSeparateReader() const { return reader_ != nullptr; }
 
@@ -133,6 +138,8 @@ class SqliteStore : public ResultStore, public SweepStore {
   Result<sqlite3_stmt*> statement(Conn& c, const std::string& name, const std::string& sql);
   // Prepares and runs fixed SQL once (not cached): DDL and PRAGMAs.
   Status execOnce(Conn& c, const std::string& name, const std::string& sql);
+  // EXPLAIN QUERY PLAN of `sql` on the reader (not cached; tests only).
+  Result<std::vector<std::string>> explain(const std::string& name, const std::string& sql);
   Result<int64_t> queryInt(Conn& c, const std::string& name, const std::string& sql);
   Result<std::string> queryText(Conn& c, const std::string& name, const std::string& sql);
   Status begin();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,19 @@ struct ResultQuery {
   std::optional<TestStatus> status;
   std::string run_id;    // "" = any
   int64_t since_ms = 0;  // started_ms >= since_ms
+};
+
+// The results of one pair of workers over time (ResultStore::queryHistory).
+struct HistoryQuery {
+  std::string src;              // worker name, required
+  std::string dst;              // worker name, required (may equal src: loopback)
+  bool both_directions = true;  // false: src -> dst only
+  int64_t since_ms = 0;         // started_ms >= since_ms
+  int64_t until_ms = std::numeric_limits<int64_t>::max();  // started_ms < until_ms
+  uint64_t message_size = 0;                               // 0 = any
+  std::optional<Op> op;
+  std::optional<Mode> mode;
+  uint32_t limit = 50;  // newest first; 0 = no limit
 };
 
 struct WorkerRecord {
@@ -81,6 +95,11 @@ class ResultStore {
   // Inserts many results in one transaction (all or none); returns their row ids in order. A
   // refused row (empty or duplicate test_id, ...) fails the whole call and the Status names it.
   virtual Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& results) = 0;
+  // How many results match `query` (its limit is ignored): the M of "N of M".
+  virtual Result<uint64_t> countResults(const ResultQuery& query) = 0;
+  // The pair's results, newest first (equal times: the later insertion first). A test from a
+  // worker to itself (src == dst) is listed once. Empty src or dst is kInvalidArgument.
+  virtual Result<std::vector<TestResult>> queryHistory(const HistoryQuery& query) = 0;
 };
 
 // Sweeps, their progress markers, and schedule history. Same thread contract.

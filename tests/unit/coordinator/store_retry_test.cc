@@ -46,6 +46,13 @@ class FlakyStore final : public ResultStore {
   }
   Status upsertWorker(const WorkerRecord&) override { return {}; }
   Result<std::vector<WorkerRecord>> listWorkers() override { return std::vector<WorkerRecord>(); }
+  Result<uint64_t> countResults(const ResultQuery&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return uint64_t{rows_.size()};
+  }
+  Result<std::vector<TestResult>> queryHistory(const HistoryQuery&) override {
+    return unimplemented("FlakyStore keeps no history");
+  }
   size_t stored() {
     std::lock_guard<std::mutex> lock(mu_);
     return rows_.size();

@@ -55,6 +55,10 @@ class RecordingStore final : public ResultStore {
   }
   Status upsertWorker(const WorkerRecord& w) override { return inner_.upsertWorker(w); }
   Result<std::vector<WorkerRecord>> listWorkers() override { return inner_.listWorkers(); }
+  Result<uint64_t> countResults(const ResultQuery& q) override { return inner_.countResults(q); }
+  Result<std::vector<TestResult>> queryHistory(const HistoryQuery& q) override {
+    return inner_.queryHistory(q);
+  }
 
   void hold() {
     std::lock_guard<std::mutex> lock(mu_);

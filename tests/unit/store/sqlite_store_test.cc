@@ -575,6 +575,43 @@ TEST_F(SqliteStoreTest, QueryResultsNeverSortsTheMatchingRows) {
   EXPECT_THAT(text, HasSubstr("results_target_started"));
 }
 
+TEST_F(SqliteStoreTest, HistoryAndCountQueriesUseTheirIndexes) {
+  auto store = openOk();
+  ASSERT_NE(store, nullptr);
+  auto text = [](const Result<std::vector<std::string>>& plan) {
+    EXPECT_TRUE(plan.ok()) << plan.status().toString();
+    std::string out;
+    if (plan.ok()) {
+      for (const std::string& line : *plan) out += line + "\n";
+    }
+    return out;
+  };
+  for (int mask = 0; mask < 16; ++mask) {
+    HistoryQuery q;
+    q.src = "a";
+    q.dst = "b";
+    if (mask & 1) q.message_size = 4096;
+    if (mask & 2) q.op = Op::kRead;
+    if (mask & 4) q.mode = Mode::kLatency;
+    if (mask & 8) q.both_directions = false;
+    const std::string plan = text(store->explainQueryHistoryForTesting(q));
+    SCOPED_TRACE("history filters " + std::to_string(mask) + ":\n" + plan);
+    EXPECT_THAT(plan, HasSubstr("results_pair_started"));
+    EXPECT_THAT(plan, Not(HasSubstr("TEMP B-TREE")));
+    EXPECT_THAT(plan, Not(HasSubstr("SCAN results\n")));
+  }
+  for (int mask = 0; mask < 8; ++mask) {
+    ResultQuery q;
+    if (mask & 1) q.worker = "w1";
+    if (mask & 2) q.status = TestStatus::kFailed;
+    if (mask & 4) q.run_id = "r1";
+    const std::string plan = text(store->explainCountResultsForTesting(q));
+    SCOPED_TRACE("count filters " + std::to_string(mask) + ":\n" + plan);
+    EXPECT_THAT(plan, HasSubstr("USING"));
+    EXPECT_THAT(plan, Not(HasSubstr("TEMP B-TREE")));
+  }
+}
+
 TEST_F(SqliteStoreTest, SweepAndScheduleQueriesUseTheirIndexes) {
   { ASSERT_NE(openOk(), nullptr); }
   RawDb raw(dbPath());

@@ -337,6 +337,110 @@ TEST_P(ResultStoreContractTest, QueryFilters) {
   EXPECT_THAT(run(q), ElementsAre("bc-fail"));
 }
 
+TEST_P(ResultStoreContractTest, CountResultsCountsEveryMatchIgnoringTheLimit) {
+  ASSERT_TRUE(
+      store().insertResult(makeResult("ab-pass", "a", "b", 10, TestStatus::kPassed, "r1")).ok());
+  ASSERT_TRUE(
+      store().insertResult(makeResult("ba-fail", "b", "a", 20, TestStatus::kFailed, "r1")).ok());
+  ASSERT_TRUE(
+      store().insertResult(makeResult("bc-fail", "b", "c", 30, TestStatus::kFailed, "r2")).ok());
+  ASSERT_TRUE(store().insertResult(makeResult("dd-err", "d", "d", 50, TestStatus::kError)).ok());
+  auto count = [&](const ResultQuery& q) {
+    auto n = store().countResults(q);
+    EXPECT_TRUE(n.ok()) << n.status().toString();
+    return n.ok() ? *n : ~uint64_t{0};
+  };
+  ResultQuery q;
+  q.limit = 1;  // ignored
+  EXPECT_EQ(count(q), 4u);
+  q.worker = "a";
+  EXPECT_EQ(count(q), 2u);
+  q.worker = "d";  // on both sides of one test: counted once
+  EXPECT_EQ(count(q), 1u);
+  q.worker = "nobody";
+  EXPECT_EQ(count(q), 0u);
+  q = ResultQuery{};
+  q.status = TestStatus::kFailed;
+  EXPECT_EQ(count(q), 2u);
+  q.run_id = "r1";
+  EXPECT_EQ(count(q), 1u);
+  q = ResultQuery{};
+  q.worker = "b";
+  q.since_ms = 25;
+  EXPECT_EQ(count(q), 1u);
+  // The count agrees with an unlimited query for every filter.
+  q.limit = 0;
+  auto all = store().queryResults(q);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), count(q));
+}
+
+TEST_P(ResultStoreContractTest, HistoryListsBothDirectionsOfAPairNewestFirst) {
+  auto add = [&](const std::string& id, const std::string& ini, const std::string& tgt, int64_t t,
+                 uint64_t size, Op op, Mode mode) {
+    TestResult r = makeResult(id, ini, tgt, t);
+    r.message_size = size;
+    r.op = op;
+    r.mode = mode;
+    r.initiator.reg_path = r.target.reg_path = RegPath::kHost;
+    ASSERT_TRUE(store().insertResult(r).ok()) << id;
+  };
+  add("ab1", "a", "b", 10, 4096, Op::kWrite, Mode::kBandwidth);
+  add("ba1", "b", "a", 20, 4096, Op::kWrite, Mode::kBandwidth);
+  add("ab2", "a", "b", 30, 65536, Op::kRead, Mode::kBandwidth);
+  add("ac1", "a", "c", 40, 4096, Op::kWrite, Mode::kBandwidth);  // another pair
+  add("ab3", "a", "b", 50, 4096, Op::kWrite, Mode::kLatency);
+  add("bb1", "b", "b", 60, 4096, Op::kWrite, Mode::kBandwidth);  // loopback of b
+  add("ab4", "a", "b", 50, 4096, Op::kSend, Mode::kBandwidth);   // same time as ab3, later row
+
+  auto run = [&](const HistoryQuery& q) {
+    auto r = store().queryHistory(q);
+    EXPECT_TRUE(r.ok()) << r.status().toString();
+    return r.ok() ? ids(*r) : std::vector<std::string>{};
+  };
+  using ::testing::ElementsAre;
+  using ::testing::IsEmpty;
+  HistoryQuery q;
+  q.src = "a";
+  q.dst = "b";
+  EXPECT_THAT(run(q), ElementsAre("ab4", "ab3", "ab2", "ba1", "ab1"));
+  q.src = "b";  // the same pair named the other way round
+  q.dst = "a";
+  EXPECT_THAT(run(q), ElementsAre("ab4", "ab3", "ab2", "ba1", "ab1"));
+  q.both_directions = false;  // b -> a only
+  EXPECT_THAT(run(q), ElementsAre("ba1"));
+  q = HistoryQuery{};
+  q.src = "a";
+  q.dst = "b";
+  q.since_ms = 20;  // inclusive
+  q.until_ms = 50;  // exclusive
+  EXPECT_THAT(run(q), ElementsAre("ab2", "ba1"));
+  q = HistoryQuery{};
+  q.src = "a";
+  q.dst = "b";
+  q.message_size = 4096;
+  EXPECT_THAT(run(q), ElementsAre("ab4", "ab3", "ba1", "ab1"));
+  q.op = Op::kWrite;
+  EXPECT_THAT(run(q), ElementsAre("ab3", "ba1", "ab1"));
+  q.mode = Mode::kBandwidth;
+  EXPECT_THAT(run(q), ElementsAre("ba1", "ab1"));
+  q.limit = 1;
+  EXPECT_THAT(run(q), ElementsAre("ba1"));
+  // A loopback pair is listed once, not once per direction.
+  q = HistoryQuery{};
+  q.src = q.dst = "b";
+  EXPECT_THAT(run(q), ElementsAre("bb1"));
+  q.src = "a";
+  q.dst = "nobody";
+  EXPECT_THAT(run(q), IsEmpty());
+  // Both workers are required.
+  q.dst = "";
+  auto bad = store().queryHistory(q);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("dst"));
+}
+
 TEST_P(ResultStoreContractTest, DuplicateTestIdIsRejectedAndTheFirstKept) {
   TestResult first = makeResult("dup", "a", "b", 1, TestStatus::kPassed);
   ASSERT_TRUE(store().insertResult(first).ok());
