@@ -19,8 +19,8 @@ namespace {
 // accepted yet, as ListResults does) and the sweeps of the SweepManager.
 class CoordinatorStatusSource final : public StatusSource {
  public:
-  CoordinatorStatusSource(CoordinatorServer& server, ResultStore& store)
-      : server_(server), store_(store) {}
+  CoordinatorStatusSource(CoordinatorServer& server, ResultStore& store, Clock& clock)
+      : server_(server), store_(store), clock_(clock) {}
   std::vector<WorkerSummary> workers() override {
     std::vector<WorkerSummary> out;
     for (const auto& e : server_.registry().list()) {
@@ -57,10 +57,27 @@ class CoordinatorStatusSource final : public StatusSource {
   Result<SweepReportData> sweep(const std::string& id) override {
     return server_.sweeps().report(id, false);
   }
+  Result<std::vector<TestResult>> history(const HistoryQuery& q) override {
+    return server_.history().history(q);
+  }
+  Result<TestResult> result(const std::string& test_id) override {
+    auto r = server_.history().result(test_id);
+    if (r.ok() || r.status().code() != Code::kNotFound) return r;
+    for (auto& t : server_.unstored()) {
+      if (t.test_id == test_id) return std::move(t);  // not yet accepted by the store
+    }
+    return r;
+  }
+  Result<SweepComparison> compare(const std::string& a, const std::string& b,
+                                  double tolerance_pct) override {
+    return server_.history().compare(a, b, tolerance_pct);
+  }
+  int64_t unixMs() override { return clock_.unixMs(); }
 
  private:
   CoordinatorServer& server_;
   ResultStore& store_;
+  Clock& clock_;
 };
 
 struct CoordinatorArgs {
@@ -133,7 +150,7 @@ int runCoordinator(const CoordinatorArgs& a) {
     }
     std::rename(tmp.c_str(), a.port_file.c_str());
   }
-  CoordinatorStatusSource source(server, **store);
+  CoordinatorStatusSource source(server, **store, clock);
   StatusHttpServer http(source);
   if (!a.http.empty()) {
     auto hp = http.start(a.http);

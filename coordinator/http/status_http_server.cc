@@ -9,12 +9,14 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <thread>
 #include <utility>
 
 #include "common/json.h"
+#include "common/time_point.h"
 #include "common/units.h"
 #include "web/web_assets.h"
 
@@ -141,6 +143,82 @@ std::optional<ParamError> parseResultQuery(const httplib::Request& req, ResultQu
                         "give a run id as `gdrmesh results` prints it"};
     }
   }
+  return std::nullopt;
+}
+
+// /api/history: src, dst (required), since, until, size, op, mode, direction, limit.
+std::optional<ParamError> parseHistoryQuery(const httplib::Request& req, int64_t now_ms,
+                                            HistoryQuery* q) {
+  if (auto e = checkParams(
+          req, {"src", "dst", "since", "until", "size", "op", "mode", "direction", "limit"})) {
+    return e;
+  }
+  for (const char* side : {"src", "dst"}) {
+    if (!req.has_param(side)) {
+      return ParamError{side, std::string("parameter '") + side + "' is required",
+                        "give both workers of the pair: /api/history?src=W1&dst=W2"};
+    }
+    const std::string v = req.get_param_value(side);
+    if (!validWorkerName(v)) {
+      return ParamError{side, std::string(side) + " '" + v + "' is not a worker name",
+                        "use 1-64 characters from A-Z a-z 0-9 . _ -, as `gdrmesh workers` "
+                        "lists them"};
+    }
+    (std::string(side) == "src" ? q->src : q->dst) = v;
+  }
+  for (const char* bound : {"since", "until"}) {
+    if (!req.has_param(bound)) continue;
+    auto t = parseTimePoint(req.get_param_value(bound), now_ms, bound);
+    if (!t.ok()) return ParamError{bound, t.status().message(), t.status().fix()};
+    (std::string(bound) == "since" ? q->since_ms : q->until_ms) = *t;
+  }
+  if (q->until_ms <= q->since_ms) {
+    return ParamError{"until", "until is not after since", "give since an earlier time"};
+  }
+  if (req.has_param("size")) {
+    auto size = parseSize(req.get_param_value("size"), "size");
+    if (!size.ok()) return ParamError{"size", size.status().message(), size.status().fix()};
+    q->message_size = *size;
+  }
+  if (req.has_param("op")) {
+    auto op = parseOp(req.get_param_value("op"));
+    if (!op) {
+      return ParamError{"op", "op '" + req.get_param_value("op") + "' is not an operation",
+                        "use one of write, read, send, write_imm"};
+    }
+    q->op = *op;
+  }
+  if (req.has_param("mode")) {
+    auto mode = parseMode(req.get_param_value("mode"));
+    if (!mode) {
+      return ParamError{"mode", "mode '" + req.get_param_value("mode") + "' is not a mode",
+                        "use bw or lat"};
+    }
+    q->mode = *mode;
+  }
+  if (req.has_param("direction")) {
+    const std::string d = req.get_param_value("direction");
+    if (d != "both" && d != "one") {
+      return ParamError{"direction", "direction '" + d + "' is not a direction",
+                        "use both (default) or one (src -> dst only)"};
+    }
+    q->both_directions = d == "both";
+  }
+  q->limit = kResultsDefaultLimit;
+  return parseLimit(req, &q->limit);
+}
+
+// "5", "5%", "2.5%" -> percent in 0..1000.
+std::optional<ParamError> parseTolerance(const std::string& v, double* pct) {
+  std::string s = v;
+  if (!s.empty() && s.back() == '%') s.pop_back();
+  char* end = nullptr;
+  const double x = s.empty() ? -1 : std::strtod(s.c_str(), &end);
+  if (s.empty() || end == nullptr || *end != '\0' || !std::isfinite(x) || x < 0 || x > 1000) {
+    return ParamError{"tolerance", "tolerance '" + v + "' is not a percentage from 0 to 1000",
+                      "e.g. tolerance=5%"};
+  }
+  *pct = x;
   return std::nullopt;
 }
 
@@ -333,6 +411,38 @@ json summaryJson(const std::vector<WorkerSummary>& workers, const std::vector<Te
     j["per_worker"].push_back(std::move(row));
   }
   return j;
+}
+
+json comparisonJson(const SweepComparison& c) {
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  json rows = json::array();
+  for (const ComparisonRow& r : c.rows) {
+    rows.push_back({{"src", r.src},
+                    {"dst", r.dst},
+                    {"op", toString(r.op)},
+                    {"mode", toString(r.mode)},
+                    {"message_size_bytes", r.message_size},
+                    {"change", toString(r.change)},
+                    {"a", opt(r.a)},
+                    {"b", opt(r.b)},
+                    {"unit", r.unit},
+                    {"change_pct", opt(r.change_pct)},
+                    {"a_status", r.a_status ? json(toString(*r.a_status)) : json(nullptr)},
+                    {"b_status", r.b_status ? json(toString(*r.b_status)) : json(nullptr)},
+                    {"a_test_id", r.a_test_id},
+                    {"b_test_id", r.b_test_id},
+                    {"reason", r.reason}});
+  }
+  return {{"a", c.a},
+          {"b", c.b},
+          {"tolerance_pct", c.tolerance_pct},
+          {"summary",
+           {{"worse", c.worse},
+            {"better", c.better},
+            {"unchanged", c.unchanged},
+            {"new", c.added},
+            {"missing", c.missing}}},
+          {"rows", rows}};
 }
 
 json sweepProgressJson(const SweepProgress& p) {
@@ -582,6 +692,54 @@ class StatusHttpServer::Impl {
       for (const auto& r : *rows) j.push_back(toJson(r));
       sendJson(res, 200, j);
     });
+    server_.Get(R"(/api/results/([^/]+))",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  if (auto e = checkParams(req, {})) {
+                    return sendError(res, 400, e->parameter, e->message, e->fix);
+                  }
+                  const std::string id = req.matches[1];
+                  if (id.size() > 128 || std::any_of(id.begin(), id.end(), [](char c) {
+                        return std::iscntrl(static_cast<unsigned char>(c)) != 0;
+                      })) {
+                    return sendError(res, 400, "id", "test id is not a test id",
+                                     "give a test id as /api/results lists it");
+                  }
+                  auto r = source_.result(id);
+                  if (!r.ok()) return sendStatus(res, r.status());
+                  sendJson(res, 200, toJson(*r));
+                });
+    server_.Get("/api/history", [this](const httplib::Request& req, httplib::Response& res) {
+      HistoryQuery q;
+      if (auto e = parseHistoryQuery(req, source_.unixMs(), &q)) {
+        return sendError(res, 400, e->parameter, e->message, e->fix);
+      }
+      auto rows = source_.history(q);
+      if (!rows.ok()) return sendStatus(res, rows.status());
+      json j = json::array();
+      for (const auto& r : *rows) j.push_back(toJson(r));
+      sendJson(res, 200, j);
+    });
+    server_.Get("/api/compare", [this](const httplib::Request& req, httplib::Response& res) {
+      if (auto e = checkParams(req, {"a", "b", "tolerance"})) {
+        return sendError(res, 400, e->parameter, e->message, e->fix);
+      }
+      for (const char* p : {"a", "b"}) {
+        if (!req.has_param(p) || !validSweepId(req.get_param_value(p))) {
+          return sendError(res, 400, p,
+                           std::string("parameter '") + p + "' is missing or not a sweep id",
+                           "give two sweep ids as /api/sweeps lists them: ?a=OLD&b=NEW");
+        }
+      }
+      double tolerance = HistoryQueries::kDefaultTolerancePct;
+      if (req.has_param("tolerance")) {
+        if (auto e = parseTolerance(req.get_param_value("tolerance"), &tolerance)) {
+          return sendError(res, 400, e->parameter, e->message, e->fix);
+        }
+      }
+      auto c = source_.compare(req.get_param_value("a"), req.get_param_value("b"), tolerance);
+      if (!c.ok()) return sendStatus(res, c.status());
+      sendJson(res, 200, comparisonJson(*c));
+    });
     server_.Get("/api/summary", [this](const httplib::Request& req, httplib::Response& res) {
       ResultQuery q;
       q.limit = kSummaryDefaultLimit;
@@ -659,7 +817,8 @@ class StatusHttpServer::Impl {
     });
     server_.Get("/api/.*", [](const httplib::Request& req, httplib::Response& res) {
       sendError(res, 404, "", "no API endpoint " + req.path,
-                "use /api/workers, /api/results, /api/summary, /api/sweeps");
+                "use /api/workers, /api/results, /api/history, /api/compare, /api/summary, "
+                "/api/sweeps");
     });
     server_.Get("/.*", [](const httplib::Request& req, httplib::Response& res) {
       const web::Asset* a = web::findAsset(req.path);

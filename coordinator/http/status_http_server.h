@@ -7,6 +7,13 @@
 //   GET /api/results      JSON array of toJson(TestResult), newest first;
 //                         ?limit=1..10000 (50) &worker=NAME &status=passed|failed|skipped|error
 //                         &run_id=ID
+//   GET /api/results/ID   one result, whole (toJson(TestResult)); 404 when no result has that id
+//   GET /api/history      one pair's results, newest first: ?src=W&dst=W (required)
+//                         &since=30d|DATE &until=... &size=64KiB &op=write &mode=bw|lat
+//                         &direction=both|one &limit=1..10000 (50)
+//   GET /api/compare      sweep b against sweep a: ?a=ID&b=ID (required) &tolerance=5%
+//                         {a, b, tolerance_pct, summary{worse, better, unchanged, new,
+//                         missing}, rows[] worst regression first}
 //   GET /api/summary      counts over the latest results (?limit=1..10000, 500): by status, by
 //                         worker, by data path (GPUDirect, RDMA host memory, staged, emulated)
 //   GET /api/sweeps       JSON array of sweep progress, newest first; ?limit=1..10000 (20)
@@ -33,6 +40,7 @@
 #include "common/inventory.h"
 #include "common/result.h"
 #include "common/status.h"
+#include "coordinator/orchestrator/history.h"
 #include "coordinator/orchestrator/sweep_manager.h"
 #include "coordinator/orchestrator/sweep_types.h"
 #include "coordinator/store/store.h"
@@ -55,6 +63,14 @@ class StatusSource {
   // One sweep's report without its results (SweepManager::report(id, false)); kNotFound when
   // the id is unknown.
   virtual Result<SweepReportData> sweep(const std::string& id) = 0;
+  // HistoryQueries: a pair's results (unknown workers: kNotFound), one result (kNotFound), two
+  // sweeps compared (unknown ids: kNotFound).
+  virtual Result<std::vector<TestResult>> history(const HistoryQuery& query) = 0;
+  virtual Result<TestResult> result(const std::string& test_id) = 0;
+  virtual Result<SweepComparison> compare(const std::string& a, const std::string& b,
+                                          double tolerance_pct) = 0;
+  // Now (unix ms): what `since=30d` counts back from.
+  virtual int64_t unixMs() = 0;
 };
 
 // The JSON forms served by the API (exposed for tests and other outputs).
@@ -71,6 +87,10 @@ nlohmann::json sweepJson(const SweepReportData& report, VerdictFilter verdicts);
 // The compact matrix of a sweep: {hosts[], cells[[src, dst, verdict, value, unit, reason]],
 // best{unit: value}}, src and dst indexing hosts (WORKER, or WORKER/NIC when results name NICs).
 nlohmann::json sweepMatrixJson(const std::vector<PairVerdict>& verdicts);
+// GET /api/compare: {a, b, tolerance_pct, summary{...}, rows[{src, dst, op, mode,
+// message_size_bytes, change, a, b, unit, change_pct, a_status, b_status, a_test_id, b_test_id,
+// reason}]}; absent figures are null.
+nlohmann::json comparisonJson(const SweepComparison& c);
 // GET /metrics. `last` is the newest ended sweep, if any.
 std::string metricsText(const std::vector<WorkerSummary>& workers,
                         const std::optional<SweepReportData>& last);

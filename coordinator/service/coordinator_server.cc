@@ -11,6 +11,7 @@
 
 #include "common/units.h"
 #include "convert.h"
+#include "coordinator/service/history_convert.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
 
 namespace gdrmesh {
@@ -382,14 +383,72 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
   grpc::Status ListResults(grpc::ServerContext*, const pb::ListResultsRequest* req,
                            pb::ListResultsResponse* resp) override {
     ResultQuery q;
-    q.limit = req->limit() == 0 ? 50 : std::min<uint32_t>(req->limit(), 10000);
+    q.limit = req->all() ? 0 : req->limit() == 0 ? 50 : std::min<uint32_t>(req->limit(), 10000);
     q.worker = req->worker();
     q.run_id = req->run_id();
-    if (req->status() != pb::TEST_STATUS_UNSPECIFIED) q.status = convert::fromProto(req->status());
-    auto rows = s_.store_.queryResults(q);
+    if (req->status() != pb::TEST_STATUS_UNSPECIFIED) {
+      if (!pb::TestStatus_IsValid(req->status())) {
+        return toGrpc(invalidArgument("--status: unknown value " + std::to_string(req->status()),
+                                      "use PASSED, FAILED, SKIPPED or ERROR"));
+      }
+      q.status = convert::fromProto(req->status());
+    }
+    auto page = s_.history_.results(q);
+    if (!page.ok()) return toGrpc(page.status());
+    // Results the store has not accepted yet (disk full) come first: they are the newest.
+    uint64_t unstored = 0;
+    for (const auto& t : s_.unstored()) {
+      const bool match =
+          (q.worker.empty() || t.initiator.worker == q.worker || t.target.worker == q.worker) &&
+          (!q.status || t.status == *q.status) && (q.run_id.empty() || t.run_id == q.run_id);
+      if (!match) continue;
+      ++unstored;
+      if (q.limit == 0 || resp->results_size() < static_cast<int>(q.limit)) {
+        convert::toProto(t, resp->add_results());
+      }
+    }
+    for (const auto& t : page->rows) {
+      if (q.limit != 0 && resp->results_size() >= static_cast<int>(q.limit)) break;
+      convert::toProto(t, resp->add_results());
+    }
+    resp->set_total(page->total + unstored);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status History(grpc::ServerContext*, const pb::HistoryRequest* req,
+                       pb::HistoryResponse* resp) override {
+    auto q = convert::fromProto(*req);
+    if (!q.ok()) return toGrpc(q.status());
+    auto rows = s_.history_.history(*q);
     if (!rows.ok()) return toGrpc(rows.status());
-    for (const auto& t : s_.unstored()) convert::toProto(t, resp->add_results());
     for (const auto& t : *rows) convert::toProto(t, resp->add_results());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetResult(grpc::ServerContext*, const pb::GetResultRequest* req,
+                         pb::TestResult* resp) override {
+    auto r = s_.history_.result(req->test_id());
+    if (!r.ok()) {
+      // A result the store has not accepted yet is still shown whole.
+      for (const auto& t : s_.unstored()) {
+        if (t.test_id == req->test_id()) {
+          convert::toProto(t, resp);
+          return grpc::Status::OK;
+        }
+      }
+      return toGrpc(r.status());
+    }
+    convert::toProto(*r, resp);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CompareSweeps(grpc::ServerContext*, const pb::CompareSweepsRequest* req,
+                             pb::CompareSweepsResponse* resp) override {
+    const double tolerance =
+        req->has_tolerance_pct() ? req->tolerance_pct() : HistoryQueries::kDefaultTolerancePct;
+    auto c = s_.history_.compare(req->a(), req->b(), tolerance);
+    if (!c.ok()) return toGrpc(c.status());
+    convert::toProto(*c, resp);
     return grpc::Status::OK;
   }
 
@@ -484,7 +543,8 @@ CoordinatorServer::CoordinatorServer(CoordinatorOptions options, ResultStore& st
       store_(store),
       sweep_store_(sweeps),
       clock_(clock),
-      writer_(store, ResultWriter::Options{}) {
+      writer_(store, ResultWriter::Options{}),
+      history_(store, sweeps, registry_) {
   SweepManagerOptions so = options_.sweeps;
   so.executor.pair = options_.pair;
   sweep_manager_ = std::make_unique<SweepManager>(registry_, clock_, sweep_store_, store_, writer_,

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/pair_spec.h"
 #include "common/status.h"
+#include "coordinator/orchestrator/history.h"
 #include "coordinator/orchestrator/pair_test.h"
 #include "coordinator/orchestrator/scheduler.h"
 #include "coordinator/orchestrator/sweep_manager.h"
@@ -56,6 +57,8 @@ class CoordinatorServer {
   Registry& registry() { return registry_; }
   SweepManager& sweeps() { return *sweep_manager_; }
   Scheduler& scheduler() { return *scheduler_; }
+  // History, result and comparison queries (the ControlService and the status page's API).
+  HistoryQueries& history() { return history_; }
   // Stores a result, or queues it for retry when the store fails. Returns the store's error.
   Status storeResult(TestResult& result);
   // Results not yet written to the store.
@@ -74,6 +77,7 @@ class CoordinatorServer {
   Clock& clock_;
   Registry registry_;
   ResultWriter writer_;
+  HistoryQueries history_;
   convert::ProtoJsonSweepCodec codec_;
   std::unique_ptr<SweepManager> sweep_manager_;
   std::unique_ptr<Starter> starter_;

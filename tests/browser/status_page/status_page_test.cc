@@ -279,6 +279,36 @@ class FakeSource : public StatusSource {
     }
     return notFound("sweep '" + id + "' is not known", "list sweeps with `gdrmesh sweeps`");
   }
+  Result<std::vector<TestResult>> history(const HistoryQuery& q) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_history_ = q;
+    std::vector<TestResult> out;
+    for (const auto& r : fakeResults()) {
+      const bool fwd = r.initiator.worker == q.src && r.target.worker == q.dst;
+      const bool rev = r.initiator.worker == q.dst && r.target.worker == q.src;
+      if (fwd || (q.both_directions && rev)) out.push_back(r);
+    }
+    return out;
+  }
+  Result<TestResult> result(const std::string& test_id) override {
+    for (const auto& r : fakeResults()) {
+      if (r.test_id == test_id) return r;
+    }
+    return notFound("no result has test id '" + test_id + "'", "copy one from /api/results");
+  }
+  Result<SweepComparison> compare(const std::string& a, const std::string& b,
+                                  double tolerance_pct) override {
+    if (a != "sw-done" || b != "sw-done") {
+      return notFound("sweep '" + (a != "sw-done" ? a : b) + "' is not stored", "list sweeps");
+    }
+    return compareSweepResults(a, fakeResults(), b, fakeResults(), tolerance_pct);
+  }
+  int64_t unixMs() override { return kT0 + 60000; }
+  HistoryQuery lastHistory() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_history_;
+  }
+
   uint32_t lastSweepsLimit() {
     std::lock_guard<std::mutex> lock(mu_);
     return last_sweeps_limit_;
@@ -298,6 +328,7 @@ class FakeSource : public StatusSource {
   }
 
  private:
+  HistoryQuery last_history_;
   std::mutex mu_;
   std::vector<ResultQuery> queries_;
   bool fail_ = false;
@@ -437,6 +468,62 @@ TEST_F(StatusPageTest, SourceFailureIs503AndUnknownApiIs404) {
   j = getJson("/api/nothing", 404);
   EXPECT_THAT(str(j, "fix"), HasSubstr("/api/results"));
   EXPECT_EQ(get("/missing.png").status, 404);
+}
+
+TEST_F(StatusPageTest, HistoryParametersReachTheSource) {
+  json j = getJson(
+      "/api/history?src=gpu-a&dst=gpu-b&since=1h&until=2026-11-18T11:06:00Z"
+      "&size=64KiB&op=read&mode=lat&direction=one&limit=7");
+  ASSERT_TRUE(j.is_array());
+  const HistoryQuery q = source_.lastHistory();
+  EXPECT_EQ(q.src, "gpu-a");
+  EXPECT_EQ(q.dst, "gpu-b");
+  EXPECT_EQ(q.since_ms, kT0 + 60000 - 3'600'000) << "1h back from the source's clock";
+  EXPECT_EQ(q.until_ms, 1'795'000'000'000 - 40'000);
+  EXPECT_EQ(q.message_size, 65536u);
+  EXPECT_EQ(q.op, Op::kRead);
+  EXPECT_EQ(q.mode, Mode::kLatency);
+  EXPECT_FALSE(q.both_directions);
+  EXPECT_EQ(q.limit, 7u);
+  for (const auto& [path, param] : std::vector<std::pair<std::string, std::string>>{
+           {"/api/history?dst=gpu-b", "src"},
+           {"/api/history?src=gpu-a", "dst"},
+           {"/api/history?src=gpu-a&dst=b%20c", "dst"},
+           {"/api/history?src=gpu-a&dst=gpu-b&since=soon", "since"},
+           {"/api/history?src=gpu-a&dst=gpu-b&since=1h&until=2h", "until"},
+           {"/api/history?src=gpu-a&dst=gpu-b&size=64KB", "size"},
+           {"/api/history?src=gpu-a&dst=gpu-b&op=put", "op"},
+           {"/api/history?src=gpu-a&dst=gpu-b&mode=fast", "mode"},
+           {"/api/history?src=gpu-a&dst=gpu-b&direction=up", "direction"},
+           {"/api/history?src=gpu-a&dst=gpu-b&limit=0", "limit"},
+           {"/api/compare?a=sw-done", "b"},
+           {"/api/compare?a=sw-done&b=sw-done&tolerance=lots", "tolerance"},
+           {"/api/compare?a=sw-done&b=sw-done&tolerance=-1", "tolerance"},
+       }) {
+    json e = getJson(path, 400);
+    EXPECT_EQ(e.contains("parameter") ? e["parameter"] : json(), param) << path;
+    EXPECT_FALSE(str(e, "fix").empty()) << path;
+  }
+}
+
+TEST_F(StatusPageTest, OneResultAndComparisonAnswerFromTheSource) {
+  json r = getJson("/api/results/t-emulated");
+  EXPECT_EQ(str(r, "test_id"), "t-emulated");
+  EXPECT_EQ(str(r, "transport"), "emulated");
+  json missing = getJson("/api/results/t-nope", 404);
+  EXPECT_THAT(str(missing, "error"), HasSubstr("t-nope"));
+  json c = getJson("/api/compare?a=sw-done&b=sw-done&tolerance=2.5%25");
+  EXPECT_EQ(c["tolerance_pct"], 2.5);
+  ASSERT_TRUE(c["rows"].is_array());
+  ASSERT_FALSE(c["rows"].empty());
+  EXPECT_EQ(c["summary"]["unchanged"], c["rows"].size()) << "a sweep against itself";
+  for (const char* k :
+       {"src", "dst", "op", "mode", "message_size_bytes", "change", "a", "b", "unit", "change_pct",
+        "a_status", "b_status", "a_test_id", "b_test_id", "reason"}) {
+    EXPECT_TRUE(c["rows"][0].contains(k)) << k;
+  }
+  json unknown = getJson("/api/compare?a=sw-done&b=sw-gone", 404);
+  EXPECT_THAT(str(unknown, "error"), HasSubstr("sw-gone"));
 }
 
 TEST_F(StatusPageTest, SummaryCountsByStatusWorkerAndDataPath) {
