@@ -31,12 +31,15 @@ struct ClientOptions {
   std::string coordinator;  // --coordinator, or $GDRMESH_COORDINATOR, or 127.0.0.1:7070
   std::string output = "table";
 };
-void addClientOptions(CLI::App* app, ClientOptions* opts);
+// -o/--output takes table|json, and also csv where `csv` (the query commands: one row per
+// record, RFC 4180).
+void addClientOptions(CLI::App* app, ClientOptions* opts, bool csv = false);
 
 void registerCoordinator(CLI::App& app, Action* action);
 void registerWorker(CLI::App& app, Action* action);
 void registerClientCommands(CLI::App& app, Action* action);
-void registerSweepCommands(CLI::App& app, Action* action);  // sweep, sweeps, schedules
+void registerSweepCommands(CLI::App& app, Action* action);    // sweep, sweeps, schedules
+void registerHistoryCommands(CLI::App& app, Action* action);  // history, compare, result
 void registerAcceptCommand(CLI::App& app, Action* action);
 void registerLocalCommands(CLI::App& app, Action* action);
 

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <limits>
 
 #include "cli/cli.h"
 #include "cli/control.h"
@@ -22,7 +21,7 @@ namespace {
 
 // ------------------------------------------------------------------ workers
 
-int runWorkers(const ClientOptions& o) {
+int runWorkers(const ClientOptions& o, bool notes) {
   auto stub = connectControl(o);
   grpc::ClientContext ctx;
   setDeadline(&ctx, 10);
@@ -44,8 +43,10 @@ int runWorkers(const ClientOptions& o) {
   }
   if (o.output == "json") {
     std::cout << workersJson(views).dump(2) << "\n";
+  } else if (o.output == "csv") {
+    std::cout << workersCsv(views);
   } else {
-    std::cout << workersTable(views);
+    std::cout << workersTable(views, notes);
   }
   return kExitOk;
 }
@@ -156,8 +157,8 @@ struct ResultsArgs {
 
 int runResults(const ClientOptions& o, const ResultsArgs& a) {
   pb::ListResultsRequest req;
-  // 0 = all: the largest limit (the coordinator caps it at 10,000 rows).
-  req.set_limit(a.limit == 0 ? std::numeric_limits<uint32_t>::max() : a.limit);
+  req.set_limit(a.limit);
+  req.set_all(a.limit == 0);  // 0 = every matching result
   req.set_worker(a.worker);
   req.set_run_id(a.run_id);
   if (!a.status.empty()) {
@@ -178,6 +179,7 @@ int runResults(const ClientOptions& o, const ResultsArgs& a) {
   setDeadline(&ctx, 30);
   pb::ListResultsResponse resp;
   auto st = stub->ListResults(&ctx, req, &resp);
+  // The coordinator names an unknown --worker itself (registered or in a stored result).
   if (!st.ok()) return reportRpcError(o, "ListResults", st);
   std::vector<TestResult> rows;
   for (const auto& r : resp.results()) rows.push_back(convert::fromProto(r));
@@ -185,31 +187,43 @@ int runResults(const ClientOptions& o, const ResultsArgs& a) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& r : rows) j.push_back(toJson(r));
     std::cout << j.dump(2) << "\n";
+  } else if (o.output == "csv") {
+    std::cout << resultsCsv(rows);
   } else {
-    std::cout << resultsTable(rows);
+    std::cout << resultsTable(rows, resp.total());
   }
   return kExitOk;
 }
 
 }  // namespace
 
-void addClientOptions(CLI::App* app, ClientOptions* opts) {
+void addClientOptions(CLI::App* app, ClientOptions* opts, bool csv) {
   const char* env = std::getenv("GDRMESH_COORDINATOR");
   opts->coordinator = env != nullptr && *env != '\0' ? env : "127.0.0.1:7070";
   app->add_option("--coordinator", opts->coordinator,
                   "coordinator HOST:PORT (env GDRMESH_COORDINATOR)")
       ->capture_default_str();
-  app->add_option("-o,--output", opts->output, "output format")
-      ->check(CLI::IsMember({"table", "json"}))
-      ->capture_default_str();
+  if (csv) {
+    app->add_option("-o,--output", opts->output, "output format: table, json or csv (RFC 4180)")
+        ->check(CLI::IsMember({"table", "json", "csv"}))
+        ->capture_default_str();
+  } else {
+    app->add_option("-o,--output", opts->output, "output format")
+        ->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
+  }
 }
 
 void registerClientCommands(CLI::App& app, Action* action) {
   {
     auto* cmd = app.add_subcommand("workers", "List registered workers, their NICs and GPUs");
     auto o = std::make_shared<ClientOptions>();
-    addClientOptions(cmd, o.get());
-    cmd->callback([action, o] { *action = [o] { return runWorkers(*o); }; });
+    auto notes = std::make_shared<bool>(false);
+    addClientOptions(cmd, o.get(), true);
+    cmd->add_flag("--notes", *notes,
+                  "print each worker's notes (why a transport is missing, ...); by default the "
+                  "table shows their count");
+    cmd->callback([action, o, notes] { *action = [o, notes] { return runWorkers(*o, *notes); }; });
   }
   {
     auto* cmd = app.add_subcommand("test", "Run one pair test: SRC initiates, DST is the target");
@@ -230,9 +244,10 @@ void registerClientCommands(CLI::App& app, Action* action) {
     auto* cmd = app.add_subcommand("results", "Show the latest results");
     auto o = std::make_shared<ClientOptions>();
     auto a = std::make_shared<ResultsArgs>();
-    addClientOptions(cmd, o.get());
+    addClientOptions(cmd, o.get(), true);
     cmd->add_option("--limit", a->limit, "rows, newest first (0: all)")->capture_default_str();
-    cmd->add_option("--worker", a->worker, "only tests with this worker on either side");
+    cmd->add_option("--worker", a->worker,
+                    "only tests with this worker on either side (an unknown worker is an error)");
     cmd->add_option("--status", a->status, "PASSED | FAILED | SKIPPED | ERROR (any case)");
     cmd->add_option("--run-id", a->run_id, "only this run");
     cmd->callback([action, o, a] { *action = [o, a] { return runResults(*o, *a); }; });

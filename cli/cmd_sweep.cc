@@ -110,6 +110,13 @@ int runCancel(const ClientOptions& o, const std::string& id) {
   return kExitOk;
 }
 
+// `-o csv` of a report: one row per verdict.
+std::string verdictsCsv(const pb::SweepReport& r) {
+  std::vector<const google::protobuf::Message*> rows;
+  for (const auto& v : r.verdicts()) rows.push_back(&v);
+  return messagesCsv(rows, pb::PairVerdict::default_instance());
+}
+
 int runShow(const ClientOptions& o, const std::string& id, bool results) {
   auto stub = connectControl(o);
   grpc::ClientContext ctx;
@@ -120,6 +127,10 @@ int runShow(const ClientOptions& o, const std::string& id, bool results) {
   pb::SweepReport resp;
   auto st = stub->GetSweep(&ctx, req, &resp);
   if (!st.ok()) return reportRpcError(o, "GetSweep", st);
+  if (o.output == "csv") {
+    std::cout << verdictsCsv(resp);
+    return kExitOk;
+  }
   printReport(o, resp, ReportOptions{false, results});
   return kExitOk;
 }
@@ -160,6 +171,9 @@ int runSweeps(const ClientOptions& o, uint32_t limit) {
   if (!st.ok()) return reportRpcError(o, "ListSweeps", st);
   if (o.output == "json") {
     std::cout << protoJson(resp) << "\n";
+  } else if (o.output == "csv") {
+    std::cout << messagesCsv({resp.sweeps().pointer_begin(), resp.sweeps().pointer_end()},
+                             pb::SweepProgress::default_instance());
   } else {
     std::cout << sweepsTable({resp.sweeps().begin(), resp.sweeps().end()});
   }
@@ -175,6 +189,9 @@ int runSchedules(const ClientOptions& o) {
   if (!st.ok()) return reportRpcError(o, "ListSchedules", st);
   if (o.output == "json") {
     std::cout << protoJson(resp) << "\n";
+  } else if (o.output == "csv") {
+    std::cout << messagesCsv({resp.schedules().pointer_begin(), resp.schedules().pointer_end()},
+                             pb::ScheduleInfo::default_instance());
   } else {
     std::cout << schedulesTable({resp.schedules().begin(), resp.schedules().end()}, nowUnixMs());
   }
@@ -183,11 +200,12 @@ int runSchedules(const ClientOptions& o) {
 
 // A subcommand taking one sweep ID.
 CLI::App* idCommand(CLI::App* parent, const char* name, const char* help,
-                    std::shared_ptr<ClientOptions>* o, std::shared_ptr<std::string>* id) {
+                    std::shared_ptr<ClientOptions>* o, std::shared_ptr<std::string>* id,
+                    bool csv = false) {
   auto* cmd = parent->add_subcommand(name, help);
   *o = std::make_shared<ClientOptions>();
   *id = std::make_shared<std::string>();
-  addClientOptions(cmd, o->get());
+  addClientOptions(cmd, o->get(), csv);
   cmd->add_option("ID", **id, "sweep id (`gdrmesh sweeps` lists them)")->required();
   return cmd;
 }
@@ -262,7 +280,9 @@ void registerSweepCommands(CLI::App& app, Action* action) {
   {
     std::shared_ptr<ClientOptions> o;
     std::shared_ptr<std::string> id;
-    auto* cmd = idCommand(sweep, "show", "Show a sweep: state, verdicts, suspects", &o, &id);
+    auto* cmd = idCommand(sweep, "show",
+                          "Show a sweep: state, verdicts, suspects (-o csv: one row per verdict)",
+                          &o, &id, true);
     auto results = std::make_shared<bool>(false);
     cmd->add_flag("--results", *results, "also print every result");
     cmd->callback([action, o, id, results] {
@@ -284,7 +304,7 @@ void registerSweepCommands(CLI::App& app, Action* action) {
     auto* cmd = app.add_subcommand("sweeps", "List sweeps, newest first");
     auto o = std::make_shared<ClientOptions>();
     auto limit = std::make_shared<uint32_t>(20);
-    addClientOptions(cmd, o.get());
+    addClientOptions(cmd, o.get(), true);
     cmd->add_option("--limit", *limit, "rows (0: the coordinator's default)")
         ->capture_default_str();
     cmd->callback([action, o, limit] { *action = [o, limit] { return runSweeps(*o, *limit); }; });
@@ -292,7 +312,7 @@ void registerSweepCommands(CLI::App& app, Action* action) {
   {
     auto* cmd = app.add_subcommand("schedules", "List scheduled sweeps: next run, last run");
     auto o = std::make_shared<ClientOptions>();
-    addClientOptions(cmd, o.get());
+    addClientOptions(cmd, o.get(), true);
     cmd->callback([action, o] { *action = [o] { return runSchedules(*o); }; });
   }
 }

@@ -18,8 +18,12 @@
 namespace gdrmesh::cli {
 
 std::unique_ptr<pb::ControlService::Stub> connectControl(const ClientOptions& o) {
+  // Query answers (`results --limit 0`, `history --limit 0`, a compare of two large sweeps) can
+  // exceed gRPC's default 4 MiB receive limit: the CLI takes whatever the coordinator sends.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
   return pb::ControlService::NewStub(
-      grpc::CreateChannel(o.coordinator, grpc::InsecureChannelCredentials()));
+      grpc::CreateCustomChannel(o.coordinator, grpc::InsecureChannelCredentials(), args));
 }
 
 void setDeadline(grpc::ClientContext* ctx, double seconds) {

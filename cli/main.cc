@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   gdrmesh::cli::registerWorker(app, &action);
   gdrmesh::cli::registerClientCommands(app, &action);
   gdrmesh::cli::registerSweepCommands(app, &action);
+  gdrmesh::cli::registerHistoryCommands(app, &action);
   gdrmesh::cli::registerAcceptCommand(app, &action);
   gdrmesh::cli::registerLocalCommands(app, &action);
   try {

@@ -41,29 +41,69 @@ nlohmann::json workersJson(const std::vector<WorkerView>& workers) {
   return toJson(workers);
 }
 
-std::string workersTable(const std::vector<WorkerView>& workers) {
+namespace {
+
+std::string workerTransports(const WorkerView& w) {
+  std::string out;
+  for (const auto& t : w.inventory.transports) out += (out.empty() ? "" : ",") + t;
+  return out;
+}
+std::string workerNics(const WorkerView& w) {
+  std::string out;
+  for (const auto& n : w.inventory.nics) {
+    std::string state = n.ports.empty() ? "?" : n.ports[0].state;
+    out += (out.empty() ? "" : ",") + n.name + "(" + state + ")";
+  }
+  return out;
+}
+std::string workerGpus(const WorkerView& w) {
+  std::string out;
+  for (const auto& g : w.inventory.gpus) {
+    out += (out.empty() ? "" : ",") + std::to_string(g.index) + ":" + g.pci_bus_id;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string workersTable(const std::vector<WorkerView>& workers, bool notes) {
   if (workers.empty()) return "no workers registered\n";
   std::vector<std::vector<std::string>> rows{
-      {"NAME", "STATE", "HOST", "TRANSPORTS", "NICS", "GPUS", "LAST HEARTBEAT"}};
+      {"NAME", "STATE", "HOST", "TRANSPORTS", "NICS", "GPUS", "LAST HEARTBEAT", "NOTES"}};
+  size_t total_notes = 0;
   for (const auto& w : workers) {
-    std::string transports, nics, gpus;
-    for (const auto& t : w.inventory.transports) transports += (transports.empty() ? "" : ",") + t;
-    for (const auto& n : w.inventory.nics) {
-      std::string state = n.ports.empty() ? "?" : n.ports[0].state;
-      nics += (nics.empty() ? "" : ",") + n.name + "(" + state + ")";
-    }
-    for (const auto& g : w.inventory.gpus) {
-      gpus += (gpus.empty() ? "" : ",") + std::to_string(g.index) + ":" + g.pci_bus_id;
+    const std::string transports = workerTransports(w), nics = workerNics(w), gpus = workerGpus(w);
+    const size_t n = w.inventory.notes.size();
+    total_notes += n;
+    std::string note_cell = "-";
+    if (n > 0) {
+      note_cell = std::to_string(n) + (n == 1 ? " note" : " notes") + (notes ? "" : " (--notes)");
     }
     rows.push_back({w.name, w.state, w.inventory.hostname, transports.empty() ? "-" : transports,
                     nics.empty() ? "-" : nics, gpus.empty() ? "-" : gpus,
-                    w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : "-"});
+                    w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : "-", note_cell});
   }
   std::string out = renderTable(rows);
-  for (const auto& w : workers) {
-    for (const auto& n : w.inventory.notes) out += "  " + w.name + ": " + n + "\n";
+  if (notes && total_notes > 0) {
+    out += "\nnotes\n";
+    for (const auto& w : workers) {
+      for (const auto& n : w.inventory.notes) out += "  " + w.name + ": " + n + "\n";
+    }
   }
   return out;
+}
+
+std::string workersCsv(const std::vector<WorkerView>& workers) {
+  std::vector<std::vector<std::string>> rows{{"name", "state", "host", "transports", "nics", "gpus",
+                                              "last_heartbeat", "peer", "active_tests", "notes"}};
+  for (const auto& w : workers) {
+    std::string notes;
+    for (const auto& n : w.inventory.notes) notes += (notes.empty() ? "" : "; ") + n;
+    rows.push_back({w.name, w.state, w.inventory.hostname, workerTransports(w), workerNics(w),
+                    workerGpus(w), w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : "",
+                    w.peer, std::to_string(w.active_tests), notes});
+  }
+  return csvRows(rows);
 }
 
 std::string endpointLabel(const EndpointRecord& e) {
@@ -93,22 +133,31 @@ std::string mainFigure(const TestResult& r) {
   return "-";
 }
 
-std::string resultsTable(const std::vector<TestResult>& rows) {
+std::string resultsTable(const std::vector<TestResult>& rows, uint64_t total) {
   if (rows.empty()) return "no results\n";
-  std::vector<std::vector<std::string>> t{{"TIME", "STATUS", "OP", "SIZE", "INITIATOR", "TARGET",
-                                           "DATA PATH", "RESULT", "INTEGRITY", "REASON"}};
+  std::vector<std::vector<std::string>> t{{"TIME", "TEST ID", "RUN", "STATUS", "OP", "SIZE",
+                                           "INITIATOR", "TARGET", "DATA PATH", "RESULT",
+                                           "INTEGRITY", "REASON"}};
   for (const auto& r : rows) {
     std::string integrity = !r.integrity.checked ? "-"
                             : r.integrity.wrong_bytes == 0
                                 ? "ok"
                                 : std::to_string(r.integrity.wrong_bytes) + " B wrong";
     std::string reason = r.reason.size() > 60 ? r.reason.substr(0, 57) + "..." : r.reason;
-    t.push_back({formatRfc3339(r.started_ms).substr(0, 19), toString(r.status),
+    t.push_back({formatRfc3339(r.started_ms).substr(0, 19), r.test_id,
+                 r.run_id.empty() ? "-" : r.run_id, toString(r.status),
                  std::string(toString(r.op)) + "/" + toString(r.mode), formatSize(r.message_size),
                  endpointLabel(r.initiator), endpointLabel(r.target), dataPath(r), mainFigure(r),
                  integrity, reason});
   }
-  return renderTable(t);
+  std::string out = renderTable(t);
+  if (total > rows.size()) {
+    out += std::to_string(rows.size()) + " of " + std::to_string(total) +
+           " results, newest first (--limit N for more, --limit 0 for all)\n";
+  } else if (total > 0) {
+    out += std::to_string(rows.size()) + " of " + std::to_string(total) + " results\n";
+  }
+  return out;
 }
 
 std::string sweepTable(const std::vector<TestResult>& rows) {
@@ -332,6 +381,343 @@ std::string schedulesTable(const std::vector<v1::ScheduleInfo>& schedules, int64
                  s.last_sweep_id().empty() ? "-" : s.last_sweep_id(), std::to_string(s.missed())});
   }
   return renderTable(t);
+}
+
+// ---------------------------------------------------------------- CSV
+
+std::string csvField(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string csvRows(const std::vector<std::vector<std::string>>& rows) {
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      if (i) out += ",";
+      out += csvField(row[i]);
+    }
+    out += "\r\n";
+  }
+  return out;
+}
+
+namespace {
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+const std::vector<std::string>& resultCsvHeader() {
+  static const std::vector<std::string> kHeader = [] {
+    std::vector<std::string> h{"test_id",
+                               "run_id",
+                               "started",
+                               "finished",
+                               "status",
+                               "op",
+                               "mode",
+                               "transport",
+                               "gpudirect",
+                               "data_path",
+                               "message_size_bytes",
+                               "iterations",
+                               "num_qps",
+                               "path_mtu"};
+    for (const char* side : {"initiator", "target"}) {
+      for (const char* f : {"worker", "host", "nic", "port", "gpu", "gpu_pci", "memory", "reg_path",
+                            "gid_index", "topo_class"}) {
+        h.push_back(std::string(side) + "_" + f);
+      }
+    }
+    for (const char* f : {"bw_avg_gbps",
+                          "bw_peak_gbps",
+                          "bw_msg_rate_mpps",
+                          "bw_bytes",
+                          "bw_messages",
+                          "bw_seconds",
+                          "lat_samples",
+                          "lat_min_us",
+                          "lat_median_us",
+                          "lat_mean_us",
+                          "lat_stdev_us",
+                          "lat_p99_us",
+                          "lat_p999_us",
+                          "lat_max_us",
+                          "staging_seconds",
+                          "integrity_checked",
+                          "integrity_bytes_checked",
+                          "integrity_wrong_bytes",
+                          "integrity_first_wrong_offset",
+                          "integrity_where",
+                          "reason"}) {
+      h.push_back(f);
+    }
+    return h;
+  }();
+  return kHeader;
+}
+
+std::vector<std::string> resultCsvRow(const TestResult& r) {
+  std::vector<std::string> row{r.test_id,
+                               r.run_id,
+                               formatRfc3339(r.started_ms),
+                               formatRfc3339(r.finished_ms),
+                               toString(r.status),
+                               toString(r.op),
+                               toString(r.mode),
+                               toString(r.transport),
+                               r.gpudirect() ? "true" : "false",
+                               dataPath(r),
+                               std::to_string(r.message_size),
+                               std::to_string(r.iterations),
+                               std::to_string(r.num_qps),
+                               std::to_string(r.path_mtu)};
+  for (const EndpointRecord* e : {&r.initiator, &r.target}) {
+    for (const std::string& v :
+         {e->worker, e->host, e->nic, std::to_string(e->port), std::to_string(e->gpu), e->gpu_pci,
+          std::string(toString(e->memory)), std::string(toString(e->reg_path)),
+          std::to_string(e->gid_index), e->topo_class}) {
+      row.push_back(v);
+    }
+  }
+  const Measurement& m = r.measurement;
+  const bool bw = m.has_bandwidth, lat = m.has_latency;
+  for (const std::string& v : {bw ? num(m.bw.avg_gbps) : "",
+                               bw ? num(m.bw.peak_gbps) : "",
+                               bw ? num(m.bw.msg_rate_mpps) : "",
+                               bw ? std::to_string(m.bw.bytes) : "",
+                               bw ? std::to_string(m.bw.messages) : "",
+                               bw ? num(m.bw.seconds) : "",
+                               lat ? std::to_string(m.lat.samples) : "",
+                               lat ? num(m.lat.min_us) : "",
+                               lat ? num(m.lat.median_us) : "",
+                               lat ? num(m.lat.mean_us) : "",
+                               lat ? num(m.lat.stdev_us) : "",
+                               lat ? num(m.lat.p99_us) : "",
+                               lat ? num(m.lat.p999_us) : "",
+                               lat ? num(m.lat.max_us) : "",
+                               num(m.staging_seconds),
+                               std::string(r.integrity.checked ? "true" : "false"),
+                               std::to_string(r.integrity.bytes_checked),
+                               std::to_string(r.integrity.wrong_bytes),
+                               std::to_string(r.integrity.first_wrong_offset),
+                               r.integrity.where,
+                               r.reason}) {
+    row.push_back(v);
+  }
+  return row;
+}
+
+// Flattens one JSON value into (column, text) pairs.
+void flatten(const nlohmann::ordered_json& j, const std::string& prefix,
+             std::vector<std::pair<std::string, std::string>>* out) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
+    return;
+  }
+  std::string text;
+  if (j.is_string()) {
+    text = j.get<std::string>();
+  } else if (j.is_array()) {
+    for (const auto& item : j) {
+      text +=
+          (text.empty() ? "" : "; ") + (item.is_string() ? item.get<std::string>() : item.dump());
+    }
+  } else if (!j.is_null()) {
+    text = j.dump();
+  }
+  out->emplace_back(prefix, text);
+}
+
+}  // namespace
+
+std::string resultsCsv(const std::vector<TestResult>& rows) {
+  std::vector<std::vector<std::string>> t{resultCsvHeader()};
+  for (const auto& r : rows) t.push_back(resultCsvRow(r));
+  return csvRows(t);
+}
+
+std::string messagesCsv(const std::vector<const google::protobuf::Message*>& records,
+                        const google::protobuf::Message& prototype) {
+  if (records.empty()) {
+    std::vector<std::pair<std::string, std::string>> fields;
+    flatten(nlohmann::ordered_json::parse(protoJson(prototype), nullptr, false), "", &fields);
+    std::vector<std::string> header;
+    for (const auto& f : fields) header.push_back(f.first);
+    return csvRows({header});
+  }
+  std::vector<std::string> header;
+  std::vector<std::vector<std::pair<std::string, std::string>>> flat;
+  for (const auto* m : records) {
+    std::vector<std::pair<std::string, std::string>> fields;
+    flatten(nlohmann::ordered_json::parse(protoJson(*m), nullptr, false), "", &fields);
+    for (const auto& f : fields) {
+      if (std::find(header.begin(), header.end(), f.first) == header.end()) {
+        header.push_back(f.first);
+      }
+    }
+    flat.push_back(std::move(fields));
+  }
+  std::vector<std::vector<std::string>> t{header};
+  for (const auto& fields : flat) {
+    std::vector<std::string> row(header.size());
+    for (const auto& f : fields) {
+      row[static_cast<size_t>(std::find(header.begin(), header.end(), f.first) - header.begin())] =
+          f.second;
+    }
+    t.push_back(std::move(row));
+  }
+  return csvRows(t);
+}
+
+// ---------------------------------------------------------------- history
+
+std::string historyTable(const std::vector<TestResult>& rows) {
+  if (rows.empty()) return "no results for this pair (widen --since, or drop --size/--op/--mode)\n";
+  std::vector<std::vector<std::string>> t{{"TIME", "RUN", "TEST ID", "DIRECTION", "OP", "MODE",
+                                           "SIZE", "RESULT", "STATUS", "DATA PATH", "REASON"}};
+  for (const auto& r : rows) {
+    std::string reason = r.reason.size() > 60 ? r.reason.substr(0, 57) + "..." : r.reason;
+    t.push_back({formatRfc3339(r.started_ms).substr(0, 19), r.run_id.empty() ? "-" : r.run_id,
+                 r.test_id, endpointLabel(r.initiator) + " -> " + endpointLabel(r.target),
+                 toString(r.op), toString(r.mode), formatSize(r.message_size), mainFigure(r),
+                 toString(r.status), dataPath(r), reason.empty() ? "-" : reason});
+  }
+  return renderTable(t);
+}
+
+namespace {
+
+std::string statusName(v1::TestStatus s) {
+  return s == v1::TEST_STATUS_UNSPECIFIED ? "-" : toString(convert::fromProto(s));
+}
+
+}  // namespace
+
+std::string compareSummary(const v1::CompareSweepsResponse& c) {
+  return "compare " + c.a() + " -> " + c.b() + " (tolerance " + fmt(c.tolerance_pct(), 1) +
+         "%): " + std::to_string(c.worse()) + " worse, " + std::to_string(c.better()) +
+         " better, " + std::to_string(c.unchanged()) + " unchanged, " + std::to_string(c.added()) +
+         " new, " + std::to_string(c.missing()) + " missing\n";
+}
+
+std::string compareTable(const v1::CompareSweepsResponse& c) {
+  std::string out;
+  if (c.rows_size() == 0) {
+    out = "neither sweep has results\n";
+  } else {
+    std::vector<std::vector<std::string>> t{{"CHANGE", "SRC", "DST", "OP", "MODE", "SIZE", "A", "B",
+                                             "CHANGE %", "STATUS A -> B", "REASON"}};
+    for (const auto& r : c.rows()) {
+      const std::string unit = r.unit().empty() ? "" : " " + r.unit();
+      t.push_back(
+          {r.change(), r.src(), r.dst(), toString(convert::fromProto(r.op())),
+           toString(convert::fromProto(r.mode())), formatSize(r.message_size()),
+           r.has_a() ? fmt(r.a(), 2) + unit : "-", r.has_b() ? fmt(r.b(), 2) + unit : "-",
+           r.has_change_pct() ? (r.change_pct() >= 0 ? "+" : "") + fmt(r.change_pct(), 1) : "-",
+           statusName(r.a_status()) + " -> " + statusName(r.b_status()),
+           r.reason().empty() ? "-" : r.reason()});
+    }
+    out = renderTable(t);
+  }
+  return out + compareSummary(c);
+}
+
+std::string compareCsv(const v1::CompareSweepsResponse& c) {
+  std::vector<std::vector<std::string>> t{
+      {"change", "src", "dst", "op", "mode", "message_size_bytes", "a", "b", "unit", "change_pct",
+       "a_status", "b_status", "a_test_id", "b_test_id", "reason"}};
+  for (const auto& r : c.rows()) {
+    t.push_back({r.change(), r.src(), r.dst(), toString(convert::fromProto(r.op())),
+                 toString(convert::fromProto(r.mode())), std::to_string(r.message_size()),
+                 r.has_a() ? num(r.a()) : "", r.has_b() ? num(r.b()) : "", r.unit(),
+                 r.has_change_pct() ? num(r.change_pct()) : "",
+                 r.a_status() == v1::TEST_STATUS_UNSPECIFIED ? "" : statusName(r.a_status()),
+                 r.b_status() == v1::TEST_STATUS_UNSPECIFIED ? "" : statusName(r.b_status()),
+                 r.a_test_id(), r.b_test_id(), r.reason()});
+  }
+  return csvRows(t);
+}
+
+std::string resultWhole(const TestResult& r) {
+  std::ostringstream o;
+  o << "test       " << r.test_id << "  " << toString(r.status) << "\n";
+  o << "reason     " << (r.reason.empty() ? "-" : r.reason) << "\n";
+  o << "run        " << (r.run_id.empty() ? "- (ad hoc)" : r.run_id);
+  if (r.plan_index >= 0) o << "  plan index " << r.plan_index;
+  o << "\n";
+  o << "row id     " << r.id << "\n";
+  o << "started    " << formatRfc3339(r.started_ms) << "  finished " << formatRfc3339(r.finished_ms)
+    << "  (" << fmt((r.finished_ms - r.started_ms) / 1e3, 3) << " s)\n";
+  o << "test       " << toString(r.op) << " " << toString(r.mode) << ", "
+    << formatSize(r.message_size) << " (" << r.message_size << " B) x " << r.iterations << ", "
+    << r.num_qps << " QP";
+  if (r.path_mtu > 0) o << ", path MTU " << r.path_mtu;
+  o << "\n";
+  o << "data path  " << dataPath(r);
+  if (r.transport == TransportKind::kEmulated) o << "  (software transport: NOT RDMA)";
+  if (r.transport == TransportKind::kSimulated) o << "  (simulated: no bytes moved)";
+  o << "\n";
+  for (const auto* side : {&r.initiator, &r.target}) {
+    const EndpointRecord& e = *side;
+    o << (side == &r.initiator ? "initiator  " : "target     ") << e.worker << " (host "
+      << (e.host.empty() ? "-" : e.host) << ")  nic " << (e.nic.empty() ? "-" : e.nic) << " port "
+      << e.port << "  gid index " << e.gid_index << "\n";
+    o << "           memory " << toString(e.memory);
+    if (e.memory == MemoryKind::kCuda) {
+      o << " gpu " << e.gpu << " (" << (e.gpu_pci.empty() ? "-" : e.gpu_pci) << ")";
+    }
+    o << "  registration " << toString(e.reg_path) << "  GPU-NIC path "
+      << (e.topo_class.empty() ? "-" : e.topo_class) << "\n";
+  }
+  const Measurement& m = r.measurement;
+  o << "measured   " << formatSize(m.message_size) << " x " << m.iterations << " (+"
+    << m.warmup_iterations << " warm-up)\n";
+  if (m.has_bandwidth) {
+    o << "bandwidth  avg " << fmt(m.bw.avg_gbps, 3) << " Gb/s (" << fmt(m.bw.avgGBps(), 3)
+      << " GB/s)  peak " << fmt(m.bw.peak_gbps, 3) << " Gb/s (" << fmt(m.bw.peakGBps(), 3)
+      << " GB/s)  msg rate " << fmt(m.bw.msg_rate_mpps, 4) << " Mpps\n";
+    o << "           " << m.bw.bytes << " B in " << m.bw.messages << " messages over "
+      << fmt(m.bw.seconds, 6) << " s  [decimal units]\n";
+  } else {
+    o << "bandwidth  -\n";
+  }
+  if (m.has_latency) {
+    o << "latency    " << m.lat.samples << " samples  min " << fmt(m.lat.min_us, 2) << "  median "
+      << fmt(m.lat.median_us, 2) << "  mean " << fmt(m.lat.mean_us, 2) << "  stdev "
+      << fmt(m.lat.stdev_us, 2) << "  p99 " << fmt(m.lat.p99_us, 2) << "  p99.9 "
+      << fmt(m.lat.p999_us, 2) << "  max " << fmt(m.lat.max_us, 2) << " us\n";
+  } else {
+    o << "latency    -\n";
+  }
+  o << "staging    " << fmt(m.staging_seconds * 1e3, 3) << " ms of host<->GPU copies\n";
+  if (m.counters.valid) {
+    o << "counters   xmit " << m.counters.xmit_bytes << " B / " << m.counters.xmit_packets
+      << " pkts  rcv " << m.counters.rcv_bytes << " B / " << m.counters.rcv_packets
+      << " pkts  errors " << m.counters.errors << "\n";
+  } else {
+    o << "counters   -\n";
+  }
+  o << "integrity  " << r.integrity.toString();
+  if (r.integrity.checked) {
+    o << "  (" << r.integrity.bytes_checked << " B checked";
+    if (r.integrity.wrong_bytes > 0) {
+      o << ", first wrong at offset " << r.integrity.first_wrong_offset;
+    }
+    if (!r.integrity.where.empty()) o << ", " << r.integrity.where;
+    o << ")";
+  }
+  o << "\n";
+  o << "gpudirect  " << (r.gpudirect() ? "yes" : "no") << "\n";
+  return o.str();
 }
 
 std::string protoJson(const google::protobuf::Message& m) {

@@ -14,8 +14,36 @@ namespace gdrmesh::cli {
 using WorkerView = WorkerStatus;
 
 nlohmann::json workersJson(const std::vector<WorkerView>& workers);
-std::string workersTable(const std::vector<WorkerView>& workers);
-std::string resultsTable(const std::vector<TestResult>& rows);
+// Notes (why a transport is missing, ...) are folded to a count per worker unless `notes`.
+std::string workersTable(const std::vector<WorkerView>& workers, bool notes = false);
+std::string workersCsv(const std::vector<WorkerView>& workers);
+// With the test and run ids. `total` > rows.size() adds "N of M results" below the table.
+std::string resultsTable(const std::vector<TestResult>& rows, uint64_t total = 0);
+
+// ---------------------------------------------------------------- CSV (RFC 4180)
+// A field quoted when it holds a comma, a quote, CR or LF (quotes doubled).
+std::string csvField(const std::string& v);
+// Rows joined with CRLF; the first row is the header.
+std::string csvRows(const std::vector<std::vector<std::string>>& rows);
+// Results, one row each, every field in fixed columns (docs/json.md, "CSV").
+std::string resultsCsv(const std::vector<TestResult>& rows);
+// Wire messages of one type, one row each: their JSON fields (docs/json.md) as columns in field
+// order, nested messages as parent.child, repeated scalars joined with "; ". `prototype` (the
+// type's default instance) gives the header when there are no records.
+std::string messagesCsv(const std::vector<const google::protobuf::Message*>& records,
+                        const google::protobuf::Message& prototype);
+
+// ---------------------------------------------------------------- history
+// A pair's results over time: time, run, test id, direction, op, mode, size, figure, status,
+// transport and data path, reason.
+std::string historyTable(const std::vector<TestResult>& rows);
+// The comparison: a row per (pair, op, mode, size), worst regression first, and a summary line.
+std::string compareTable(const v1::CompareSweepsResponse& c);
+std::string compareSummary(const v1::CompareSweepsResponse& c);
+std::string compareCsv(const v1::CompareSweepsResponse& c);
+// One result, every field: both sides' endpoints, data path and registration, every figure,
+// counters, integrity and the reason.
+std::string resultWhole(const TestResult& r);
 // One row per message size: the figures of a --sweep.
 std::string sweepTable(const std::vector<TestResult>& rows);
 // Several lines describing one result, figures with their units.

@@ -1,10 +1,14 @@
 // Cluster sweeps through real processes: a coordinator, four workers on the software
 // transport, the CLI, and the real SQLite file. Nothing is mocked.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 
 #include <fstream>
+#include <regex>
 #include <set>
+#include <sstream>
+#include <thread>
 
 #include "tests/integration/cluster/local_cluster.h"
 
@@ -44,6 +48,140 @@ TEST_F(SweepTest, AllPairsOverFourWorkersIsStoredAndPasses) {
   ASSERT_EQ(sweep.size(), 1u);
   EXPECT_EQ(sweep[0]["state"], "finished");
   EXPECT_EQ(sweep[0]["verdict"], "PASS");
+}
+
+size_t countLines(const std::string& s) {
+  return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
+}
+
+// The status page's port, from the coordinator's "status page on http://HOST:PORT/" line.
+int httpPort(const LocalCluster& c) {
+  const std::regex line(R"(status page on http://[^:]+:(\d+)/)");
+  for (int i = 0; i < 500; ++i) {  // bounded: 10 s
+    std::smatch m;
+    const std::string out = readFile(c.dir() + "/coordinator.out");
+    if (std::regex_search(out, m, line)) return std::stoi(m[1]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return 0;
+}
+
+// Two sweeps over four workers, then every history query through the real CLI and the real
+// HTTP API: history, compare, result, -o csv, and unknown workers.
+TEST_F(SweepTest, HistoryCompareAndResultOverTwoSweeps) {
+  c_.startCoordinator({"--http", "127.0.0.1:0"});
+  for (const char* w : {"w1", "w2", "w3", "w4"}) c_.startWorker(w);
+  auto run = c_.cli({"sweep", "run", "--pattern", "all-pairs", "--size", "64KiB", "--iters", "20"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const std::string a = lastSweepId();
+  run = c_.cli({"sweep", "run", "--pattern", "all-pairs", "--size", "64KiB", "--iters", "20"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const std::string b = lastSweepId();
+  ASSERT_NE(a, b);
+
+  // history: both directions, newest first, every sweep's row.
+  auto h = c_.cli({"history", "w1", "w2"});
+  EXPECT_EQ(h.exit_code, 0) << h.out << h.err;
+  EXPECT_NE(h.out.find(a), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find(b), std::string::npos) << h.out;
+  EXPECT_LT(h.out.find(b), h.out.find(a)) << "newest first:\n" << h.out;
+  EXPECT_NE(h.out.find("emulated"), std::string::npos) << "the data path is shown:\n" << h.out;
+  auto hj = c_.cli({"history", "w2", "w1", "--since", "1h", "--size", "64KiB", "-o", "json"});
+  ASSERT_EQ(hj.exit_code, 0) << hj.err;
+  const auto rows = nlohmann::json::parse(hj.out);
+  ASSERT_EQ(rows.size(), 2u) << hj.out;
+  EXPECT_EQ(rows[0]["run_id"], b);
+  EXPECT_EQ(rows[1]["run_id"], a);
+  const std::string test_id = rows[1]["test_id"];
+  auto hc = c_.cli({"history", "w1", "w2", "-o", "csv"});
+  ASSERT_EQ(hc.exit_code, 0) << hc.err;
+  EXPECT_EQ(countLines(hc.out), 3u) << "a header and one row per result:\n" << hc.out;
+  EXPECT_EQ(hc.out.rfind("test_id,run_id,", 0), 0u) << hc.out;
+  auto old = c_.cli({"history", "w1", "w2", "--until", "2000-01-01"});
+  EXPECT_EQ(old.exit_code, 0) << old.err;
+  EXPECT_NE(old.out.find("no results"), std::string::npos) << old.out;
+
+  // Unknown workers are errors that name them.
+  auto unknown = c_.cli({"history", "w1", "nobody"});
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.out << unknown.err;
+  EXPECT_NE(unknown.err.find("nobody"), std::string::npos) << unknown.err;
+  auto bad_since = c_.cli({"history", "w1", "w2", "--since", "yesterday"});
+  EXPECT_EQ(bad_since.exit_code, 2);
+  EXPECT_NE(bad_since.err.find("--since"), std::string::npos) << bad_since.err;
+  auto unknown_results = c_.cli({"results", "--worker", "nobody"});
+  EXPECT_EQ(unknown_results.exit_code, 2) << unknown_results.out << unknown_results.err;
+  EXPECT_NE(unknown_results.err.find("nobody"), std::string::npos) << unknown_results.err;
+
+  // compare: all 6 pairs of the plan; a tolerance wide enough that the software transport's
+  // noise is unchanged.
+  auto cmp = c_.cli({"compare", a, b, "--tolerance", "1000%"});
+  EXPECT_EQ(cmp.exit_code, 0) << cmp.out << cmp.err;
+  EXPECT_NE(cmp.out.find("compare " + a + " -> " + b +
+                         " (tolerance 1000.0%): 0 worse, 0 better, "
+                         "6 unchanged, 0 new, 0 missing"),
+            std::string::npos)
+      << cmp.out;
+  auto tight = c_.cli({"compare", a, b, "--tolerance", "0%", "-o", "csv"});
+  EXPECT_EQ(tight.exit_code, 0) << "regressions are output, not an exit code: " << tight.err;
+  EXPECT_EQ(countLines(tight.out), 7u) << tight.out;
+  EXPECT_EQ(tight.out.rfind("change,src,dst,op,mode,message_size_bytes,", 0), 0u) << tight.out;
+  auto missing = c_.cli({"compare", a, "s-nope"});
+  EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find("s-nope"), std::string::npos) << missing.err;
+
+  // result: one whole.
+  auto one = c_.cli({"result", test_id});
+  EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
+  EXPECT_NE(one.out.find(test_id), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("registration host"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find(a), std::string::npos) << one.out;
+  auto one_csv = c_.cli({"result", test_id, "-o", "csv"});
+  EXPECT_EQ(countLines(one_csv.out), 2u) << one_csv.out;
+  auto none = c_.cli({"result", "t-nope"});
+  EXPECT_EQ(none.exit_code, 2) << none.out << none.err;
+
+  // results: N of M, ids, csv, --limit 0, statuses in any case.
+  auto some = c_.cli({"results", "--limit", "5", "--status", "passed"});
+  EXPECT_EQ(some.exit_code, 0) << some.err;
+  EXPECT_NE(some.out.find("5 of 12 results"), std::string::npos) << some.out;
+  EXPECT_NE(some.out.find(b), std::string::npos) << "run ids are shown:\n" << some.out;
+  auto all = c_.cli({"results", "--limit", "0", "-o", "csv"});
+  EXPECT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(countLines(all.out), 13u) << all.out;
+  auto sweeps_csv = c_.cli({"sweeps", "-o", "csv"});
+  EXPECT_EQ(sweeps_csv.exit_code, 0) << sweeps_csv.err;
+  EXPECT_EQ(countLines(sweeps_csv.out), 3u) << sweeps_csv.out;
+
+  // The same answers from the HTTP API.
+  const int port = httpPort(c_);
+  ASSERT_GT(port, 0) << readFile(c_.dir() + "/coordinator.out");
+  httplib::Client http("127.0.0.1", port);
+  auto get = [&](const std::string& path, int want_status) {
+    auto res = http.Get(path);
+    if (!res) {
+      ADD_FAILURE() << "GET " << path << ": " << httplib::to_string(res.error());
+      return nlohmann::json();
+    }
+    EXPECT_EQ(res->status, want_status) << path << ": " << res->body;
+    return nlohmann::json::parse(res->body, nullptr, false);
+  };
+  auto hist = get("/api/history?src=w1&dst=w2&since=1h&limit=10", 200);
+  ASSERT_TRUE(hist.is_array()) << hist.dump();
+  EXPECT_EQ(hist.size(), 2u);
+  EXPECT_EQ(get("/api/history?src=w1&dst=w2&direction=one&size=64KiB", 200).size() +
+                get("/api/history?src=w2&dst=w1&direction=one", 200).size(),
+            2u);
+  auto nobody = get("/api/history?src=w1&dst=nobody", 404);
+  EXPECT_NE(nobody.dump().find("nobody"), std::string::npos) << nobody.dump();
+  auto bad = get("/api/history?src=w1&dst=w2&since=soon", 400);
+  EXPECT_EQ(bad.contains("parameter") ? bad["parameter"] : nlohmann::json(), "since");
+  auto c = get("/api/compare?a=" + a + "&b=" + b + "&tolerance=1000%25", 200);
+  ASSERT_TRUE(c.contains("summary")) << c.dump();
+  EXPECT_EQ(c["summary"]["unchanged"], 6);
+  EXPECT_EQ(c["rows"].size(), 6u);
+  auto r = get("/api/results/" + test_id, 200);
+  EXPECT_EQ(r.contains("test_id") ? r["test_id"] : nlohmann::json(), test_id);
+  get("/api/results/t-nope", 404);
 }
 
 TEST_F(SweepTest, AcceptWritesJUnitAndFailsOnAThreshold) {
