@@ -46,6 +46,9 @@ class FlakyStore final : public ResultStore {
   }
   Status upsertWorker(const WorkerRecord&) override { return {}; }
   Result<std::vector<WorkerRecord>> listWorkers() override { return std::vector<WorkerRecord>(); }
+  Result<uint64_t> deleteResultsBefore(int64_t, uint32_t) override {
+    return unimplemented("retention is not part of this fake");
+  }
   size_t stored() {
     std::lock_guard<std::mutex> lock(mu_);
     return rows_.size();

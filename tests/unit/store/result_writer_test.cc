@@ -55,6 +55,9 @@ class RecordingStore final : public ResultStore {
   }
   Status upsertWorker(const WorkerRecord& w) override { return inner_.upsertWorker(w); }
   Result<std::vector<WorkerRecord>> listWorkers() override { return inner_.listWorkers(); }
+  Result<uint64_t> deleteResultsBefore(int64_t cutoff_ms, uint32_t max_rows) override {
+    return inner_.deleteResultsBefore(cutoff_ms, max_rows);
+  }
 
   void hold() {
     std::lock_guard<std::mutex> lock(mu_);
