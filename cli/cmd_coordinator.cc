@@ -9,6 +9,7 @@
 #include "convert.h"
 #include "coordinator/config/config_yaml.h"
 #include "coordinator/http/status_http_server.h"
+#include "coordinator/orchestrator/retention.h"
 #include "coordinator/service/coordinator_server.h"
 #include "coordinator/store/sqlite_store.h"
 
@@ -71,6 +72,7 @@ struct CoordinatorArgs {
   std::string max_size = "1GiB";
   int heartbeat_ms = 1000;
   std::string config;
+  int retention_days = -1;  // -1: the config's retention.days (else keep everything)
 };
 
 int runCoordinator(const CoordinatorArgs& a) {
@@ -84,6 +86,7 @@ int runCoordinator(const CoordinatorArgs& a) {
   }
   opts.limits.max_message_size = *max;
   opts.parse_config = [](const std::string& yaml) { return parseClusterConfig(yaml, "config"); };
+  RetentionOptions retention;
   if (!a.config.empty()) {
     std::ifstream f(a.config);
     if (!f) {
@@ -106,6 +109,12 @@ int runCoordinator(const CoordinatorArgs& a) {
     }
     opts.config_yaml = ss.str();
     opts.schedules = cfg->schedules;
+    retention = cfg->retention;
+  }
+  if (a.retention_days >= 0) retention.days = static_cast<uint32_t>(a.retention_days);
+  if (Status st = validateRetention(retention); !st.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: --retention-days: %s\n", st.toString().c_str());
+    return kExitUsage;
   }
   auto store = SqliteStore::open(a.db);
   if (!store.ok()) {
@@ -146,9 +155,21 @@ int runCoordinator(const CoordinatorArgs& a) {
     std::printf("gdrmesh status page on http://%s:%d/\n", hh.c_str(), *hp);
     std::fflush(stdout);
   }
+  // Raw rows older than the retention are deleted in short batches (hourly by default); every
+  // ended sweep's aggregates are kept.
+  Retention retainer(clock, **store, **store, retention);
+  if (retention.days > 0) {
+    retainer.start();
+    std::printf(
+        "gdrmesh coordinator: keeping raw results %u days (per-sweep aggregates "
+        "forever)\n",
+        retention.days);
+    std::fflush(stdout);
+  }
   std::thread signals([&] { waitForTerminationSignal([&] { server.shutdown(); }); });
   signals.detach();
   server.wait();
+  retainer.stop();
   http.stop();
   std::fprintf(stderr, "gdrmesh coordinator: stopped\n");
   return kExitOk;
@@ -168,6 +189,10 @@ void registerCoordinator(CLI::App& app, Action* action) {
       ->capture_default_str();
   cmd->add_option("--config", a->config,
                   "cluster config (YAML, docs/config.md): default thresholds and schedules");
+  cmd->add_option("--retention-days", a->retention_days,
+                  "delete raw result rows older than N days (0: keep all; per-sweep aggregates "
+                  "are kept forever); overrides the config's retention.days")
+      ->check(CLI::Range(0, 36500));
   cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "worker heartbeat interval")
       ->check(CLI::Range(50, 60000))
       ->capture_default_str();

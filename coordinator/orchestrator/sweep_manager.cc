@@ -312,6 +312,16 @@ void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {
     std::fprintf(stderr, "gdrmesh coordinator: sweep %s: %s\n", a->id.c_str(),
                  st.toString().c_str());
   }
+  // An ended sweep's per-pair aggregates and totals are kept forever (retention deletes raw
+  // rows only). Every result is stored by now (execute flushes the writer before judging).
+  if (final && rec.state != toString(SweepState::kRunning) &&
+      rec.state != toString(SweepState::kQueued)) {
+    st = sweeps_.aggregateSweep(rec.id, rec.tests_total);
+    if (!st.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: sweep %s: %s\n", a->id.c_str(),
+                   st.toString().c_str());
+    }
+  }
 }
 
 void SweepManager::execute(const std::shared_ptr<Active>& a) {
@@ -504,9 +514,9 @@ Result<std::vector<TestResult>> SweepManager::baselineRows(const std::string& ba
   return results_.queryResults(q);
 }
 
-std::string SweepManager::reportJson(const std::vector<PairVerdict>& verdicts,
-                                     const std::vector<Suspect>& suspects,
-                                     const std::vector<std::string>& notes) const {
+std::string sweepReportJson(const std::vector<PairVerdict>& verdicts,
+                            const std::vector<Suspect>& suspects,
+                            const std::vector<std::string>& notes) {
   nlohmann::json j;
   j["verdicts"] = nlohmann::json::array();
   for (const auto& v : verdicts) {
@@ -528,6 +538,12 @@ std::string SweepManager::reportJson(const std::vector<PairVerdict>& verdicts,
   }
   j["notes"] = notes;
   return j.dump();
+}
+
+std::string SweepManager::reportJson(const std::vector<PairVerdict>& verdicts,
+                                     const std::vector<Suspect>& suspects,
+                                     const std::vector<std::string>& notes) const {
+  return sweepReportJson(verdicts, suspects, notes);
 }
 
 Result<SweepProgress> SweepManager::cancel(const std::string& id) {
@@ -595,33 +611,37 @@ Result<SweepProgress> SweepManager::progress(const std::string& id) {
   }
   auto rec = sweeps_.getSweep(id);
   if (!rec.ok()) return rec.status();
-  if (!*rec) {
+  return progressOf(id, *rec);
+}
+
+Result<SweepProgress> SweepManager::progressOf(const std::string& id,
+                                               const std::optional<SweepRecord>& rec) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = recent_.find(id);
+    if (it != recent_.end()) return snapshot(*it->second);
+  }
+  if (!rec) {
     return notFound("sweep '" + id + "' is not known", "list sweeps with `gdrmesh sweeps`");
   }
-  SweepProgress p = progressFromRecord(**rec);
-  ResultQuery q;
-  q.run_id = id;
-  q.limit = 0;
-  auto rows = results_.queryResults(q);
-  if (rows.ok()) {
-    std::set<int> done;
-    for (const auto& r : *rows) {
-      if (r.plan_index >= 0 && static_cast<uint32_t>(r.plan_index) < p.tests_total) {
-        done.insert(r.plan_index);
-      }
-      if (r.status == TestStatus::kFailed || r.status == TestStatus::kError) ++p.tests_failed;
-      if (r.status == TestStatus::kSkipped) ++p.tests_skipped;
-    }
-    p.tests_done = static_cast<uint32_t>(done.size());
+  SweepProgress p = progressFromRecord(*rec);
+  // Counted by the store (from an index, or the totals kept when the sweep was aggregated:
+  // retention may have deleted its raw rows), never by reading every row here.
+  auto totals = sweeps_.sweepTotals(id, p.tests_total);
+  if (totals.ok()) {
+    p.tests_done = totals->tests_done;
+    p.tests_failed = totals->tests_failed;
+    p.tests_skipped = totals->tests_skipped;
   }
   return p;
 }
 
 Result<SweepReportData> SweepManager::report(const std::string& id, bool with_results) {
   SweepReportData d;
-  GDR_ASSIGN_OR_RETURN(d.progress, progress(id));
+  // One read of the sweep row (its report is megabytes for a large sweep).
   auto rec = sweeps_.getSweep(id);
   if (!rec.ok()) return rec.status();
+  GDR_ASSIGN_OR_RETURN(d.progress, progressOf(id, *rec));
   if (*rec) {
     auto spec = codec_.decode((*rec)->spec_json);
     if (spec.ok()) d.spec = *spec;

@@ -52,6 +52,12 @@ struct SweepReportData {
   std::vector<std::string> notes;
 };
 
+// The report a finished sweep stores (SweepRecord::report_json): verdicts, suspects, notes.
+// SweepManager::report reads it back; tools that write sweeps (tests/bench/gen_history) use it.
+std::string sweepReportJson(const std::vector<PairVerdict>& verdicts,
+                            const std::vector<Suspect>& suspects,
+                            const std::vector<std::string>& notes);
+
 struct SweepManagerOptions {
   ExecutorOptions executor;
   int max_retests = 64;
@@ -97,6 +103,9 @@ class SweepManager {
                                            uint64_t* seed,
                                            const std::set<std::string>& assume_online);
   SweepProgress snapshot(const Active& a) const;
+  // The live snapshot when the sweep is recent, else from the stored row (`rec`; nullopt:
+  // kNotFound) and the store's counts.
+  Result<SweepProgress> progressOf(const std::string& id, const std::optional<SweepRecord>& rec);
   SweepRecord recordOf(const Active& a) const;
   void publish(const std::shared_ptr<Active>& a);
   void checkpoint(const std::shared_ptr<Active>& a, bool final);
