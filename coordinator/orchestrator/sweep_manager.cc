@@ -636,45 +636,116 @@ Result<SweepProgress> SweepManager::progressOf(const std::string& id,
   return p;
 }
 
+namespace {
+
+std::string textOr(const nlohmann::json& o, const char* key, const char* otherwise) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string(otherwise);
+}
+
+template <typename T>
+T numberOr(const nlohmann::json& o, const char* key, T otherwise) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_number() ? it->get<T>() : otherwise;
+}
+
+std::vector<std::string> textsOf(const nlohmann::json& o, const char* key) {
+  std::vector<std::string> out;
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_array()) return out;
+  for (const auto& e : *it) {
+    if (e.is_string()) out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const SweepManager::ParsedReport> SweepManager::parsedReport(
+    const SweepRecord& rec) {
+  // The key changes whenever the stored report can have: a resumed sweep ends again.
+  const std::string key = rec.state + "/" + std::to_string(rec.finished_ms) + "/" +
+                          std::to_string(rec.report_json.size());
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    for (auto it = report_cache_.begin(); it != report_cache_.end(); ++it) {
+      if (it->first != rec.id) continue;
+      if (it->second->key != key) {
+        report_cache_.erase(it);
+        break;
+      }
+      report_cache_.splice(report_cache_.begin(), report_cache_, it);  // most recent first
+      return it->second;
+    }
+  }
+  auto parsed = std::make_shared<ParsedReport>();
+  parsed->key = key;
+  auto spec = codec_.decode(rec.spec_json);
+  if (spec.ok()) parsed->spec = *spec;
+  if (!rec.report_json.empty()) {
+    const auto j = nlohmann::json::parse(rec.report_json, nullptr, false);
+    if (j.is_object()) {
+      auto verdicts = j.find("verdicts");
+      if (verdicts != j.end() && verdicts->is_array()) {
+        parsed->verdicts.reserve(verdicts->size());
+        for (const auto& v : *verdicts) {
+          if (!v.is_object()) continue;
+          PairVerdict pv;
+          pv.test_id = textOr(v, "test_id", "");
+          pv.src = textOr(v, "src", "");
+          pv.dst = textOr(v, "dst", "");
+          pv.message_size = numberOr<uint64_t>(v, "size", 0);
+          const std::string k = textOr(v, "verdict", "SKIP");
+          pv.verdict = k == "PASS" ? VerdictKind::kPass
+                                   : (k == "FAIL" ? VerdictKind::kFail : VerdictKind::kSkip);
+          pv.reasons = textsOf(v, "reasons");
+          pv.value = numberOr<double>(v, "value", 0.0);
+          pv.unit = textOr(v, "unit", "");
+          pv.topo_class = textOr(v, "topo_class", "");
+          auto retest = v.find("retest");
+          pv.retest = retest != v.end() && retest->is_boolean() && retest->get<bool>();
+          parsed->verdicts.push_back(std::move(pv));
+        }
+      }
+      auto suspects = j.find("suspects");
+      if (suspects != j.end() && suspects->is_array()) {
+        for (const auto& e : *suspects) {
+          if (!e.is_object()) continue;
+          Suspect su;
+          su.kind = textOr(e, "kind", "");
+          su.name = textOr(e, "name", "");
+          su.score = numberOr<double>(e, "score", 0.0);
+          su.evidence = textsOf(e, "evidence");
+          parsed->suspects.push_back(std::move(su));
+        }
+      }
+      parsed->notes = textsOf(j, "notes");
+    }
+  }
+  // Only an ended sweep's report is final; a running one's is rewritten at its end.
+  const bool ended =
+      rec.state != toString(SweepState::kRunning) && rec.state != toString(SweepState::kQueued);
+  if (ended && !rec.report_json.empty()) {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    report_cache_.emplace_front(rec.id, parsed);
+    if (report_cache_.size() > kReportCacheSize) report_cache_.pop_back();
+  }
+  return parsed;
+}
+
 Result<SweepReportData> SweepManager::report(const std::string& id, bool with_results) {
   SweepReportData d;
-  // One read of the sweep row (its report is megabytes for a large sweep).
+  // One read of the sweep row; its report (megabytes for a large sweep) is parsed once per
+  // ended sweep and kept in a small cache (the status page asks for the same sweep every 5 s).
   auto rec = sweeps_.getSweep(id);
   if (!rec.ok()) return rec.status();
   GDR_ASSIGN_OR_RETURN(d.progress, progressOf(id, *rec));
   if (*rec) {
-    auto spec = codec_.decode((*rec)->spec_json);
-    if (spec.ok()) d.spec = *spec;
-    if (!(*rec)->report_json.empty()) {
-      auto j = nlohmann::json::parse((*rec)->report_json, nullptr, false);
-      if (!j.is_discarded()) {
-        for (const auto& v : j.value("verdicts", nlohmann::json::array())) {
-          PairVerdict pv;
-          pv.test_id = v.value("test_id", "");
-          pv.src = v.value("src", "");
-          pv.dst = v.value("dst", "");
-          pv.message_size = v.value("size", uint64_t{0});
-          const std::string k = v.value("verdict", "SKIP");
-          pv.verdict = k == "PASS" ? VerdictKind::kPass
-                                   : (k == "FAIL" ? VerdictKind::kFail : VerdictKind::kSkip);
-          pv.reasons = v.value("reasons", std::vector<std::string>{});
-          pv.value = v.value("value", 0.0);
-          pv.unit = v.value("unit", "");
-          pv.topo_class = v.value("topo_class", "");
-          pv.retest = v.value("retest", false);
-          d.verdicts.push_back(std::move(pv));
-        }
-        for (const auto& s : j.value("suspects", nlohmann::json::array())) {
-          Suspect su;
-          su.kind = s.value("kind", "");
-          su.name = s.value("name", "");
-          su.score = s.value("score", 0.0);
-          su.evidence = s.value("evidence", std::vector<std::string>{});
-          d.suspects.push_back(std::move(su));
-        }
-        d.notes = j.value("notes", std::vector<std::string>{});
-      }
-    }
+    std::shared_ptr<const ParsedReport> parsed = parsedReport(**rec);
+    d.spec = parsed->spec;
+    d.verdicts = parsed->verdicts;
+    d.suspects = parsed->suspects;
+    d.notes = parsed->notes;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -118,6 +119,17 @@ class SweepManager {
   std::string reportJson(const std::vector<PairVerdict>& v, const std::vector<Suspect>& s,
                          const std::vector<std::string>& notes) const;
 
+  // A stored report, parsed (SweepRecord::report_json and spec_json).
+  struct ParsedReport {
+    std::string key;  // state/finished_ms/report size it was parsed from
+    SweepSpec spec;
+    std::vector<PairVerdict> verdicts;
+    std::vector<Suspect> suspects;
+    std::vector<std::string> notes;
+  };
+  static constexpr size_t kReportCacheSize = 8;
+  std::shared_ptr<const ParsedReport> parsedReport(const SweepRecord& rec);
+
   WorkerDirectory& workers_;
   Clock& clock_;
   SweepStore& sweeps_;
@@ -134,6 +146,10 @@ class SweepManager {
   std::map<std::string, std::shared_ptr<Active>> recent_;  // by id, for follow
   bool stopping_ = false;
   std::thread thread_;
+
+  std::mutex cache_mu_;  // guards report_cache_
+  // Parsed reports of ended sweeps, most recently used first.
+  std::list<std::pair<std::string, std::shared_ptr<const ParsedReport>>> report_cache_;
 };
 
 }  // namespace gdrmesh

@@ -1035,6 +1035,11 @@ QuerySql queryResultsSql(const ResultQuery& query) {
     q.name += "+run";
     filters += " AND run_id = :run";
   }
+  if (query.before_id > 0) {
+    // The next page: `started_ms <= :bs` bounds the index range, the rest breaks ties.
+    q.name += "+page";
+    filters += " AND started_ms <= :bs AND (started_ms < :bs OR id < :bid)";
+  }
   const std::string select = "SELECT " + selectColumns() + " FROM results WHERE ";
   if (query.worker.empty()) {
     q.sql = select + filters;
@@ -1061,6 +1066,8 @@ Result<std::vector<TestResult>> SqliteStore::queryResults(const ResultQuery& que
   if (rc == SQLITE_OK && !query.worker.empty()) rc = bindText(s, ":worker", query.worker);
   if (rc == SQLITE_OK && query.status) rc = bindText(s, ":status", toString(*query.status));
   if (rc == SQLITE_OK && !query.run_id.empty()) rc = bindText(s, ":run", query.run_id);
+  if (rc == SQLITE_OK && query.before_id > 0) rc = bindInt(s, ":bs", query.before_started_ms);
+  if (rc == SQLITE_OK && query.before_id > 0) rc = bindInt(s, ":bid", query.before_id);
   // limit 0 means no limit (LIMIT -1 in SQLite).
   if (rc == SQLITE_OK) rc = bindInt(s, ":limit", query.limit == 0 ? -1 : int64_t{query.limit});
   if (rc != SQLITE_OK) return error(c, rc, q.name + " (bind)");

@@ -21,6 +21,10 @@ struct ResultQuery {
   std::optional<TestStatus> status;
   std::string run_id;    // "" = any
   int64_t since_ms = 0;  // started_ms >= since_ms
+  // Keyset paging: only rows after (before_started_ms, before_id) in the newest-first order,
+  // i.e. the next page after a page whose last row had these; before_id 0 = from the newest.
+  int64_t before_started_ms = 0;
+  int64_t before_id = 0;
 };
 
 struct WorkerRecord {

@@ -45,10 +45,17 @@ stats() {
     m = a[int((NR + 1) / 2)]; r = int(NR * 0.99 + 0.999); if (r > NR) r = NR;
     printf "median %8.2f ms   p99 %8.2f ms", m, a[r] }'
 }
+# Each query runs N times, or until BUDGET_S seconds have gone (then fewer calls: the line says
+# how many), so that a slow "before" build does not take an hour.
+budget_s="${BUDGET_S:-60}"
+over() { (( $(date +%s) - start >= budget_s )); }
+calls() { local c; c=$(wc -l <"$dir/t"); (( c < n )) && printf ' (%d calls: %ss budget)' "$c" "$budget_s"; return 0; }
 time_http() {  # NAME PATH
-  local name="$1" path="$2" f="$dir/t" code size
+  local name="$1" path="$2" f="$dir/t" code size start
   : >"$f"
+  start=$(date +%s)
   for _ in $(seq "$n"); do
+    over && break
     read -r code size t < <(curl -s -o /dev/null -H 'Connection: close' \
       -w '%{http_code} %{size_download} %{time_total}\n' "$http$path")
     if [[ "$code" != 200 ]]; then
@@ -57,13 +64,15 @@ time_http() {  # NAME PATH
     fi
     awk -v t="$t" 'BEGIN { printf "%.3f\n", t * 1000 }' >>"$f"
   done
-  printf '%-44s %s   %9s bytes\n' "$name" "$(stats "$f")" "$size"
+  printf '%-44s %s   %9s bytes%s\n' "$name" "$(stats "$f")" "$size" "$(calls)"
 }
 time_cli() {  # NAME ARGS...
-  local name="$1" f="$dir/t" a b
+  local name="$1" f="$dir/t" a b start
   shift
   : >"$f"
+  start=$(date +%s)
   for _ in $(seq "$n"); do
+    over && break
     a=$(date +%s%N)
     if ! "$@" >"$dir/out" 2>"$dir/err"; then
       printf '%-44s failed: %s\n' "$name" "$(head -c 200 "$dir/err")"
@@ -72,7 +81,7 @@ time_cli() {  # NAME ARGS...
     b=$(date +%s%N)
     awk -v d=$((b - a)) 'BEGIN { printf "%.3f\n", d / 1e6 }' >>"$f"
   done
-  printf '%-44s %s   %9s bytes\n' "$name" "$(stats "$f")" "$(wc -c <"$dir/out")"
+  printf '%-44s %s   %9s bytes%s\n' "$name" "$(stats "$f")" "$(wc -c <"$dir/out")" "$(calls)"
 }
 
 sweeps_json="$(curl -s "$http/api/sweeps?limit=50")"
@@ -86,6 +95,7 @@ time_http "/api/sweeps (page list, limit=50)" "/api/sweeps?limit=50"
 time_http "/api/sweeps (default 20)" "/api/sweeps"
 time_http "/api/sweeps/latest (matrix, all verdicts)" "/api/sweeps/latest"
 time_http "/api/sweeps/ID?verdicts=failed (page)" "/api/sweeps/$latest?verdicts=failed"
+time_http "/api/sweeps/ID?verdicts=none (matrix only)" "/api/sweeps/$latest?verdicts=none"
 time_http "/api/sweeps/ID (older sweep, all verdicts)" "/api/sweeps/$oldest"
 time_http "/api/workers" "/api/workers"
 time_http "/api/summary" "/api/summary"
@@ -99,14 +109,40 @@ time_http "/metrics" "/metrics"
 if curl -s -o /dev/null -w '%{http_code}' "$http/api/history?src=$src&dst=$dst" | grep -q 200; then
   time_http "/api/history?src&dst" "/api/history?src=$src&dst=$dst"
 else
-  echo "/api/history: not in this build"
+  echo "/api/history: not in this build; the store queries pair history is expected to run, on"
+  echo "  a read-only connection of its own (python3 sqlite3, same file, coordinator running):"
+  python3 - "$db" "$src" "$dst" "$n" <<'PY' || echo "  (python3 sqlite3 not available)"
+import sqlite3, statistics, sys, time
+db, src, dst, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+con = sqlite3.connect("file:" + db + "?mode=ro", uri=True)
+names = {r[0] for r in con.execute("SELECT name FROM sqlite_schema")}
+queries = [("raw rows, src->dst, newest 50",
+            "SELECT * FROM results WHERE initiator_worker = ? AND target_worker = ? "
+            "ORDER BY started_ms DESC, id DESC LIMIT 50", (src, dst))]
+if "sweep_aggregates" in names:
+    queries.append(("per-sweep aggregates, src->dst, all",
+                    "SELECT * FROM sweep_aggregates WHERE src = ? AND dst = ? AND "
+                    "started_ms < 9223372036854775807 ORDER BY started_ms DESC LIMIT -1",
+                    (src, dst)))
+for name, sql, args in queries:
+    plan = " / ".join(r[3] for r in con.execute("EXPLAIN QUERY PLAN " + sql, args))
+    t = []
+    for _ in range(n):
+        a = time.perf_counter()
+        rows = con.execute(sql, args).fetchall()
+        t.append((time.perf_counter() - a) * 1000)
+    t.sort()
+    p99 = t[min(len(t) - 1, int(len(t) * 0.99 + 0.999) - 1)]
+    print("  %-42s median %8.2f ms   p99 %8.2f ms   %d rows  [%s]"
+          % (name, statistics.median(t), p99, len(rows), plan))
+PY
 fi
 time_cli "cli: gdrmesh workers (start-up baseline)" "$bin" workers
 time_cli "cli: gdrmesh results --status passed" "$bin" results --status passed
 time_cli "cli: gdrmesh results" "$bin" results
 time_cli "cli: gdrmesh sweeps" "$bin" sweeps
 time_cli "cli: gdrmesh sweep show ID (GetSweep)" "$bin" sweep show "$latest"
-if "$bin" history --help >/dev/null 2>&1; then
+if "$bin" --help 2>/dev/null | grep -qE '^ +history '; then
   time_cli "cli: gdrmesh history SRC DST" "$bin" history "$src" "$dst"
 else
   echo "gdrmesh history: not in this build"
