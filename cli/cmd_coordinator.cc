@@ -9,6 +9,7 @@
 #include "convert.h"
 #include "coordinator/config/config_yaml.h"
 #include "coordinator/http/status_http_server.h"
+#include "coordinator/orchestrator/retention.h"
 #include "coordinator/service/coordinator_server.h"
 #include "coordinator/store/sqlite_store.h"
 
@@ -40,6 +41,8 @@ class CoordinatorStatusSource final : public StatusSource {
     auto rows = store_.queryResults(q);
     if (!rows.ok()) return rows.status();
     std::vector<TestResult> out;
+    // Results not stored yet are newer than any stored one: they lead the first page only.
+    if (q.before_id > 0) return rows;
     for (auto& t : server_.unstored()) {
       bool worker_ok =
           q.worker.empty() || t.initiator.worker == q.worker || t.target.worker == q.worker;
@@ -88,6 +91,7 @@ struct CoordinatorArgs {
   std::string max_size = "1GiB";
   int heartbeat_ms = 1000;
   std::string config;
+  int retention_days = -1;  // -1: the config's retention.days (else keep everything)
 };
 
 int runCoordinator(const CoordinatorArgs& a) {
@@ -101,6 +105,7 @@ int runCoordinator(const CoordinatorArgs& a) {
   }
   opts.limits.max_message_size = *max;
   opts.parse_config = [](const std::string& yaml) { return parseClusterConfig(yaml, "config"); };
+  RetentionOptions retention;
   if (!a.config.empty()) {
     std::ifstream f(a.config);
     if (!f) {
@@ -123,6 +128,12 @@ int runCoordinator(const CoordinatorArgs& a) {
     }
     opts.config_yaml = ss.str();
     opts.schedules = cfg->schedules;
+    retention = cfg->retention;
+  }
+  if (a.retention_days >= 0) retention.days = static_cast<uint32_t>(a.retention_days);
+  if (Status st = validateRetention(retention); !st.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: --retention-days: %s\n", st.toString().c_str());
+    return kExitUsage;
   }
   auto store = SqliteStore::open(a.db);
   if (!store.ok()) {
@@ -163,9 +174,21 @@ int runCoordinator(const CoordinatorArgs& a) {
     std::printf("gdrmesh status page on http://%s:%d/\n", hh.c_str(), *hp);
     std::fflush(stdout);
   }
+  // Raw rows older than the retention are deleted in short batches (hourly by default); every
+  // ended sweep's aggregates are kept.
+  Retention retainer(clock, **store, **store, retention);
+  if (retention.days > 0) {
+    retainer.start();
+    std::printf(
+        "gdrmesh coordinator: keeping raw results %u days (per-sweep aggregates "
+        "forever)\n",
+        retention.days);
+    std::fflush(stdout);
+  }
   std::thread signals([&] { waitForTerminationSignal([&] { server.shutdown(); }); });
   signals.detach();
   server.wait();
+  retainer.stop();
   http.stop();
   std::fprintf(stderr, "gdrmesh coordinator: stopped\n");
   return kExitOk;
@@ -185,6 +208,10 @@ void registerCoordinator(CLI::App& app, Action* action) {
       ->capture_default_str();
   cmd->add_option("--config", a->config,
                   "cluster config (YAML, docs/config.md): default thresholds and schedules");
+  cmd->add_option("--retention-days", a->retention_days,
+                  "delete raw result rows older than N days (0: keep all; per-sweep aggregates "
+                  "are kept forever); overrides the config's retention.days")
+      ->check(CLI::Range(0, 36500));
   cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "worker heartbeat interval")
       ->check(CLI::Range(50, 60000))
       ->capture_default_str();

@@ -432,8 +432,8 @@ Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std
   if (root.IsNull()) return config;  // an empty file: no sweeps, no thresholds
   const Parser p(origin);
   try {
-    GDR_RETURN_IF_ERROR(
-        p.checkMap(root, "(top level)", {"sweeps", "thresholds", "host_classes", "schedules"}));
+    GDR_RETURN_IF_ERROR(p.checkMap(
+        root, "(top level)", {"sweeps", "thresholds", "host_classes", "schedules", "retention"}));
     auto list = [&](const char* key) -> Result<YAML::Node> {
       YAML::Node n = root[key];
       if (n && !n.IsSequence()) {
@@ -474,6 +474,27 @@ Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std
                        "give each schedule its own name");
       }
       config.schedules.push_back(std::move(c));
+    }
+    if (YAML::Node r = root["retention"]) {
+      GDR_RETURN_IF_ERROR(p.checkMap(r, "retention", {"days", "interval", "batch"}));
+      RetentionOptions& o = config.retention;
+      if (r["days"]) {
+        GDR_ASSIGN_OR_RETURN(const uint64_t days, p.count(r["days"], "retention.days", 0, 36500));
+        o.days = static_cast<uint32_t>(days);
+      }
+      if (r["interval"]) {
+        GDR_ASSIGN_OR_RETURN(o.interval_seconds, p.seconds(r["interval"], "retention.interval"));
+        if (!(o.interval_seconds >= 1 && o.interval_seconds <= 7 * 86400.0)) {
+          return p.error(r["interval"], "retention.interval", "is out of range 1s..7 days",
+                         "e.g. 1h");
+        }
+      }
+      if (r["batch"]) {
+        GDR_ASSIGN_OR_RETURN(const uint64_t batch,
+                             p.count(r["batch"], "retention.batch", 1, 100000));
+        o.batch_rows = static_cast<uint32_t>(batch);
+      }
+      config.retention_set = true;
     }
   } catch (const YAML::Exception& e) {
     return invalidArgument(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg,

@@ -27,6 +27,8 @@ using nlohmann::json;
 
 constexpr uint32_t kMaxLimit = 10000;
 constexpr uint32_t kResultsDefaultLimit = 50;
+// /api/results reads and writes a large answer this many rows at a time.
+constexpr uint32_t kResultsPage = 500;
 constexpr uint32_t kSummaryDefaultLimit = 500;
 constexpr uint32_t kSweepsDefaultLimit = 20;
 // How far back /api/sweeps/latest and /metrics look for an ended sweep.
@@ -686,11 +688,14 @@ class StatusHttpServer::Impl {
       if (auto e = parseResultQuery(req, &q)) {
         return sendError(res, 400, e->parameter, e->message, e->fix);
       }
-      auto rows = source_.results(q);
-      if (!rows.ok()) return sendStatus(res, rows.status());
-      json j = json::array();
-      for (const auto& r : *rows) j.push_back(toJson(r));
-      sendJson(res, 200, j);
+      if (q.limit <= kResultsPage) {
+        auto rows = source_.results(q);
+        if (!rows.ok()) return sendStatus(res, rows.status());
+        json j = json::array();
+        for (const auto& r : *rows) j.push_back(toJson(r));
+        return sendJson(res, 200, j);
+      }
+      streamResults(q, res);
     });
     server_.Get(R"(/api/results/([^/]+))",
                 [this](const httplib::Request& req, httplib::Response& res) {
@@ -833,6 +838,64 @@ class StatusHttpServer::Impl {
       res.set_content(reinterpret_cast<const char*>(a->data), a->size,
                       std::string(a->content_type));
     });
+  }
+
+  // A large answer (limit > kResultsPage) is sent as it is read: pages of kResultsPage rows
+  // by keyset (ResultQuery::before_*), each turned into JSON and written before the next is
+  // read, so the coordinator holds one page, not 10,000 rows and their JSON. The first page
+  // is read before the status line, so a failing store still answers 503 with a body; a
+  // failure after that closes the connection (the client sees a truncated answer, never a
+  // short one that looks whole).
+  void streamResults(const ResultQuery& q, httplib::Response& res) {
+    struct Stream {
+      ResultQuery page;
+      uint32_t left = 0;
+      std::vector<TestResult> rows;  // the page read, not yet written
+      bool opened = false;           // "[" written
+      bool any = false;              // a row written
+      bool last = false;             // no page after `rows`
+    };
+    auto st = std::make_shared<Stream>();
+    st->page = q;
+    st->left = q.limit;
+    auto read = [this](Stream& s) -> Status {
+      s.page.limit = std::min(s.left, kResultsPage);
+      auto rows = source_.results(s.page);
+      if (!rows.ok()) return rows.status();
+      s.rows = std::move(*rows);
+      uint32_t stored = 0;
+      for (const auto& r : s.rows) {
+        if (r.id <= 0) continue;  // not stored yet (first page only)
+        ++stored;
+        s.page.before_started_ms = r.started_ms;
+        s.page.before_id = r.id;
+      }
+      s.left -= std::min(s.left, stored);
+      s.last = stored < s.page.limit || s.left == 0;
+      return Status();
+    };
+    Status first = read(*st);
+    if (!first.ok()) return sendStatus(res, first);
+    res.status = 200;
+    res.set_chunked_content_provider(
+        "application/json", [st, read](size_t /*offset*/, httplib::DataSink& sink) {
+          std::string out = st->opened ? "" : "[";
+          st->opened = true;
+          for (const auto& r : st->rows) {
+            if (st->any) out += ",";
+            out += dump(toJson(r));
+            st->any = true;
+          }
+          st->rows.clear();
+          if (st->last) {
+            out += "]";
+            if (!sink.write(out.data(), out.size())) return false;
+            sink.done();
+            return true;
+          }
+          if (!out.empty() && !sink.write(out.data(), out.size())) return false;
+          return read(*st).ok();  // false: httplib closes the connection
+        });
   }
 
   // The newest sweep that has ended; unless `ended_only`, the newest of any state when none has.

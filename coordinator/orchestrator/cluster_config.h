@@ -21,6 +21,7 @@
 
 #include "common/inventory.h"
 #include "common/status.h"
+#include "coordinator/orchestrator/retention.h"
 #include "coordinator/orchestrator/sweep_types.h"
 
 namespace gdrmesh {
@@ -67,6 +68,9 @@ struct ClusterConfig {
   Thresholds thresholds;
   std::vector<HostClass> host_classes;
   std::vector<ScheduleConfig> schedules;
+  // The coordinator's raw-row retention (`retention:`); retention_set when the file has it.
+  RetentionOptions retention;
+  bool retention_set = false;
   std::string source;  // the YAML text it was parsed from (stored with sweeps)
 
   // The class of a worker (nullptr = none) and the thresholds that apply to it.

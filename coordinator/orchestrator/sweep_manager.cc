@@ -312,6 +312,16 @@ void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {
     std::fprintf(stderr, "gdrmesh coordinator: sweep %s: %s\n", a->id.c_str(),
                  st.toString().c_str());
   }
+  // An ended sweep's per-pair aggregates and totals are kept forever (retention deletes raw
+  // rows only). Every result is stored by now (execute flushes the writer before judging).
+  if (final && rec.state != toString(SweepState::kRunning) &&
+      rec.state != toString(SweepState::kQueued)) {
+    st = sweeps_.aggregateSweep(rec.id, rec.tests_total);
+    if (!st.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: sweep %s: %s\n", a->id.c_str(),
+                   st.toString().c_str());
+    }
+  }
 }
 
 void SweepManager::execute(const std::shared_ptr<Active>& a) {
@@ -504,9 +514,9 @@ Result<std::vector<TestResult>> SweepManager::baselineRows(const std::string& ba
   return results_.queryResults(q);
 }
 
-std::string SweepManager::reportJson(const std::vector<PairVerdict>& verdicts,
-                                     const std::vector<Suspect>& suspects,
-                                     const std::vector<std::string>& notes) const {
+std::string sweepReportJson(const std::vector<PairVerdict>& verdicts,
+                            const std::vector<Suspect>& suspects,
+                            const std::vector<std::string>& notes) {
   nlohmann::json j;
   j["verdicts"] = nlohmann::json::array();
   for (const auto& v : verdicts) {
@@ -528,6 +538,12 @@ std::string SweepManager::reportJson(const std::vector<PairVerdict>& verdicts,
   }
   j["notes"] = notes;
   return j.dump();
+}
+
+std::string SweepManager::reportJson(const std::vector<PairVerdict>& verdicts,
+                                     const std::vector<Suspect>& suspects,
+                                     const std::vector<std::string>& notes) const {
+  return sweepReportJson(verdicts, suspects, notes);
 }
 
 Result<SweepProgress> SweepManager::cancel(const std::string& id) {
@@ -595,66 +611,141 @@ Result<SweepProgress> SweepManager::progress(const std::string& id) {
   }
   auto rec = sweeps_.getSweep(id);
   if (!rec.ok()) return rec.status();
-  if (!*rec) {
+  return progressOf(id, *rec);
+}
+
+Result<SweepProgress> SweepManager::progressOf(const std::string& id,
+                                               const std::optional<SweepRecord>& rec) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = recent_.find(id);
+    if (it != recent_.end()) return snapshot(*it->second);
+  }
+  if (!rec) {
     return notFound("sweep '" + id + "' is not known", "list sweeps with `gdrmesh sweeps`");
   }
-  SweepProgress p = progressFromRecord(**rec);
-  ResultQuery q;
-  q.run_id = id;
-  q.limit = 0;
-  auto rows = results_.queryResults(q);
-  if (rows.ok()) {
-    std::set<int> done;
-    for (const auto& r : *rows) {
-      if (r.plan_index >= 0 && static_cast<uint32_t>(r.plan_index) < p.tests_total) {
-        done.insert(r.plan_index);
-      }
-      if (r.status == TestStatus::kFailed || r.status == TestStatus::kError) ++p.tests_failed;
-      if (r.status == TestStatus::kSkipped) ++p.tests_skipped;
-    }
-    p.tests_done = static_cast<uint32_t>(done.size());
+  SweepProgress p = progressFromRecord(*rec);
+  // Counted by the store (from an index, or the totals kept when the sweep was aggregated:
+  // retention may have deleted its raw rows), never by reading every row here.
+  auto totals = sweeps_.sweepTotals(id, p.tests_total);
+  if (totals.ok()) {
+    p.tests_done = totals->tests_done;
+    p.tests_failed = totals->tests_failed;
+    p.tests_skipped = totals->tests_skipped;
   }
   return p;
 }
 
-Result<SweepReportData> SweepManager::report(const std::string& id, bool with_results) {
-  SweepReportData d;
-  GDR_ASSIGN_OR_RETURN(d.progress, progress(id));
-  auto rec = sweeps_.getSweep(id);
-  if (!rec.ok()) return rec.status();
-  if (*rec) {
-    auto spec = codec_.decode((*rec)->spec_json);
-    if (spec.ok()) d.spec = *spec;
-    if (!(*rec)->report_json.empty()) {
-      auto j = nlohmann::json::parse((*rec)->report_json, nullptr, false);
-      if (!j.is_discarded()) {
-        for (const auto& v : j.value("verdicts", nlohmann::json::array())) {
+namespace {
+
+std::string textOr(const nlohmann::json& o, const char* key, const char* otherwise) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string(otherwise);
+}
+
+template <typename T>
+T numberOr(const nlohmann::json& o, const char* key, T otherwise) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_number() ? it->get<T>() : otherwise;
+}
+
+std::vector<std::string> textsOf(const nlohmann::json& o, const char* key) {
+  std::vector<std::string> out;
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_array()) return out;
+  for (const auto& e : *it) {
+    if (e.is_string()) out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const SweepManager::ParsedReport> SweepManager::parsedReport(
+    const SweepRecord& rec) {
+  // The key changes whenever the stored report can have: a resumed sweep ends again.
+  const std::string key = rec.state + "/" + std::to_string(rec.finished_ms) + "/" +
+                          std::to_string(rec.report_json.size());
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    for (auto it = report_cache_.begin(); it != report_cache_.end(); ++it) {
+      if (it->first != rec.id) continue;
+      if (it->second->key != key) {
+        report_cache_.erase(it);
+        break;
+      }
+      report_cache_.splice(report_cache_.begin(), report_cache_, it);  // most recent first
+      return it->second;
+    }
+  }
+  auto parsed = std::make_shared<ParsedReport>();
+  parsed->key = key;
+  auto spec = codec_.decode(rec.spec_json);
+  if (spec.ok()) parsed->spec = *spec;
+  if (!rec.report_json.empty()) {
+    const auto j = nlohmann::json::parse(rec.report_json, nullptr, false);
+    if (j.is_object()) {
+      auto verdicts = j.find("verdicts");
+      if (verdicts != j.end() && verdicts->is_array()) {
+        parsed->verdicts.reserve(verdicts->size());
+        for (const auto& v : *verdicts) {
+          if (!v.is_object()) continue;
           PairVerdict pv;
-          pv.test_id = v.value("test_id", "");
-          pv.src = v.value("src", "");
-          pv.dst = v.value("dst", "");
-          pv.message_size = v.value("size", uint64_t{0});
-          const std::string k = v.value("verdict", "SKIP");
+          pv.test_id = textOr(v, "test_id", "");
+          pv.src = textOr(v, "src", "");
+          pv.dst = textOr(v, "dst", "");
+          pv.message_size = numberOr<uint64_t>(v, "size", 0);
+          const std::string k = textOr(v, "verdict", "SKIP");
           pv.verdict = k == "PASS" ? VerdictKind::kPass
                                    : (k == "FAIL" ? VerdictKind::kFail : VerdictKind::kSkip);
-          pv.reasons = v.value("reasons", std::vector<std::string>{});
-          pv.value = v.value("value", 0.0);
-          pv.unit = v.value("unit", "");
-          pv.topo_class = v.value("topo_class", "");
-          pv.retest = v.value("retest", false);
-          d.verdicts.push_back(std::move(pv));
+          pv.reasons = textsOf(v, "reasons");
+          pv.value = numberOr<double>(v, "value", 0.0);
+          pv.unit = textOr(v, "unit", "");
+          pv.topo_class = textOr(v, "topo_class", "");
+          auto retest = v.find("retest");
+          pv.retest = retest != v.end() && retest->is_boolean() && retest->get<bool>();
+          parsed->verdicts.push_back(std::move(pv));
         }
-        for (const auto& s : j.value("suspects", nlohmann::json::array())) {
-          Suspect su;
-          su.kind = s.value("kind", "");
-          su.name = s.value("name", "");
-          su.score = s.value("score", 0.0);
-          su.evidence = s.value("evidence", std::vector<std::string>{});
-          d.suspects.push_back(std::move(su));
-        }
-        d.notes = j.value("notes", std::vector<std::string>{});
       }
+      auto suspects = j.find("suspects");
+      if (suspects != j.end() && suspects->is_array()) {
+        for (const auto& e : *suspects) {
+          if (!e.is_object()) continue;
+          Suspect su;
+          su.kind = textOr(e, "kind", "");
+          su.name = textOr(e, "name", "");
+          su.score = numberOr<double>(e, "score", 0.0);
+          su.evidence = textsOf(e, "evidence");
+          parsed->suspects.push_back(std::move(su));
+        }
+      }
+      parsed->notes = textsOf(j, "notes");
     }
+  }
+  // Only an ended sweep's report is final; a running one's is rewritten at its end.
+  const bool ended =
+      rec.state != toString(SweepState::kRunning) && rec.state != toString(SweepState::kQueued);
+  if (ended && !rec.report_json.empty()) {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    report_cache_.emplace_front(rec.id, parsed);
+    if (report_cache_.size() > kReportCacheSize) report_cache_.pop_back();
+  }
+  return parsed;
+}
+
+Result<SweepReportData> SweepManager::report(const std::string& id, bool with_results) {
+  SweepReportData d;
+  // One read of the sweep row; its report (megabytes for a large sweep) is parsed once per
+  // ended sweep and kept in a small cache (the status page asks for the same sweep every 5 s).
+  auto rec = sweeps_.getSweep(id);
+  if (!rec.ok()) return rec.status();
+  GDR_ASSIGN_OR_RETURN(d.progress, progressOf(id, *rec));
+  if (*rec) {
+    std::shared_ptr<const ParsedReport> parsed = parsedReport(**rec);
+    d.spec = parsed->spec;
+    d.verdicts = parsed->verdicts;
+    d.suspects = parsed->suspects;
+    d.notes = parsed->notes;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +52,12 @@ struct SweepReportData {
   std::vector<Suspect> suspects;
   std::vector<std::string> notes;
 };
+
+// The report a finished sweep stores (SweepRecord::report_json): verdicts, suspects, notes.
+// SweepManager::report reads it back; tools that write sweeps (tests/bench/gen_history) use it.
+std::string sweepReportJson(const std::vector<PairVerdict>& verdicts,
+                            const std::vector<Suspect>& suspects,
+                            const std::vector<std::string>& notes);
 
 struct SweepManagerOptions {
   ExecutorOptions executor;
@@ -97,6 +104,9 @@ class SweepManager {
                                            uint64_t* seed,
                                            const std::set<std::string>& assume_online);
   SweepProgress snapshot(const Active& a) const;
+  // The live snapshot when the sweep is recent, else from the stored row (`rec`; nullopt:
+  // kNotFound) and the store's counts.
+  Result<SweepProgress> progressOf(const std::string& id, const std::optional<SweepRecord>& rec);
   SweepRecord recordOf(const Active& a) const;
   void publish(const std::shared_ptr<Active>& a);
   void checkpoint(const std::shared_ptr<Active>& a, bool final);
@@ -108,6 +118,17 @@ class SweepManager {
                                                const std::string& except_id);
   std::string reportJson(const std::vector<PairVerdict>& v, const std::vector<Suspect>& s,
                          const std::vector<std::string>& notes) const;
+
+  // A stored report, parsed (SweepRecord::report_json and spec_json).
+  struct ParsedReport {
+    std::string key;  // state/finished_ms/report size it was parsed from
+    SweepSpec spec;
+    std::vector<PairVerdict> verdicts;
+    std::vector<Suspect> suspects;
+    std::vector<std::string> notes;
+  };
+  static constexpr size_t kReportCacheSize = 8;
+  std::shared_ptr<const ParsedReport> parsedReport(const SweepRecord& rec);
 
   WorkerDirectory& workers_;
   Clock& clock_;
@@ -125,6 +146,10 @@ class SweepManager {
   std::map<std::string, std::shared_ptr<Active>> recent_;  // by id, for follow
   bool stopping_ = false;
   std::thread thread_;
+
+  std::mutex cache_mu_;  // guards report_cache_
+  // Parsed reports of ended sweeps, most recently used first.
+  std::list<std::pair<std::string, std::shared_ptr<const ParsedReport>>> report_cache_;
 };
 
 }  // namespace gdrmesh

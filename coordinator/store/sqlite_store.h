@@ -8,9 +8,10 @@
 // Thread contract: every method may be called from any thread at once. A file database has two
 // connections, each guarded by its own mutex: the writer (every write, schema, PRAGMAs) and a
 // read-only reader (queryResults, countResults, queryHistory, getResult, listWorkers, getSweep,
-// listSweeps, unfinishedSweepTests, scheduleRuns). In WAL mode the reader sees the last committed
-// state and neither waits for the other, so a long query never holds up an insert. ":memory:" has
-// one connection (a second would be a different database) that serves both roles.
+// listSweeps, unfinishedSweepTests, scheduleRuns, sweepTotals, sweepsWithoutAggregates,
+// sweepAggregates, pairHistory). In WAL mode the reader sees the last committed state and
+// neither waits for the other, so a long query never holds up an insert. ":memory:" has one
+// connection (a second would be a different database) that serves both roles.
 #pragma once
 
 #include <sqlite3.h>
@@ -67,6 +68,7 @@ class SqliteStore : public ResultStore, public SweepStore {
   // ResultStore.
   Result<int64_t> insertResult(const TestResult& result) override;
   Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& results) override;
+  Result<uint64_t> deleteResultsBefore(int64_t cutoff_ms, uint32_t max_rows) override;
   Result<std::vector<TestResult>> queryResults(const ResultQuery& query) override;
   Result<std::optional<TestResult>> getResult(const std::string& test_id) override;
   Status upsertWorker(const WorkerRecord& worker) override;
@@ -84,6 +86,13 @@ class SqliteStore : public ResultStore, public SweepStore {
   Status recordScheduleRun(const ScheduleRun& run) override;
   Result<std::vector<ScheduleRun>> scheduleRuns(const std::string& schedule,
                                                 uint32_t limit) override;
+  Status aggregateSweep(const std::string& sweep_id, uint32_t plan_size) override;
+  Result<SweepTotals> sweepTotals(const std::string& sweep_id, uint32_t plan_size) override;
+  Result<std::vector<SweepRecord>> sweepsWithoutAggregates(int64_t created_before_ms,
+                                                           uint32_t limit) override;
+  Result<std::vector<PairAggregate>> sweepAggregates(const std::string& sweep_id) override;
+  Result<std::vector<PairAggregate>> pairHistory(const std::string& src, const std::string& dst,
+                                                 int64_t before_ms, uint32_t limit) override;
 
   const std::string& path() const { return path_; }
   // The schema version of the open file (PRAGMA user_version).

@@ -22,6 +22,10 @@ struct ResultQuery {
   std::optional<TestStatus> status;
   std::string run_id;    // "" = any
   int64_t since_ms = 0;  // started_ms >= since_ms
+  // Keyset paging: only rows after (before_started_ms, before_id) in the newest-first order,
+  // i.e. the next page after a page whose last row had these; before_id 0 = from the newest.
+  int64_t before_started_ms = 0;
+  int64_t before_id = 0;
 };
 
 // The results of one pair of workers over time (ResultStore::queryHistory).
@@ -81,6 +85,34 @@ struct ScheduleRun {
   std::string detail;
 };
 
+// What a finished sweep leaves behind when its raw result rows are gone (retention): per
+// (initiator worker, target worker, op, mode, message size), the count of tests by status and
+// the median / min / max of the figure that judges it (bw.avg_gbps for bandwidth,
+// lat.median_us for latency).
+struct PairAggregate {
+  std::string sweep_id;
+  std::string src;  // initiator worker
+  std::string dst;  // target worker
+  Op op = Op::kWrite;
+  Mode mode = Mode::kBandwidth;
+  uint64_t message_size = 0;
+  int64_t started_ms = 0;  // the earliest test of the group
+  uint32_t tests = 0, passed = 0, failed = 0, skipped = 0, errors = 0;
+  // The worst status of the group: FAILED, then ERROR, then SKIPPED, then PASSED.
+  TestStatus status = TestStatus::kPassed;
+  // Over the tests that have the figure; NaN when none has (every test skipped, ...).
+  double value_median = 0, value_min = 0, value_max = 0;
+  std::string unit;  // "Gb/s" or "us"
+};
+
+// A sweep's test counts, as SweepProgress shows them (done: distinct planned tests with a
+// result; failed: FAILED or ERROR rows; skipped: SKIPPED rows).
+struct SweepTotals {
+  uint32_t tests_done = 0, tests_failed = 0, tests_skipped = 0;
+  uint64_t results = 0;          // result rows, retests included
+  bool from_aggregates = false;  // read from the kept totals, not counted from raw rows
+};
+
 class ResultStore {
  public:
   virtual ~ResultStore() = default;
@@ -100,6 +132,10 @@ class ResultStore {
   // The pair's results, newest first (equal times: the later insertion first). A test from a
   // worker to itself (src == dst) is listed once. Empty src or dst is kInvalidArgument.
   virtual Result<std::vector<TestResult>> queryHistory(const HistoryQuery& query) = 0;
+  // Retention: deletes at most `max_rows` result rows that started before `cutoff_ms`, oldest
+  // first, in one short transaction; returns how many it deleted (fewer than max_rows: none
+  // older is left). max_rows 0 is kInvalidArgument.
+  virtual Result<uint64_t> deleteResultsBefore(int64_t cutoff_ms, uint32_t max_rows) = 0;
 };
 
 // Sweeps, their progress markers, and schedule history. Same thread contract.
@@ -111,7 +147,8 @@ class SweepStore {
   // Overwrites every column but id and created_ms; an unknown id is kNotFound.
   virtual Status updateSweep(const SweepRecord& sweep) = 0;
   virtual Result<std::optional<SweepRecord>> getSweep(const std::string& id) = 0;
-  // Newest first; `state` "" = any. limit 0 = no limit.
+  // Newest first; `state` "" = any. limit 0 = no limit. report_json is left empty (a report is
+  // megabytes for a large sweep; getSweep reads it).
   virtual Result<std::vector<SweepRecord>> listSweeps(uint32_t limit, const std::string& state) = 0;
   // Marks planned test `start.plan_index` of the sweep as started (before it runs). Marking the
   // same plan index again (a re-run) replaces the marker; an unknown sweep is kNotFound.
@@ -123,6 +160,26 @@ class SweepStore {
   // Newest first by due_ms (equal due times: the later record first). limit 0 = no limit.
   virtual Result<std::vector<ScheduleRun>> scheduleRuns(const std::string& schedule,
                                                         uint32_t limit) = 0;
+
+  // Per-sweep aggregates, kept forever (raw rows may be deleted by retention).
+  // (Re)computes the sweep's PairAggregates and SweepTotals from its raw result rows
+  // (run_id = sweep id) in one transaction, replacing earlier ones. A sweep with no raw rows
+  // left keeps what was computed before (zero totals if nothing was). `plan_size` bounds the
+  // planned indexes counted as done (retests have larger indexes). An unknown sweep is kNotFound.
+  virtual Status aggregateSweep(const std::string& sweep_id, uint32_t plan_size) = 0;
+  // The kept totals when the sweep was aggregated, else counted from its raw rows.
+  virtual Result<SweepTotals> sweepTotals(const std::string& sweep_id, uint32_t plan_size) = 0;
+  // Ended sweeps (not queued or running) created before `created_before_ms` that have no
+  // aggregates yet, oldest first, at most `limit` (0 = no limit).
+  virtual Result<std::vector<SweepRecord>> sweepsWithoutAggregates(int64_t created_before_ms,
+                                                                   uint32_t limit) = 0;
+  // The aggregates of one sweep, ordered by (src, dst, op, mode, message_size).
+  virtual Result<std::vector<PairAggregate>> sweepAggregates(const std::string& sweep_id) = 0;
+  // The history of one (src -> dst) pair over every aggregated sweep, newest first; keyset
+  // paging: only groups that started before `before_ms` (0 = no bound). limit 0 = no limit.
+  virtual Result<std::vector<PairAggregate>> pairHistory(const std::string& src,
+                                                         const std::string& dst, int64_t before_ms,
+                                                         uint32_t limit) = 0;
 };
 
 }  // namespace gdrmesh

@@ -53,6 +53,9 @@ class FlakyStore final : public ResultStore {
   Result<std::vector<TestResult>> queryHistory(const HistoryQuery&) override {
     return unimplemented("FlakyStore keeps no history");
   }
+  Result<uint64_t> deleteResultsBefore(int64_t, uint32_t) override {
+    return unimplemented("retention is not part of this fake");
+  }
   size_t stored() {
     std::lock_guard<std::mutex> lock(mu_);
     return rows_.size();

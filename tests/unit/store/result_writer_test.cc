@@ -59,6 +59,9 @@ class RecordingStore final : public ResultStore {
   Result<std::vector<TestResult>> queryHistory(const HistoryQuery& q) override {
     return inner_.queryHistory(q);
   }
+  Result<uint64_t> deleteResultsBefore(int64_t cutoff_ms, uint32_t max_rows) override {
+    return inner_.deleteResultsBefore(cutoff_ms, max_rows);
+  }
 
   void hold() {
     std::lock_guard<std::mutex> lock(mu_);

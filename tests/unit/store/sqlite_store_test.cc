@@ -178,9 +178,10 @@ TEST_F(SqliteStoreTest, RowsAreFlattenedWithTypesNamesAndGpuDirect) {
   EXPECT_EQ(raw.one("SELECT ctr_errors" + where), "5");
   EXPECT_EQ(raw.one("SELECT gpudirect FROM results WHERE test_id = 't-staged'"), "0");
   for (const char* index :
-       {"results_started_ms", "results_run_plan", "results_run_started", "results_status_started",
-        "results_initiator_started", "results_target_started", "sweeps_created_ms",
-        "sweeps_state_created_ms", "schedule_runs_schedule_due"}) {
+       {"results_started_ms", "results_run_plan_status", "results_run_started",
+        "results_status_started", "results_initiator_started", "results_target_started",
+        "results_pair_started", "sweeps_created_ms", "sweeps_state_created_ms",
+        "schedule_runs_schedule_due", "sweep_aggregates_pair"}) {
     EXPECT_EQ(raw.one(std::string("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND "
                                   "name = '") +
                       index + "'"),
@@ -643,7 +644,21 @@ TEST_F(SqliteStoreTest, SweepAndScheduleQueriesUseTheirIndexes) {
   EXPECT_THAT(plan("SELECT st.plan_index FROM sweep_test_starts st WHERE st.sweep_id = ?1 AND "
                    "NOT EXISTS (SELECT 1 FROM results r WHERE r.run_id = st.sweep_id AND "
                    "r.plan_index = st.plan_index) ORDER BY st.plan_index"),
-              AllOf(HasSubstr("results_run_plan"), Not(HasSubstr("TEMP B-TREE"))));
+              AllOf(HasSubstr("results_run_plan_status"), Not(HasSubstr("TEMP B-TREE"))));
+  // A sweep's counts from the covering index alone; pair history and the retention batch
+  // straight from their indexes.
+  EXPECT_THAT(plan("SELECT count(DISTINCT CASE WHEN plan_index >= 0 AND plan_index < ?2 THEN "
+                   "plan_index END), total(status IN ('FAILED', 'ERROR')), "
+                   "total(status = 'SKIPPED'), count(*) FROM results WHERE run_id = ?1"),
+              HasSubstr("USING COVERING INDEX results_run_plan_status"));
+  EXPECT_THAT(plan("SELECT id FROM results WHERE initiator_worker = ?1 AND target_worker = ?2 "
+                   "ORDER BY started_ms DESC, id DESC LIMIT 50"),
+              AllOf(HasSubstr("results_pair_started"), Not(HasSubstr("TEMP B-TREE"))));
+  EXPECT_THAT(plan("SELECT src FROM sweep_aggregates WHERE src = ?1 AND dst = ?2 AND "
+                   "started_ms < ?3 ORDER BY started_ms DESC LIMIT ?4"),
+              AllOf(HasSubstr("sweep_aggregates_pair"), Not(HasSubstr("TEMP B-TREE"))));
+  EXPECT_THAT(plan("SELECT id FROM results WHERE started_ms < ?1 ORDER BY started_ms LIMIT ?2"),
+              AllOf(HasSubstr("results_started_ms"), Not(HasSubstr("TEMP B-TREE"))));
 }
 
 // ---------------------------------------------------------------------------------------------

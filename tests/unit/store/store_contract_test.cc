@@ -282,6 +282,37 @@ TEST_P(ResultStoreContractTest, QueryIsNewestFirstAndHonoursLimit) {
   EXPECT_THAT(ids(*got), ::testing::ElementsAre("t500b", "t500"));
 }
 
+TEST_P(ResultStoreContractTest, KeysetPagesWalkEveryRowOnceInOrder) {
+  // Ties in started_ms across page boundaries; a worker filter (two merged halves) too.
+  const std::vector<int64_t> starts = {100, 200, 200, 200, 300, 300, 400};
+  for (size_t i = 0; i < starts.size(); ++i) {
+    ASSERT_TRUE(
+        store()
+            .insertResult(makeResult("p" + std::to_string(i), i % 2 ? "a" : "b", "a", starts[i]))
+            .ok());
+  }
+  for (const std::string worker : {"", "a", "b"}) {
+    ResultQuery all;
+    all.limit = 0;
+    all.worker = worker;
+    auto want = store().queryResults(all);
+    ASSERT_TRUE(want.ok());
+    std::vector<std::string> got;
+    ResultQuery page;
+    page.limit = 2;
+    page.worker = worker;
+    for (int pages = 0; pages < 10; ++pages) {
+      auto rows = store().queryResults(page);
+      ASSERT_TRUE(rows.ok()) << rows.status().toString();
+      for (const auto& r : *rows) got.push_back(r.test_id);
+      if (rows->size() < page.limit) break;
+      page.before_started_ms = rows->back().started_ms;
+      page.before_id = rows->back().id;
+    }
+    EXPECT_EQ(got, ids(*want)) << "worker '" << worker << "'";
+  }
+}
+
 TEST_P(ResultStoreContractTest, QueryFilters) {
   ASSERT_TRUE(
       store().insertResult(makeResult("ab-pass", "a", "b", 10, TestStatus::kPassed, "r1")).ok());
