@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/cli.h"
+#include "cli/cmd_report.h"
 #include "cli/control.h"
 #include "cli/output.h"
 #include "cli/specs.h"
@@ -110,7 +111,18 @@ int runCancel(const ClientOptions& o, const std::string& id) {
   return kExitOk;
 }
 
-int runShow(const ClientOptions& o, const std::string& id, bool results) {
+struct ShowArgs {
+  bool results = false;
+  bool matrix = false;
+  size_t max_hosts = 40;
+};
+
+int runShow(const ClientOptions& o, const std::string& id, const ShowArgs& a) {
+  const bool results = a.results;
+  if (a.matrix && o.output == "json") {
+    return usage("sweep show", invalidArgument("--matrix: the matrix is drawn as text",
+                                               "drop -o json (the JSON has every verdict)"));
+  }
   auto stub = connectControl(o);
   grpc::ClientContext ctx;
   setDeadline(&ctx, 60);
@@ -121,6 +133,12 @@ int runShow(const ClientOptions& o, const std::string& id, bool results) {
   auto st = stub->GetSweep(&ctx, req, &resp);
   if (!st.ok()) return reportRpcError(o, "GetSweep", st);
   printReport(o, resp, ReportOptions{false, results});
+  if (a.matrix) {
+    // Labels pick host classes, whose thresholds are the cells' references.
+    auto workers = listWorkersQuietly(*stub, nullptr);
+    std::cout << "\n"
+              << sweepMatrixText(sweepView(resp, workers), a.max_hosts, stdoutWantsColour());
+  }
   return kExitOk;
 }
 
@@ -263,11 +281,15 @@ void registerSweepCommands(CLI::App& app, Action* action) {
     std::shared_ptr<ClientOptions> o;
     std::shared_ptr<std::string> id;
     auto* cmd = idCommand(sweep, "show", "Show a sweep: state, verdicts, suspects", &o, &id);
-    auto results = std::make_shared<bool>(false);
-    cmd->add_flag("--results", *results, "also print every result");
-    cmd->callback([action, o, id, results] {
-      *action = [o, id, results] { return runShow(*o, *id, *results); };
-    });
+    auto a = std::make_shared<ShowArgs>();
+    cmd->add_flag("--results", a->results, "also print every result");
+    cmd->add_flag("--matrix", a->matrix,
+                  "also draw the hosts x hosts matrix (per rail), coloured on a terminal");
+    cmd->add_option("--max-hosts", a->max_hosts,
+                    "--matrix: draw all hosts up to this many, else only those with failures, "
+                    "skips or suspects (at most 128)")
+        ->capture_default_str();
+    cmd->callback([action, o, id, a] { *action = [o, id, a] { return runShow(*o, *id, *a); }; });
   }
   {
     auto* cmd = sweep->add_subcommand(

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   gdrmesh::cli::registerSweepCommands(app, &action);
   gdrmesh::cli::registerAcceptCommand(app, &action);
   gdrmesh::cli::registerLocalCommands(app, &action);
+  gdrmesh::cli::registerReportCommand(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
