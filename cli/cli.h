@@ -42,6 +42,7 @@ void registerSweepCommands(CLI::App& app, Action* action);    // sweep, sweeps, 
 void registerHistoryCommands(CLI::App& app, Action* action);  // history, compare, result
 void registerAcceptCommand(CLI::App& app, Action* action);
 void registerLocalCommands(CLI::App& app, Action* action);
+void registerReportCommand(CLI::App& app, Action* action);  // report (cmd_report.cc)
 
 // Blocks SIGINT/SIGTERM in this thread (call before starting threads) and returns a waiter
 // that blocks until one arrives, then calls `on_signal`.

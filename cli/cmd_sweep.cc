@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/cli.h"
+#include "cli/cmd_report.h"
 #include "cli/control.h"
 #include "cli/output.h"
 #include "cli/specs.h"
@@ -117,7 +118,18 @@ std::string verdictsCsv(const pb::SweepReport& r) {
   return messagesCsv(rows, pb::PairVerdict::default_instance());
 }
 
-int runShow(const ClientOptions& o, const std::string& id, bool results) {
+struct ShowArgs {
+  bool results = false;
+  bool matrix = false;
+  size_t max_hosts = 40;
+};
+
+int runShow(const ClientOptions& o, const std::string& id, const ShowArgs& a) {
+  const bool results = a.results;
+  if (a.matrix && o.output != "table") {
+    return usage("sweep show", invalidArgument("--matrix: the matrix is drawn as text",
+                                               "drop -o json/csv (they hold every verdict)"));
+  }
   auto stub = connectControl(o);
   grpc::ClientContext ctx;
   setDeadline(&ctx, 60);
@@ -132,6 +144,12 @@ int runShow(const ClientOptions& o, const std::string& id, bool results) {
     return kExitOk;
   }
   printReport(o, resp, ReportOptions{false, results});
+  if (a.matrix) {
+    // Labels pick host classes, whose thresholds are the cells' references.
+    auto workers = listWorkersQuietly(*stub, nullptr);
+    std::cout << "\n"
+              << sweepMatrixText(sweepView(resp, workers), a.max_hosts, stdoutWantsColour());
+  }
   return kExitOk;
 }
 
@@ -283,11 +301,15 @@ void registerSweepCommands(CLI::App& app, Action* action) {
     auto* cmd = idCommand(sweep, "show",
                           "Show a sweep: state, verdicts, suspects (-o csv: one row per verdict)",
                           &o, &id, true);
-    auto results = std::make_shared<bool>(false);
-    cmd->add_flag("--results", *results, "also print every result");
-    cmd->callback([action, o, id, results] {
-      *action = [o, id, results] { return runShow(*o, *id, *results); };
-    });
+    auto a = std::make_shared<ShowArgs>();
+    cmd->add_flag("--results", a->results, "also print every result");
+    cmd->add_flag("--matrix", a->matrix,
+                  "also draw the hosts x hosts matrix (per rail), coloured on a terminal");
+    cmd->add_option("--max-hosts", a->max_hosts,
+                    "--matrix: draw all hosts up to this many, else only those with failures, "
+                    "skips or suspects (at most 128)")
+        ->capture_default_str();
+    cmd->callback([action, o, id, a] { *action = [o, id, a] { return runShow(*o, *id, *a); }; });
   }
   {
     auto* cmd = sweep->add_subcommand(

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   gdrmesh::cli::registerHistoryCommands(app, &action);
   gdrmesh::cli::registerAcceptCommand(app, &action);
   gdrmesh::cli::registerLocalCommands(app, &action);
+  gdrmesh::cli::registerReportCommand(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -124,6 +124,8 @@ std::unique_ptr<WorkerSetup> setUpWorker(const WorkerSetupOptions& o) {
   s->inventory.hostname = hostName();
   s->inventory.worker_version = "0.1.0";
   s->inventory.rdma_core_version = rdmaCoreVersion(o.sysfs_root);
+  s->inventory.kernel_release = kernelRelease(o.sysfs_root);
+  s->inventory.nvidia_driver_version = nvidiaDriverVersion(o.sysfs_root);
   auto nics = discoverNics(o.sysfs_root);
   if (nics.ok()) {
     for (const auto& n : *nics) {

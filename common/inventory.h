@@ -68,7 +68,9 @@ struct Inventory {
   std::vector<std::string> transports;  // usable transports on this worker: "emulated", "verbs"
   std::string cuda_driver_version;      // "" when no driver
   std::string rdma_core_version;
-  std::vector<std::string> notes;  // why a transport or the GPUs are missing here
+  std::string kernel_release;         // uname -r ("6.1.0-18-amd64"); "" when unknown
+  std::string nvidia_driver_version;  // the kernel module's ("550.54.15"); "" when not loaded
+  std::vector<std::string> notes;     // why a transport or the GPUs are missing here
   std::vector<PreflightCheck> preflight;
 };
 

@@ -12,6 +12,8 @@ json toJson(const Inventory& inv) {
   j["worker_version"] = inv.worker_version;
   j["cuda_driver_version"] = inv.cuda_driver_version;
   j["rdma_core_version"] = inv.rdma_core_version;
+  j["kernel_release"] = inv.kernel_release;
+  j["nvidia_driver_version"] = inv.nvidia_driver_version;
   j["transports"] = inv.transports;
   j["notes"] = inv.notes;
   j["preflight"] = json::array();

@@ -156,6 +156,8 @@ void toProto(const Inventory& in, pb::Inventory* out) {
   out->set_worker_version(in.worker_version);
   out->set_cuda_driver_version(in.cuda_driver_version);
   out->set_rdma_core_version(in.rdma_core_version);
+  out->set_kernel_release(in.kernel_release);
+  out->set_nvidia_driver_version(in.nvidia_driver_version);
   for (const auto& n : in.nics) {
     auto* pn = out->add_nics();
     pn->set_name(n.name);
@@ -217,6 +219,8 @@ Inventory fromProto(const pb::Inventory& in) {
   out.worker_version = in.worker_version();
   out.cuda_driver_version = in.cuda_driver_version();
   out.rdma_core_version = in.rdma_core_version();
+  out.kernel_release = in.kernel_release();
+  out.nvidia_driver_version = in.nvidia_driver_version();
   for (const auto& pn : in.nics()) {
     Nic n;
     n.name = pn.name();
@@ -263,6 +267,19 @@ Inventory fromProto(const pb::Inventory& in) {
     out.preflight.push_back({c.id(), c.title(), c.status(), c.detail(), c.remediation()});
   }
   return out;
+}
+
+WorkerStatus fromProto(const pb::WorkerInfo& in) {
+  WorkerStatus w;
+  w.name = in.name();
+  w.state = in.state();
+  w.connected_ms = in.connected_ms();
+  w.last_heartbeat_ms = in.last_heartbeat_ms();
+  w.peer = in.peer();
+  w.active_tests = in.active_tests();
+  w.labels.insert(in.labels().begin(), in.labels().end());
+  w.inventory = fromProto(in.inventory());
+  return w;
 }
 
 void toProto(const Measurement& in, pb::Measurement* out) {

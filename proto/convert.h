@@ -36,6 +36,8 @@ Role fromProto(pb::Role v, Role def = Role::kInitiator);
 
 void toProto(const Inventory& in, pb::Inventory* out);
 Inventory fromProto(const pb::Inventory& in);
+// A worker as ListWorkers returns it (name, state, times, peer, labels, stored inventory).
+WorkerStatus fromProto(const pb::WorkerInfo& in);
 
 void toProto(const Measurement& in, pb::Measurement* out);
 Measurement fromProto(const pb::Measurement& in);

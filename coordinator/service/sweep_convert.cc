@@ -168,6 +168,74 @@ void toProto(const SweepReportData& in, v1::SweepReport* out) {
   for (const auto& n : in.notes) out->add_notes(n);
 }
 
+SweepProgress fromProto(const v1::SweepProgress& in) {
+  SweepProgress p;
+  p.id = in.id();
+  p.state = parseSweepState(in.state()).value_or(SweepState::kQueued);
+  p.pattern = in.pattern();
+  p.name = in.name();
+  p.created_ms = in.created_ms();
+  p.started_ms = in.started_ms();
+  p.finished_ms = in.finished_ms();
+  p.tests_total = in.tests_total();
+  p.tests_done = in.tests_done();
+  p.tests_failed = in.tests_failed();
+  p.tests_skipped = in.tests_skipped();
+  p.tests_running = in.tests_running();
+  p.rounds_total = in.rounds_total();
+  p.retests = in.retests();
+  p.elapsed_seconds = in.elapsed_seconds();
+  p.eta_seconds = in.eta_seconds();
+  p.reason = in.reason();
+  p.verdict = in.verdict();
+  return p;
+}
+
+PairVerdict fromProto(const v1::PairVerdict& in) {
+  PairVerdict v;
+  v.test_id = in.test_id();
+  v.src = in.src();
+  v.dst = in.dst();
+  v.message_size = in.message_size();
+  v.verdict = in.verdict() == "PASS"   ? VerdictKind::kPass
+              : in.verdict() == "FAIL" ? VerdictKind::kFail
+                                       : VerdictKind::kSkip;
+  v.reasons.assign(in.reasons().begin(), in.reasons().end());
+  v.value = in.value();
+  v.unit = in.unit();
+  v.topo_class = in.topo_class();
+  v.retest = in.retest();
+  return v;
+}
+
+Suspect fromProto(const v1::Suspect& in) {
+  Suspect s;
+  s.kind = in.kind();
+  s.name = in.name();
+  s.score = in.score();
+  s.evidence.assign(in.evidence().begin(), in.evidence().end());
+  return s;
+}
+
+SweepReportData fromProto(const v1::SweepReport& in, std::string* spec_error) {
+  SweepReportData r;
+  r.progress = fromProto(in.progress());
+  auto spec = fromProto(in.spec());
+  if (spec.ok()) {
+    r.spec = std::move(spec).value();
+  } else {
+    if (spec_error) *spec_error = spec.status().message();
+    if (auto p = parseSweepPattern(in.spec().pattern())) r.spec.pattern = *p;
+    r.spec.config_yaml = in.spec().config_yaml();
+    r.spec.hosts.assign(in.spec().hosts().begin(), in.spec().hosts().end());
+  }
+  for (const auto& x : in.results()) r.results.push_back(convert::fromProto(x));
+  for (const auto& x : in.verdicts()) r.verdicts.push_back(fromProto(x));
+  for (const auto& x : in.suspects()) r.suspects.push_back(fromProto(x));
+  r.notes.assign(in.notes().begin(), in.notes().end());
+  return r;
+}
+
 std::string ProtoJsonSweepCodec::encode(const SweepSpec& spec) const {
   v1::SweepSpec p;
   toProto(spec, &p);

@@ -18,6 +18,15 @@ void toProto(const PairVerdict& in, v1::PairVerdict* out);
 void toProto(const Suspect& in, v1::Suspect* out);
 void toProto(const SweepReportData& in, v1::SweepReport* out);
 
+// Wire -> domain for clients that render reports (`gdrmesh report`, `sweep show --matrix`).
+// Lenient: an unknown state or verdict keeps the default; the stored spec is converted with
+// fromProto above, and when it no longer validates `spec_error` says why (the report keeps the
+// pattern and the config text, which are all it needs).
+SweepProgress fromProto(const v1::SweepProgress& in);
+PairVerdict fromProto(const v1::PairVerdict& in);
+Suspect fromProto(const v1::Suspect& in);
+SweepReportData fromProto(const v1::SweepReport& in, std::string* spec_error);
+
 // SweepCodec on the wire format's JSON: a stored spec reads like the API.
 class ProtoJsonSweepCodec final : public SweepCodec {
  public:

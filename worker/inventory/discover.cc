@@ -168,4 +168,41 @@ std::string rdmaCoreVersion(const std::string& sysfs_root) {
   return "";
 }
 
+std::string kernelRelease(const std::string& sysfs_root) {
+  return sysfs::readTrimmed(sysfs_root, "/proc/sys/kernel/osrelease").value_or("");
+}
+
+std::string parseNvrmVersion(const std::string& proc_text) {
+  const std::string key = "Kernel Module";
+  size_t line = proc_text.find("NVRM version:");
+  if (line == std::string::npos) return "";
+  size_t at = proc_text.find(key, line);
+  size_t eol = proc_text.find('\n', line);
+  if (at == std::string::npos || (eol != std::string::npos && at > eol)) return "";
+  at += key.size();
+  // Some builds say "Kernel Module for aarch64"; the version is the first token with a digit
+  // and a dot.
+  while (at < proc_text.size() && proc_text[at] != '\n') {
+    while (at < proc_text.size() && proc_text[at] == ' ') ++at;
+    size_t end = at;
+    while (end < proc_text.size() && proc_text[end] != ' ' && proc_text[end] != '\n') ++end;
+    std::string tok = proc_text.substr(at, end - at);
+    if (!tok.empty() && std::isdigit(static_cast<unsigned char>(tok[0])) &&
+        tok.find('.') != std::string::npos) {
+      return tok;
+    }
+    if (end == at) break;
+    at = end;
+  }
+  return "";
+}
+
+std::string nvidiaDriverVersion(const std::string& sysfs_root) {
+  if (auto v = sysfs::readTrimmed(sysfs_root, "/sys/module/nvidia/version"); v && !v->empty()) {
+    return *v;
+  }
+  return parseNvrmVersion(
+      sysfs::readFile(sysfs_root, "/proc/driver/nvidia/version", 4096).value_or(""));
+}
+
 }  // namespace gdrmesh

@@ -29,6 +29,18 @@ std::string hostName();
 // <root>/usr/lib*, <root>/lib*; "" if no such file is found.
 std::string rdmaCoreVersion(const std::string& sysfs_root = "/");
 
+// The kernel release ("6.1.0-18-amd64", as `uname -r`) from <root>/proc/sys/kernel/osrelease;
+// "" if it cannot be read.
+std::string kernelRelease(const std::string& sysfs_root = "/");
+
+// The loaded NVIDIA kernel module's version ("550.54.15") from <root>/sys/module/nvidia/version,
+// else from the "NVRM version:" line of <root>/proc/driver/nvidia/version; "" when the module
+// is not loaded. This is the driver of `nvidia-smi`, not the CUDA driver API version.
+std::string nvidiaDriverVersion(const std::string& sysfs_root = "/");
+// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..." -> "550.54.15";
+// "" when the text has no such line.
+std::string parseNvrmVersion(const std::string& proc_text);
+
 // Parsers of single sysfs values, exposed for tests.
 // "4: ACTIVE" -> "ACTIVE"; "ACTIVE" -> "ACTIVE".
 std::string parsePortState(const std::string& text);

@@ -1069,6 +1069,38 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
     EXPECT_TRUE(std::filesystem::exists(png)) << png;
     std::printf("sweep screenshot: %s\n", png.c_str());
   }
+
+  // The acceptance report of the same sweep (`gdrmesh report`): one HTML file, opened from disk
+  // with no server; its policy forbids every fetch, so a reference to anything outside it
+  // would be a console error.
+  const std::string report = out + "/acceptance_report.html";
+  std::filesystem::remove(report);
+  const std::string report_cmd = "timeout 60 '" + bin + "' report " + id +
+                                 " --format html --coordinator " + addr + " --out '" + report +
+                                 "' >'" + dir.path + "/report.out' 2>&1";
+  ASSERT_EQ(std::system(report_cmd.c_str()), 0) << readFile(dir.path + "/report.out");
+  const std::string html = readFile(report);
+  EXPECT_THAT(html, Not(HasSubstr("http://")));
+  EXPECT_THAT(html, Not(HasSubstr("https://")));
+  std::filesystem::remove(dir.path + "/chromium.log");  // this page's console only
+  const std::string report_url = "file://" + report;
+  dom = runChromium(chromium, dir, "--virtual-time-budget=3000 --dump-dom", report_url, &rc);
+  ASSERT_EQ(rc, 0) << readFile(dir.path + "/chromium.log");
+  missing = missingIn(dom,
+                      {"id=\"verdict\" class=\"verdict fail\">FAIL<", "<td class=\"cf\"",
+                       "id=\"failures", "<td>" + fail_src + "</td><td>" + fail_dst + "</td>",
+                       "id=\"suspects\"", top, "id=\"environment\"", "sim-0003"},
+                      {"no stored inventory"});
+  EXPECT_TRUE(missing.empty()) << missing << "rendered DOM:\n" << dom;
+  EXPECT_EQ(consoleLines(readFile(dir.path + "/chromium.log")), "");
+  const std::string png = out + "/acceptance_report.png";
+  std::filesystem::remove(png);
+  runChromium(chromium, dir,
+              "--window-size=1280,1600 --virtual-time-budget=3000 --screenshot='" + png + "'",
+              report_url, &rc);
+  EXPECT_TRUE(std::filesystem::exists(png)) << png;
+  std::printf("acceptance report: %s\nacceptance report screenshot: %s\n", report.c_str(),
+              png.c_str());
 #endif
 }
 

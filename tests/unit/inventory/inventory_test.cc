@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "worker/inventory/discover.h"
@@ -147,6 +149,35 @@ TEST(Inventory, RdmaCoreVersionFromLibraryName) {
   EXPECT_EQ(rdmaCoreVersion(fixture("switch_8gpu_8nic")), "50.0");
   EXPECT_EQ(rdmaCoreVersion(fixture("softroce_vm")), "44.0");
   EXPECT_EQ(rdmaCoreVersion(fixture("does_not_exist")), "");
+}
+
+// Kernel release and NVIDIA driver version under an injected root: what the acceptance
+// report shows for every host.
+TEST(Inventory, KernelReleaseAndNvidiaDriverVersion) {
+  const std::string root = ::testing::TempDir() + "/inv_versions";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root + "/proc/sys/kernel");
+  std::ofstream(root + "/proc/sys/kernel/osrelease") << "6.1.0-18-amd64\n";
+  EXPECT_EQ(kernelRelease(root), "6.1.0-18-amd64");
+  EXPECT_EQ(nvidiaDriverVersion(root), "") << "no module loaded";
+
+  // /proc/driver/nvidia/version only (older modules have no sysfs version file).
+  std::filesystem::create_directories(root + "/proc/driver/nvidia");
+  std::ofstream(root + "/proc/driver/nvidia/version")
+      << "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.08  Tue Mar  5 22:42:15 UTC "
+         "2024\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n";
+  EXPECT_EQ(nvidiaDriverVersion(root), "535.161.08");
+  // The module's sysfs version wins.
+  std::filesystem::create_directories(root + "/sys/module/nvidia");
+  std::ofstream(root + "/sys/module/nvidia/version") << "550.54.15\n";
+  EXPECT_EQ(nvidiaDriverVersion(root), "550.54.15");
+
+  EXPECT_EQ(kernelRelease(fixture("does_not_exist")), "");
+  EXPECT_EQ(parseNvrmVersion("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  "
+                             "550.90.07  Release Build\n"),
+            "550.90.07");
+  EXPECT_EQ(parseNvrmVersion("garbage"), "");
+  EXPECT_EQ(parseNvrmVersion("NVRM version: no number here\nKernel Module 1.2"), "");
 }
 
 }  // namespace

@@ -1,0 +1,106 @@
+// The conversions `gdrmesh report` reads through: the inventory's kernel release and NVIDIA
+// driver (v1 fields 10 and 11) both ways, ListWorkers' WorkerInfo, and a SweepReport back to
+// domain types.
+#include <gtest/gtest.h>
+
+#include "convert.h"
+#include "coordinator/service/sweep_convert.h"
+
+namespace gdrmesh {
+namespace {
+
+TEST(ConvertReport, InventoryVersionsRoundTrip) {
+  Inventory in;
+  in.hostname = "h1";
+  in.kernel_release = "6.1.0-18-amd64";
+  in.nvidia_driver_version = "550.54.15";
+  in.rdma_core_version = "44.0";
+  v1::Inventory p;
+  convert::toProto(in, &p);
+  EXPECT_EQ(p.kernel_release(), "6.1.0-18-amd64");
+  EXPECT_EQ(p.nvidia_driver_version(), "550.54.15");
+  Inventory back = convert::fromProto(p);
+  EXPECT_EQ(back.kernel_release, in.kernel_release);
+  EXPECT_EQ(back.nvidia_driver_version, in.nvidia_driver_version);
+
+  // A worker from before these fields: its message parses, the fields are empty.
+  v1::Inventory old;
+  old.set_hostname("old");
+  old.set_rdma_core_version("44.0");
+  v1::Inventory parsed;
+  ASSERT_TRUE(parsed.ParseFromString(old.SerializeAsString()));
+  EXPECT_EQ(convert::fromProto(parsed).kernel_release, "");
+  EXPECT_EQ(convert::fromProto(parsed).nvidia_driver_version, "");
+}
+
+TEST(ConvertReport, WorkerInfoKeepsLabelsAndInventory) {
+  v1::WorkerInfo w;
+  w.set_name("w1");
+  w.set_state("online");
+  w.set_last_heartbeat_ms(42);
+  (*w.mutable_labels())["rack"] = "r12";
+  w.mutable_inventory()->set_kernel_release("6.8.0");
+  WorkerStatus s = convert::fromProto(w);
+  EXPECT_EQ(s.name, "w1");
+  EXPECT_TRUE(s.online());
+  EXPECT_EQ(s.last_heartbeat_ms, 42);
+  EXPECT_EQ(s.labels.at("rack"), "r12");
+  EXPECT_EQ(s.inventory.kernel_release, "6.8.0");
+}
+
+TEST(ConvertReport, SweepReportBackToDomain) {
+  SweepReportData d;
+  d.progress.id = "s-1";
+  d.progress.state = SweepState::kFinished;
+  d.progress.verdict = "FAIL";
+  d.progress.tests_failed = 1;
+  d.spec.pattern = SweepPattern::kAllPairs;
+  d.spec.test.iterations = 20;
+  d.spec.config_yaml = "thresholds:\n  bandwidth_gbps_min: 1\n";
+  PairVerdict v;
+  v.test_id = "t1";
+  v.src = "a/mlx5_0";
+  v.dst = "b/mlx5_0";
+  v.verdict = VerdictKind::kFail;
+  v.reasons = {"r1", "r2"};
+  v.value = 1.5;
+  v.unit = "Gb/s";
+  v.retest = true;
+  d.verdicts = {v};
+  d.suspects = {{"host", "b", 0.5, {"e1"}}};
+  d.notes = {"n1"};
+  TestResult r;
+  r.test_id = "t1";
+  r.status = TestStatus::kFailed;
+  d.results = {r};
+  v1::SweepReport p;
+  convert::toProto(d, &p);
+  std::string spec_error;
+  SweepReportData back = convert::fromProto(p, &spec_error);
+  EXPECT_EQ(spec_error, "");
+  EXPECT_EQ(back.progress.id, "s-1");
+  EXPECT_EQ(back.progress.state, SweepState::kFinished);
+  EXPECT_EQ(back.progress.verdict, "FAIL");
+  EXPECT_EQ(back.spec.pattern, SweepPattern::kAllPairs);
+  EXPECT_EQ(back.spec.config_yaml, d.spec.config_yaml);
+  ASSERT_EQ(back.verdicts.size(), 1u);
+  EXPECT_EQ(back.verdicts[0].verdict, VerdictKind::kFail);
+  EXPECT_EQ(back.verdicts[0].reasons, v.reasons);
+  EXPECT_EQ(back.verdicts[0].src, "a/mlx5_0");
+  EXPECT_TRUE(back.verdicts[0].retest);
+  ASSERT_EQ(back.suspects.size(), 1u);
+  EXPECT_EQ(back.suspects[0].evidence, std::vector<std::string>{"e1"});
+  ASSERT_EQ(back.results.size(), 1u);
+  EXPECT_EQ(back.results[0].status, TestStatus::kFailed);
+  EXPECT_EQ(back.notes, d.notes);
+
+  // A stored spec that no longer validates: the report keeps its pattern and config.
+  p.mutable_spec()->set_direction("sideways");
+  back = convert::fromProto(p, &spec_error);
+  EXPECT_NE(spec_error.find("direction"), std::string::npos) << spec_error;
+  EXPECT_EQ(back.spec.pattern, SweepPattern::kAllPairs);
+  EXPECT_EQ(back.spec.config_yaml, d.spec.config_yaml);
+}
+
+}  // namespace
+}  // namespace gdrmesh

@@ -1,0 +1,218 @@
+// The acceptance report renderers: content, Markdown tables, escaping of hostile strings, and
+// an HTML file that needs nothing from the network.
+#include "cli/report/acceptance_report.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+namespace gdrmesh::report {
+namespace {
+
+const std::string kHostile = "<script>alert('x')</script>|a\nb & \"q\" `c` *d*";
+
+PairVerdict verdict(const std::string& src, const std::string& dst, VerdictKind k, double gbps) {
+  PairVerdict v;
+  v.test_id = "t-" + src + "-" + dst;
+  v.src = src;
+  v.dst = dst;
+  v.message_size = 65536;
+  v.verdict = k;
+  v.value = gbps;
+  v.unit = "Gb/s";
+  return v;
+}
+
+WorkerStatus worker(const std::string& name) {
+  WorkerStatus w;
+  w.name = name;
+  w.state = "online";
+  w.inventory.hostname = name;
+  w.inventory.worker_version = "0.1.0";
+  w.inventory.kernel_release = "6.1.0-18-amd64";
+  w.inventory.nvidia_driver_version = "550.54.15";
+  w.inventory.cuda_driver_version = "12.4";
+  w.inventory.rdma_core_version = "44.0";
+  Nic n;
+  n.name = "mlx5_0";
+  n.fw_version = "28.39.1002";
+  NicPort p;
+  p.state = "ACTIVE";
+  p.rate_gbps = 400;
+  p.link_layer = "InfiniBand";
+  n.ports.push_back(p);
+  w.inventory.nics.push_back(n);
+  Gpu g;
+  g.name = "NVIDIA H100 80GB HBM3";
+  g.gpu_direct_rdma_supported = true;
+  w.inventory.gpus = {g, g};
+  w.inventory.preflight.push_back({"gpudirect.peermem", "peer memory", "PASS", "", ""});
+  return w;
+}
+
+// Four hosts; w2->w4 failed, w3 suspected; w4 has no stored inventory; w3's firmware, a
+// preflight detail and the failure reason are hostile.
+ReportInput sample(ClusterConfig* cfg) {
+  ReportInput in;
+  auto& s = in.sweep;
+  s.progress.id = "s-20261123-0930";
+  s.progress.state = SweepState::kFinished;
+  s.progress.verdict = "FAIL";
+  s.progress.pattern = "all-pairs";
+  s.progress.started_ms = 1795426200000;
+  s.progress.finished_ms = 1795426262000;
+  s.progress.tests_total = s.progress.tests_done = 6;
+  s.progress.tests_failed = 1;
+  s.spec.pattern = SweepPattern::kAllPairs;
+  s.spec.test.message_size = 65536;
+  s.spec.config_yaml = "thresholds:\n  bandwidth_gbps_min: 5\n";
+  const char* hosts[] = {"w1", "w2", "w3", "w4"};
+  for (int a = 0; a < 4; ++a) {
+    for (int b = a + 1; b < 4; ++b) {
+      const bool fail = a == 1 && b == 3;
+      PairVerdict v = verdict(hosts[a], hosts[b], fail ? VerdictKind::kFail : VerdictKind::kPass,
+                              fail ? 0.5 : 10);
+      if (fail) v.reasons = {"bandwidth_gbps_min: 0.50 Gb/s < 5 " + kHostile};
+      s.verdicts.push_back(v);
+      TestResult r;
+      r.test_id = v.test_id;
+      r.initiator.worker = hosts[a];
+      r.target.worker = hosts[b];
+      r.status = TestStatus::kPassed;
+      r.measurement.has_bandwidth = true;
+      r.measurement.bw.avg_gbps = v.value;
+      r.measurement.bw.peak_gbps = v.value + 1;
+      s.results.push_back(r);
+    }
+  }
+  Suspect sus;
+  sus.kind = "host";
+  sus.name = "w3";
+  sus.score = 0.8;
+  sus.evidence = {"failed with 1 of 3 partners"};
+  Suspect low;
+  low.kind = "link";
+  low.name = "w2<->w4";
+  low.score = 0.2;
+  s.suspects = {low, sus};
+  in.workers = {worker("w1"), worker("w2"), worker("w3")};
+  in.workers[2].inventory.nics[0].fw_version = kHostile;
+  in.workers[2].inventory.preflight.push_back(
+      {"rdma.devices", "RDMA devices", "FAIL", kHostile, "load the driver"});
+  cfg->thresholds.bandwidth_gbps_min = 5;
+  in.config = cfg;
+  in.generated_ms = 1795426300000;
+  return in;
+}
+
+TEST(AcceptanceReport, MarkdownHasEverySection) {
+  ClusterConfig cfg;
+  const std::string md = renderMarkdown(sample(&cfg));
+  for (const char* s :
+       {"# GPUDirect RDMA acceptance report: sweep s-20261123-0930", "**Verdict: FAIL**",
+        "## Summary", "## Configuration", "## Thresholds", "## Matrix", "## Suspects",
+        "## Failures (1)", "## Environment", "bandwidth\\_gbps\\_min 5", "6.1.0-18-amd64",
+        "550.54.15", "28.39.1002", "2x NVIDIA H100 80GB HBM3 (GPUDirect RDMA 2/2)",
+        "no stored inventory", "2026-11-23T09:30:00", "Duration | 1m02s"}) {
+    EXPECT_NE(md.find(s), std::string::npos) << "missing " << s << "\n" << md;
+  }
+  // Suspects ranked: the host (0.8) before the link (0.2).
+  EXPECT_LT(md.find("1. host w3 (score 0.80)"), md.find("2. link w2&lt;-&gt;w4"));
+  EXPECT_NE(md.find("failed with 1 of 3 partners"), std::string::npos);
+  // The failure with its figures.
+  EXPECT_NE(md.find("| 1 | w2 | w4 | 64KiB | 0.50 Gb/s | avg 0.50 Gb/s, peak 1.50 Gb/s"),
+            std::string::npos)
+      << md;
+}
+
+// Every row of a Markdown table has as many unescaped pipes as its header: no cell breaks it.
+TEST(AcceptanceReport, MarkdownTablesSurviveHostileStrings) {
+  ClusterConfig cfg;
+  const std::string md = renderMarkdown(sample(&cfg));
+  EXPECT_EQ(md.find("<script"), std::string::npos) << "no raw HTML";
+  EXPECT_NE(md.find("&lt;script&gt;"), std::string::npos);
+  EXPECT_NE(md.find("\\|a b"), std::string::npos) << "pipe escaped, newline a space";
+  auto pipes = [](const std::string& l) {
+    int n = 0;
+    for (size_t i = 0; i < l.size(); ++i) n += l[i] == '|' && (i == 0 || l[i - 1] != '\\');
+    return n;
+  };
+  std::istringstream lines(md);
+  int expected = -1, rows = 0;
+  bool in_fence = false;
+  for (std::string l; std::getline(lines, l);) {
+    if (l.rfind("```", 0) == 0) in_fence = !in_fence;
+    if (in_fence) continue;
+    if (l.empty() || l[0] != '|') {
+      expected = -1;
+      continue;
+    }
+    if (expected < 0) expected = pipes(l);
+    EXPECT_EQ(pipes(l), expected) << l;
+    ++rows;
+  }
+  EXPECT_GT(rows, 30);
+}
+
+TEST(AcceptanceReport, HtmlEscapesAndIsSelfContained) {
+  ClusterConfig cfg;
+  const std::string html = renderHtml(sample(&cfg));
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos) << "hostile text is not markup";
+  EXPECT_NE(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"), std::string::npos);
+  for (const char* banned : {"http://", "https://", "<link", " src=", "href=", "url(", "@import"}) {
+    EXPECT_EQ(html.find(banned), std::string::npos) << "external reference " << banned;
+  }
+  // Colour, a legend and the failed cell with its figure in the tooltip.
+  EXPECT_NE(html.find("<style>"), std::string::npos);
+  EXPECT_NE(html.find("class=\"legend\""), std::string::npos);
+  EXPECT_NE(
+      html.find("<td class=\"cf\" title=\"w2 -&gt; w4: FAIL 64KiB 0.50 Gb/s (threshold 5.00)"),
+      std::string::npos)
+      << html;
+  EXPECT_NE(html.find("id=\"verdict\" class=\"verdict fail\">FAIL<"), std::string::npos);
+}
+
+TEST(AcceptanceReport, LargeSweepsFoldTheMatrix) {
+  ClusterConfig cfg;
+  ReportInput in = sample(&cfg);
+  in.sweep.verdicts.clear();
+  in.sweep.results.clear();
+  in.sweep.suspects.clear();
+  for (int i = 0; i < 1024; ++i) {
+    in.sweep.verdicts.push_back(verdict("n" + std::to_string(1000 + i),
+                                        "n" + std::to_string(1000 + (i + 1) % 1024),
+                                        i == 10 ? VerdictKind::kFail : VerdictKind::kPass, 10));
+  }
+  const std::string md = renderMarkdown(in);
+  EXPECT_NE(md.find("Showing 2 of 1024 hosts"), std::string::npos);
+  EXPECT_NE(md.find("1022 hosts folded"), std::string::npos);
+  const std::string html = renderHtml(in);
+  EXPECT_NE(html.find("Showing 2 of 1024 hosts"), std::string::npos);
+  // The environment table still lists every host of the sweep.
+  EXPECT_EQ(sweepHosts(in.sweep).size(), 1024u);
+  EXPECT_LT(md.size(), 512u * 1024u);
+}
+
+TEST(AcceptanceReport, NoConfigAndNoFailures) {
+  ReportInput in;
+  in.sweep.progress.id = "s-1";
+  in.sweep.progress.verdict = "PASS";
+  in.sweep.verdicts = {verdict("a", "b", VerdictKind::kPass, 1)};
+  const std::string md = renderMarkdown(in);
+  EXPECT_NE(md.find("No cluster config"), std::string::npos);
+  EXPECT_NE(md.find("## Failures (0)"), std::string::npos);
+  EXPECT_NE(md.find("None: no pair failed."), std::string::npos);
+}
+
+TEST(Escaping, HtmlAndMarkdown) {
+  EXPECT_EQ(htmlEscape("<a href=\"x\">'&'</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  EXPECT_EQ(mdEscape("a|b\r\nc\\d *e* _f_ `g` [h] #i <j>"),
+            "a\\|b c\\\\d \\*e\\* \\_f\\_ \\`g\\` \\[h\\] \\#i &lt;j&gt;");
+}
+
+}  // namespace
+}  // namespace gdrmesh::report
