@@ -9,7 +9,10 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <string>
+
+#include "cli/tls_args.h"
 
 namespace gdrmesh::cli {
 
@@ -30,8 +33,15 @@ using Action = std::function<int()>;
 struct ClientOptions {
   std::string coordinator;  // --coordinator, or $GDRMESH_COORDINATOR, or 127.0.0.1:7070
   std::string output = "table";
+  TlsArgs tls;  // --tls-dir/--cert/--key/--ca or --insecure (env GDRMESH_TLS_DIR/_INSECURE)
+  // Set by prepareClientOptions(): an admin or reader certificate; nullopt: --insecure.
+  std::optional<TlsMaterial> credentials;
 };
-void addClientOptions(CLI::App* app, ClientOptions* opts);
+// `needed`: whether the parsed command talks to the coordinator (default: always).
+void addClientOptions(CLI::App* app, ClientOptions* opts, std::function<bool()> needed = {});
+// After parsing, before the action runs: checks the TLS options of the client command that was
+// parsed and loads its credentials. Prints the error and returns false when they are wrong.
+bool prepareClientOptions();
 
 void registerCoordinator(CLI::App& app, Action* action);
 void registerWorker(CLI::App& app, Action* action);
@@ -39,6 +49,7 @@ void registerClientCommands(CLI::App& app, Action* action);
 void registerSweepCommands(CLI::App& app, Action* action);  // sweep, sweeps, schedules
 void registerAcceptCommand(CLI::App& app, Action* action);
 void registerLocalCommands(CLI::App& app, Action* action);
+void registerCertsCommands(CLI::App& app, Action* action);  // certs init, issue, show
 
 // Blocks SIGINT/SIGTERM in this thread (call before starting threads) and returns a waiter
 // that blocks until one arrives, then calls `on_signal`.

@@ -14,12 +14,13 @@
 #include <thread>
 
 #include "common/units.h"
+#include "security/grpc_tls.h"
 
 namespace gdrmesh::cli {
 
 std::unique_ptr<pb::ControlService::Stub> connectControl(const ClientOptions& o) {
   return pb::ControlService::NewStub(
-      grpc::CreateChannel(o.coordinator, grpc::InsecureChannelCredentials()));
+      grpc::CreateChannel(o.coordinator, channelCredentials(o.credentials)));
 }
 
 void setDeadline(grpc::ClientContext* ctx, double seconds) {
@@ -118,6 +119,11 @@ RpcFailure classifyRpcFailure(const std::string& coordinator, const std::string&
     case grpc::StatusCode::ABORTED:
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       return {kExitFailed, text};
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+      // The coordinator's message names the RPC, this client's role and the credential needed.
+      return {kExitUsage,
+              "gdrmesh: coordinator " + coordinator + " refused " + rpc + ": " + message};
     case grpc::StatusCode::UNIMPLEMENTED:
       return {kExitInternal, "gdrmesh: coordinator " + coordinator + " does not implement " + rpc +
                                  ": " + message +
@@ -147,6 +153,10 @@ int reportRpcError(const ClientOptions& o, const std::string& rpc, const grpc::S
   }
   auto f = classifyRpcFailure(o.coordinator, rpc, code, st.error_message(), named_workers, probe,
                               nowUnixMs());
+  if (f.exit_code == kExitUnreachable) {
+    const std::string hint = tlsFailureHint(st.error_message(), o.credentials.has_value());
+    if (!hint.empty()) f.message += "\n  tls: " + hint;
+  }
   std::fprintf(stderr, "%s\n", f.message.c_str());
   return f.exit_code;
 }
