@@ -44,6 +44,10 @@ Result<PeerIdentity> peerIdentity(const grpc::AuthContext* ctx) {
 
 std::string tlsFailureHint(const std::string& m, bool client_uses_tls) {
   auto has = [&m](const char* t) { return m.find(t) != std::string::npos; };
+  if (client_uses_tls && has("wrong version number")) {
+    return "the coordinator answered in plaintext: it runs with --insecure; use --insecure "
+           "too (loopback only), or restart it with --tls-dir";
+  }
   if (has("handshake") || has("SSL") || has("ssl") || has("certificate") || has("Socket closed") ||
       has("Connection reset")) {
     if (client_uses_tls) {

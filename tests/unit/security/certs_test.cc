@@ -47,7 +47,7 @@ class CertsTest : public ::testing::Test {
     ASSERT_TRUE(st.ok()) << st.toString();
   }
   std::string caDir() const { return tmp_.file("ca"); }
-  std::string issue(Role role, const std::string& name, IssueOptions o = {}) {
+  std::string issue(PeerRole role, const std::string& name, IssueOptions o = {}) {
     o.ca_dir = o.ca_dir.empty() ? caDir() : o.ca_dir;
     o.role = role;
     o.name = name;
@@ -65,8 +65,8 @@ TEST_F(CertsTest, CaKeyIsPrivate) {
 }
 
 TEST_F(CertsTest, IssuedCertificateParsesToItsRoleAndName) {
-  for (Role role :
-       {Role::kCoordinator, Role::kWorker, Role::kSimulator, Role::kAdmin, Role::kReader}) {
+  for (PeerRole role : {PeerRole::kCoordinator, PeerRole::kWorker, PeerRole::kSimulator,
+                        PeerRole::kAdmin, PeerRole::kReader}) {
     const std::string name = std::string("n-") + toString(role);
     const std::string dir = issue(role, name);
     ASSERT_EQ(dir, caDir() + "/" + name);
@@ -86,9 +86,9 @@ TEST_F(CertsTest, IssuedCertificateParsesToItsRoleAndName) {
 }
 
 TEST_F(CertsTest, LoadTlsAcceptsMatchingFilesForTheRightRole) {
-  const std::string dir = issue(Role::kWorker, "gpu-01");
+  const std::string dir = issue(PeerRole::kWorker, "gpu-01");
   CertInfo info;
-  auto m = loadTls(tlsDirPaths(dir), {Role::kWorker}, nowMs(), "--tls-dir", &info);
+  auto m = loadTls(tlsDirPaths(dir), {PeerRole::kWorker}, nowMs(), "--tls-dir", &info);
   ASSERT_TRUE(m.ok()) << m.status().toString();
   EXPECT_EQ(info.identity.name, "gpu-01");
   EXPECT_NE(m->cert_pem.find("BEGIN CERTIFICATE"), std::string::npos);
@@ -96,8 +96,8 @@ TEST_F(CertsTest, LoadTlsAcceptsMatchingFilesForTheRightRole) {
 }
 
 TEST_F(CertsTest, AWrongRoleIsNamed) {
-  const std::string dir = issue(Role::kReader, "bob");
-  auto m = loadTls(tlsDirPaths(dir), {Role::kWorker}, nowMs(), "--tls-dir " + dir);
+  const std::string dir = issue(PeerRole::kReader, "bob");
+  auto m = loadTls(tlsDirPaths(dir), {PeerRole::kWorker}, nowMs(), "--tls-dir " + dir);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("reader 'bob'"), std::string::npos) << m.status().toString();
   EXPECT_NE(m.status().message().find("needs worker"), std::string::npos) << m.status().toString();
@@ -105,11 +105,11 @@ TEST_F(CertsTest, AWrongRoleIsNamed) {
 }
 
 TEST_F(CertsTest, AKeyOfAnotherCertificateIsRefused) {
-  const std::string a = issue(Role::kWorker, "a");
-  const std::string b = issue(Role::kWorker, "b");
+  const std::string a = issue(PeerRole::kWorker, "a");
+  const std::string b = issue(PeerRole::kWorker, "b");
   TlsPaths p = tlsDirPaths(a);
   p.key = b + "/key.pem";
-  auto m = loadTls(p, {Role::kWorker}, nowMs(), "--key");
+  auto m = loadTls(p, {PeerRole::kWorker}, nowMs(), "--key");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("is not the private key of"), std::string::npos)
       << m.status().toString();
@@ -121,10 +121,10 @@ TEST_F(CertsTest, ACertificateOfAnotherCaIsRefused) {
   ASSERT_TRUE(initCa(other).ok());
   IssueOptions o;
   o.ca_dir = other.dir;
-  const std::string foreign = issue(Role::kWorker, "gpu-01", o);
+  const std::string foreign = issue(PeerRole::kWorker, "gpu-01", o);
   TlsPaths p = tlsDirPaths(foreign);
   p.ca = caDir() + "/ca.pem";  // this cluster's CA
-  auto m = loadTls(p, {Role::kWorker}, nowMs(), "--tls-dir");
+  auto m = loadTls(p, {PeerRole::kWorker}, nowMs(), "--tls-dir");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("does not verify against the CA"), std::string::npos)
       << m.status().toString();
@@ -134,8 +134,8 @@ TEST_F(CertsTest, AnExpiredCertificateSaysWhenAndHowToRenew) {
   IssueOptions o;
   o.days = 1;
   o.not_before_s = static_cast<int64_t>(std::time(nullptr)) - 10 * 86400;
-  const std::string dir = issue(Role::kWorker, "old", o);
-  auto m = loadTls(tlsDirPaths(dir), {Role::kWorker}, nowMs(), "--tls-dir");
+  const std::string dir = issue(PeerRole::kWorker, "old", o);
+  auto m = loadTls(tlsDirPaths(dir), {PeerRole::kWorker}, nowMs(), "--tls-dir");
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(m.status().message().find("expired on"), std::string::npos) << m.status().toString();
@@ -144,8 +144,8 @@ TEST_F(CertsTest, AnExpiredCertificateSaysWhenAndHowToRenew) {
 }
 
 TEST_F(CertsTest, ACertificateNotYetValidPointsAtTheClock) {
-  const std::string dir = issue(Role::kWorker, "w");
-  auto m = loadTls(tlsDirPaths(dir), {Role::kWorker}, nowMs() - 86400000, "--tls-dir");
+  const std::string dir = issue(PeerRole::kWorker, "w");
+  auto m = loadTls(tlsDirPaths(dir), {PeerRole::kWorker}, nowMs() - 86400000, "--tls-dir");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("not valid before"), std::string::npos)
       << m.status().toString();
@@ -154,13 +154,13 @@ TEST_F(CertsTest, ACertificateNotYetValidPointsAtTheClock) {
 
 TEST_F(CertsTest, MissingAndGarbageFilesAreNamed) {
   TlsPaths p = tlsDirPaths(tmp_.file("nowhere"));
-  auto m = loadTls(p, {Role::kWorker}, nowMs(), "--tls-dir nowhere");
+  auto m = loadTls(p, {PeerRole::kWorker}, nowMs(), "--tls-dir nowhere");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find(p.ca), std::string::npos) << m.status().toString();
 
-  const std::string dir = issue(Role::kWorker, "w");
+  const std::string dir = issue(PeerRole::kWorker, "w");
   std::ofstream(dir + "/cert.pem") << "not a certificate\n";
-  m = loadTls(tlsDirPaths(dir), {Role::kWorker}, nowMs(), "--tls-dir");
+  m = loadTls(tlsDirPaths(dir), {PeerRole::kWorker}, nowMs(), "--tls-dir");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("not a PEM certificate"), std::string::npos)
       << m.status().toString();
@@ -179,10 +179,10 @@ TEST_F(CertsTest, NothingIsOverwrittenUnlessForced) {
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
   EXPECT_NE(st.fix().find("--force"), std::string::npos);
 
-  issue(Role::kWorker, "w");
+  issue(PeerRole::kWorker, "w");
   IssueOptions o;
   o.ca_dir = caDir();
-  o.role = Role::kWorker;
+  o.role = PeerRole::kWorker;
   o.name = "w";
   EXPECT_FALSE(issueCertificate(o).ok());
   o.force = true;

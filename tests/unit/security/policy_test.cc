@@ -6,7 +6,7 @@
 namespace gdrmesh {
 namespace {
 
-PeerIdentity peer(Role role, const std::string& name) {
+PeerIdentity peer(PeerRole role, const std::string& name) {
   PeerIdentity p;
   p.role = role;
   p.name = name;
@@ -45,13 +45,13 @@ TEST(IdentityNameTest, WorkerNameAlphabet) {
 }
 
 TEST(AuthorizeControlTest, AdminMayDoEverything) {
-  EXPECT_TRUE(authorizeControl(peer(Role::kAdmin, "alice"), Access::kAdmin, "StartSweep").ok());
-  EXPECT_TRUE(authorizeControl(peer(Role::kAdmin, "alice"), Access::kRead, "ListWorkers").ok());
+  EXPECT_TRUE(authorizeControl(peer(PeerRole::kAdmin, "alice"), Access::kAdmin, "StartSweep").ok());
+  EXPECT_TRUE(authorizeControl(peer(PeerRole::kAdmin, "alice"), Access::kRead, "ListWorkers").ok());
 }
 
 TEST(AuthorizeControlTest, ReaderMayOnlyRead) {
-  EXPECT_TRUE(authorizeControl(peer(Role::kReader, "bob"), Access::kRead, "ListWorkers").ok());
-  Status st = authorizeControl(peer(Role::kReader, "bob"), Access::kAdmin, "StartSweep");
+  EXPECT_TRUE(authorizeControl(peer(PeerRole::kReader, "bob"), Access::kRead, "ListWorkers").ok());
+  Status st = authorizeControl(peer(PeerRole::kReader, "bob"), Access::kAdmin, "StartSweep");
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), Code::kPermissionDenied);
   EXPECT_NE(st.message().find("StartSweep"), std::string::npos) << st.message();
@@ -61,7 +61,7 @@ TEST(AuthorizeControlTest, ReaderMayOnlyRead) {
 }
 
 TEST(AuthorizeControlTest, WorkersSimulatorsAndTheCoordinatorCannotUseControl) {
-  for (Role r : {Role::kWorker, Role::kSimulator, Role::kCoordinator}) {
+  for (PeerRole r : {PeerRole::kWorker, PeerRole::kSimulator, PeerRole::kCoordinator}) {
     EXPECT_EQ(authorizeControl(peer(r, "x"), Access::kRead, "ListResults").code(),
               Code::kPermissionDenied)
         << toString(r);
@@ -72,20 +72,20 @@ TEST(AuthorizeControlTest, WorkersSimulatorsAndTheCoordinatorCannotUseControl) {
 }
 
 TEST(AuthorizeRegisterTest, AWorkerRegistersOnlyTheNameInItsCertificate) {
-  EXPECT_TRUE(authorizeRegister(peer(Role::kWorker, "gpu-01"), "gpu-01", false).ok());
-  Status st = authorizeRegister(peer(Role::kWorker, "gpu-02"), "gpu-01", false);
+  EXPECT_TRUE(authorizeRegister(peer(PeerRole::kWorker, "gpu-01"), "gpu-01", false).ok());
+  Status st = authorizeRegister(peer(PeerRole::kWorker, "gpu-02"), "gpu-01", false);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), Code::kPermissionDenied);
   EXPECT_NE(st.message().find("'gpu-01'"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("'gpu-02'"), std::string::npos) << st.message();
-  EXPECT_FALSE(authorizeRegister(peer(Role::kWorker, "gpu-01"), "gpu-01x", false).ok());
-  EXPECT_FALSE(authorizeRegister(peer(Role::kWorker, "gpu-01"), "gpu-0", false).ok());
-  EXPECT_FALSE(authorizeRegister(peer(Role::kWorker, "gpu-01"), "gpu-01", true).ok())
+  EXPECT_FALSE(authorizeRegister(peer(PeerRole::kWorker, "gpu-01"), "gpu-01x", false).ok());
+  EXPECT_FALSE(authorizeRegister(peer(PeerRole::kWorker, "gpu-01"), "gpu-0", false).ok());
+  EXPECT_FALSE(authorizeRegister(peer(PeerRole::kWorker, "gpu-01"), "gpu-01", true).ok())
       << "a worker certificate registers no simulated workers";
 }
 
 TEST(AuthorizeRegisterTest, ASimulatorRegistersOnlySimulatedWorkersUnderItsPrefix) {
-  const PeerIdentity sim = peer(Role::kSimulator, "sim");
+  const PeerIdentity sim = peer(PeerRole::kSimulator, "sim");
   EXPECT_TRUE(authorizeRegister(sim, "sim-0000", true).ok());
   EXPECT_TRUE(authorizeRegister(sim, "sim-1023", true).ok());
   EXPECT_FALSE(authorizeRegister(sim, "sim-0000", false).ok()) << "never a real worker";
@@ -95,7 +95,7 @@ TEST(AuthorizeRegisterTest, ASimulatorRegistersOnlySimulatedWorkersUnderItsPrefi
 }
 
 TEST(AuthorizeRegisterTest, OtherRolesRegisterNothing) {
-  for (Role r : {Role::kAdmin, Role::kReader, Role::kCoordinator}) {
+  for (PeerRole r : {PeerRole::kAdmin, PeerRole::kReader, PeerRole::kCoordinator}) {
     Status st = authorizeRegister(peer(r, "gpu-01"), "gpu-01", false);
     EXPECT_EQ(st.code(), Code::kPermissionDenied) << toString(r);
     EXPECT_NE(st.fix().find("--role worker"), std::string::npos) << st.fix();
