@@ -9,7 +9,10 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <string>
+
+#include "cli/tls_args.h"
 
 namespace gdrmesh::cli {
 
@@ -30,10 +33,18 @@ using Action = std::function<int()>;
 struct ClientOptions {
   std::string coordinator;  // --coordinator, or $GDRMESH_COORDINATOR, or 127.0.0.1:7070
   std::string output = "table";
+  TlsArgs tls;  // --tls-dir/--cert/--key/--ca or --insecure (env GDRMESH_TLS_DIR/_INSECURE)
+  // Set by prepareClientOptions(): an admin or reader certificate; nullopt: --insecure.
+  std::optional<TlsMaterial> credentials;
 };
 // -o/--output takes table|json, and also csv where `csv` (the query commands: one row per
-// record, RFC 4180).
-void addClientOptions(CLI::App* app, ClientOptions* opts, bool csv = false);
+// record, RFC 4180). `needed`: whether the parsed command talks to the coordinator (default:
+// always).
+void addClientOptions(CLI::App* app, ClientOptions* opts, bool csv = false,
+                      std::function<bool()> needed = {});
+// After parsing, before the action runs: checks the TLS options of the client command that was
+// parsed and loads its credentials. Prints the error and returns false when they are wrong.
+bool prepareClientOptions();
 
 void registerCoordinator(CLI::App& app, Action* action);
 void registerWorker(CLI::App& app, Action* action);
@@ -43,6 +54,7 @@ void registerHistoryCommands(CLI::App& app, Action* action);  // history, compar
 void registerAcceptCommand(CLI::App& app, Action* action);
 void registerLocalCommands(CLI::App& app, Action* action);
 void registerReportCommand(CLI::App& app, Action* action);  // report (cmd_report.cc)
+void registerCertsCommands(CLI::App& app, Action* action);  // certs init, issue, show
 
 // Blocks SIGINT/SIGTERM in this thread (call before starting threads) and returns a waiter
 // that blocks until one arrives, then calls `on_signal`.

@@ -197,7 +197,37 @@ int runResults(const ClientOptions& o, const ResultsArgs& a) {
 
 }  // namespace
 
-void addClientOptions(CLI::App* app, ClientOptions* opts, bool csv) {
+namespace {
+// The client options of every subcommand, checked for the one that was parsed.
+struct Registered {
+  CLI::App* app;
+  ClientOptions* opts;
+  std::function<bool()> needed;
+};
+std::vector<Registered>& clientOptionsOf() {
+  static std::vector<Registered> all;
+  return all;
+}
+}  // namespace
+
+bool prepareClientOptions() {
+  for (auto& [app, opts, needed] : clientOptionsOf()) {
+    if (!app->parsed() || (needed && !needed())) continue;
+    auto creds = resolveTls(opts->tls, {PeerRole::kAdmin, PeerRole::kReader});
+    if (!creds.ok()) {
+      std::fprintf(stderr, "gdrmesh %s: %s\n", app->get_name().c_str(),
+                   creds.status().toString().c_str());
+      return false;
+    }
+    opts->credentials = std::move(*creds);
+  }
+  return true;
+}
+
+void addClientOptions(CLI::App* app, ClientOptions* opts, bool csv,
+                      std::function<bool()> needed) {
+  clientOptionsOf().push_back({app, opts, std::move(needed)});
+  addTlsOptions(app, &opts->tls, /*env_insecure=*/true);
   const char* env = std::getenv("GDRMESH_COORDINATOR");
   opts->coordinator = env != nullptr && *env != '\0' ? env : "127.0.0.1:7070";
   app->add_option("--coordinator", opts->coordinator,

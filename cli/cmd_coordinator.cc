@@ -92,11 +92,25 @@ struct CoordinatorArgs {
   int heartbeat_ms = 1000;
   std::string config;
   int retention_days = -1;  // -1: the config's retention.days (else keep everything)
+  TlsArgs tls;
+  bool insecure_allow_remote = false;
 };
 
 int runCoordinator(const CoordinatorArgs& a) {
   CoordinatorOptions opts;
   opts.listen = a.listen;
+  if (a.insecure_allow_remote && !a.tls.insecure) {
+    std::fprintf(stderr, "gdrmesh coordinator: --insecure-allow-remote: only with --insecure\n");
+    return kExitUsage;
+  }
+  CertInfo cert;
+  auto tls = resolveTls(a.tls, {PeerRole::kCoordinator}, &cert);
+  if (!tls.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: %s\n", tls.status().toString().c_str());
+    return kExitUsage;
+  }
+  opts.tls = *tls;
+  opts.insecure_allow_remote = a.insecure_allow_remote;
   opts.heartbeat_interval_ms = a.heartbeat_ms;
   auto max = parseSize(a.max_size, "--max-size");
   if (!max.ok()) {
@@ -150,8 +164,10 @@ int runCoordinator(const CoordinatorArgs& a) {
     return kExitUsage;
   }
   std::string host = a.listen.substr(0, a.listen.rfind(':'));
-  std::printf("gdrmesh coordinator listening on %s:%d (db %s)\n", host.c_str(), *port,
-              a.db.c_str());
+  std::printf("gdrmesh coordinator listening on %s:%d (db %s, %s)\n", host.c_str(), *port,
+              a.db.c_str(),
+              opts.tls ? ("mutual TLS as " + cert.identity.describe()).c_str()
+                       : "PLAINTEXT, no authentication (--insecure)");
   std::fflush(stdout);
   if (!a.port_file.empty()) {
     std::string tmp = a.port_file + ".tmp";
@@ -215,6 +231,11 @@ void registerCoordinator(CLI::App& app, Action* action) {
   cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "worker heartbeat interval")
       ->check(CLI::Range(50, 60000))
       ->capture_default_str();
+  addTlsOptions(cmd, &a->tls, /*env_insecure=*/false);
+  cmd->add_flag("--insecure-allow-remote", a->insecure_allow_remote,
+                "with --insecure: allow plaintext on a non-loopback --listen address (anyone "
+                "who reaches it can register workers and start tests)")
+      ->group("Security (docs/security.md)");
   cmd->callback([action, a] { *action = [a] { return runCoordinator(*a); }; });
 }
 

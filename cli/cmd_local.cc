@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/cli.h"
+#include "cli/control.h"
 #include "cli/output.h"
 #include "cli/worker_setup.h"
 #include "convert.h"
@@ -89,17 +90,12 @@ int runDoctor(const LocalArgs& a) {
     inventory = setup->inventory;
     name = setup->inventory.hostname;
   } else {
-    auto stub = v1::ControlService::NewStub(
-        grpc::CreateChannel(a.client.coordinator, grpc::InsecureChannelCredentials()));
+    auto stub = connectControl(a.client);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::ListWorkersResponse resp;
     auto st = stub->ListWorkers(&ctx, v1::ListWorkersRequest(), &resp);
-    if (!st.ok()) {
-      std::fprintf(stderr, "gdrmesh doctor: coordinator %s unreachable: %s\n",
-                   a.client.coordinator.c_str(), st.error_message().c_str());
-      return kExitUnreachable;
-    }
+    if (!st.ok()) return reportRpcError(a.client, "ListWorkers", st);
     bool found = false;
     for (const auto& w : resp.workers()) {
       if (w.name() == a.worker) {
@@ -174,7 +170,7 @@ void registerLocalCommands(CLI::App& app, Action* action) {
     cmd->add_option("--config", a->config,
                     "cluster config: also check the host against its class's expected inventory "
                     "(an acceptance preflight)");
-    addClientOptions(cmd, &a->client);
+    addClientOptions(cmd, &a->client, false, [a] { return !a->local; });
     cmd->callback([action, a] {
       a->output = a->client.output;
       *action = [a] { return runDoctor(*a); };

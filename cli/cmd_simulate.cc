@@ -120,7 +120,7 @@ bool simulateRequested(const SimulateArgs& a) {
 }
 
 int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
-                        const std::vector<std::string>& labels) {
+                        const std::vector<std::string>& labels, const TlsArgs& tls) {
   SimConfig c;
   auto parsed = parseWorkerLabels(labels);
   if (!parsed.ok()) {
@@ -148,6 +148,22 @@ int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
     c.faults.push_back(*f);
   }
   if (!coordinator.empty()) c.coordinator = coordinator;
+  CertInfo cert;
+  auto creds = resolveTls(tls, {PeerRole::kSimulator}, &cert);
+  if (!creds.ok()) {
+    std::fprintf(stderr, "gdrmesh worker --simulate: %s\n", creds.status().toString().c_str());
+    return kExitUsage;
+  }
+  if (*creds && cert.identity.name != c.name_prefix) {
+    std::fprintf(stderr,
+                 "gdrmesh worker --simulate: --name-prefix %s: the simulator certificate is for "
+                 "'%s', which may only register workers named %s-* (fix: --name-prefix %s, or "
+                 "`gdrmesh certs issue --role simulator --name %s`)\n",
+                 c.name_prefix.c_str(), cert.identity.name.c_str(), cert.identity.name.c_str(),
+                 cert.identity.name.c_str(), c.name_prefix.c_str());
+    return kExitUsage;
+  }
+  c.tls = *creds;
   Status valid = validateSimConfig(c);
   if (!valid.ok()) {
     std::fprintf(stderr, "gdrmesh worker: %s\n", valid.toString().c_str());

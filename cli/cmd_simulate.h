@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/tls_args.h"
+
 namespace gdrmesh::cli {
 
 struct SimulateArgs;
@@ -17,8 +19,9 @@ std::shared_ptr<SimulateArgs> addSimulateOptions(CLI::App* worker);
 // True when --simulate or --sim-config was given.
 bool simulateRequested(const SimulateArgs& args);
 // Runs the simulated workers until SIGINT/SIGTERM; returns the exit code. `labels` (KEY=VALUE,
-// from --label) go with every worker's registration.
+// from --label) go with every worker's registration. With TLS every stream presents one
+// simulator certificate, whose name must be the --name-prefix.
 int runSimulatedWorkers(const SimulateArgs& args, const std::string& coordinator,
-                        const std::vector<std::string>& labels);
+                        const std::vector<std::string>& labels, const TlsArgs& tls);
 
 }  // namespace gdrmesh::cli

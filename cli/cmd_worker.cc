@@ -24,9 +24,24 @@ struct WorkerArgs {
   std::string sysfs_root = "/";
   std::vector<std::string> labels;  // KEY=VALUE
   std::vector<std::string> nics;    // --nic: offer only these
+  TlsArgs tls;
 };
 
 int runWorker(const WorkerArgs& a) {
+  CertInfo cert;
+  auto tls = resolveTls(a.tls, {PeerRole::kWorker}, &cert);
+  if (!tls.ok()) {
+    std::fprintf(stderr, "gdrmesh worker: %s\n", tls.status().toString().c_str());
+    return kExitUsage;
+  }
+  if (*tls && !a.name.empty() && a.name != cert.identity.name) {
+    std::fprintf(stderr,
+                 "gdrmesh worker: --name %s: this worker's certificate is for '%s', and the "
+                 "coordinator only accepts that name from it (fix: drop --name, or issue a "
+                 "certificate with `gdrmesh certs issue --role worker --name %s`)\n",
+                 a.name.c_str(), cert.identity.name.c_str(), a.name.c_str());
+    return kExitUsage;
+  }
   auto labels = parseWorkerLabels(a.labels);
   if (!labels.ok()) {
     std::fprintf(stderr, "gdrmesh worker: %s\n", labels.status().toString().c_str());
@@ -50,7 +65,9 @@ int runWorker(const WorkerArgs& a) {
   }
   WorkerOptions wo;
   wo.coordinator = a.coordinator;
-  wo.name = a.name.empty() ? setup->inventory.hostname : a.name;
+  // With TLS the name is the certificate's: a worker's identity is its certificate.
+  wo.name = !a.name.empty() ? a.name : *tls ? cert.identity.name : setup->inventory.hostname;
+  wo.tls = *tls;
   wo.data_host = a.data_host;
   wo.labels = std::move(*labels);
   WorkerSetup* raw = setup.get();
@@ -90,7 +107,9 @@ void registerWorker(CLI::App& app, Action* action) {
   cmd->add_option("--coordinator", a->coordinator, "coordinator HOST:PORT")
       ->envname("GDRMESH_COORDINATOR")
       ->required();
-  cmd->add_option("--name", a->name, "unique worker name (default: the hostname)");
+  cmd->add_option("--name", a->name,
+                  "unique worker name (default: the name in the certificate, or with --insecure "
+                  "the hostname)");
   cmd->add_option("--data-host", a->data_host,
                   "address the emulated transport listens on (default: 127.0.0.1 for a "
                   "loopback coordinator, else the hostname)");
@@ -108,10 +127,11 @@ void registerWorker(CLI::App& app, Action* action) {
       ->take_all();
   cmd->add_option("--sysfs-root", a->sysfs_root, "read NIC and PCI topology from this root")
       ->capture_default_str();
+  addTlsOptions(cmd, &a->tls, /*env_insecure=*/true);
   auto sim = addSimulateOptions(cmd);  // `--simulate N`: cli/cmd_simulate.cc
   cmd->callback([action, a, sim] {
     if (simulateRequested(*sim)) {
-      *action = [a, sim] { return runSimulatedWorkers(*sim, a->coordinator, a->labels); };
+      *action = [a, sim] { return runSimulatedWorkers(*sim, a->coordinator, a->labels, a->tls); };
       return;
     }
     *action = [a] { return runWorker(*a); };

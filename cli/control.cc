@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/units.h"
+#include "security/grpc_tls.h"
 
 namespace gdrmesh::cli {
 
@@ -23,7 +24,7 @@ std::unique_ptr<pb::ControlService::Stub> connectControl(const ClientOptions& o)
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   return pb::ControlService::NewStub(
-      grpc::CreateCustomChannel(o.coordinator, grpc::InsecureChannelCredentials(), args));
+      grpc::CreateCustomChannel(o.coordinator, channelCredentials(o.credentials), args));
 }
 
 void setDeadline(grpc::ClientContext* ctx, double seconds) {
@@ -122,6 +123,11 @@ RpcFailure classifyRpcFailure(const std::string& coordinator, const std::string&
     case grpc::StatusCode::ABORTED:
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
       return {kExitFailed, text};
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+      // The coordinator's message names the RPC, this client's role and the credential needed.
+      return {kExitUsage,
+              "gdrmesh: coordinator " + coordinator + " refused " + rpc + ": " + message};
     case grpc::StatusCode::UNIMPLEMENTED:
       return {kExitInternal, "gdrmesh: coordinator " + coordinator + " does not implement " + rpc +
                                  ": " + message +
@@ -151,6 +157,10 @@ int reportRpcError(const ClientOptions& o, const std::string& rpc, const grpc::S
   }
   auto f = classifyRpcFailure(o.coordinator, rpc, code, st.error_message(), named_workers, probe,
                               nowUnixMs());
+  if (f.exit_code == kExitUnreachable) {
+    const std::string hint = tlsFailureHint(st.error_message(), o.credentials.has_value());
+    if (!hint.empty()) f.message += "\n  tls: " + hint;
+  }
   std::fprintf(stderr, "%s\n", f.message.c_str());
   return f.exit_code;
 }

@@ -16,11 +16,13 @@ int main(int argc, char** argv) {
   gdrmesh::cli::registerAcceptCommand(app, &action);
   gdrmesh::cli::registerLocalCommands(app, &action);
   gdrmesh::cli::registerReportCommand(app, &action);
+  gdrmesh::cli::registerCertsCommands(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : gdrmesh::cli::kExitUsage;
   }
+  if (!gdrmesh::cli::prepareClientOptions()) return gdrmesh::cli::kExitUsage;
   return action ? action() : gdrmesh::cli::kExitUsage;
 }

@@ -13,11 +13,12 @@ if [[ $(id -u) -ne 0 ]]; then
   SUDO="sudo"
 fi
 
-runtime=(libgrpc++1.51 libprotobuf32 libsqlite3-0 libyaml-cpp0.7 libibverbs1 librdmacm1 ibverbs-providers
+runtime=(libgrpc++1.51 libprotobuf32 libsqlite3-0 libssl3 libyaml-cpp0.7 libibverbs1 librdmacm1 ibverbs-providers
          rdma-core tzdata)
 build=(build-essential cmake ninja-build pkg-config git
        libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
        libsqlite3-dev sqlite3 libyaml-cpp-dev libgtest-dev libgmock-dev
+       libssl-dev  # certificates and mTLS (security/certs.h)
        libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
        nlohmann-json3-dev libcli11-dev libcpp-httplib-dev clang-format ccache bc
        clang  # libFuzzer harnesses (tests/fuzz/run_ci.sh)

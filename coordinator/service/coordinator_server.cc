@@ -13,6 +13,7 @@
 #include "convert.h"
 #include "coordinator/service/history_convert.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
+#include "security/grpc_tls.h"
 
 namespace gdrmesh {
 namespace {
@@ -81,12 +82,13 @@ class WorkerStream final
     WorkerStream* stream = nullptr;  // guarded by mu
   };
 
-  WorkerStream(Registry& registry, ResultStore& store, Clock& clock, int heartbeat_ms,
+  WorkerStream(Registry& registry, ResultStore& store, Clock& clock, int heartbeat_ms, bool tls,
                grpc::CallbackServerContext* ctx)
       : registry_(registry),
         store_(store),
         clock_(clock),
         heartbeat_ms_(heartbeat_ms),
+        tls_(tls),
         ctx_(ctx),
         handle_(std::make_shared<Handle>()) {
     handle_->stream = this;
@@ -162,6 +164,19 @@ class WorkerStream final
           grpc::StatusCode::INVALID_ARGUMENT,
           "worker name '" + reg.name() + "': use 1-64 characters from A-Z a-z 0-9 . _ -");
     }
+    std::string identity = "no certificate (--insecure)";
+    if (tls_) {
+      // The name a worker may register is bound to its certificate: no one registers as, or
+      // takes over, another worker.
+      auto peer = peerIdentity(ctx_->auth_context().get());
+      Status st = peer.ok() ? authorizeRegister(*peer, reg.name(), reg.simulated()) : peer.status();
+      if (!st.ok()) {
+        std::fprintf(stderr, "gdrmesh coordinator: registration of '%s' from %s refused: %s\n",
+                     reg.name().c_str(), ctx_->peer().c_str(), st.message().c_str());
+        return toGrpc(st);
+      }
+      identity = "certificate " + peer->describe();
+    }
     name_ = reg.name();
     std::shared_ptr<Handle> h = handle_;
     grpc::CallbackServerContext* ctx = ctx_;
@@ -208,8 +223,8 @@ class WorkerStream final
       rec.last_seen_ms = w.connected_ms;
       Status st = store_.upsertWorker(rec);
       if (!st.ok()) std::fprintf(stderr, "gdrmesh coordinator: %s\n", st.toString().c_str());
-      std::fprintf(stderr, "gdrmesh coordinator: worker %s registered from %s\n", name_.c_str(),
-                   w.peer.c_str());
+      std::fprintf(stderr, "gdrmesh coordinator: worker %s registered from %s (%s)\n",
+                   name_.c_str(), w.peer.c_str(), identity.c_str());
     }
     pb::CoordinatorMessage hello;
     hello.mutable_registered()->set_worker_id(name_);
@@ -244,6 +259,7 @@ class WorkerStream final
   ResultStore& store_;
   Clock& clock_;
   const int heartbeat_ms_;
+  const bool tls_;
   grpc::CallbackServerContext* ctx_;
   std::shared_ptr<Handle> handle_;
   pb::WorkerMessage in_;
@@ -267,7 +283,7 @@ class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Cal
   grpc::ServerBidiReactor<pb::WorkerMessage, pb::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* ctx) override {
     return new WorkerStream(s_.registry_, s_.store_, s_.clock_, s_.options_.heartbeat_interval_ms,
-                            ctx);
+                            s_.options_.tls.has_value(), ctx);
   }
 
  private:
@@ -311,8 +327,9 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
  public:
   explicit ControlServiceImpl(CoordinatorServer& s) : s_(s) {}
 
-  grpc::Status ListWorkers(grpc::ServerContext*, const pb::ListWorkersRequest*,
+  grpc::Status ListWorkers(grpc::ServerContext* ctx, const pb::ListWorkersRequest*,
                            pb::ListWorkersResponse* resp) override {
+    if (auto st = allow(ctx, Access::kRead, "ListWorkers"); !st.ok()) return st;
     for (const auto& e : s_.registry_.entries()) {
       const WorkerStatus& st = *e.status;
       auto* w = resp->add_workers();
@@ -328,8 +345,9 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     return grpc::Status::OK;
   }
 
-  grpc::Status RunTest(grpc::ServerContext*, const pb::RunTestRequest* req,
+  grpc::Status RunTest(grpc::ServerContext* ctx, const pb::RunTestRequest* req,
                        pb::RunTestResponse* resp) override {
+    if (auto st = allow(ctx, Access::kAdmin, "RunTest"); !st.ok()) return st;
     PairTestSpec spec = convert::fromProto(*req);
     if (req->op() == pb::OP_UNSPECIFIED || !pb::Op_IsValid(req->op())) {
       return toGrpc(invalidArgument("op: must be write, read, send or write_imm"));
@@ -380,8 +398,9 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     return grpc::Status::OK;
   }
 
-  grpc::Status ListResults(grpc::ServerContext*, const pb::ListResultsRequest* req,
+  grpc::Status ListResults(grpc::ServerContext* ctx, const pb::ListResultsRequest* req,
                            pb::ListResultsResponse* resp) override {
+    if (auto st = allow(ctx, Access::kRead, "ListResults"); !st.ok()) return st;
     ResultQuery q;
     q.limit = req->all() ? 0 : req->limit() == 0 ? 50 : std::min<uint32_t>(req->limit(), 10000);
     q.worker = req->worker();
@@ -415,8 +434,9 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     return grpc::Status::OK;
   }
 
-  grpc::Status History(grpc::ServerContext*, const pb::HistoryRequest* req,
+  grpc::Status History(grpc::ServerContext* ctx, const pb::HistoryRequest* req,
                        pb::HistoryResponse* resp) override {
+    if (auto st = allow(ctx, Access::kRead, "History"); !st.ok()) return st;
     auto q = convert::fromProto(*req);
     if (!q.ok()) return toGrpc(q.status());
     auto rows = s_.history_.history(*q);
@@ -425,8 +445,9 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     return grpc::Status::OK;
   }
 
-  grpc::Status GetResult(grpc::ServerContext*, const pb::GetResultRequest* req,
+  grpc::Status GetResult(grpc::ServerContext* ctx, const pb::GetResultRequest* req,
                          pb::TestResult* resp) override {
+    if (auto st = allow(ctx, Access::kRead, "GetResult"); !st.ok()) return st;
     auto r = s_.history_.result(req->test_id());
     if (!r.ok()) {
       // A result the store has not accepted yet is still shown whole.
@@ -442,8 +463,9 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     return grpc::Status::OK;
   }
 
-  grpc::Status CompareSweeps(grpc::ServerContext*, const pb::CompareSweepsRequest* req,
+  grpc::Status CompareSweeps(grpc::ServerContext* ctx, const pb::CompareSweepsRequest* req,
                              pb::CompareSweepsResponse* resp) override {
+    if (auto st = allow(ctx, Access::kRead, "CompareSweeps"); !st.ok()) return st;
     const double tolerance =
         req->has_tolerance_pct() ? req->tolerance_pct() : HistoryQueries::kDefaultTolerancePct;
     auto c = s_.history_.compare(req->a(), req->b(), tolerance);
@@ -452,8 +474,9 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     return grpc::Status::OK;
   }
 
-  grpc::Status StartSweep(grpc::ServerContext*, const pb::StartSweepRequest* req,
+  grpc::Status StartSweep(grpc::ServerContext* ctx, const pb::StartSweepRequest* req,
                           pb::StartSweepResponse* resp) override {
+    if (auto st = allow(ctx, Access::kAdmin, "StartSweep"); !st.ok()) return st;
     auto spec = convert::fromProto(req->spec());
     if (!spec.ok()) return toGrpc(spec.status());
     if (spec->config_yaml.empty()) spec->config_yaml = s_.options_.config_yaml;
@@ -463,8 +486,9 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     return grpc::Status::OK;
   }
 
-  grpc::Status GetSweep(grpc::ServerContext*, const pb::SweepIdRequest* req,
+  grpc::Status GetSweep(grpc::ServerContext* ctx, const pb::SweepIdRequest* req,
                         pb::SweepReport* resp) override {
+    if (auto st = allow(ctx, Access::kRead, "GetSweep"); !st.ok()) return st;
     auto r = s_.sweep_manager_->report(req->id(), req->with_results());
     if (!r.ok()) return toGrpc(r.status());
     convert::toProto(*r, resp);
@@ -473,6 +497,7 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
 
   grpc::Status FollowSweep(grpc::ServerContext* ctx, const pb::SweepIdRequest* req,
                            grpc::ServerWriter<pb::SweepProgress>* writer) override {
+    if (auto st = allow(ctx, Access::kRead, "FollowSweep"); !st.ok()) return st;
     uint64_t version = ~uint64_t{0};
     for (;;) {
       // Wakes on every change of the sweep; at most every 2 s to notice a gone client.
@@ -491,32 +516,36 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     }
   }
 
-  grpc::Status CancelSweep(grpc::ServerContext*, const pb::SweepIdRequest* req,
+  grpc::Status CancelSweep(grpc::ServerContext* ctx, const pb::SweepIdRequest* req,
                            pb::SweepProgress* resp) override {
+    if (auto st = allow(ctx, Access::kAdmin, "CancelSweep"); !st.ok()) return st;
     auto p = s_.sweep_manager_->cancel(req->id());
     if (!p.ok()) return toGrpc(p.status());
     convert::toProto(*p, resp);
     return grpc::Status::OK;
   }
 
-  grpc::Status JudgeSweep(grpc::ServerContext*, const pb::JudgeSweepRequest* req,
+  grpc::Status JudgeSweep(grpc::ServerContext* ctx, const pb::JudgeSweepRequest* req,
                           pb::SweepReport* resp) override {
+    if (auto st = allow(ctx, Access::kAdmin, "JudgeSweep"); !st.ok()) return st;
     auto r = s_.sweep_manager_->judge(req->id(), req->config_yaml(), req->baseline());
     if (!r.ok()) return toGrpc(r.status());
     convert::toProto(*r, resp);
     return grpc::Status::OK;
   }
 
-  grpc::Status ListSweeps(grpc::ServerContext*, const pb::ListSweepsRequest* req,
+  grpc::Status ListSweeps(grpc::ServerContext* ctx, const pb::ListSweepsRequest* req,
                           pb::ListSweepsResponse* resp) override {
+    if (auto st = allow(ctx, Access::kRead, "ListSweeps"); !st.ok()) return st;
     auto l = s_.sweep_manager_->list(req->limit() == 0 ? 20 : req->limit());
     if (!l.ok()) return toGrpc(l.status());
     for (const auto& p : *l) convert::toProto(p, resp->add_sweeps());
     return grpc::Status::OK;
   }
 
-  grpc::Status ListSchedules(grpc::ServerContext*, const pb::ListSchedulesRequest*,
+  grpc::Status ListSchedules(grpc::ServerContext* ctx, const pb::ListSchedulesRequest*,
                              pb::ListSchedulesResponse* resp) override {
+    if (auto st = allow(ctx, Access::kRead, "ListSchedules"); !st.ok()) return st;
     for (const auto& st : s_.scheduler_->list()) {
       auto* o = resp->add_schedules();
       o->set_name(st.name);
@@ -534,6 +563,26 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
   }
 
  private:
+  // Every RPC starts here. With TLS the caller's role comes from its verified certificate:
+  // reads need a reader or admin, anything that changes state an admin (security/policy.h).
+  // Changes are logged with who asked. Plaintext (--insecure): everyone may do everything.
+  grpc::Status allow(grpc::ServerContext* ctx, Access access, const char* rpc) {
+    if (!s_.options_.tls) return grpc::Status::OK;
+    auto peer = peerIdentity(ctx->auth_context().get());
+    if (!peer.ok()) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          std::string(rpc) + ": " + peer.status().message() +
+                              " (fix: " + peer.status().fix() + ")");
+    }
+    Status st = authorizeControl(*peer, access, rpc);
+    if (!st.ok() || access == Access::kAdmin) {
+      std::fprintf(stderr, "gdrmesh coordinator: %s by %s from %s%s\n", rpc,
+                   peer->describe().c_str(), ctx->peer().c_str(),
+                   st.ok() ? "" : ": refused (permission denied)");
+    }
+    return toGrpc(st);
+  }
+
   CoordinatorServer& s_;
 };
 
@@ -574,9 +623,13 @@ Result<int> CoordinatorServer::start() {
   }
   worker_service_ = std::make_unique<WorkerServiceImpl>(*this);
   control_service_ = std::make_unique<ControlServiceImpl>(*this);
+  if (!options_.tls) {
+    Status st = checkPlaintextListen(options_.listen, options_.insecure_allow_remote);
+    if (!st.ok()) return st;
+  }
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options_.listen, serverCredentials(options_.tls), &port);
   // A second coordinator on a port one already holds must fail, not share it (SO_REUSEPORT
   // would let clients see a different cluster on every call).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -22,6 +22,7 @@
 #include "coordinator/service/sweep_convert.h"
 #include "coordinator/store/result_writer.h"
 #include "coordinator/store/store.h"
+#include "security/policy.h"
 
 namespace grpc {
 class Server;
@@ -41,6 +42,12 @@ struct CoordinatorOptions {
   // none of its own, and its schedules run on this coordinator.
   std::string config_yaml;
   std::vector<ScheduleConfig> schedules;
+  // TLS (docs/security.md): the coordinator's certificate and key and the cluster CA. Every
+  // client must present a certificate of that CA; its role and name decide what it may do
+  // (security/policy.h). nullopt: plaintext with no authentication (--insecure), refused by
+  // start() on a non-loopback listen address unless insecure_allow_remote.
+  std::optional<TlsMaterial> tls;
+  bool insecure_allow_remote = false;
 };
 
 class CoordinatorServer {

@@ -5,6 +5,7 @@
 # simulated tests (rounds, wall time against the ideal rounds x T), per-round overhead and
 # coordinator capacity in pair tests/s, and the span of a single pair test.
 #   tests/bench/coordinator_scale.sh [BINARY] [N=1024] [TEST_MS=10]
+# GDRMESH_TLS=1: the same over mutual TLS (a CA, coordinator, admin and simulator certificates).
 set -euo pipefail
 bin="${1:-build/cli/gdrmesh}"
 n="${2:-1024}"
@@ -12,7 +13,21 @@ test_ms="${3:-10}"
 dir="$(mktemp -d /tmp/gdrmesh-scale-XXXXXX)"
 trap 'kill $sim $coord 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"' EXIT
 
-"$bin" coordinator --listen 127.0.0.1:0 --db "$dir/r.db" --port-file "$dir/port" \
+# Plaintext on loopback, asked for explicitly; GDRMESH_TLS=1 measures over mutual TLS instead.
+export GDRMESH_INSECURE=1
+coord_tls=(--insecure)
+sim_tls=()
+if [[ "${GDRMESH_TLS:-}" == "1" ]]; then
+  unset GDRMESH_INSECURE
+  "$bin" certs init --dir "$dir/pki" >/dev/null
+  "$bin" certs issue --dir "$dir/pki" --role coordinator --name coordinator --san 127.0.0.1 >/dev/null
+  "$bin" certs issue --dir "$dir/pki" --role admin --name bench >/dev/null
+  "$bin" certs issue --dir "$dir/pki" --role simulator --name sim >/dev/null
+  coord_tls=(--tls-dir "$dir/pki/coordinator")
+  sim_tls=(--tls-dir "$dir/pki/sim")
+  export GDRMESH_TLS_DIR="$dir/pki/bench"
+fi
+"$bin" coordinator --listen 127.0.0.1:0 --db "$dir/r.db" --port-file "$dir/port" "${coord_tls[@]}" \
   >"$dir/coord.log" 2>&1 &
 coord=$!
 for _ in $(seq 200); do [[ -s "$dir/port" ]] && break; sleep 0.05; done
@@ -22,7 +37,7 @@ export GDRMESH_COORDINATOR="$addr"
 calc() { awk "BEGIN { printf \"%.6g\", $1 }"; }
 online() { "$bin" workers -o json | grep -c '"state": "online"' || true; }
 t0=$(date +%s.%N)
-"$bin" worker --simulate "$n" --coordinator "$addr" --sim-test-ms "$test_ms" \
+"$bin" worker --simulate "$n" --coordinator "$addr" --sim-test-ms "$test_ms" "${sim_tls[@]}" \
   >"$dir/sim.log" 2>&1 &
 sim=$!
 while [[ $(online) -lt $n ]]; do sleep 0.2; done

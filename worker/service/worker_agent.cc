@@ -10,6 +10,7 @@
 #include "common/units.h"
 #include "convert.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
+#include "security/grpc_tls.h"
 #include "worker/service/command_pool.h"
 
 namespace gdrmesh {
@@ -210,7 +211,7 @@ Status WorkerAgent::serveOnce(bool* registered) {
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   auto channel =
-      grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(), args);
+      grpc::CreateCustomChannel(options_.coordinator, channelCredentials(options_.tls), args);
   auto stub = pb::WorkerService::NewStub(channel);
   grpc::ClientContext ctx;
   {
@@ -241,8 +242,15 @@ Status WorkerAgent::serveOnce(bool* registered) {
         gs.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
       return invalidArgument("coordinator refused registration: " + gs.error_message());
     }
+    if (gs.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+      // The certificate does not allow this name: retrying cannot fix it.
+      return Status(Code::kPermissionDenied,
+                    "coordinator refused registration: " + gs.error_message());
+    }
+    const std::string hint = tlsFailureHint(gs.error_message(), options_.tls.has_value());
     return unavailable("coordinator " + options_.coordinator + " unreachable: " +
-                       (gs.ok() ? std::string("stream closed") : gs.error_message()));
+                       (gs.ok() ? std::string("stream closed") : gs.error_message()) +
+                       (hint.empty() ? "" : " (" + hint + ")"));
   }
   *registered = true;
   std::fprintf(stderr, "gdrmesh worker %s: registered with %s\n", options_.name.c_str(),

@@ -27,6 +27,7 @@
 
 #include "common/inventory.h"
 #include "common/status.h"
+#include "security/policy.h"
 #include "worker/session/session.h"
 
 namespace grpc {
@@ -39,6 +40,10 @@ struct WorkerOptions {
   std::string coordinator;  // host:port
   std::string name;         // unique worker name; defaults to the hostname
   std::string data_host;    // address the emulated transport listens on
+  // This worker's certificate (role worker, CN = name), key and the cluster CA: the channel to
+  // the coordinator is TLS with this certificate as the client's. nullopt: plaintext
+  // (--insecure).
+  std::optional<TlsMaterial> tls;
   int heartbeat_ms = 1000;
   bool reconnect = true;  // false: return after the first stream ends (tests)
   int numa_node = -1;

@@ -20,11 +20,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/status.h"
+#include "security/policy.h"
 
 namespace gdrmesh {
 
@@ -62,6 +64,9 @@ struct SimConfig {
   int heartbeat_ms = 1000;  // used when the coordinator's Registered does not say
   std::map<std::string, std::string> labels;  // sent by every worker (`--label rack=r12`)
   std::vector<SimFault> faults;
+  // A simulator certificate (role simulator, CN = name_prefix), its key and the cluster CA:
+  // every worker's stream is TLS with it. nullopt: plaintext (--insecure).
+  std::optional<TlsMaterial> tls;
 };
 
 // Checks ranges and that every fault names a worker of this configuration.

@@ -11,6 +11,7 @@
 
 #include "convert.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
+#include "security/grpc_tls.h"
 #include "worker/simulate/sim_model.h"
 
 namespace gdrmesh {
@@ -457,7 +458,7 @@ Status SimulatedWorkers::Impl::start() {
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
     channels.push_back(
-        grpc::CreateCustomChannel(config.coordinator, grpc::InsecureChannelCredentials(), args));
+        grpc::CreateCustomChannel(config.coordinator, channelCredentials(config.tls), args));
     stubs.push_back(pb::WorkerService::NewStub(channels.back()));
   }
   for (int i = 0; i < config.count; ++i) {

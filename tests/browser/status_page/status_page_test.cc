@@ -967,9 +967,10 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
   TempDir dir;
   ASSERT_FALSE(dir.path.empty());
 
-  Child coord({bin, "coordinator", "--listen", "127.0.0.1:0", "--db", dir.path + "/r.db",
-               "--port-file", dir.path + "/port", "--http", "127.0.0.1:0", "--heartbeat-ms", "200"},
-              dir.path + "/coordinator.log");
+  Child coord(
+      {bin, "coordinator", "--listen", "127.0.0.1:0", "--db", dir.path + "/r.db", "--port-file",
+       dir.path + "/port", "--http", "127.0.0.1:0", "--heartbeat-ms", "200", "--insecure"},
+      dir.path + "/coordinator.log");
   ASSERT_GT(coord.pid, 0);
   int grpc_port = 0, http_port = 0;
   const std::string marker = "status page on http://127.0.0.1:";
@@ -984,9 +985,9 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
   })) << readFile(dir.path + "/coordinator.log");
   const std::string addr = "127.0.0.1:" + std::to_string(grpc_port);
 
-  Child workers(
-      {bin, "worker", "--simulate", "4", "--sim-fault", "fail:sim-0002", "--coordinator", addr},
-      dir.path + "/workers.log");
+  Child workers({bin, "worker", "--simulate", "4", "--sim-fault", "fail:sim-0002", "--coordinator",
+                 addr, "--insecure"},
+                dir.path + "/workers.log");
   ASSERT_GT(workers.pid, 0);
   ASSERT_TRUE(waitFor(30, [&] {
     json w = httpJson(http_port, "/api/workers");
@@ -998,8 +999,9 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
   })) << readFile(dir.path + "/workers.log");
 
   // The sweep: all pairs of 4 workers; every pair with sim-0002 fails. Its exit status says FAIL.
-  const std::string sweep_cmd = "timeout 120 '" + bin + "' sweep run --pattern all-pairs " +
-                                "--coordinator " + addr + " >'" + dir.path + "/sweep.out' 2>&1";
+  const std::string sweep_cmd = "timeout 120 '" + bin +
+                                "' sweep run --pattern all-pairs --insecure " + "--coordinator " +
+                                addr + " >'" + dir.path + "/sweep.out' 2>&1";
   (void)std::system(sweep_cmd.c_str());
   json latest = httpJson(http_port, "/api/sweeps/latest");
   ASSERT_TRUE(latest.is_object()) << readFile(dir.path + "/sweep.out");

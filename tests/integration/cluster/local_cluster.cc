@@ -21,11 +21,31 @@ std::string readFile(const std::string& path) {
   return ss.str();
 }
 
-LocalCluster::LocalCluster() {
+LocalCluster::LocalCluster(Security security) : security_(security) {
   char tmpl[] = "/tmp/gdrmesh-it-XXXXXX";
   char* d = ::mkdtemp(tmpl);
   if (d == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = d;
+  if (tls()) {
+    auto r = cli({"certs", "init", "--dir", certsDir()}, false);
+    if (r.exit_code != 0) throw std::runtime_error("certs init failed: " + r.err);
+    issue("coordinator", "coordinator", {"--san", "127.0.0.1,localhost"});
+    issue("admin", "it-admin");
+  }
+}
+
+std::string LocalCluster::issue(const std::string& role, const std::string& name,
+                                const std::vector<std::string>& extra) {
+  auto it = issued_.find(role + "/" + name);
+  if (it != issued_.end()) return it->second;
+  const std::string out = certsDir() + "/" + role + "-" + name;
+  std::vector<std::string> args{"certs", "issue",  "--dir", certsDir(), "--role",
+                                role,    "--name", name,    "--out",    out};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto r = cli(args, false);
+  if (r.exit_code != 0) throw std::runtime_error("certs issue failed: " + r.err);
+  issued_[role + "/" + name] = out;
+  return out;
 }
 
 LocalCluster::~LocalCluster() {
@@ -54,8 +74,17 @@ std::string LocalCluster::binary() {
 
 pid_t LocalCluster::spawn(const std::vector<std::string>& args, const std::string& out,
                           const std::string& err) const {
+  // The children's security: plaintext asked for explicitly, or the admin's certificate.
+  const std::string tls_dir = tls() ? certsDir() + "/admin-it-admin" : "";
   pid_t pid = ::fork();
   if (pid == 0) {
+    ::unsetenv("GDRMESH_TLS_DIR");
+    ::unsetenv("GDRMESH_INSECURE");
+    if (tls()) {
+      ::setenv("GDRMESH_TLS_DIR", tls_dir.c_str(), 1);
+    } else {
+      ::setenv("GDRMESH_INSECURE", "1", 1);
+    }
     FILE* o = std::freopen(out.c_str(), "w", stdout);
     FILE* e = std::freopen(err.c_str(), "w", stderr);
     (void)o;
@@ -72,13 +101,19 @@ pid_t LocalCluster::spawn(const std::vector<std::string>& args, const std::strin
   return pid;
 }
 
-void LocalCluster::startCoordinator(const std::vector<std::string>& extra, int port) {
+void LocalCluster::startCoordinator(const std::vector<std::string>& extra, int port,
+                                    const std::string& host) {
   std::string port_file = dir_ + "/port";
   ::unlink(port_file.c_str());
-  std::vector<std::string> args{
-      "coordinator", "--listen",       "127.0.0.1:" + std::to_string(port),
-      "--db",        dbPath(),         "--port-file",
-      port_file,     "--heartbeat-ms", "100"};
+  std::vector<std::string> args{"coordinator", "--listen",       host + ":" + std::to_string(port),
+                                "--db",        dbPath(),         "--port-file",
+                                port_file,     "--heartbeat-ms", "100"};
+  if (tls()) {
+    args.push_back("--tls-dir");
+    args.push_back(certsDir() + "/coordinator-coordinator");
+  } else {
+    args.push_back("--insecure");
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   coordinator_ = spawn(args, dir_ + "/coordinator.out", dir_ + "/coordinator.err");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -108,6 +143,12 @@ void LocalCluster::stopCoordinator(int sig) {
 void LocalCluster::startWorker(const std::string& name, const std::vector<std::string>& extra) {
   std::vector<std::string> args{"worker", "--coordinator",          address(), "--name",
                                 name,     "--allow-fault-injection"};
+  bool own_tls = false;
+  for (const auto& e : extra) own_tls = own_tls || e == "--tls-dir" || e == "--insecure";
+  if (tls() && !own_tls) {
+    args.push_back("--tls-dir");
+    args.push_back(issue("worker", name));
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   workers_[name] =
       spawn(args, dir_ + "/worker-" + name + ".out", dir_ + "/worker-" + name + ".err");
@@ -133,13 +174,13 @@ void LocalCluster::killWorker(const std::string& name, int sig) {
 CommandResult LocalCluster::cli(std::vector<std::string> args, bool add_coordinator) const {
   static int n = 0;
   std::string tag = "cli-" + std::to_string(n++);
-  pid_t pid = cliAsync(std::move(args), tag);
-  (void)add_coordinator;
+  pid_t pid = cliAsync(std::move(args), tag, add_coordinator);
   return collect(pid, tag);
 }
 
-pid_t LocalCluster::cliAsync(std::vector<std::string> args, const std::string& tag) const {
-  if (port_ > 0) {
+pid_t LocalCluster::cliAsync(std::vector<std::string> args, const std::string& tag,
+                             bool add_coordinator) const {
+  if (port_ > 0 && add_coordinator) {
     args.push_back("--coordinator");
     args.push_back(address());
   }

@@ -1,6 +1,11 @@
 // A real gdrmesh cluster on loopback for integration tests: a coordinator process and worker
 // processes started from the built `gdrmesh` binary, an ephemeral port, a temporary SQLite
 // database, and the CLI run as a child process. Nothing is mocked.
+//
+// Security: kInsecure (the default) asks for plaintext explicitly: the coordinator gets
+// --insecure, every child GDRMESH_INSECURE=1. kTls makes a cluster CA with `gdrmesh certs`
+// in certsDir(), serves mutual TLS, gives each worker its own certificate and runs the CLI as
+// an admin (GDRMESH_TLS_DIR).
 #pragma once
 
 #include <sys/types.h>
@@ -19,9 +24,11 @@ struct CommandResult {
   std::string err;
 };
 
+enum class Security { kInsecure, kTls };
+
 class LocalCluster {
  public:
-  LocalCluster();
+  explicit LocalCluster(Security security = Security::kInsecure);
   ~LocalCluster();
 
   static std::string binary();  // $GDRMESH_BINARY
@@ -30,18 +37,28 @@ class LocalCluster {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   int port() const { return port_; }
 
-  // Starts the coordinator (port 0 unless `port` is given) and waits until it listens.
-  void startCoordinator(const std::vector<std::string>& extra = {}, int port = 0);
+  bool tls() const { return security_ == Security::kTls; }
+  std::string certsDir() const { return dir_ + "/pki"; }
+  // kTls: issues (once) a certificate with `gdrmesh certs issue` and returns its --tls-dir.
+  std::string issue(const std::string& role, const std::string& name,
+                    const std::vector<std::string>& extra = {});
+
+  // Starts the coordinator (port 0 unless `port` is given) on `host` and waits until it
+  // listens.
+  void startCoordinator(const std::vector<std::string>& extra = {}, int port = 0,
+                        const std::string& host = "127.0.0.1");
   void stopCoordinator(int sig = 15);
   // Starts a worker and waits until the coordinator lists it online.
   void startWorker(const std::string& name, const std::vector<std::string>& extra = {});
   void killWorker(const std::string& name, int sig = 9);
   pid_t workerPid(const std::string& name) const { return workers_.at(name); }
 
-  // Runs `gdrmesh ARGS... --coordinator ADDR` to completion.
+  // Runs `gdrmesh ARGS... --coordinator ADDR` to completion (without --coordinator when
+  // `add_coordinator` is false or no coordinator was started).
   CommandResult cli(std::vector<std::string> args, bool add_coordinator = true) const;
   // Starts the CLI in the background; collect() waits for it.
-  pid_t cliAsync(std::vector<std::string> args, const std::string& tag) const;
+  pid_t cliAsync(std::vector<std::string> args, const std::string& tag,
+                 bool add_coordinator = true) const;
   CommandResult collect(pid_t pid, const std::string& tag,
                         std::chrono::seconds limit = std::chrono::seconds(60)) const;
 
@@ -57,6 +74,8 @@ class LocalCluster {
   pid_t spawn(const std::vector<std::string>& args, const std::string& out,
               const std::string& err) const;
   std::string dir_;
+  Security security_;
+  std::map<std::string, std::string> issued_;  // role/name -> folder
   int port_ = 0;
   pid_t coordinator_ = -1;
   std::map<std::string, pid_t> workers_;

@@ -287,7 +287,8 @@ TEST_F(SweepTest, LoopbackOnOneWorkerPasses) {
 TEST_F(SweepTest, ASecondCoordinatorOnTheSamePortIsRefused) {
   c_.startCoordinator();
   LocalCluster other;
-  auto r = other.cli({"coordinator", "--listen", c_.address(), "--db", other.dbPath()}, false);
+  auto r = other.cli(
+      {"coordinator", "--listen", c_.address(), "--db", other.dbPath(), "--insecure"}, false);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("cannot listen"), std::string::npos) << r.err;
 }

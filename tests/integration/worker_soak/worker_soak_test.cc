@@ -182,8 +182,8 @@ class WorkerPair {
   bool start(const std::vector<std::string>& extra = {}) {
     for (const char* name : {"soak-a", "soak-b"}) {
       std::vector<std::string> args{
-          "worker",      "--coordinator", coordinator_.address(), "--name",   name,
-          "--data-host", "127.0.0.1",     "--no-verbs",           "--no-cuda"};
+          "worker",      "--coordinator", coordinator_.address(), "--name",    name,
+          "--data-host", "127.0.0.1",     "--no-verbs",           "--no-cuda", "--insecure"};
       args.insert(args.end(), extra.begin(), extra.end());
       workers_.push_back(
           std::make_unique<Child>(args, dir_ + "/" + name + ".out", dir_ + "/" + name + ".err"));
@@ -391,16 +391,16 @@ TEST(WorkerRegistration, BadLabelsAreRefusedWithTheRule) {
         Case{"_rack=1", "starting with"}, Case{"rack=a=b", "value 'a=b'"},
         Case{std::string(64, 'k') + "=v", "1..63"}}) {
     SCOPED_TRACE(c.label);
-    Child w(
-        {"worker", "--coordinator", "127.0.0.1:1", "--no-verbs", "--no-cuda", "--label", c.label},
-        dir + "/bad.out", dir + "/bad.err");
+    Child w({"worker", "--coordinator", "127.0.0.1:1", "--insecure", "--no-verbs", "--no-cuda",
+             "--label", c.label},
+            dir + "/bad.out", dir + "/bad.err");
     EXPECT_EQ(w.wait(std::chrono::seconds(30)), 2);
     const std::string err = readAll(dir + "/bad.err");
     EXPECT_NE(err.find("--label"), std::string::npos) << err;
     EXPECT_NE(err.find(c.says), std::string::npos) << err;
   }
-  Child dup({"worker", "--coordinator", "127.0.0.1:1", "--no-verbs", "--no-cuda", "--label",
-             "rack=1", "--label", "rack=2"},
+  Child dup({"worker", "--coordinator", "127.0.0.1:1", "--insecure", "--no-verbs", "--no-cuda",
+             "--label", "rack=1", "--label", "rack=2"},
             dir + "/dup.out", dir + "/dup.err");
   EXPECT_EQ(dup.wait(std::chrono::seconds(30)), 2);
   EXPECT_NE(readAll(dir + "/dup.err").find("given twice"), std::string::npos);

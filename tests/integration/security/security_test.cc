@@ -1,0 +1,276 @@
+// The authenticated control plane through real processes: a coordinator serving mutual TLS,
+// workers with their own certificates, the CLI as admin or reader, all made by `gdrmesh certs`;
+// and raw gRPC clients (the real wire) for what the CLI refuses to even try: a worker's
+// certificate asking for another worker's name, no client certificate, another CA's.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "gdrmesh/v1/gdrmesh.grpc.pb.h"
+#include "tests/integration/cluster/local_cluster.h"
+
+namespace gdrmesh::testing {
+namespace {
+
+using json = nlohmann::json;
+
+grpc::SslCredentialsOptions credsOf(const std::string& tls_dir, bool with_client_cert = true) {
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = readFile(tls_dir + "/ca.pem");
+  if (with_client_cert) {
+    o.pem_cert_chain = readFile(tls_dir + "/cert.pem");
+    o.pem_private_key = readFile(tls_dir + "/key.pem");
+  }
+  return o;
+}
+
+std::unique_ptr<v1::ControlService::Stub> control(const std::string& addr,
+                                                  const grpc::SslCredentialsOptions& o) {
+  return v1::ControlService::NewStub(grpc::CreateChannel(addr, grpc::SslCredentials(o)));
+}
+
+grpc::Status listWorkers(v1::ControlService::Stub& stub) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::ListWorkersResponse resp;
+  return stub.ListWorkers(&ctx, v1::ListWorkersRequest(), &resp);
+}
+
+// One registration on the real WorkerService stream; returns how the coordinator ended it
+// (OK with `registered` set when it accepted).
+grpc::Status registerAs(const std::string& addr, const grpc::SslCredentialsOptions& o,
+                        const std::string& name, bool simulated, bool* registered) {
+  auto stub = v1::WorkerService::NewStub(grpc::CreateChannel(addr, grpc::SslCredentials(o)));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  auto s = stub->Connect(&ctx);
+  v1::WorkerMessage m;
+  m.mutable_register_()->set_name(name);
+  m.mutable_register_()->set_protocol_version(1);
+  m.mutable_register_()->set_simulated(simulated);
+  s->Write(m);
+  v1::CoordinatorMessage first;
+  *registered = s->Read(&first) && first.has_registered();
+  if (*registered) ctx.TryCancel();
+  s->WritesDone();
+  return s->Finish();
+}
+
+std::string peerOf(const json& workers, const std::string& name) {
+  for (const auto& w : workers) {
+    if (w["name"] == name)
+      return w["state"].get<std::string>() + " " + w["peer"].get<std::string>();
+  }
+  return "";
+}
+
+class TlsClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    c_.startCoordinator();
+    c_.startWorker("a");
+    c_.startWorker("b");
+  }
+  LocalCluster c_{Security::kTls};
+};
+
+TEST_F(TlsClusterTest, AdminRunsTestsAndSweepsOverMutualTls) {
+  auto r = c_.cli({"test", "a", "b", "--size", "4KiB", "--iters", "10", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(json::parse(r.out)["status"], "PASSED") << r.out;
+  r = c_.cli({"sweep", "run", "--pattern", "all-pairs", "--size", "4KiB", "--iters", "10"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string log = readFile(c_.dir() + "/coordinator.err");
+  EXPECT_NE(log.find("worker a registered from"), std::string::npos) << log;
+  EXPECT_NE(log.find("certificate worker 'a'"), std::string::npos) << log;
+  EXPECT_NE(log.find("StartSweep by admin 'it-admin'"), std::string::npos) << log;
+  EXPECT_NE(readFile(c_.dir() + "/coordinator.out").find("mutual TLS"), std::string::npos);
+}
+
+TEST_F(TlsClusterTest, AReaderListsButCannotStartTestsOrSweeps) {
+  const std::string reader = c_.issue("reader", "rita");
+  auto r = c_.cli({"workers", "-o", "json", "--tls-dir", reader});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(json::parse(r.out).size(), 2u) << r.out;
+  r = c_.cli({"results", "--tls-dir", reader});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = c_.cli({"sweeps", "--tls-dir", reader});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  r = c_.cli({"test", "a", "b", "--tls-dir", reader});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("RunTest needs an admin credential"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("reader 'rita'"), std::string::npos) << r.err;
+  r = c_.cli({"sweep", "run", "--pattern", "all-pairs", "--detach", "--tls-dir", reader});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("StartSweep needs an admin credential"), std::string::npos) << r.err;
+  EXPECT_TRUE(c_.query("SELECT id FROM results").empty());
+  EXPECT_TRUE(c_.query("SELECT id FROM sweeps").empty());
+
+  // A worker's certificate is no CLI credential at all.
+  r = c_.cli({"workers", "--tls-dir", c_.issue("worker", "a")});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("needs admin or reader"), std::string::npos) << r.err;
+}
+
+TEST_F(TlsClusterTest, AWorkerCannotRegisterAsAnotherOrTakeItsNameOver) {
+  const std::string before = peerOf(c_.workersJson(), "a");
+  ASSERT_EQ(before.rfind("online ", 0), 0u) << before;
+
+  // The worker command refuses before it connects.
+  auto r = c_.cli({"worker", "--name", "a", "--tls-dir", c_.issue("worker", "b")});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("certificate is for 'b'"), std::string::npos) << r.err;
+
+  // On the wire, b's certificate asking for a's name is refused by the coordinator.
+  const auto b_creds = credsOf(c_.issue("worker", "b"));
+  bool registered = true;
+  auto st = registerAs(c_.address(), b_creds, "a", false, &registered);
+  EXPECT_FALSE(registered);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  EXPECT_NE(st.error_message().find("worker name 'a' is not the name in this worker's "
+                                    "certificate ('b')"),
+            std::string::npos)
+      << st.error_message();
+  // The real a is not displaced: same connection, still online.
+  EXPECT_EQ(peerOf(c_.workersJson(), "a"), before);
+
+  // Nor can b's certificate take the name once a is gone.
+  c_.killWorker("a");
+  ASSERT_TRUE(c_.waitFor([](const json& ws) {
+    for (const auto& w : ws) {
+      if (w["name"] == "a") return w["state"] != "online";
+    }
+    return false;
+  }));
+  st = registerAs(c_.address(), b_creds, "a", false, &registered);
+  EXPECT_FALSE(registered);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  EXPECT_EQ(peerOf(c_.workersJson(), "a").rfind("online", 0), std::string::npos);
+
+  // An admin's or a simulator's certificate registers no real worker either.
+  for (const auto& [role, name] : {std::pair{"admin", "it-admin"}, std::pair{"simulator", "a"}}) {
+    st = registerAs(c_.address(), credsOf(c_.issue(role, name)), "a", false, &registered);
+    EXPECT_FALSE(registered) << role;
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << role;
+  }
+  // a's own certificate still may.
+  st = registerAs(c_.address(), credsOf(c_.issue("worker", "a")), "a", false, &registered);
+  EXPECT_TRUE(registered) << st.error_message();
+}
+
+TEST_F(TlsClusterTest, NoClientCertificateIsRefused) {
+  const auto no_cert = credsOf(c_.issue("admin", "it-admin"), /*with_client_cert=*/false);
+  auto st = listWorkers(*control(c_.address(), no_cert));
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+  bool registered = true;
+  st = registerAs(c_.address(), no_cert, "ghost", false, &registered);
+  EXPECT_FALSE(registered);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(peerOf(c_.workersJson(), "ghost"), "");
+  // The same client with its certificate gets in.
+  EXPECT_TRUE(listWorkers(*control(c_.address(), credsOf(c_.issue("admin", "it-admin")))).ok());
+}
+
+TEST_F(TlsClusterTest, ACertificateOfAnotherCaIsRefused) {
+  const std::string other = c_.dir() + "/other-ca";
+  ASSERT_EQ(c_.cli({"certs", "init", "--dir", other}, false).exit_code, 0);
+  ASSERT_EQ(
+      c_.cli({"certs", "issue", "--dir", other, "--role", "admin", "--name", "mallory"}, false)
+          .exit_code,
+      0);
+  ASSERT_EQ(c_.cli({"certs", "issue", "--dir", other, "--role", "worker", "--name", "a"}, false)
+                .exit_code,
+            0);
+  // Foreign client certificates, even trusting the real CA, do not get in.
+  for (const char* who : {"mallory", "a"}) {
+    auto o = credsOf(other + "/" + who);
+    o.pem_root_certs = readFile(c_.certsDir() + "/ca.pem");
+    EXPECT_FALSE(listWorkers(*control(c_.address(), o)).ok()) << who;
+    bool registered = true;
+    EXPECT_FALSE(registerAs(c_.address(), o, "a", false, &registered).ok()) << who;
+    EXPECT_FALSE(registered) << who;
+  }
+  // The CLI checks its files first: a certificate that the given CA did not issue.
+  auto r = c_.cli({"workers", "--cert", other + "/mallory/cert.pem", "--key",
+                   other + "/mallory/key.pem", "--ca", c_.certsDir() + "/ca.pem"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("does not verify against the CA"), std::string::npos) << r.err;
+  // A self-consistent foreign folder connects nowhere, and says why it may be.
+  r = c_.cli({"workers", "--tls-dir", other + "/mallory"});
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_NE(r.err.find("tls:"), std::string::npos) << r.err;
+}
+
+TEST_F(TlsClusterTest, APlaintextClientOfATlsCoordinatorFailsClearly) {
+  auto r = c_.cli({"workers", "--insecure"});
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_NE(r.err.find("unreachable"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tls: this client speaks plaintext"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--tls-dir"), std::string::npos) << r.err;
+}
+
+TEST_F(TlsClusterTest, SimulatedWorkersUseASimulatorCertificate) {
+  const std::string sim = c_.issue("simulator", "sim");
+  // Client-side checks: a worker certificate, or a prefix that is not the certificate's name.
+  auto r = c_.cli({"worker", "--simulate", "2", "--tls-dir", c_.issue("worker", "a")});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("needs simulator"), std::string::npos) << r.err;
+  r = c_.cli({"worker", "--simulate", "2", "--name-prefix", "other", "--tls-dir", sim});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--name-prefix other"), std::string::npos) << r.err;
+  // On the wire: the simulator certificate registers simulated workers under its prefix only.
+  bool registered = false;
+  auto st = registerAs(c_.address(), credsOf(sim), "b2", true, &registered);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  // The real thing: three simulated workers and a test between two of them.
+  c_.startWorker("sim-0000", {"--simulate", "3", "--tls-dir", sim});
+  ASSERT_TRUE(c_.waitFor([](const json& ws) {
+    int n = 0;
+    for (const auto& w : ws) n += w["state"] == "online";
+    return n == 5;
+  }));
+  r = c_.cli({"test", "sim-0000", "sim-0002", "--size", "4KiB", "--iters", "10", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(json::parse(r.out)["transport"], "simulated") << r.out;
+}
+
+TEST(InsecureCoordinator, PlaintextIsOnlyEverAskedForAndOnlyOnLoopback) {
+  LocalCluster c;
+  const std::string db = c.dir() + "/x.db";
+  // Neither TLS nor --insecure: refused, naming both ways out.
+  auto r = c.cli({"coordinator", "--listen", "127.0.0.1:0", "--db", db});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("no TLS credentials"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--insecure"), std::string::npos) << r.err;
+  // Plaintext on every interface: refused without the force flag.
+  r = c.cli({"coordinator", "--listen", "0.0.0.0:0", "--db", db, "--insecure"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("refusing plaintext gRPC on 0.0.0.0:0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--insecure-allow-remote"), std::string::npos) << r.err;
+  r = c.cli({"coordinator", "--listen", "127.0.0.1:0", "--db", db, "--insecure-allow-remote"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("only with --insecure"), std::string::npos) << r.err;
+  // Forced: it serves (reached over loopback here).
+  c.startCoordinator({"--insecure-allow-remote"}, 0, "0.0.0.0");
+  r = c.cli({"workers"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(readFile(c.dir() + "/coordinator.out").find("PLAINTEXT"), std::string::npos);
+}
+
+TEST(InsecureCoordinator, ATlsClientOfAPlaintextCoordinatorFailsClearly) {
+  LocalCluster c;
+  const std::string pki = c.dir() + "/pki";
+  ASSERT_EQ(c.cli({"certs", "init", "--dir", pki}, false).exit_code, 0);
+  ASSERT_EQ(
+      c.cli({"certs", "issue", "--dir", pki, "--role", "admin", "--name", "x"}, false).exit_code,
+      0);
+  c.startCoordinator();
+  auto r = c.cli({"workers", "--tls-dir", pki + "/x"});
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_NE(r.err.find("unreachable"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tls: the coordinator answered in plaintext"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace gdrmesh::testing
