@@ -344,6 +344,8 @@ void toProto(const IntegrityReport& in, pb::Integrity* out) {
   out->set_wrong_bytes(in.wrong_bytes);
   out->set_first_wrong_offset(in.first_wrong_offset);
   out->set_where(in.where);
+  out->set_digested(in.digested);
+  out->set_digest(in.digest);
 }
 
 IntegrityReport fromProto(const pb::Integrity& in) {
@@ -353,6 +355,8 @@ IntegrityReport fromProto(const pb::Integrity& in) {
   r.wrong_bytes = in.wrong_bytes();
   r.first_wrong_offset = in.checked() ? in.first_wrong_offset() : -1;
   r.where = in.where();
+  r.digested = in.digested();
+  r.digest = in.digest();
   return r;
 }
 
@@ -550,6 +554,8 @@ void toProto(const SideSpec& in, pb::EndpointSpec* out) {
   out->set_gpu(in.gpu);
   out->set_reg_path(toProto(in.reg));
   out->set_seed(in.seed);
+  out->set_fill_seed(in.fill_seed);
+  out->set_expect_seed(in.expect_seed);
   if (in.corrupt_bytes > 0 || in.invalidate_remote_key) {
     out->mutable_fault()->set_corrupt_bytes(in.corrupt_bytes);
     out->mutable_fault()->set_invalidate_remote_key(in.invalidate_remote_key);
@@ -577,6 +583,8 @@ SideSpec fromProto(const pb::EndpointSpec& in) {
   s.gpu = in.gpu();
   s.reg = fromProto(in.reg_path(), RegPath::kAuto);
   s.seed = in.seed();
+  s.fill_seed = in.fill_seed();
+  s.expect_seed = in.expect_seed();
   s.corrupt_bytes = in.fault().corrupt_bytes();
   s.invalidate_remote_key = in.fault().invalidate_remote_key();
   return s;
