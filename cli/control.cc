@@ -13,13 +13,16 @@
 #include <sstream>
 #include <thread>
 
+#include "common/limits.h"
 #include "common/units.h"
 
 namespace gdrmesh::cli {
 
 std::unique_ptr<pb::ControlService::Stub> connectControl(const ClientOptions& o) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxControlMessageBytes);  // the coordinator's send limit
   return pb::ControlService::NewStub(
-      grpc::CreateChannel(o.coordinator, grpc::InsecureChannelCredentials()));
+      grpc::CreateCustomChannel(o.coordinator, grpc::InsecureChannelCredentials(), args));
 }
 
 void setDeadline(grpc::ClientContext* ctx, double seconds) {

@@ -96,7 +96,7 @@ struct SideSpec {
   MemoryKind memory = MemoryKind::kHost;
   int gpu = -1;
   RegPath reg = RegPath::kAuto;
-  uint64_t seed = 1;                   // pattern seed of the test
+  uint64_t seed = 1;  // pattern seed of the test
   // Sealed test (docs/security.md), when fill_seed != 0 (`seed` unused): this side's own
   // pattern, and what must land here; expect_seed 0 = withheld, the destination reports a
   // digest of what landed and keeps its buffer for a reveal.

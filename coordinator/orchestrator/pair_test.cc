@@ -1,12 +1,13 @@
 #include "coordinator/orchestrator/pair_test.h"
 
+#include <sys/random.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <random>
-#include <sys/random.h>
 #include <vector>
 
 #include "common/pattern.h"
@@ -337,18 +338,29 @@ void PairTestRun::leanFinish() {
 
 void PairTestRun::checkSealed(std::function<void()> then) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (!r_.integrity.digested || r_.integrity.checked) {
+  if (!sealed_) {
+    // Simulated workers: nothing moved, nothing sealed; a digest proves nothing.
+    if (r_.integrity.digested) r_.integrity = IntegrityReport{};
     lock.unlock();
     return then();
+  }
+  if (!r_.integrity.digested) {
+    // The destination was never told what should land, so a check it claims to have made
+    // (or none) proves nothing: only a digest counts.
+    const bool claimed = r_.integrity.checked;
+    r_.integrity = IntegrityReport{};
+    lock.unlock();
+    releaseAll("done");
+    return complete(TestStatus::kFailed,
+                    std::string("data integrity: the destination reported ") +
+                        (claimed ? "a check it could not have made (its seed was withheld)"
+                                 : "no digest of the landed data") +
+                        "; the result is not trusted (is the worker a current gdrmesh?)");
   }
   const bool ini_dest = spec_.initiatorIsDestination();
   const uint64_t source_seed = ini_dest ? tgt_fill_ : ini_fill_;
   const uint64_t len = r_.integrity.bytes_checked;
-  if (!sealed_ || source_seed == 0) {
-    r_.integrity.digested = false;  // a digest nobody asked for proves nothing: not verified
-    lock.unlock();
-    return then();
-  }
+  r_.integrity.checked = false;
   if (r_.integrity.digest == digestPattern(source_seed, len)) {
     r_.integrity.checked = true;
     r_.integrity.wrong_bytes = 0;
@@ -538,8 +550,7 @@ void PairTestRun::classicVerify() {
                 self->checkSealed([self] {
                   std::unique_lock<std::mutex> lock(self->mu_);
                   bool ok = self->r_.integrity.ok();
-                  std::string why =
-                      ok ? "" : "data integrity: " + self->r_.integrity.toString();
+                  std::string why = ok ? "" : "data integrity: " + self->r_.integrity.toString();
                   if (ok) why = self->impossibleFigures();
                   ok = why.empty();
                   lock.unlock();

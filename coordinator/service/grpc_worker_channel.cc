@@ -63,8 +63,7 @@ void GrpcWorkerChannel::run(const std::string& test_id, const RunSpec& spec, Dea
 }
 
 void GrpcWorkerChannel::verify(const std::string& test_id, uint64_t length, uint64_t reveal_seed,
-                               Deadline deadline,
-                               Done<SideOutcome> done) {
+                               Deadline deadline, Done<SideOutcome> done) {
   pb::CoordinatorCommand cmd;
   cmd.mutable_verify()->set_test_id(test_id);
   cmd.mutable_verify()->set_length(length);

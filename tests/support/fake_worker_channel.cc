@@ -17,7 +17,8 @@ FakeFabric& fabric() {
 }
 std::string baseId(const std::string& id) {
   const std::string suffix = ".target";
-  if (id.size() > suffix.size() && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+  if (id.size() > suffix.size() &&
+      id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
     return id.substr(0, id.size() - suffix.size());
   }
   return id;
@@ -41,7 +42,7 @@ IntegrityReport FakeWorkerChannel::landed(const std::string& id, uint64_t len,
       fill = it->second.fill_seed;
     }
   }
-  if (fill == 0 || expect != 0) {
+  if (fill == 0 || expect != 0 || b.claim_check) {
     ir.checked = true;
     ir.wrong_bytes = b.forge_digest ? 0 : b.wrong_bytes;
     ir.first_wrong_offset = ir.wrong_bytes > 0 ? 0 : -1;
@@ -195,8 +196,7 @@ void FakeWorkerChannel::run(const std::string& test_id, const RunSpec& spec, Dea
 }
 
 void FakeWorkerChannel::verify(const std::string& test_id, uint64_t length, uint64_t reveal_seed,
-                               Deadline deadline,
-                               Done<SideOutcome> done) {
+                               Deadline deadline, Done<SideOutcome> done) {
   note("verify " + test_id + (reveal_seed != 0 ? " +reveal" : ""));
   FakeBehaviour b = behaviour;
   reply<SideOutcome>(b.command_seconds, deadline, std::move(done),

@@ -31,6 +31,9 @@ struct FakeBehaviour {
   // A destination that never received the data yet claims it did: it reports a digest it made
   // up (sealed tests) and, after a reveal, no wrong byte.
   bool forge_digest = false;
+  // A destination that answers a sealed test as an old or forged worker would: "checked, no
+  // wrong byte", no digest.
+  bool claim_check = false;
 };
 
 class FakeWorkerChannel final : public WorkerChannel {
@@ -53,8 +56,7 @@ class FakeWorkerChannel final : public WorkerChannel {
                Done<SideOutcome> done) override;
   void run(const std::string& test_id, const RunSpec& spec, Deadline deadline,
            Done<SideOutcome> done) override;
-  void verify(const std::string& test_id, uint64_t length, uint64_t reveal_seed,
-                      Deadline deadline,
+  void verify(const std::string& test_id, uint64_t length, uint64_t reveal_seed, Deadline deadline,
               Done<SideOutcome> done) override;
   void release(const std::string& test_id, const std::string& reason, Deadline deadline,
                Done<bool> done) override;
@@ -79,8 +81,8 @@ class FakeWorkerChannel final : public WorkerChannel {
   std::vector<std::string> log_;
   std::set<std::string> sessions_;
   std::map<std::string, RunSpec> armed_;
-  std::map<std::string, SideSpec> sides_;    // every prepared side, by session id
-  std::map<std::string, uint64_t> kept_;     // sealed: landed data kept for a reveal (its seed)
+  std::map<std::string, SideSpec> sides_;  // every prepared side, by session id
+  std::map<std::string, uint64_t> kept_;   // sealed: landed data kept for a reveal (its seed)
   int reveals_ = 0;
   int max_in_flight_ = 0;
 };

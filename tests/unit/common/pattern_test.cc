@@ -154,8 +154,8 @@ TEST(PatternTest, IntegrityReportText) {
 }
 
 TEST(PatternTest, DigestOfAPatternBufferEqualsTheDigestComputedFromTheSeed) {
-  for (size_t len : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{4095},
-                     size_t{65536 + 3}}) {
+  for (size_t len :
+       {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{4095}, size_t{65536 + 3}}) {
     SCOPED_TRACE(len);
     std::vector<uint8_t> buf(len);
     fillPattern(77, 0, buf.data(), len);

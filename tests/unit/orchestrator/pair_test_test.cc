@@ -176,9 +176,17 @@ TEST_F(PairTestTest, ADestinationThatNeverGotTheDataCannotForgeAPass) {
   dir_.fake("b").behaviour.forge_digest = true;
   auto o = runToEnd();
   EXPECT_EQ(o.result.status, TestStatus::kFailed);
-  EXPECT_NE(o.result.reason.find("forged or broken digest"), std::string::npos)
-      << o.result.reason;
+  EXPECT_NE(o.result.reason.find("forged or broken digest"), std::string::npos) << o.result.reason;
   EXPECT_EQ(o.result.integrity.wrong_bytes, o.result.integrity.bytes_checked);
+}
+
+TEST_F(PairTestTest, ADestinationClaimingACheckInsteadOfADigestIsNotTrusted) {
+  dir_.fake("b").behaviour.claim_check = true;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("a check it could not have made"), std::string::npos)
+      << o.result.reason;
+  EXPECT_FALSE(o.result.integrity.ok());
 }
 
 TEST_F(PairTestTest, ReadIsSealedOnTheInitiatorToo) {

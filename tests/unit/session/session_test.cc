@@ -750,7 +750,7 @@ TEST_F(LeanTest, SealedDestinationDigestsWhatLandedAndCountsOnlyAfterTheReveal) 
   }
 }
 
-TEST(SessionTest, SealedBuffersKeptForARevealAreBounded) {
+TEST(SessionTest, RevealOfATestNotKeptIsNotFound) {
   HostMemoryProvider memory;
   SessionManager::Options opts;
   opts.max_parked = 2;
