@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/limits.h"
 #include "common/units.h"
 #include "security/grpc_tls.h"
 
@@ -20,9 +21,9 @@ namespace gdrmesh::cli {
 
 std::unique_ptr<pb::ControlService::Stub> connectControl(const ClientOptions& o) {
   // Query answers (`results --limit 0`, `history --limit 0`, a compare of two large sweeps) can
-  // exceed gRPC's default 4 MiB receive limit: the CLI takes whatever the coordinator sends.
+  // exceed gRPC's default 4 MiB: the CLI takes up to the coordinator's send limit.
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxReceiveMessageSize(kMaxControlMessageBytes);
   return pb::ControlService::NewStub(
       grpc::CreateCustomChannel(o.coordinator, channelCredentials(o.credentials), args));
 }

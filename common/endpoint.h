@@ -96,7 +96,12 @@ struct SideSpec {
   MemoryKind memory = MemoryKind::kHost;
   int gpu = -1;
   RegPath reg = RegPath::kAuto;
-  uint64_t seed = 1;                   // pattern seed of the test
+  uint64_t seed = 1;  // pattern seed of the test
+  // Sealed test (docs/security.md), when fill_seed != 0 (`seed` unused): this side's own
+  // pattern, and what must land here; expect_seed 0 = withheld, the destination reports a
+  // digest of what landed and keeps its buffer for a reveal.
+  uint64_t fill_seed = 0;
+  uint64_t expect_seed = 0;
   uint64_t corrupt_bytes = 0;          // fault injection, honoured only when allowed
   bool invalidate_remote_key = false;  // fault injection: revoke remote access after connect
 };

@@ -53,6 +53,35 @@ std::string IntegrityReport::toString() const {
          where + ", first at offset " + std::to_string(first_wrong_offset);
 }
 
+uint64_t digestBytes(const void* src, size_t len, uint64_t first_word) {
+  const auto* in = static_cast<const uint8_t*>(src);
+  uint64_t sum = 0;
+  size_t i = 0;
+  uint64_t w_index = first_word;
+  for (; i + 8 <= len; i += 8, ++w_index) {
+    uint64_t w;
+    std::memcpy(&w, in + i, 8);
+    sum += digestMix(w, w_index);
+  }
+  if (i < len) {
+    uint64_t w = 0;
+    std::memcpy(&w, in + i, len - i);  // little-endian: the missing high bytes read as 0
+    sum += digestMix(w, w_index);
+  }
+  return sum;
+}
+
+uint64_t digestPattern(uint64_t seed, uint64_t len) {
+  uint64_t sum = 0;
+  const uint64_t whole = len / 8;
+  for (uint64_t i = 0; i < whole; ++i) sum += digestMix(patternWord(seed, i), i);
+  if (const uint64_t tail = len % 8; tail != 0) {
+    const uint64_t mask = (uint64_t{1} << (8 * tail)) - 1;
+    sum += digestMix(patternWord(seed, whole) & mask, whole);
+  }
+  return sum;
+}
+
 uint64_t initiatorSeed(uint64_t test_seed) {
   return splitmix64(test_seed ^ 0x1A1A1A1A1A1A1A1AULL);
 }

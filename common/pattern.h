@@ -34,6 +34,10 @@ struct IntegrityReport {
   uint64_t wrong_bytes = 0;
   int64_t first_wrong_offset = -1;  // absolute offset of the first wrong byte, -1 if none
   std::string where;                // "host" or "gpu:0": where the check ran
+  // Sealed test, destination before the seed is revealed: no check ran (`checked` false);
+  // `digest` is digestBytes() of the bytes_checked landed bytes.
+  bool digested = false;
+  uint64_t digest = 0;
 
   bool ok() const { return checked && wrong_bytes == 0; }
   std::string toString() const;
@@ -44,6 +48,24 @@ void fillPattern(uint64_t seed, uint64_t offset, void* dst, size_t len);
 
 // Compares src against the pattern for absolute offsets [offset, offset + len).
 IntegrityReport verifyPattern(uint64_t seed, uint64_t offset, const void* src, size_t len);
+
+// Digest of landed data (sealed tests): the destination reports it before it learns the seed
+// of what should have landed, so a destination that never received the data cannot claim it.
+//   digest(bytes[0, len)) = sum over word i of digestMix(w_i, i)  (mod 2^64)
+// where w_i is the little-endian 8-byte word at offset 8i (bytes at or past len read as 0).
+// A sum of per-word terms, so it can be computed in any order (worker/gpu/kernels.cu computes
+// the same function on the GPU).
+inline constexpr uint64_t digestMix(uint64_t word, uint64_t word_index) {
+  return splitmix64(word ^ (word_index * 0xD1B54A32D192ED03ULL));
+}
+
+// Digest of `len` bytes at src, which hold the buffer's bytes from word index `first_word` on
+// (chunked callers pass the chunk's first word index; chunks other than the last must be whole
+// words).
+uint64_t digestBytes(const void* src, size_t len, uint64_t first_word = 0);
+
+// The digest a buffer holding fillPattern(seed, 0, .., len) has: no buffer is materialised.
+uint64_t digestPattern(uint64_t seed, uint64_t len);
 
 // Seeds used by pair tests: the initiator's and the target's buffers must differ, so that data
 // which never landed cannot pass as verified.

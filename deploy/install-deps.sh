@@ -26,8 +26,8 @@ build=(build-essential cmake ninja-build pkg-config git
 # Soft-RoCE VM tests (tests/softroce): qemu, a static busybox, the rdma userspace and perftest.
 softroce=(qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils perftest iproute2 cpio kmod
           ca-certificates)
-# Status page browser test (tests/browser).
-browser=(chromium python3-prometheus-client)
+# Status page browser test (tests/browser); the rogue gRPC client (tests/fault/rogue).
+browser=(chromium python3-prometheus-client python3-grpcio python3-grpc-tools python3-protobuf)
 
 # Ubuntu names the runtime libraries differently; resolve by what apt knows.
 pick() {

@@ -1,5 +1,7 @@
 #include "convert.h"
 
+#include "common/limits.h"
+
 namespace gdrmesh::convert {
 
 pb::Op toProto(Op v) {
@@ -361,6 +363,8 @@ void toProto(const IntegrityReport& in, pb::Integrity* out) {
   out->set_wrong_bytes(in.wrong_bytes);
   out->set_first_wrong_offset(in.first_wrong_offset);
   out->set_where(in.where);
+  out->set_digested(in.digested);
+  out->set_digest(in.digest);
 }
 
 IntegrityReport fromProto(const pb::Integrity& in) {
@@ -369,7 +373,9 @@ IntegrityReport fromProto(const pb::Integrity& in) {
   r.bytes_checked = in.bytes_checked();
   r.wrong_bytes = in.wrong_bytes();
   r.first_wrong_offset = in.checked() ? in.first_wrong_offset() : -1;
-  r.where = in.where();
+  r.where = cleanText(in.where(), 256);
+  r.digested = in.digested();
+  r.digest = in.digest();
   return r;
 }
 
@@ -466,7 +472,8 @@ Status fromProto(const pb::CommandStatus& in) {
   for (Code c : kCodes) {
     if (in.code() == codeName(c)) code = c;
   }
-  return Status(code, in.message(), in.fix());
+  // Text from another process: made safe for terminals and bounded before anyone stores it.
+  return Status(code, cleanText(in.message()), cleanText(in.fix(), 1024));
 }
 
 // ------------------------------------------------------------------ one side of a pair test
@@ -507,21 +514,21 @@ EndpointDesc fromProto(const pb::EndpointDesc& in) {
   d.rkey = in.rkey();
   d.memory = fromProto(in.memory());
   d.reg_path = fromProto(in.reg_path(), RegPath::kHost);
-  d.tcp_host = in.tcp_host();
+  d.tcp_host = cleanText(in.tcp_host(), 256);
   d.tcp_port = in.tcp_port();
-  d.device = in.device();
+  d.device = cleanText(in.device(), 256);
   d.port = in.port();
-  d.link_layer = in.link_layer();
+  d.link_layer = cleanText(in.link_layer(), 256);
   d.lid = in.lid();
-  d.gid = in.gid();
+  d.gid = cleanText(in.gid(), 256);
   d.gid_index = in.gid_index();
   d.active_mtu = in.active_mtu();
   d.max_rd_atomic = in.max_rd_atomic();
   for (const auto& q : in.qps()) d.qps.push_back({q.qpn(), q.psn()});
-  d.buffer = in.buffer();
+  d.buffer = cleanText(in.buffer(), 256);
   d.gpu = in.gpu();
-  d.gpu_pci = in.gpu_pci();
-  d.topo_class = in.topo_class();
+  d.gpu_pci = cleanText(in.gpu_pci(), 256);
+  d.topo_class = cleanText(in.topo_class(), 256);
   return d;
 }
 
@@ -567,6 +574,8 @@ void toProto(const SideSpec& in, pb::EndpointSpec* out) {
   out->set_gpu(in.gpu);
   out->set_reg_path(toProto(in.reg));
   out->set_seed(in.seed);
+  out->set_fill_seed(in.fill_seed);
+  out->set_expect_seed(in.expect_seed);
   if (in.corrupt_bytes > 0 || in.invalidate_remote_key) {
     out->mutable_fault()->set_corrupt_bytes(in.corrupt_bytes);
     out->mutable_fault()->set_invalidate_remote_key(in.invalidate_remote_key);
@@ -594,6 +603,8 @@ SideSpec fromProto(const pb::EndpointSpec& in) {
   s.gpu = in.gpu();
   s.reg = fromProto(in.reg_path(), RegPath::kAuto);
   s.seed = in.seed();
+  s.fill_seed = in.fill_seed();
+  s.expect_seed = in.expect_seed();
   s.corrupt_bytes = in.fault().corrupt_bytes();
   s.invalidate_remote_key = in.fault().invalidate_remote_key();
   return s;

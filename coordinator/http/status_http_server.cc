@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "common/json.h"
+#include "common/limits.h"
 #include "common/time_point.h"
 #include "common/units.h"
 #include "web/web_assets.h"
@@ -60,13 +61,6 @@ void sendStatus(httplib::Response& res, const Status& st) {
   if (st.code() == Code::kNotFound) http = 404;
   if (st.code() == Code::kUnavailable || st.code() == Code::kResourceExhausted) http = 503;
   sendError(res, http, "", st.toString(), st.fix());
-}
-
-bool validWorkerName(const std::string& n) {
-  if (n.empty() || n.size() > 64) return false;
-  return std::all_of(n.begin(), n.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-  });
 }
 
 // A query parameter error: the name of the parameter, what is wrong, the fix.

@@ -1,5 +1,7 @@
 #include "coordinator/orchestrator/pair_test.h"
 
+#include <sys/random.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -8,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "common/pattern.h"
 #include "common/units.h"
 
 namespace gdrmesh {
@@ -23,6 +26,15 @@ std::string noteFor(const Inventory& inv, const std::string& prefix) {
     if (n.rfind(prefix, 0) == 0) return n;
   }
   return "";
+}
+
+// A pattern seed a worker cannot predict (sealed tests): from the kernel's CSPRNG, never 0.
+uint64_t unpredictableSeed() {
+  uint64_t s = 0;
+  while (s == 0) {
+    if (getrandom(&s, sizeof(s), 0) != static_cast<ssize_t>(sizeof(s))) s = newSeed();
+  }
+  return s;
 }
 
 bool transientCode(Code c) {
@@ -72,6 +84,11 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   void failNow(const std::string& phase, const std::string& worker, const Status& st);
   void complete(TestStatus status, std::string reason, bool transient = false);
   void addOutcome(const SideOutcome& o);
+  // Sealed test: checks the destination's digest against the source's pattern; on a mismatch
+  // reveals the seed to the destination so it counts and locates the wrong bytes. Then `then`.
+  void checkSealed(std::function<void()> then);
+  // Rejects figures no link could produce (verbs): above the ports' active rate. "" when fine.
+  std::string impossibleFigures() const;
 
   const PairTestSpec spec_;
   PairEndpoints ep_;
@@ -91,6 +108,10 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   std::string first_error_worker_;
   std::string first_error_phase_;
   uint64_t seed_ = 1;
+  // Sealed test (neither side simulated): each side's own pattern, drawn here; a destination
+  // never learns its source's seed before it has reported a digest of what landed.
+  bool sealed_ = false;
+  uint64_t ini_fill_ = 0, tgt_fill_ = 0;
   // The target's session id: the test id, or "<test id>.target" when both sides are on one
   // worker (a loopback test), since a worker keys its sessions by id.
   std::string tgt_sid_;
@@ -122,6 +143,7 @@ SideSpec PairTestRun::sideSpec(Role role) const {
   side.gpu = s.memory == MemoryKind::kCuda ? std::max(0, s.gpu) : -1;
   side.reg = s.memory == MemoryKind::kHost && s.reg == RegPath::kAuto ? RegPath::kHost : s.reg;
   side.seed = 0;
+  if (sealed_) side.fill_seed = role == Role::kInitiator ? ini_fill_ : tgt_fill_;
   const bool dest = (role == Role::kInitiator) == spec_.initiatorIsDestination();
   if (dest) side.corrupt_bytes = spec_.fault.corrupt_bytes;
   if (role == Role::kTarget) side.invalidate_remote_key = spec_.fault.invalidate_remote_key;
@@ -214,6 +236,13 @@ void PairTestRun::begin(std::string test_id, uint64_t seed) {
     }
   }
   seed_ = seed;
+  sealed_ = !ep_.initiator->simulated && !ep_.target->simulated;
+  if (sealed_) {
+    ini_fill_ = unpredictableSeed();
+    do {
+      tgt_fill_ = unpredictableSeed();
+    } while (tgt_fill_ == ini_fill_);
+  }
   if (spec_.use_rdma_cm) return classicPrepare();
 
   mark("begin");
@@ -270,6 +299,7 @@ void PairTestRun::leanStart() {
     self->mark("initiator ran");
     {
       std::lock_guard<std::mutex> lock(self->mu_);
+
       self->ini_prepared_ = false;  // start releases the initiator
       self->addOutcome(*o);
     }
@@ -291,15 +321,109 @@ void PairTestRun::leanFinish() {
       self->tgt_prepared_ = false;  // finish releases the target
       self->addOutcome(*o);
     }
-    std::unique_lock<std::mutex> lock(self->mu_);
-    if (!self->r_.integrity.ok()) {
-      std::string why = "data integrity: " + self->r_.integrity.toString();
+    self->checkSealed([self] {
+      std::unique_lock<std::mutex> lock(self->mu_);
+      if (!self->r_.integrity.ok()) {
+        std::string why = "data integrity: " + self->r_.integrity.toString();
+        lock.unlock();
+        return self->complete(TestStatus::kFailed, why);
+      }
+      std::string impossible = self->impossibleFigures();
       lock.unlock();
-      return self->complete(TestStatus::kFailed, why);
-    }
-    lock.unlock();
-    self->complete(TestStatus::kPassed, "");
+      if (!impossible.empty()) return self->complete(TestStatus::kFailed, impossible);
+      self->complete(TestStatus::kPassed, "");
+    });
   });
+}
+
+void PairTestRun::checkSealed(std::function<void()> then) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!sealed_) {
+    // Simulated workers: nothing moved, nothing sealed; a digest proves nothing.
+    if (r_.integrity.digested) r_.integrity = IntegrityReport{};
+    lock.unlock();
+    return then();
+  }
+  if (!r_.integrity.digested) {
+    // The destination was never told what should land, so a check it claims to have made
+    // (or none) proves nothing: only a digest counts.
+    const bool claimed = r_.integrity.checked;
+    r_.integrity = IntegrityReport{};
+    lock.unlock();
+    releaseAll("done");
+    return complete(TestStatus::kFailed,
+                    std::string("data integrity: the destination reported ") +
+                        (claimed ? "a check it could not have made (its seed was withheld)"
+                                 : "no digest of the landed data") +
+                        "; the result is not trusted (is the worker a current gdrmesh?)");
+  }
+  const bool ini_dest = spec_.initiatorIsDestination();
+  const uint64_t source_seed = ini_dest ? tgt_fill_ : ini_fill_;
+  const uint64_t len = r_.integrity.bytes_checked;
+  r_.integrity.checked = false;
+  if (r_.integrity.digest == digestPattern(source_seed, len)) {
+    r_.integrity.checked = true;
+    r_.integrity.wrong_bytes = 0;
+    r_.integrity.first_wrong_offset = -1;
+    lock.unlock();
+    return then();
+  }
+  // What landed is not what was sent: reveal the seed so the destination counts and locates.
+  const std::string where = r_.integrity.where;
+  lock.unlock();
+  auto& dest = ini_dest ? ini() : tgt();
+  const std::string sid = ini_dest ? r_.test_id : tgt_sid_;
+  const std::string who = ini_dest ? ep_.initiator->name : ep_.target->name;
+  Self self = shared_from_this();
+  dest.verify(sid, len, source_seed, cmdDeadline(),
+              [self, then, who, where, len](Result<SideOutcome> o) {
+                {
+                  std::lock_guard<std::mutex> guard(self->mu_);
+                  IntegrityReport& ir = self->r_.integrity;
+                  ir.checked = true;
+                  ir.bytes_checked = len;
+                  if (o.ok() && o->integrity.checked && o->integrity.wrong_bytes > 0) {
+                    ir = o->integrity;
+                  } else {
+                    // The digest did not match, yet the worker finds nothing wrong (or cannot
+                    // say): its digest cannot be trusted, and neither can the data.
+                    ir.wrong_bytes = len;
+                    ir.first_wrong_offset = 0;
+                    ir.where = where + ", digest of " + who + " does not match the data sent" +
+                               (o.ok() ? " (yet its check after the reveal found no wrong "
+                                         "byte: forged or broken digest)"
+                                       : " (reveal failed: " + o.status().message() + ")");
+                  }
+                }
+                then();
+              });
+}
+
+std::string PairTestRun::impossibleFigures() const {
+  // mu_ held.
+  if (transport_ != TransportKind::kVerbs || !r_.measurement.has_bandwidth) return "";
+  const auto& bw = r_.measurement.bw;
+  const double directions = spec_.bidirectional ? 2.0 : 1.0;
+  auto portRate = [](const WorkerStatus& w, const std::string& nic) {
+    double rate = 0;
+    for (const auto& n : w.inventory.nics) {
+      if (!nic.empty() && n.name != nic) continue;
+      for (const auto& p : n.ports) rate = std::max(rate, p.rate_gbps);
+    }
+    return rate;
+  };
+  const double ini_rate = portRate(*ep_.initiator, r_.initiator.nic);
+  const double tgt_rate = portRate(*ep_.target, r_.target.nic);
+  const double link = std::min(ini_rate, tgt_rate);
+  char buf[320];
+  if (link > 0 && bw.avg_gbps > link * directions * 1.05) {
+    std::snprintf(buf, sizeof(buf),
+                  "impossible figure rejected: %.1f Gb/s reported, above the ports' active rate "
+                  "(%.0f Gb/s%s)",
+                  bw.avg_gbps, link * directions, directions > 1 ? ", both directions" : "");
+    return buf;
+  }
+  return "";
 }
 
 void PairTestRun::addOutcome(const SideOutcome& o) {
@@ -416,16 +540,23 @@ void PairTestRun::classicVerify() {
   auto& dest = ini_dest ? ini() : tgt();
   const std::string who = ini_dest ? ep_.initiator->name : ep_.target->name;
   Self self = shared_from_this();
-  dest.verify(ini_dest ? r_.test_id : tgt_sid_, spec_.message_size, cmdDeadline(),
+  dest.verify(ini_dest ? r_.test_id : tgt_sid_, spec_.message_size, 0, cmdDeadline(),
               [self, who](Result<SideOutcome> o) {
                 if (!o.ok()) return self->fail("verify", who, o.status());
-                std::unique_lock<std::mutex> lock(self->mu_);
-                self->addOutcome(*o);
-                const bool ok = self->r_.integrity.ok();
-                std::string why = ok ? "" : "data integrity: " + self->r_.integrity.toString();
-                lock.unlock();
-                self->releaseAll("done");
-                self->complete(ok ? TestStatus::kPassed : TestStatus::kFailed, why);
+                {
+                  std::lock_guard<std::mutex> lock(self->mu_);
+                  self->addOutcome(*o);
+                }
+                self->checkSealed([self] {
+                  std::unique_lock<std::mutex> lock(self->mu_);
+                  bool ok = self->r_.integrity.ok();
+                  std::string why = ok ? "" : "data integrity: " + self->r_.integrity.toString();
+                  if (ok) why = self->impossibleFigures();
+                  ok = why.empty();
+                  lock.unlock();
+                  self->releaseAll("done");
+                  self->complete(ok ? TestStatus::kPassed : TestStatus::kFailed, why);
+                });
               });
 }
 

@@ -63,8 +63,11 @@ class WorkerChannel {
                        Done<SideOutcome> done) = 0;  // path_mtu set
   virtual void run(const std::string& test_id, const RunSpec& spec, Deadline deadline,
                    Done<SideOutcome> done) = 0;  // measurement set
-  virtual void verify(const std::string& test_id, uint64_t length, Deadline deadline,
+  virtual void verify(const std::string& test_id, uint64_t length, uint64_t reveal_seed,
+                      Deadline deadline,
                       Done<SideOutcome> done) = 0;  // integrity set
+  // (reveal_seed != 0: a sealed test's seed, revealed after a digest mismatch; the worker
+  // checks the landed data it kept against it.)
   virtual void release(const std::string& test_id, const std::string& reason, Deadline deadline,
                        Done<bool> done) = 0;
   // Lean protocol.

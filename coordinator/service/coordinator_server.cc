@@ -9,6 +9,7 @@
 #include <deque>
 #include <future>
 
+#include "common/limits.h"
 #include "common/units.h"
 #include "convert.h"
 #include "coordinator/service/history_convert.h"
@@ -58,13 +59,6 @@ grpc::Status toGrpc(const Status& st) {
   std::string msg = st.message();
   if (!st.fix().empty()) msg += " (fix: " + st.fix() + ")";
   return grpc::Status(code, msg);
-}
-
-bool validWorkerName(const std::string& n) {
-  if (n.empty() || n.size() > 64) return false;
-  return std::all_of(n.begin(), n.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-  });
 }
 
 }  // namespace
@@ -159,10 +153,11 @@ class WorkerStream final
                           "protocol_version " + std::to_string(reg.protocol_version()) +
                               " is not supported by this coordinator (speaks 1)");
     }
-    if (!validWorkerName(reg.name())) {
-      return grpc::Status(
-          grpc::StatusCode::INVALID_ARGUMENT,
-          "worker name '" + reg.name() + "': use 1-64 characters from A-Z a-z 0-9 . _ -");
+    WorkerStatus w;
+    w.inventory = convert::fromProto(reg.inventory());
+    w.labels.insert(reg.labels().begin(), reg.labels().end());
+    if (Status limits = checkRegistration(reg.name(), w.inventory, w.labels); !limits.ok()) {
+      return toGrpc(limits);
     }
     std::string identity = "no certificate (--insecure)";
     if (tls_) {
@@ -190,13 +185,10 @@ class WorkerStream final
           std::lock_guard<std::mutex> lock(h->mu);
           if (h->stream != nullptr) ctx->TryCancel();
         });
-    WorkerStatus w;
     w.name = name_;
     w.peer = ctx_->peer();
     w.connected_ms = clock_.unixMs();
     w.last_heartbeat_ms = w.connected_ms;
-    w.inventory = convert::fromProto(reg.inventory());
-    w.labels.insert(reg.labels().begin(), reg.labels().end());
     w.simulated = reg.simulated();
     simulated_ = w.simulated;
     if (w.simulated) {
@@ -633,6 +625,11 @@ Result<int> CoordinatorServer::start() {
   // A second coordinator on a port one already holds must fail, not share it (SO_REUSEPORT
   // would let clients see a different cluster on every call).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Message sizes set deliberately (common/limits.h): a request, a registration or a reply from
+  // a worker is far smaller than 4 MiB within the registration limits; answers to the CLI (a
+  // thousand workers' inventories) may be larger.
+  builder.SetMaxReceiveMessageSize(kMaxWorkerMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxControlMessageBytes);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);

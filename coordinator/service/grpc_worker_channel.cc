@@ -62,11 +62,12 @@ void GrpcWorkerChannel::run(const std::string& test_id, const RunSpec& spec, Dea
   });
 }
 
-void GrpcWorkerChannel::verify(const std::string& test_id, uint64_t length, Deadline deadline,
-                               Done<SideOutcome> done) {
+void GrpcWorkerChannel::verify(const std::string& test_id, uint64_t length, uint64_t reveal_seed,
+                               Deadline deadline, Done<SideOutcome> done) {
   pb::CoordinatorCommand cmd;
   cmd.mutable_verify()->set_test_id(test_id);
   cmd.mutable_verify()->set_length(length);
+  cmd.mutable_verify()->set_seed(reveal_seed);
   std::string w = worker();
   link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
     if (!r.ok()) return done(r.status());

@@ -21,7 +21,7 @@ class GrpcWorkerChannel final : public WorkerChannel {
                Done<SideOutcome> done) override;
   void run(const std::string& test_id, const RunSpec& spec, Deadline deadline,
            Done<SideOutcome> done) override;
-  void verify(const std::string& test_id, uint64_t length, Deadline deadline,
+  void verify(const std::string& test_id, uint64_t length, uint64_t reveal_seed, Deadline deadline,
               Done<SideOutcome> done) override;
   void release(const std::string& test_id, const std::string& reason, Deadline deadline,
                Done<bool> done) override;

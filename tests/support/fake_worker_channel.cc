@@ -1,6 +1,74 @@
 #include "tests/support/fake_worker_channel.h"
 
+#include "common/pattern.h"
+
 namespace gdrmesh::testing {
+namespace {
+
+// The fabric the fakes share: each test's source patterns (sealed tests), by test id (a
+// loopback target's ".target" suffix dropped), so a fake destination can digest what "landed".
+struct FakeFabric {
+  std::mutex mu;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> fills;  // id -> {initiator, target}
+};
+FakeFabric& fabric() {
+  static FakeFabric f;
+  return f;
+}
+std::string baseId(const std::string& id) {
+  const std::string suffix = ".target";
+  if (id.size() > suffix.size() &&
+      id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    return id.substr(0, id.size() - suffix.size());
+  }
+  return id;
+}
+
+}  // namespace
+
+IntegrityReport FakeWorkerChannel::landed(const std::string& id, uint64_t len,
+                                          const FakeBehaviour& b) {
+  IntegrityReport ir;
+  ir.bytes_checked = len;
+  ir.where = "host";
+  Role role = Role::kInitiator;
+  uint64_t expect = 0, fill = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sides_.find(id);
+    if (it != sides_.end()) {
+      role = it->second.endpoint.role;
+      expect = it->second.expect_seed;
+      fill = it->second.fill_seed;
+    }
+  }
+  if (fill == 0 || expect != 0 || b.claim_check) {
+    ir.checked = true;
+    ir.wrong_bytes = b.forge_digest ? 0 : b.wrong_bytes;
+    ir.first_wrong_offset = ir.wrong_bytes > 0 ? 0 : -1;
+    return ir;
+  }
+  uint64_t source = 0;
+  {
+    std::lock_guard<std::mutex> lock(fabric().mu);
+    auto it = fabric().fills.find(baseId(id));
+    if (it != fabric().fills.end()) {
+      source = role == Role::kInitiator ? it->second.second : it->second.first;
+    }
+  }
+  ir.digested = true;
+  // A forger never saw the data: it can only guess (here: its own pattern's digest).
+  ir.digest = b.forge_digest ? digestPattern(fill, len)
+                             : digestPattern(source, len) + (b.wrong_bytes > 0 ? 1 : 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  kept_[id] = source;
+  return ir;
+}
+
+int FakeWorkerChannel::reveals() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reveals_;
+}
 
 int FakeWorkerChannel::inFlight() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -78,9 +146,15 @@ void FakeWorkerChannel::prepare(const PrepareCommand& c, Deadline deadline,
   note("prepare " + c.side.endpoint.test_id + (c.peer ? " +peer" : "") + (c.arm ? " +arm" : ""));
   const std::string id = c.side.endpoint.test_id;
   open(id);
-  if (c.arm) {
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    armed_[id] = *c.arm;
+    sides_[id] = c.side;
+    if (c.arm) armed_[id] = *c.arm;
+  }
+  if (c.side.fill_seed != 0) {
+    std::lock_guard<std::mutex> lock(fabric().mu);
+    auto& f = fabric().fills[baseId(id)];
+    (c.side.endpoint.role == Role::kInitiator ? f.first : f.second) = c.side.fill_seed;
   }
   SideSpec side = c.side;
   FakeBehaviour b = behaviour;
@@ -121,20 +195,32 @@ void FakeWorkerChannel::run(const std::string& test_id, const RunSpec& spec, Dea
                      });
 }
 
-void FakeWorkerChannel::verify(const std::string& test_id, uint64_t length, Deadline deadline,
-                               Done<SideOutcome> done) {
-  note("verify " + test_id);
+void FakeWorkerChannel::verify(const std::string& test_id, uint64_t length, uint64_t reveal_seed,
+                               Deadline deadline, Done<SideOutcome> done) {
+  note("verify " + test_id + (reveal_seed != 0 ? " +reveal" : ""));
   FakeBehaviour b = behaviour;
-  reply<SideOutcome>(b.command_seconds, deadline, std::move(done), [b, length] {
-    SideOutcome o;
-    o.verified = true;
-    o.integrity.checked = true;
-    o.integrity.bytes_checked = length;
-    o.integrity.wrong_bytes = b.wrong_bytes;
-    o.integrity.first_wrong_offset = b.wrong_bytes > 0 ? 0 : -1;
-    o.integrity.where = "host";
-    return Result<SideOutcome>(o);
-  });
+  reply<SideOutcome>(b.command_seconds, deadline, std::move(done),
+                     [b, length, reveal_seed, test_id, this]() -> Result<SideOutcome> {
+                       SideOutcome o;
+                       o.verified = true;
+                       if (reveal_seed == 0) {
+                         o.integrity = landed(test_id, length, b);
+                         return o;
+                       }
+                       std::lock_guard<std::mutex> lock(mu_);
+                       ++reveals_;
+                       auto it = kept_.find(test_id);
+                       if (it == kept_.end()) return notFound("no landed data kept (fake)");
+                       if (it->second != reveal_seed) return invalidArgument("wrong seed (fake)");
+                       kept_.erase(it);
+                       o.integrity.checked = true;
+                       o.integrity.bytes_checked = length;
+                       // A forger finds nothing wrong with data it never received.
+                       o.integrity.wrong_bytes = b.forge_digest ? 0 : b.wrong_bytes;
+                       o.integrity.first_wrong_offset = o.integrity.wrong_bytes > 0 ? 0 : -1;
+                       o.integrity.where = "host";
+                       return o;
+                     });
 }
 
 void FakeWorkerChannel::release(const std::string& test_id, const std::string&, Deadline deadline,
@@ -157,10 +243,7 @@ void FakeWorkerChannel::start(const StartCommand& c, Deadline deadline, Done<Sid
                        o.path_mtu = 4096;
                        if (cmd.verify) {
                          o.verified = true;
-                         o.integrity.checked = true;
-                         o.integrity.bytes_checked = cmd.verify_length;
-                         o.integrity.wrong_bytes = b.wrong_bytes;
-                         o.integrity.where = "host";
+                         o.integrity = landed(cmd.test_id, cmd.verify_length, b);
                        }
                        return o;
                      });
@@ -176,11 +259,7 @@ void FakeWorkerChannel::finish(const FinishCommand& c, Deadline deadline, Done<S
                        SideOutcome o;
                        if (cmd.verify) {
                          o.verified = true;
-                         o.integrity.checked = true;
-                         o.integrity.bytes_checked = cmd.verify_length;
-                         o.integrity.wrong_bytes = b.wrong_bytes;
-                         o.integrity.first_wrong_offset = b.wrong_bytes > 0 ? 0 : -1;
-                         o.integrity.where = "host";
+                         o.integrity = landed(cmd.test_id, cmd.verify_length, b);
                        }
                        return o;
                      });
@@ -206,6 +285,13 @@ FakeWorkerChannel& FakeDirectory::add(const std::string& name, int nics) {
   auto ch = std::make_shared<FakeWorkerChannel>(name, clock_);
   channels_[name] = ch;
   return *ch;
+}
+
+void FakeDirectory::edit(const std::string& name, const std::function<void(WorkerStatus&)>& f) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto st = std::make_shared<WorkerStatus>(*status_.at(name));
+  f(*st);
+  status_[name] = st;
 }
 
 void FakeDirectory::setOffline(const std::string& name) {

@@ -28,6 +28,12 @@ struct FakeBehaviour {
   Status fail_prepare;       // non-OK: prepare fails with this
   Status fail_run;           // non-OK: start/run fails with this
   uint64_t wrong_bytes = 0;  // the destination reports this many wrong bytes
+  // A destination that never received the data yet claims it did: it reports a digest it made
+  // up (sealed tests) and, after a reveal, no wrong byte.
+  bool forge_digest = false;
+  // A destination that answers a sealed test as an old or forged worker would: "checked, no
+  // wrong byte", no digest.
+  bool claim_check = false;
 };
 
 class FakeWorkerChannel final : public WorkerChannel {
@@ -43,13 +49,14 @@ class FakeWorkerChannel final : public WorkerChannel {
   void setLost(bool lost) { lost_ = lost; }
   int inFlight() const;
   int maxInFlight() const;  // prepared sessions at once, highest seen
+  int reveals() const;      // sealed tests: seeds revealed to this worker
 
   void prepare(const PrepareCommand& c, Deadline deadline, Done<EndpointDesc> done) override;
   void connect(const std::string& test_id, const EndpointDesc& peer, Deadline deadline,
                Done<SideOutcome> done) override;
   void run(const std::string& test_id, const RunSpec& spec, Deadline deadline,
            Done<SideOutcome> done) override;
-  void verify(const std::string& test_id, uint64_t length, Deadline deadline,
+  void verify(const std::string& test_id, uint64_t length, uint64_t reveal_seed, Deadline deadline,
               Done<SideOutcome> done) override;
   void release(const std::string& test_id, const std::string& reason, Deadline deadline,
                Done<bool> done) override;
@@ -63,6 +70,9 @@ class FakeWorkerChannel final : public WorkerChannel {
   void note(const std::string& line);
   void open(const std::string& test_id);
   void close(const std::string& test_id);
+  // What the destination of `id` reports about `len` landed bytes: a digest in a sealed test
+  // (withheld seed), else a check.
+  IntegrityReport landed(const std::string& id, uint64_t len, const FakeBehaviour& b);
 
   const std::string name_;
   Clock& clock_;
@@ -71,6 +81,9 @@ class FakeWorkerChannel final : public WorkerChannel {
   std::vector<std::string> log_;
   std::set<std::string> sessions_;
   std::map<std::string, RunSpec> armed_;
+  std::map<std::string, SideSpec> sides_;  // every prepared side, by session id
+  std::map<std::string, uint64_t> kept_;   // sealed: landed data kept for a reveal (its seed)
+  int reveals_ = 0;
   int max_in_flight_ = 0;
 };
 
@@ -82,6 +95,8 @@ class FakeDirectory final : public WorkerDirectory {
   void setOffline(const std::string& name);
   void setTransports(const std::string& name, std::vector<std::string> transports);
   FakeWorkerChannel& fake(const std::string& name) { return *channels_.at(name); }
+  // Edits a worker's registration (as a re-registration would).
+  void edit(const std::string& name, const std::function<void(WorkerStatus&)>& f);
 
   std::vector<WorkerStatus> list() const override;
   std::shared_ptr<const WorkerStatus> get(const std::string& name) const override;

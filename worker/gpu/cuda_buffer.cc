@@ -136,12 +136,17 @@ void CudaBuffer::loadKernels() {
                    "cuModuleGetFunction(gdrmesh_verify)", where());
   }
   if (s.ok()) {
+    s = cudaStatus(api_, api_.moduleGetFunction(&digest_fn_, module_, "gdrmesh_digest"),
+                   "cuModuleGetFunction(gdrmesh_digest)", where());
+  }
+  if (s.ok()) {
     s = cudaStatus(api_, api_.memAlloc(&result_ptr_, 16), "cuMemAlloc(16 B)", where());
   }
   if (!s.ok()) {
     kernel_note_ = "GPU kernels unavailable, fill/verify via host copy: " + s.toString();
     fill_fn_ = nullptr;
     verify_fn_ = nullptr;
+    digest_fn_ = nullptr;
     return;
   }
   kernel_note_ = image.note;
@@ -169,7 +174,8 @@ std::string CudaBuffer::describe() const {
 }
 
 Status CudaBuffer::launch(cu::CUfunction fn, void** params, uint64_t len, const char* what) {
-  const unsigned threads = std::max(32u, options_.threads_per_block);
+  // Whole warps: gdrmesh_digest reduces within a warp.
+  const unsigned threads = (std::max(32u, options_.threads_per_block) + 31) / 32 * 32;
   const uint64_t vecs = len / 16 + 1;
   const uint64_t per_block = static_cast<uint64_t>(threads) * kUnroll;
   const uint64_t want = (vecs + per_block - 1) / per_block;
@@ -217,6 +223,22 @@ Result<IntegrityReport> CudaBuffer::verify(uint64_t seed, size_t offset, size_t 
   r.wrong_bytes = out[0];
   r.first_wrong_offset = out[0] == 0 ? -1 : static_cast<int64_t>(out[1]);
   return r;
+}
+
+Result<uint64_t> CudaBuffer::digest(size_t len) {
+  GDR_RETURN_IF_ERROR(checkRange(size_, 0, len, "digest"));
+  if (!gpuKernels()) return Buffer::digest(len);
+  if (len == 0) return uint64_t{0};
+  GDR_CUDA_SCOPE(scope);
+  GDR_RETURN_IF_ERROR(cudaStatus(api_, api_.memsetD8(result_ptr_, 0, 8), "cuMemsetD8", where()));
+  uint64_t n = len;
+  cu::CUdeviceptr base = dptr_, result = result_ptr_;
+  void* params[] = {&base, &n, &result};
+  GDR_RETURN_IF_ERROR(launch(digest_fn_, params, len, "gdrmesh_digest"));
+  uint64_t out = 0;
+  GDR_RETURN_IF_ERROR(cudaStatus(api_, api_.memcpyDtoH(&out, result_ptr_, sizeof(out)),
+                                 "cuMemcpyDtoH after gdrmesh_digest", where()));
+  return out;
 }
 
 Status CudaBuffer::fillHost(uint64_t seed, size_t offset, size_t len) {

@@ -56,6 +56,8 @@ class CudaBuffer final : public Buffer {
 
   Status fill(uint64_t seed, size_t offset, size_t len) override;
   Result<IntegrityReport> verify(uint64_t seed, size_t offset, size_t len) override;
+  // On the GPU (gdrmesh_digest) when the kernels are loaded, else via host copies.
+  Result<uint64_t> digest(size_t len) override;
   Status copyToHost(size_t offset, void* dst, size_t len) override;
   Status copyFromHost(size_t offset, const void* src, size_t len) override;
 
@@ -91,6 +93,7 @@ class CudaBuffer final : public Buffer {
   cu::CUmodule module_ = nullptr;
   cu::CUfunction fill_fn_ = nullptr;
   cu::CUfunction verify_fn_ = nullptr;
+  cu::CUfunction digest_fn_ = nullptr;
   unsigned max_blocks_ = 0;
   std::string kernel_note_;
 };

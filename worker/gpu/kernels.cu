@@ -128,3 +128,46 @@ extern "C" __global__ void gdrmesh_verify(const uint8_t* base, uint64_t seed, ui
     atomicMin(&result[1], t.first);
   }
 }
+
+namespace {
+
+__device__ __forceinline__ uint64_t digestVec(const uint4& got, uint64_t vec_index) {
+  const uint64_t a = got.x | (static_cast<uint64_t>(got.y) << 32);
+  const uint64_t b = got.z | (static_cast<uint64_t>(got.w) << 32);
+  return gdrmesh::digestMix(a, 2 * vec_index) + gdrmesh::digestMix(b, 2 * vec_index + 1);
+}
+
+}  // namespace
+
+// result[0] += digestBytes(base, len) (common/pattern.h): a sum of per-word terms, so each
+// thread sums its vectors, a warp adds its threads' sums and one atomic per warp adds that.
+// The caller zeroes result[0] before the launch. The range starts at the (256-aligned) base;
+// thread 0 adds the tail (the bytes after the last whole 16-byte vector, zero-padded words).
+extern "C" __global__ void gdrmesh_digest(const uint8_t* base, uint64_t len,
+                                          unsigned long long* result) {
+  const uint64_t tid = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  const uint64_t vecs = len / 16;
+  uint64_t sum = 0;
+  const uint4* v = reinterpret_cast<const uint4*>(base);
+  uint64_t i = tid;
+  for (; i + (kUnroll - 1) * stride < vecs; i += kUnroll * stride) {
+    uint4 got[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) got[k] = __ldcs(v + i + k * stride);
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) sum += digestVec(got[k], i + k * stride);
+  }
+  for (; i < vecs; i += stride) sum += digestVec(__ldcs(v + i), i);
+  if (tid == 0) {
+    for (uint64_t w = vecs * 2; w * 8 < len; ++w) {
+      uint64_t word = 0;
+      for (uint64_t b = 0; b < 8 && w * 8 + b < len; ++b) {
+        word |= static_cast<uint64_t>(base[w * 8 + b]) << (8 * b);
+      }
+      sum += gdrmesh::digestMix(word, w);
+    }
+  }
+  for (int off = 16; off > 0; off /= 2) sum += __shfl_down_sync(0xffffffffu, sum, off);
+  if ((threadIdx.x & 31) == 0 && sum != 0) atomicAdd(result, static_cast<unsigned long long>(sum));
+}

@@ -4,8 +4,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 namespace gdrmesh {
 
@@ -59,6 +61,24 @@ Status HostBuffer::fill(uint64_t seed, size_t offset, size_t len) {
 Result<IntegrityReport> HostBuffer::verify(uint64_t seed, size_t offset, size_t len) {
   GDR_RETURN_IF_ERROR(checkRange(size_, offset, len, "verify"));
   return verifyPattern(seed, offset, static_cast<const uint8_t*>(ptr_) + offset, len);
+}
+
+Result<uint64_t> HostBuffer::digest(size_t len) {
+  GDR_RETURN_IF_ERROR(checkRange(size_, 0, len, "digest"));
+  return digestBytes(ptr_, len);
+}
+
+Result<uint64_t> Buffer::digest(size_t len) {
+  GDR_RETURN_IF_ERROR(checkRange(size(), 0, len, "digest"));
+  constexpr size_t kChunk = 4 << 20;  // whole words: digestBytes chunks continue by word index
+  std::vector<uint8_t> host(std::min(len, kChunk));
+  uint64_t sum = 0;
+  for (size_t pos = 0; pos < len; pos += kChunk) {
+    const size_t n = std::min(kChunk, len - pos);
+    GDR_RETURN_IF_ERROR(copyToHost(pos, host.data(), n));
+    sum += digestBytes(host.data(), n, pos / 8);
+  }
+  return sum;
 }
 
 Status HostBuffer::copyToHost(size_t offset, void* dst, size_t len) {

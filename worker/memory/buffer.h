@@ -53,6 +53,8 @@ class Buffer {
   virtual Status fill(uint64_t seed, size_t offset, size_t len) = 0;
   // Checks [offset, offset + len) against the pattern of `seed`, where the memory lives.
   virtual Result<IntegrityReport> verify(uint64_t seed, size_t offset, size_t len) = 0;
+  // digestBytes() of [0, len) (sealed tests). The default copies to the host in chunks.
+  virtual Result<uint64_t> digest(size_t len);
 
   // Copies between this buffer and host memory; used by the emulated transport and by staging.
   virtual Status copyToHost(size_t offset, void* dst, size_t len) = 0;
@@ -78,6 +80,7 @@ class HostBuffer final : public Buffer {
   std::string describe() const override;
   Status fill(uint64_t seed, size_t offset, size_t len) override;
   Result<IntegrityReport> verify(uint64_t seed, size_t offset, size_t len) override;
+  Result<uint64_t> digest(size_t len) override;
   Status copyToHost(size_t offset, void* dst, size_t len) override;
   Status copyFromHost(size_t offset, const void* src, size_t len) override;
 

@@ -102,7 +102,7 @@ void execute(const WorkerOptions& options, SessionManager& sessions,
       break;
     }
     case pb::CoordinatorCommand::kVerify: {
-      auto r = sessions.verify(cmd.verify().test_id(), cmd.verify().length());
+      auto r = sessions.verify(cmd.verify().test_id(), cmd.verify().length(), cmd.verify().seed());
       if (r.ok()) {
         toProto(r->integrity, reply->mutable_verify()->mutable_integrity());
         reply->mutable_verify()->set_staging_seconds(r->staging_seconds);

@@ -36,12 +36,19 @@ Status copyBetween(Buffer& from, Buffer& to, size_t len) {
   return {};
 }
 
+bool sealed(const SessionSpec& s) {
+  return s.fill_seed != 0;
+}
+
 uint64_t ownSeed(const SessionSpec& s) {
+  if (sealed(s)) return s.fill_seed;
   return s.endpoint.role == Role::kInitiator ? initiatorSeed(s.seed) : targetSeed(s.seed);
 }
 
-// What the destination must hold after the run: the source side's pattern.
+// What the destination must hold after the run: the source side's pattern. 0 in a sealed test
+// whose seed is withheld (the destination reports a digest instead).
 uint64_t expectedSeed(const SessionSpec& s) {
+  if (sealed(s)) return s.expect_seed;
   return s.endpoint.role == Role::kInitiator ? targetSeed(s.seed) : initiatorSeed(s.seed);
 }
 
@@ -54,6 +61,8 @@ struct SessionManager::Session {
   std::unique_ptr<Endpoint> endpoint;
   double source_staging_seconds = 0;
   uint32_t path_mtu = 0;
+  // Sealed test: verify() reported a digest; the buffer is kept for a reveal after release.
+  bool digested = false;
   std::atomic<bool> connected{false};
 
   // The armed run (lean protocol): a thread owned by this session. It holds no reference to
@@ -121,7 +130,18 @@ struct SessionManager::Session {
         GDR_RETURN_IF_ERROR(buffer->copyFromHost(off, &b, 1));
       }
     }
-    GDR_ASSIGN_OR_RETURN(out.integrity, buffer->verify(expectedSeed(spec), 0, length));
+    const uint64_t expected = expectedSeed(spec);
+    if (expected == 0) {
+      // Sealed test: what landed is digested before this side can know what should have
+      // landed; the buffer stays as it is for a reveal (SessionManager::reveal).
+      GDR_ASSIGN_OR_RETURN(out.integrity.digest, buffer->digest(length));
+      out.integrity.digested = true;
+      out.integrity.bytes_checked = length;
+      out.integrity.where = buffer->describe();
+      digested = true;
+      return out;
+    }
+    GDR_ASSIGN_OR_RETURN(out.integrity, buffer->verify(expected, 0, length));
     // Re-poison the destination so that the next run of a sweep is checked afresh.
     const uint64_t seed = ownSeed(spec);
     GDR_RETURN_IF_ERROR(buffer->fill(seed, 0, length));
@@ -298,8 +318,27 @@ Result<Measurement> SessionManager::run(const std::string& test_id, const RunSpe
   return s->run(spec);
 }
 
-Result<VerifyOutcome> SessionManager::verify(const std::string& test_id, uint64_t length) {
+Result<VerifyOutcome> SessionManager::verify(const std::string& test_id, uint64_t length,
+                                             uint64_t reveal_seed) {
   auto s = find(test_id);
+  if (reveal_seed != 0) {
+    VerifyOutcome out;
+    if (!s) {
+      GDR_ASSIGN_OR_RETURN(out.integrity, reveal(test_id, reveal_seed));
+      return out;
+    }
+    // Classic protocol: the session is still open after its digest.
+    if (!s->digested) {
+      return failedPrecondition("test " + test_id + ": seed revealed before a digest",
+                                "verify (digest) first, then reveal");
+    }
+    if (length == 0 || length > s->buffer->size()) {
+      return invalidArgument("test " + test_id + ": verify length " + std::to_string(length) +
+                             ": must be in 1.." + std::to_string(s->buffer->size()));
+    }
+    GDR_ASSIGN_OR_RETURN(out.integrity, s->buffer->verify(reveal_seed, 0, length));
+    return out;
+  }
   if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
   return s->verify(length);
 }
@@ -369,6 +408,7 @@ Result<SideOutcome> SessionManager::finish(const std::string& test_id, const Fin
     return out;
   }();
   drop(test_id, s);
+  park(test_id, *s, result);
   return result;
 }
 
@@ -390,7 +430,38 @@ Result<SideOutcome> SessionManager::start(const std::string& test_id, const Star
     return out;
   }();
   drop(test_id, s);
+  park(test_id, *s, result);
   return result;
+}
+
+void SessionManager::park(const std::string& test_id, Session& s,
+                          const Result<SideOutcome>& outcome) {
+  if (!s.digested || !outcome.ok() || !s.buffer) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  parked_order_.push_back(test_id);
+  parked_[test_id] = Parked{std::move(s.buffer), outcome->integrity.bytes_checked};
+  while (parked_order_.size() > options_.max_parked) {
+    parked_.erase(parked_order_.front());
+    parked_order_.pop_front();
+  }
+}
+
+Result<IntegrityReport> SessionManager::reveal(const std::string& test_id, uint64_t seed) {
+  Parked p;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = parked_.find(test_id);
+    if (it == parked_.end()) {
+      return notFound("test " + test_id + ": no landed data kept for a reveal",
+                      "the worker keeps the last " + std::to_string(options_.max_parked) +
+                          " sealed tests' buffers; reveal right after finish");
+    }
+    p = std::move(it->second);
+    parked_.erase(it);
+    parked_order_.erase(std::find(parked_order_.begin(), parked_order_.end(), test_id));
+  }
+  if (seed == 0) return invalidArgument("seed: 0 is not a test seed", "send the revealed seed");
+  return p.buffer->verify(seed, 0, p.length);
 }
 
 void SessionManager::stop(Session& s) {
@@ -435,6 +506,9 @@ void SessionManager::abortAll() {
   for (auto& [id, s] : all) {
     if (s) stop(*s);
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  parked_.clear();
+  parked_order_.clear();
 }
 
 size_t SessionManager::active() const {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -92,6 +93,8 @@ class SessionManager {
   struct Options {
     bool allow_fault_injection = false;
     size_t max_sessions = 64;
+    // Sealed tests: landed buffers kept after finish/start for a reveal (oldest dropped).
+    size_t max_parked = 4;
   };
   SessionManager(MemoryProvider& memory, Options options);
   ~SessionManager();
@@ -106,7 +109,11 @@ class SessionManager {
   Result<PreparedEndpoint> prepare(const SessionSpec& spec, const PrepareExtras& extras = {});
   Result<uint32_t> connect(const std::string& test_id, const EndpointDesc& peer);
   Result<Measurement> run(const std::string& test_id, const RunSpec& spec);
-  Result<VerifyOutcome> verify(const std::string& test_id, uint64_t length);
+  // Checks the landed data. In a sealed test whose seed is withheld, reports its digest
+  // instead; `reveal_seed` != 0 then checks against the revealed seed (the open session, or the
+  // buffer kept after start/finish: see reveal()).
+  Result<VerifyOutcome> verify(const std::string& test_id, uint64_t length,
+                               uint64_t reveal_seed = 0);
 
   // Starts this side's run on a thread owned by the session (after connect). A session is
   // armed at most once, and an armed session refuses run().
@@ -119,6 +126,9 @@ class SessionManager {
   Result<SideOutcome> finish(const std::string& test_id, const FinishSpec& spec);
   // Connects, runs, verifies when asked, and releases the session whatever the outcome.
   Result<SideOutcome> start(const std::string& test_id, const StartSpec& spec);
+  // Sealed test, after start/finish reported a digest: checks the kept landed data against the
+  // revealed seed (counts and locates wrong bytes), then frees it. kNotFound when not kept.
+  Result<IntegrityReport> reveal(const std::string& test_id, uint64_t seed);
   // Aborts and frees a session. Unknown ids are fine (already released).
   void release(const std::string& test_id);
   // Aborts every session (coordinator lost).
@@ -131,6 +141,13 @@ class SessionManager {
   Result<PreparedEndpoint> prepareOnly(const SessionSpec& spec);
   // Aborts the endpoint and joins the armed thread, if any.
   static void stop(Session& s);
+  // Sealed test: keeps the landed buffer of a released session that reported a digest. Its
+  // endpoint (queue pairs, registrations) is destroyed with the session; only memory is kept.
+  void park(const std::string& test_id, Session& s, const Result<SideOutcome>& outcome);
+  struct Parked {
+    std::unique_ptr<Buffer> buffer;
+    uint64_t length = 0;
+  };
   // Removes `s` (if the id still names it) and stops it.
   void drop(const std::string& test_id, const std::shared_ptr<Session>& s);
   Result<std::pair<std::shared_ptr<Session>, PreparedEndpoint>> prepareReserved(
@@ -138,6 +155,8 @@ class SessionManager {
 
   MemoryProvider& memory_;
   const Options options_;
+  std::map<std::string, Parked> parked_;  // guarded by mu_
+  std::deque<std::string> parked_order_;  // oldest first
   std::map<TransportKind, std::unique_ptr<Transport>> transports_;
   mutable std::mutex mu_;  // guards sessions_
   std::map<std::string, std::shared_ptr<Session>> sessions_;

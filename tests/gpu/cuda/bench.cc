@@ -50,7 +50,7 @@ double tbps(size_t bytes, double s) {
 }
 
 struct Row {
-  double fill_s = -1, verify_s = -1, memset_s = -1;
+  double fill_s = -1, verify_s = -1, memset_s = -1, digest_s = -1;
 };
 
 // Times fill, verify and cuMemsetD8 on one buffer. Returns false on any error (printed).
@@ -76,6 +76,20 @@ bool measure(CudaApi& api, const Args& args, size_t size, const CudaBufferOption
     }
     if (!r->ok()) {
       error = "verify after fill: " + r->toString();
+      return false;
+    }
+    return true;
+  });
+  // The digest a sealed test's destination reports (must equal the one computed from the seed).
+  const uint64_t want = digestPattern(seed, size);
+  row->digest_s = medianSeconds(args.warmup, args.runs, [&] {
+    Result<uint64_t> d = b.digest(size);
+    if (!d.ok()) {
+      error = d.status().toString();
+      return false;
+    }
+    if (*d != want) {
+      error = "digest after fill differs from digestPattern";
       return false;
     }
     return true;
@@ -204,8 +218,8 @@ int run(int argc, char** argv) {
                 tbps(hsize, row.fill_s), tbps(hsize, row.verify_s));
   }
 
-  std::printf("\n%-10s %10s %12s %12s %12s %10s %10s\n", "size", "where", "fill TB/s",
-              "verify TB/s", "memset TB/s", "fill/mem", "verify/mem");
+  std::printf("\n%-10s %10s %12s %12s %12s %12s %10s %10s %10s\n", "size", "where", "fill TB/s",
+              "verify TB/s", "digest TB/s", "memset TB/s", "fill/mem", "verify/mem", "digest/mem");
   for (size_t mib : args.sizes_mib) {
     const size_t size = mib << 20;
     Row row;
@@ -218,10 +232,11 @@ int run(int argc, char** argv) {
       continue;
     }
     const double mem = tbps(size, row.memset_s);
-    std::printf("%6zu MiB %10s %12.3f %12.3f %12.3f %10.2f %10.2f\n", mib, where.c_str(),
-                tbps(size, row.fill_s), tbps(size, row.verify_s), mem,
-                mem > 0 ? tbps(size, row.fill_s) / mem : 0,
-                mem > 0 ? tbps(size, row.verify_s) / mem : 0);
+    std::printf("%6zu MiB %10s %12.3f %12.3f %12.3f %12.3f %10.2f %10.2f %10.2f\n", mib,
+                where.c_str(), tbps(size, row.fill_s), tbps(size, row.verify_s),
+                tbps(size, row.digest_s), mem, mem > 0 ? tbps(size, row.fill_s) / mem : 0,
+                mem > 0 ? tbps(size, row.verify_s) / mem : 0,
+                mem > 0 ? tbps(size, row.digest_s) / mem : 0);
   }
   return ok ? 0 : 1;
 }

@@ -210,6 +210,43 @@ TEST_F(CudaBufferGpuTest, SmallLaunchShapesStillCoverEveryByte) {
   EXPECT_EQ(r->first_wrong_offset, static_cast<int64_t>(b->size() - 1));
 }
 
+// Sealed tests: the digest computed on the GPU is the one the coordinator computes from the
+// seed, and any changed byte changes it.
+TEST_F(CudaBufferGpuTest, DigestOnTheGpuMatchesTheDigestOfThePattern) {
+  for (size_t size :
+       {size_t{1}, size_t{15}, size_t{17}, size_t{4096 + 9}, size_t{(64u << 20) + 5}}) {
+    SCOPED_TRACE(size);
+    auto b = allocate(size);
+    ASSERT_NE(b, nullptr);
+    ASSERT_TRUE(b->gpuKernels()) << b->kernelNote();
+    ASSERT_TRUE(b->fill(21, 0, size).ok());
+    Result<uint64_t> d = b->digest(size);
+    ASSERT_TRUE(d.ok()) << d.status().toString();
+    EXPECT_EQ(*d, digestPattern(21, size));
+    memsetBytes(api(), *b, size - 1, static_cast<unsigned char>(patternByte(21, size - 1) ^ 4), 1);
+    d = b->digest(size);
+    ASSERT_TRUE(d.ok());
+    EXPECT_NE(*d, digestPattern(21, size));
+    // The host-copy path computes the same function.
+    Result<uint64_t> h = b->Buffer::digest(size);
+    ASSERT_TRUE(h.ok());
+    EXPECT_EQ(*h, *d);
+  }
+}
+
+TEST_F(CudaBufferGpuTest, DigestWithSmallLaunchShapesCoversEveryWord) {
+  CudaBufferOptions opts;
+  opts.blocks_per_sm = 1;
+  opts.threads_per_block = 40;  // not a whole number of warps: rounded up
+  const size_t size = (16u << 20) + 3;
+  auto b = allocate(size, opts);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(b->fill(8, 0, size).ok());
+  Result<uint64_t> d = b->digest(size);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*d, digestPattern(8, size));
+}
+
 TEST_F(CudaBufferGpuTest, CopiesToAndFromHostAtUnalignedOffsets) {
   const size_t size = (1u << 20) + 7;
   auto b = allocate(size);

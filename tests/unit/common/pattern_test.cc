@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <vector>
@@ -150,6 +151,36 @@ TEST(PatternTest, IntegrityReportText) {
   std::vector<uint8_t> buf(64);
   fillPattern(9, 0, buf.data(), buf.size());
   EXPECT_EQ(verifyPattern(9, 0, buf.data(), buf.size()).toString(), "verified 64 B on host");
+}
+
+TEST(PatternTest, DigestOfAPatternBufferEqualsTheDigestComputedFromTheSeed) {
+  for (size_t len :
+       {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{4095}, size_t{65536 + 3}}) {
+    SCOPED_TRACE(len);
+    std::vector<uint8_t> buf(len);
+    fillPattern(77, 0, buf.data(), len);
+    EXPECT_EQ(digestBytes(buf.data(), len), digestPattern(77, len));
+    if (len > 0) {
+      EXPECT_NE(digestPattern(77, len), digestPattern(78, len));
+    }
+  }
+}
+
+TEST(PatternTest, DigestChangesWithAnyByteAndChunksAddUp) {
+  std::vector<uint8_t> buf(1 << 16);
+  fillPattern(5, 0, buf.data(), buf.size());
+  const uint64_t whole = digestBytes(buf.data(), buf.size());
+  // In whole-word chunks, continued by word index.
+  EXPECT_EQ(digestBytes(buf.data(), 4096) + digestBytes(buf.data() + 4096, buf.size() - 4096, 512),
+            whole);
+  for (size_t off : {size_t{0}, size_t{13}, buf.size() - 1}) {
+    buf[off] ^= 0x01;
+    EXPECT_NE(digestBytes(buf.data(), buf.size()), whole) << off;
+    buf[off] ^= 0x01;
+  }
+  // Swapping two words is a change too (the word index is mixed in).
+  std::swap_ranges(buf.begin(), buf.begin() + 8, buf.begin() + 8);
+  EXPECT_NE(digestBytes(buf.data(), buf.size()), whole);
 }
 
 }  // namespace

@@ -152,5 +152,83 @@ TEST_F(PairTestTest, LoopbackOnOneWorkerUsesOneSession) {
   EXPECT_EQ(o.result.status, TestStatus::kPassed) << o.result.reason;
 }
 
+// Sealed tests (issue #9): the destination reports a digest of what landed before it can know
+// what should have landed; the coordinator checks it.
+TEST_F(PairTestTest, SealedTestPassesOnADigestWithoutRevealingTheSeed) {
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kPassed) << o.result.reason;
+  EXPECT_TRUE(o.result.integrity.ok());
+  EXPECT_TRUE(o.result.integrity.digested);
+  EXPECT_EQ(dir_.fake("b").reveals(), 0);
+}
+
+TEST_F(PairTestTest, SealedMismatchRevealsTheSeedAndCountsTheWrongBytes) {
+  dir_.fake("b").behaviour.wrong_bytes = 7;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_EQ(o.result.integrity.wrong_bytes, 7u);
+  EXPECT_EQ(dir_.fake("b").reveals(), 1);
+  EXPECT_EQ(dir_.fake("b").log().back(), "verify t-1 +reveal");
+  EXPECT_NE(o.result.reason.find("data integrity: 7 of"), std::string::npos) << o.result.reason;
+}
+
+TEST_F(PairTestTest, ADestinationThatNeverGotTheDataCannotForgeAPass) {
+  dir_.fake("b").behaviour.forge_digest = true;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("forged or broken digest"), std::string::npos) << o.result.reason;
+  EXPECT_EQ(o.result.integrity.wrong_bytes, o.result.integrity.bytes_checked);
+}
+
+TEST_F(PairTestTest, ADestinationClaimingACheckInsteadOfADigestIsNotTrusted) {
+  dir_.fake("b").behaviour.claim_check = true;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("a check it could not have made"), std::string::npos)
+      << o.result.reason;
+  EXPECT_FALSE(o.result.integrity.ok());
+}
+
+TEST_F(PairTestTest, ReadIsSealedOnTheInitiatorToo) {
+  spec_.op = Op::kRead;
+  dir_.fake("a").behaviour.forge_digest = true;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_EQ(dir_.fake("a").reveals(), 1);
+}
+
+TEST_F(PairTestTest, RdmaCmClassicPathIsSealed) {
+  dir_.setTransports("a", {"verbs"});
+  dir_.setTransports("b", {"verbs"});
+  spec_.use_rdma_cm = true;
+  dir_.fake("b").behaviour.wrong_bytes = 3;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_EQ(o.result.integrity.wrong_bytes, 3u);
+  EXPECT_EQ(dir_.fake("b").log(),
+            (std::vector<std::string>{"prepare t-1", "connect t-1", "run t-1", "verify t-1",
+                                      "verify t-1 +reveal", "release t-1"}));
+}
+
+TEST_F(PairTestTest, SimulatedWorkersAreNotSealedAndNeverReveal) {
+  for (auto* n : {"a", "b"}) dir_.edit(n, [](WorkerStatus& w) { w.simulated = true; });
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kPassed) << o.result.reason;
+  EXPECT_FALSE(o.result.integrity.digested);
+}
+
+TEST_F(PairTestTest, AFigureAboveThePortRateIsRejected) {
+  dir_.setTransports("a", {"verbs"});
+  dir_.setTransports("b", {"verbs"});
+  dir_.fake("a").behaviour.bandwidth_gbps = 400;  // the fakes' ports are 200 Gb/s
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("impossible figure rejected: 400.0 Gb/s"), std::string::npos)
+      << o.result.reason;
+  dir_.fake("a").behaviour.bandwidth_gbps = 190;
+  auto ok = runToEnd();
+  EXPECT_EQ(ok.result.status, TestStatus::kPassed) << ok.result.reason;
+}
+
 }  // namespace
 }  // namespace gdrmesh

@@ -709,6 +709,55 @@ TEST_F(LeanTest, CorruptionOnTheDestinationIsReportedNotHidden) {
   EXPECT_EQ(f->integrity.wrong_bytes, 3u);
 }
 
+// Sealed tests: each side knows only its own pattern; the destination digests what landed,
+// keeps the buffer (not the registration), and counts wrong bytes only once the seed is
+// revealed.
+TEST_F(LeanTest, SealedDestinationDigestsWhatLandedAndCountsOnlyAfterTheReveal) {
+  const uint64_t size = 65536 + 5;
+  const uint64_t ini_fill = 0x1234567890abcdefULL, tgt_fill = 0x0fedcba987654321ULL;
+  for (uint64_t corrupt : {uint64_t{0}, uint64_t{4}}) {
+    SCOPED_TRACE(corrupt);
+    const std::string id = "sealed-" + std::to_string(corrupt);
+    SessionSpec i = sessionSpec(id, Role::kInitiator, Op::kWrite, size);
+    i.seed = 0;
+    i.fill_seed = ini_fill;
+    SessionSpec t = sessionSpec(id, Role::kTarget, Op::kWrite, size);
+    t.seed = 0;
+    t.fill_seed = tgt_fill;
+    t.corrupt_bytes = corrupt;
+    auto pi = a_.sessions.prepare(i);
+    ASSERT_TRUE(pi.ok()) << pi.status().toString();
+    PrepareExtras extras{pi->desc, runSpec(size)};
+    auto pt = b_.sessions.prepare(t, extras);
+    ASSERT_TRUE(pt.ok()) << pt.status().toString();
+    target_desc_ = pt->desc;
+    ASSERT_TRUE(a_.sessions.start(id, startSpec(Op::kWrite, size, runSpec(size))).ok());
+    auto f = b_.sessions.finish(id, finishSpec(Op::kWrite, size));
+    ASSERT_TRUE(f.ok()) << f.status().toString();
+    // No check ran: a digest, which matches the initiator's pattern only when nothing is wrong.
+    EXPECT_FALSE(f->integrity.checked);
+    EXPECT_TRUE(f->integrity.digested);
+    EXPECT_EQ(f->integrity.bytes_checked, size);
+    EXPECT_EQ(f->integrity.digest == digestPattern(ini_fill, size), corrupt == 0);
+    EXPECT_EQ(b_.sessions.active(), 0u);  // released; only the landed buffer is kept
+    // The reveal counts and locates.
+    auto r = b_.sessions.verify(id, size, ini_fill);
+    ASSERT_TRUE(r.ok()) << r.status().toString();
+    EXPECT_TRUE(r->integrity.checked);
+    EXPECT_EQ(r->integrity.wrong_bytes, corrupt);
+    // Kept once: a second reveal is refused.
+    EXPECT_EQ(b_.sessions.verify(id, size, ini_fill).status().code(), Code::kNotFound);
+  }
+}
+
+TEST(SessionTest, RevealOfATestNotKeptIsNotFound) {
+  HostMemoryProvider memory;
+  SessionManager::Options opts;
+  opts.max_parked = 2;
+  SessionManager sm(memory, opts);
+  EXPECT_EQ(sm.reveal("never", 7).status().code(), Code::kNotFound);
+}
+
 TEST_F(LeanTest, FinishTimesOutWhenTheInitiatorNeverStartsAndReleases) {
   // A SEND target waits for messages that never come.
   ASSERT_TRUE(prepareLean("lean-late", Op::kSend, 4096, runSpec(4096, 8, 60)));

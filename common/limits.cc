@@ -1,0 +1,190 @@
+#include "common/limits.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+
+namespace gdrmesh {
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], 0 when invalid. C1 controls (U+0080..U+009F)
+// count as invalid: some terminals act on them.
+size_t utf8Length(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+    cp = c & 0x1Fu;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    cp = c & 0x0Fu;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    cp = c & 0x07u;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0u) != 0x80u) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3Fu);
+  }
+  const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  if (cp >= 0x80 && cp <= 0x9F) return 0;
+  return n;
+}
+
+bool hasControl(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) return true;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const size_t n = utf8Length(s, i);
+    if (n == 0) return true;
+    i += n;
+  }
+  return false;
+}
+
+Status tooMany(const std::string& field, size_t n, size_t max) {
+  return invalidArgument(field + ": " + std::to_string(n) + " entries, at most " +
+                             std::to_string(max) + " are accepted",
+                         "report the host's real inventory (docs/security.md lists the limits)");
+}
+
+Status text(const std::string& field, const std::string& v, size_t max) {
+  if (v.size() > max) {
+    return invalidArgument(
+        field + ": " + std::to_string(v.size()) + " bytes, at most " + std::to_string(max),
+        "shorten it (docs/security.md lists the limits)");
+  }
+  if (hasControl(v)) {
+    return invalidArgument(field + ": holds a control character or invalid UTF-8",
+                           "send printable UTF-8 text only");
+  }
+  return {};
+}
+
+}  // namespace
+
+bool validWorkerName(std::string_view n, size_t max_len) {
+  if (n.empty() || n.size() > max_len) return false;
+  for (char c : n) {
+    const auto u = static_cast<unsigned char>(c);
+    if (!std::isalnum(u) && c != '.' && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+Status checkRegistration(const std::string& name, const Inventory& inv,
+                         const std::map<std::string, std::string>& labels,
+                         const RegistrationLimits& lim) {
+  if (!validWorkerName(name, lim.name)) {
+    return invalidArgument("name: '" + cleanText(name, 80) + "': use 1-" +
+                               std::to_string(lim.name) + " characters from A-Z a-z 0-9 . _ -",
+                           "start the worker with --name NAME");
+  }
+  const size_t st = lim.short_text, lt = lim.long_text;
+  GDR_RETURN_IF_ERROR(text("inventory.hostname", inv.hostname, st));
+  GDR_RETURN_IF_ERROR(text("inventory.worker_version", inv.worker_version, st));
+  GDR_RETURN_IF_ERROR(text("inventory.cuda_driver_version", inv.cuda_driver_version, st));
+  GDR_RETURN_IF_ERROR(text("inventory.rdma_core_version", inv.rdma_core_version, st));
+  GDR_RETURN_IF_ERROR(text("inventory.kernel_release", inv.kernel_release, st));
+  GDR_RETURN_IF_ERROR(text("inventory.nvidia_driver_version", inv.nvidia_driver_version, st));
+  if (inv.nics.size() > lim.nics) return tooMany("inventory.nics", inv.nics.size(), lim.nics);
+  for (size_t i = 0; i < inv.nics.size(); ++i) {
+    const Nic& n = inv.nics[i];
+    const std::string f = "inventory.nics[" + std::to_string(i) + "]";
+    for (const auto* v : {&n.name, &n.pci_bus_id, &n.node_guid, &n.fw_version}) {
+      GDR_RETURN_IF_ERROR(text(f, *v, st));
+    }
+    if (n.ports.size() > lim.ports_per_nic) {
+      return tooMany(f + ".ports", n.ports.size(), lim.ports_per_nic);
+    }
+    for (size_t p = 0; p < n.ports.size(); ++p) {
+      const NicPort& port = n.ports[p];
+      const std::string pf = f + ".ports[" + std::to_string(p) + "]";
+      for (const auto* v : {&port.state, &port.link_layer, &port.netdev}) {
+        GDR_RETURN_IF_ERROR(text(pf, *v, st));
+      }
+      if (port.gids.size() > lim.gids_per_port) {
+        return tooMany(pf + ".gids", port.gids.size(), lim.gids_per_port);
+      }
+      for (const auto& g : port.gids) {
+        GDR_RETURN_IF_ERROR(text(pf + ".gids", g.gid, st));
+        GDR_RETURN_IF_ERROR(text(pf + ".gids", g.type, st));
+      }
+    }
+  }
+  if (inv.gpus.size() > lim.gpus) return tooMany("inventory.gpus", inv.gpus.size(), lim.gpus);
+  for (size_t i = 0; i < inv.gpus.size(); ++i) {
+    const Gpu& g = inv.gpus[i];
+    const std::string f = "inventory.gpus[" + std::to_string(i) + "]";
+    for (const auto* v : {&g.name, &g.uuid, &g.pci_bus_id, &g.nearest_nic, &g.nearest_class}) {
+      GDR_RETURN_IF_ERROR(text(f, *v, st));
+    }
+  }
+  if (inv.transports.size() > lim.transports) {
+    return tooMany("inventory.transports", inv.transports.size(), lim.transports);
+  }
+  for (const auto& t : inv.transports) GDR_RETURN_IF_ERROR(text("inventory.transports", t, st));
+  if (inv.notes.size() > lim.notes) return tooMany("inventory.notes", inv.notes.size(), lim.notes);
+  for (const auto& n : inv.notes) GDR_RETURN_IF_ERROR(text("inventory.notes", n, lt));
+  if (inv.preflight.size() > lim.preflight) {
+    return tooMany("inventory.preflight", inv.preflight.size(), lim.preflight);
+  }
+  for (const auto& c : inv.preflight) {
+    for (const auto* v : {&c.id, &c.title, &c.status}) {
+      GDR_RETURN_IF_ERROR(text("inventory.preflight", *v, st));
+    }
+    GDR_RETURN_IF_ERROR(text("inventory.preflight[" + c.id + "].detail", c.detail, lt));
+    GDR_RETURN_IF_ERROR(text("inventory.preflight[" + c.id + "].remediation", c.remediation, lt));
+  }
+  if (labels.size() > lim.labels) return tooMany("labels", labels.size(), lim.labels);
+  for (const auto& [k, v] : labels) {
+    bool ok_key = !k.empty() && k.size() <= lim.label_key;
+    for (char c : k) {
+      const auto u = static_cast<unsigned char>(c);
+      if (!std::isalnum(u) && c != '.' && c != '_' && c != '/' && c != '-') ok_key = false;
+    }
+    if (!ok_key) {
+      return invalidArgument("labels: key '" + cleanText(k, 80) + "': use 1-" +
+                                 std::to_string(lim.label_key) +
+                                 " characters from A-Z a-z 0-9 . _ / -",
+                             "gdrmesh worker --label KEY=VALUE");
+    }
+    GDR_RETURN_IF_ERROR(text("labels[" + k + "]", v, lim.label_value));
+  }
+  return {};
+}
+
+std::string cleanText(std::string_view s, size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(s.size(), max_bytes));
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 1;
+    if (c >= 0x80) n = utf8Length(s, i);
+    if (out.size() + std::max<size_t>(n, 1) > max_bytes) break;
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else if (c < 0x20 || c == 0x7F || n == 0) {
+      out += '?';
+      n = 1;
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n;
+  }
+  if (i < s.size()) out += " ...(" + std::to_string(s.size() - i) + " more bytes)";
+  return out;
+}
+
+}  // namespace gdrmesh

@@ -1,0 +1,341 @@
+#!/usr/bin/python3
+"""A rogue client of the gdrmesh coordinator, written in another language (Python grpcio, stubs
+generated at run time from the repository's .proto), as an attacker with network access would
+write it (issue #9). It sends malformed, oversized, out-of-order and impersonating messages and
+plays fake workers that try to get forged results stored. Each probe states the answer it
+expects; the coordinator must give a clear status, keep serving, and store no forged result.
+
+Usage: rogue_client.py --addr HOST:PORT --proto-dir DIR --honest-worker NAME [--db FILE]
+Prints one line per probe and a summary; exits 1 when any probe got an unexpected answer.
+"""
+import argparse
+import importlib
+import os
+import queue
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import grpc
+
+RESULTS = []  # (probe, ok, detail)
+
+
+def probe(name, ok, detail):
+    RESULTS.append((name, ok, detail))
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
+
+
+def load_stubs(proto_dir):
+    out = tempfile.mkdtemp(prefix="gdrmesh-rogue-")
+    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{proto_dir}",
+                    f"--python_out={out}", f"--grpc_python_out={out}",
+                    os.path.join(proto_dir, "gdrmesh/v1/gdrmesh.proto")], check=True)
+    sys.path.insert(0, out)
+    pb = importlib.import_module("gdrmesh.v1.gdrmesh_pb2")
+    rpc = importlib.import_module("gdrmesh.v1.gdrmesh_pb2_grpc")
+    return pb, rpc
+
+
+def code_of(fn):
+    """Runs fn; returns (grpc code name, details)."""
+    try:
+        fn()
+        return "OK", ""
+    except grpc.RpcError as e:
+        return e.code().name, e.details() or ""
+
+
+class RogueWorker:
+    """A fake worker on the real Connect stream. `answer(cmd)` builds each CommandReply."""
+
+    def __init__(self, pb, channel, register, answer=None):
+        self.pb = pb
+        self.out = queue.Queue()
+        self.answer = answer
+        self.registered = threading.Event()
+        self.ended = threading.Event()
+        self.status = None
+        self.commands = []
+        stub = importlib.import_module("gdrmesh.v1.gdrmesh_pb2_grpc").WorkerServiceStub(channel)
+        self.out.put(pb.WorkerMessage(register=register))
+        self.call = stub.Connect(iter(self.out.get, None))
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def send(self, msg):
+        self.out.put(msg)
+
+    def close(self):
+        self.out.put(None)
+        self.call.cancel()
+        self.ended.wait(5)
+
+    def _read(self):
+        try:
+            for m in self.call:
+                if m.HasField("registered"):
+                    self.registered.set()
+                elif m.HasField("command"):
+                    self.commands.append(m.command.WhichOneof("command"))
+                    if self.answer is not None:
+                        reply = self.answer(m.command)
+                        if reply is not None:
+                            self.send(self.pb.WorkerMessage(reply=reply))
+            self.status = ("OK", "")
+        except grpc.RpcError as e:
+            self.status = (e.code().name, e.details() or "")
+        finally:
+            self.ended.set()
+
+
+def inventory(pb, host, rate_gbps=400.0, gpus=1, transports=("emulated",)):
+    inv = pb.Inventory(hostname=host, worker_version="rogue")
+    nic = inv.nics.add(name="mlx5_0")
+    port = nic.ports.add(port=1, state="ACTIVE", link_layer="Ethernet", rate_gbps=rate_gbps)
+    port.gids.add(index=0, gid="fe80:0000:0000:0000:0000:0000:0000:0001", type="RoCE v2")
+    for i in range(gpus):
+        inv.gpus.add(index=i, name="NVIDIA H100", dma_buf_supported=True,
+                     gpu_direct_rdma_supported=True)
+    for t in transports:
+        inv.transports.append(getattr(pb, "TRANSPORT_" + t.upper()))
+    return inv
+
+
+def forger(pb, mode, peers):
+    """Answers like a worker that moves no data and claims a perfect 400 Gb/s run.
+    mode: 'claim' (says 'checked, 0 wrong'), 'guess' (makes up a digest), 'collude' (computes
+    the digest from the initiator's seed, which it shares with its partner in this process)."""
+
+    def digest_pattern(seed, length):
+        # common/pattern.h, in Python.
+        M = (1 << 64) - 1
+
+        def splitmix(x):
+            x = (x + 0x9E3779B97F4A7C15) & M
+            x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M
+            x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M
+            return x ^ (x >> 31)
+
+        total = 0
+        for i in range((length + 7) // 8):
+            w = splitmix((seed + i * 0x9E3779B97F4A7C15) & M)
+            if (i + 1) * 8 > length:
+                w &= (1 << (8 * (length - i * 8))) - 1
+            total = (total + splitmix(w ^ ((i * 0xD1B54A32D192ED03) & M))) & M
+        return total
+
+    def answer(cmd):
+        r = pb.CommandReply(request_id=cmd.request_id)
+        r.status.ok = True
+        kind = cmd.WhichOneof("command")
+        if kind == "prepare":
+            spec = cmd.prepare.spec
+            peers[spec.role] = spec.fill_seed
+            d = r.prepare.local
+            d.transport = spec.transport
+            d.memory = spec.memory
+            d.reg_path = pb.REG_PATH_DMABUF if spec.memory == pb.MEMORY_KIND_CUDA else pb.REG_PATH_HOST
+            d.device = "mlx5_0"
+            d.port = 1
+            d.tcp_host = "127.0.0.1"
+            d.tcp_port = 9
+            d.length = spec.buffer_size
+        elif kind == "start":
+            m = r.start.measurement
+            m.message_size = cmd.start.run.message_size
+            m.iterations = cmd.start.run.iterations
+            m.bw.bytes = m.message_size * m.iterations
+            m.bw.messages = m.iterations
+            m.bw.seconds = m.bw.bytes * 8 / 400e9
+            m.bw.avg_gbps = 400.0
+            m.bw.peak_gbps = 400.0
+            r.start.path_mtu = 4096
+        elif kind == "finish":
+            ig = r.finish.integrity
+            length = cmd.finish.verify_length
+            if mode == "claim":
+                ig.checked = True
+                ig.bytes_checked = length
+                ig.where = "gpu:0"
+            else:
+                seed = peers.get(pb.ROLE_INITIATOR, 0) if mode == "collude" else 12345
+                ig.digested = True
+                ig.digest = digest_pattern(seed, length)
+                ig.bytes_checked = length
+                ig.where = "gpu:0"
+        elif kind == "verify":
+            ig = r.verify.integrity
+            ig.checked = True
+            ig.bytes_checked = cmd.verify.length
+            ig.where = "gpu:0"
+        elif kind == "release":
+            r.release.SetInParent()
+        return r
+
+    return answer
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--addr", required=True)
+    ap.add_argument("--proto-dir", required=True)
+    ap.add_argument("--honest-worker", required=True)
+    ap.add_argument("--db", default="")
+    args = ap.parse_args()
+    pb, rpc = load_stubs(args.proto_dir)
+    channel = grpc.insecure_channel(args.addr, options=[
+        ("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)])
+    grpc.channel_ready_future(channel).result(timeout=10)
+    control = rpc.ControlServiceStub(channel)
+
+    def serving():
+        c, _ = code_of(lambda: control.ListWorkers(pb.ListWorkersRequest(), timeout=10))
+        return c == "OK"
+
+    def online(name):
+        ws = control.ListWorkers(pb.ListWorkersRequest(), timeout=10).workers
+        return any(w.name == name and w.state == "online" for w in ws)
+
+    def passed_count():
+        rs = control.ListResults(pb.ListResultsRequest(limit=10000), timeout=10).results
+        return sum(1 for r in rs if r.status == pb.TEST_STATUS_PASSED)
+
+    passed_before = passed_count()
+
+    # 1. Malformed bytes to every unary control method.
+    for method in ["ListWorkers", "RunTest", "ListResults", "StartSweep", "GetSweep",
+                   "CancelSweep", "JudgeSweep", "ListSweeps", "ListSchedules"]:
+        raw = channel.unary_unary(f"/gdrmesh.v1.ControlService/{method}",
+                                  request_serializer=None, response_deserializer=None)
+        c, d = code_of(lambda: raw(b"\xff\xff\xff\xff\x0f garbage", timeout=10))
+        probe(f"malformed {method}", c in ("INVALID_ARGUMENT", "INTERNAL") and serving(),
+              f"{c} {d[:80]}")
+
+    # 2. Malformed bytes on the worker stream.
+    raw_stream = channel.stream_stream("/gdrmesh.v1.WorkerService/Connect",
+                                       request_serializer=None, response_deserializer=None)
+    c, d = code_of(lambda: list(raw_stream(iter([b"\x0a\xff\xff\xff"]), timeout=10)))
+    probe("malformed Connect", c in ("INVALID_ARGUMENT", "INTERNAL") and serving(), f"{c} {d[:80]}")
+
+    # 3. Out of order: a heartbeat before Register.
+    hb = iter([pb.WorkerMessage(heartbeat=pb.Heartbeat(unix_ms=1))])
+    c, d = code_of(lambda: list(rpc.WorkerServiceStub(channel).Connect(hb, timeout=10)))
+    probe("heartbeat before Register", c == "INVALID_ARGUMENT" and "Register" in d, f"{c} {d[:80]}")
+
+    # 4. Registrations nobody should be able to make.
+    bad = {
+        "3 MB host name": pb.Register(name="big", protocol_version=1,
+                                       inventory=pb.Inventory(hostname="h" * (3 << 20))),
+        "5000 NICs": pb.Register(name="many", protocol_version=1,
+                                 inventory=pb.Inventory(hostname="x",
+                                                        nics=[pb.Nic(name=f"n{i}") for i in range(5000)])),
+        "escape sequence in the name": pb.Register(name="evil\x1b[2J", protocol_version=1),
+        "newline in a label": pb.Register(name="lbl", protocol_version=1,
+                                          labels={"rack": "r1\nforged row"}),
+        "escape in a GPU name": pb.Register(name="gpuname", protocol_version=1, inventory=pb.Inventory(
+            hostname="x", gpus=[pb.Gpu(name="H100\x1b]0;pwned\x07")])),
+        "protocol_version 99": pb.Register(name="future", protocol_version=99),
+    }
+    for what, reg in bad.items():
+        w = RogueWorker(pb, channel, reg)
+        w.ended.wait(10)
+        c, d = w.status or ("NONE", "")
+        probe(f"register: {what}",
+              c in ("INVALID_ARGUMENT", "RESOURCE_EXHAUSTED") and len(d) < 400 and serving(),
+              f"{c} {d[:100]}")
+    ws = control.ListWorkers(pb.ListWorkersRequest(), timeout=10).workers
+    probe("refused registrations left no worker behind",
+          not any(w.name in ("big", "many", "lbl", "gpuname", "future") for w in ws),
+          ", ".join(sorted(w.name for w in ws)))
+
+    # 5. Impersonation of the honest worker while it is online.
+    w = RogueWorker(pb, channel, pb.Register(name=args.honest_worker, protocol_version=1,
+                                             inventory=inventory(pb, "impostor")))
+    w.ended.wait(10)
+    c, d = w.status or ("NONE", "")
+    probe("register as an online worker", c in ("ALREADY_EXISTS", "PERMISSION_DENIED")
+          and online(args.honest_worker), f"{c} {d[:100]}; {args.honest_worker} still online")
+
+    # 6. A reply to a command never sent, and a second Register, on a registered stream.
+    w = RogueWorker(pb, channel, pb.Register(name="rogue-ooo", protocol_version=1,
+                                             inventory=inventory(pb, "ooo")))
+    w.registered.wait(10)
+    w.send(pb.WorkerMessage(reply=pb.CommandReply(request_id=987654321)))
+    w.send(pb.WorkerMessage(register=pb.Register(name="rogue-ooo2", protocol_version=1)))
+    w.ended.wait(5)
+    c, d = w.status or ("still open", "")
+    probe("unsolicited reply and second Register", serving() and not online("rogue-ooo2"),
+          f"stream: {c} {d[:80]}")
+    w.close()
+
+    # 7. Requests beyond every limit.
+    sel = lambda n: pb.EndpointSelector(worker=n, gpu=-1)  # noqa: E731
+    for what, req in {
+        "1 PiB message": pb.RunTestRequest(initiator=sel(args.honest_worker),
+                                           target=sel(args.honest_worker), message_size=1 << 50),
+        "10^15 iterations": pb.RunTestRequest(initiator=sel(args.honest_worker),
+                                              target=sel(args.honest_worker), iterations=10**15),
+        "100000 QPs": pb.RunTestRequest(initiator=sel(args.honest_worker),
+                                        target=sel(args.honest_worker), num_qps=100000),
+        "1-year duration": pb.RunTestRequest(initiator=sel(args.honest_worker),
+                                             target=sel(args.honest_worker),
+                                             duration_seconds=3.2e7),
+    }.items():
+        c, d = code_of(lambda: control.RunTest(req, timeout=30))
+        probe(f"RunTest {what}", c == "INVALID_ARGUMENT" and serving(), f"{c} {d[:100]}")
+
+    # 8. Fake workers that answer the coordinator's commands themselves (the issue's attack):
+    # each tries to get a PASSED GPUDirect 400 Gb/s result stored.
+    for mode, rate, expect in [("claim", 400.0, "could not have made"),
+                               ("guess", 400.0, "forged or broken digest"),
+                               ("collude", 100.0, "impossible figure")]:
+        peers = {}
+        names = (f"rogue-{mode}-a", f"rogue-{mode}-b")
+        fakes = [RogueWorker(pb, channel,
+                             pb.Register(name=n, protocol_version=1,
+                                         inventory=inventory(pb, n, rate_gbps=rate,
+                                                             transports=("verbs",))),
+                             forger(pb, mode, peers)) for n in names]
+        for f in fakes:
+            f.registered.wait(10)
+        req = pb.RunTestRequest(
+            initiator=pb.EndpointSelector(worker=names[0], memory=pb.MEMORY_KIND_CUDA, gpu=0,
+                                          reg_path=pb.REG_PATH_DMABUF),
+            target=pb.EndpointSelector(worker=names[1], memory=pb.MEMORY_KIND_CUDA, gpu=0,
+                                       reg_path=pb.REG_PATH_DMABUF),
+            op=pb.OP_WRITE, mode=pb.MODE_BANDWIDTH, message_size=65536, iterations=100)
+        resp = None
+        try:
+            resp = control.RunTest(req, timeout=60)
+        except grpc.RpcError as e:
+            probe(f"forgery ({mode})", False, f"RunTest failed: {e.code().name} {e.details()}")
+        if resp is not None:
+            r = resp.result
+            probe(f"forgery ({mode}): not stored as PASSED",
+                  r.status != pb.TEST_STATUS_PASSED and expect in r.reason,
+                  f"{pb.TestStatus.Name(r.status)}: {r.reason[:140]}")
+        for f in fakes:
+            f.close()
+
+    # 9. Nothing forged reached the store, and the coordinator still serves.
+    passed_after = passed_count()
+    probe("no PASSED result was added by the probes", passed_after == passed_before,
+          f"{passed_before} -> {passed_after}")
+    if args.db:
+        db = sqlite3.connect(f"file:{args.db}?mode=ro", uri=True)
+        n = db.execute("SELECT COUNT(*) FROM results WHERE status='PASSED' AND "
+                       "(initiator_worker LIKE 'rogue%' OR target_worker LIKE 'rogue%')").fetchone()[0]
+        probe("database: forged results accepted", n == 0, f"{n}")
+    probe("coordinator still serving", serving() and online(args.honest_worker), "ListWorkers OK")
+
+    bad_probes = [r for r in RESULTS if not r[1]]
+    print(f"\nrogue probes: {len(RESULTS)} tried, {len(bad_probes)} unexpected")
+    return 1 if bad_probes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

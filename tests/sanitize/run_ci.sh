@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# CI legs with sanitizers (issue #9): builds gdrmesh with AddressSanitizer+UndefinedBehavior-
+# Sanitizer (asan) or ThreadSanitizer (tsan) into build-<mode> (ccache serves the objects the
+# sources share with the main build's compile commands where it can) and runs the unit and
+# integration tests under it. Any report fails the leg (halt_on_error).
+#   tests/sanitize/run_ci.sh asan|tsan [ctest args...]
+# The asan build also leaves out the GPU kernels, standing in for a host without the CUDA
+# toolkit. Suppressions (tests/sanitize/*.supp) are only for uninstrumented system libraries;
+# each entry says why.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+mode="${1:?usage: run_ci.sh asan|tsan [ctest args...]}"
+shift
+build="$root/build-$mode"
+case "$mode" in
+  asan) flags=(-DGDRMESH_ASAN=ON -DGDRMESH_CUDA_KERNELS=OFF) ;;
+  tsan) flags=(-DGDRMESH_TSAN=ON) ;;
+  *) echo "unknown mode $mode" >&2; exit 2 ;;
+esac
+GDRMESH_BUILD_DIR="$build" "$root/deploy/build.sh" "${flags[@]}" >"$build.log" 2>&1 ||
+  { tail -60 "$build.log"; exit 1; }
+supp="$root/tests/sanitize"
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0:strict_string_checks=1"
+export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:report_signal_unsafe=0"
+cd "$build"
+# Unit and integration tests; the 100k-test soak and the VM/GPU/browser suites run in the main
+# leg (their figures under a sanitizer mean nothing, and they would not fit the CI budget).
+ctest --output-on-failure -j 2 -L 'unit|integration' -LE 'soak' --timeout 600 "$@"

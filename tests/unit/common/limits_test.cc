@@ -1,0 +1,99 @@
+// What a worker may register, and how worker text is made safe for a terminal (issue #9: a
+// 3 MB host name and 5000 NICs broke `gdrmesh workers` for everyone; escape sequences and
+// newlines from workers reached terminals raw).
+#include "common/limits.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <string>
+
+namespace gdrmesh {
+namespace {
+
+Inventory plausible() {
+  Inventory inv;
+  inv.hostname = "gpu-node-017";
+  inv.transports = {"verbs", "emulated"};
+  Nic n;
+  n.name = "mlx5_0";
+  NicPort p;
+  p.state = "ACTIVE";
+  p.gids.push_back(GidEntry{0, "fe80:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"});
+  n.ports.push_back(p);
+  inv.nics.assign(8, n);
+  Gpu g;
+  g.name = "NVIDIA H100 80GB HBM3";
+  inv.gpus.assign(8, g);
+  return inv;
+}
+
+TEST(LimitsTest, APlausibleEightGpuHostIsAccepted) {
+  EXPECT_TRUE(checkRegistration("gpu-node-017", plausible(), {{"rack", "r12"}}).ok());
+}
+
+TEST(LimitsTest, EachLimitNamesTheField) {
+  struct Case {
+    const char* field;
+    std::function<void(Inventory&, std::map<std::string, std::string>&)> edit;
+  };
+  const Case cases[] = {
+      {"inventory.hostname", [](Inventory& i, auto&) { i.hostname.assign(3 << 20, 'h'); }},
+      {"inventory.nics", [](Inventory& i, auto&) { i.nics.resize(5000); }},
+      {"inventory.nics[0].ports", [](Inventory& i, auto&) { i.nics[0].ports.resize(100); }},
+      {"inventory.nics[1].ports[0].gids",
+       [](Inventory& i, auto&) { i.nics[1].ports[0].gids.resize(1000); }},
+      {"inventory.gpus", [](Inventory& i, auto&) { i.gpus.resize(1000); }},
+      {"inventory.gpus[2]", [](Inventory& i, auto&) { i.gpus[2].name = "H100\x1b[2J"; }},
+      {"inventory.notes", [](Inventory& i, auto&) { i.notes.assign(1, std::string(5000, 'n')); }},
+      {"labels",
+       [](Inventory&, auto& l) {
+         for (int k = 0; k < 40; ++k) l["k" + std::to_string(k)] = "v";
+       }},
+      {"labels: key", [](Inventory&, auto& l) { l["bad key"] = "v"; }},
+      {"labels[rack]", [](Inventory&, auto& l) { l["rack"] = "r12\nforged row"; }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.field);
+    Inventory inv = plausible();
+    std::map<std::string, std::string> labels;
+    c.edit(inv, labels);
+    Status st = checkRegistration("w1", inv, labels);
+    ASSERT_EQ(st.code(), Code::kInvalidArgument);
+    EXPECT_EQ(st.message().rfind(c.field, 0), 0u) << st.message();
+    EXPECT_FALSE(st.fix().empty());
+    EXPECT_LT(st.message().size(), 300u);  // the refusal does not echo the junk
+  }
+}
+
+TEST(LimitsTest, WorkerNamesAreShortAndPlain) {
+  EXPECT_TRUE(validWorkerName("node-1.rack_2"));
+  EXPECT_FALSE(validWorkerName(""));
+  EXPECT_FALSE(validWorkerName(std::string(65, 'a')));
+  EXPECT_FALSE(validWorkerName("w1/../x"));
+  EXPECT_FALSE(validWorkerName("w\x1b"));
+  Status st = checkRegistration(std::string(3 << 20, 'x'), plausible(), {});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_LT(st.message().size(), 300u);
+}
+
+TEST(LimitsTest, CleanTextDefusesTerminalControlAndKeepsUtf8) {
+  EXPECT_EQ(cleanText("ok: 100 Gb/s"), "ok: 100 Gb/s");
+  EXPECT_EQ(cleanText("a\x1b[31mred\x07"), "a?[31mred?");
+  EXPECT_EQ(cleanText("row1\nrow2\tx\r"), "row1 row2 x ");
+  EXPECT_EQ(cleanText("\x7f"), "?");
+  EXPECT_EQ(cleanText("caf\xc3\xa9 \xe2\x9c\x93"), "caf\xc3\xa9 \xe2\x9c\x93");  // é ✓ kept
+  EXPECT_EQ(cleanText("\xc2\x9b"
+                      "2J"),
+            "??2J");  // C1 CSI, invalid as text
+  EXPECT_EQ(cleanText("\xff\xfe"), "??");
+  EXPECT_EQ(cleanText("\xe2\x9c"), "??");  // truncated sequence
+  const std::string cut = cleanText(std::string(10000, 'x'), 100);
+  EXPECT_EQ(cut, std::string(100, 'x') + " ...(9900 more bytes)");
+  // Cut at a character boundary, never inside one.
+  EXPECT_EQ(cleanText("ab\xc3\xa9", 3), "ab ...(2 more bytes)");
+}
+
+}  // namespace
+}  // namespace gdrmesh
