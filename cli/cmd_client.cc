@@ -224,8 +224,7 @@ bool prepareClientOptions() {
   return true;
 }
 
-void addClientOptions(CLI::App* app, ClientOptions* opts, bool csv,
-                      std::function<bool()> needed) {
+void addClientOptions(CLI::App* app, ClientOptions* opts, bool csv, std::function<bool()> needed) {
   clientOptionsOf().push_back({app, opts, std::move(needed)});
   addTlsOptions(app, &opts->tls, /*env_insecure=*/true);
   const char* env = std::getenv("GDRMESH_COORDINATOR");
