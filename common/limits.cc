@@ -86,7 +86,7 @@ Status checkRegistration(const std::string& name, const Inventory& inv,
                          const std::map<std::string, std::string>& labels,
                          const RegistrationLimits& lim) {
   if (!validWorkerName(name, lim.name)) {
-    return invalidArgument("name: '" + cleanText(name, 80) + "': use 1-" +
+    return invalidArgument("name: worker name '" + cleanText(name, 80) + "': use 1-" +
                                std::to_string(lim.name) + " characters from A-Z a-z 0-9 . _ -",
                            "start the worker with --name NAME");
   }

@@ -27,7 +27,7 @@ build=(build-essential cmake ninja-build pkg-config git
 softroce=(qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils perftest iproute2 cpio kmod
           ca-certificates)
 # Status page browser test (tests/browser); the rogue gRPC client (tests/fault/rogue).
-browser=(chromium python3-prometheus-client python3-grpcio python3-grpc-tools python3-protobuf)
+browser=(chromium python3-prometheus-client python3-grpcio python3-protobuf)
 
 # Ubuntu names the runtime libraries differently; resolve by what apt knows.
 pick() {

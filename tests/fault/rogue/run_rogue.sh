@@ -6,8 +6,8 @@ set -euo pipefail
 bin="$1"
 src="$2"
 py=/usr/bin/python3  # Debian's python3 with python3-grpcio and python3-grpc-tools
-if ! "$py" -c 'import grpc, grpc_tools' 2>/dev/null; then
-  echo "SKIP: python3-grpcio / python3-grpc-tools not installed (deploy/install-deps.sh)"
+if ! "$py" -c 'import grpc, google.protobuf' 2>/dev/null || [[ ! -x /usr/bin/grpc_python_plugin ]]; then
+  echo "SKIP: python3-grpcio / python3-protobuf / protobuf-compiler-grpc not installed (deploy/install-deps.sh)"
   exit 77
 fi
 work="$(mktemp -d /tmp/gdrmesh-rogue.XXXXXX)"
