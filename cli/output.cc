@@ -151,11 +151,13 @@ std::string resultsTable(const std::vector<TestResult>& rows, uint64_t total) {
                  integrity, reason});
   }
   std::string out = renderTable(t);
+  const std::string of = total > kResultCountCap ? "more than " + std::to_string(kResultCountCap)
+                                                 : std::to_string(total);
   if (total > rows.size()) {
-    out += std::to_string(rows.size()) + " of " + std::to_string(total) +
+    out += std::to_string(rows.size()) + " of " + of +
            " results, newest first (--limit N for more, --limit 0 for all)\n";
   } else if (total > 0) {
-    out += std::to_string(rows.size()) + " of " + std::to_string(total) + " results\n";
+    out += std::to_string(rows.size()) + " of " + of + " results\n";
   }
   return out;
 }

@@ -1119,14 +1119,19 @@ QuerySql countResultsSql(const ResultQuery& query) {
     q.name += "+run";
     filters += " AND run_id = :run";
   }
+  // Counted up to kResultCountCap + 1 (then "more than"), never the whole table.
+  const std::string cap = " LIMIT " + std::to_string(kResultCountCap + 1) + ")";
   if (query.worker.empty()) {
-    q.sql = "SELECT count(*) FROM results WHERE " + filters;
+    q.sql = "SELECT count(*) FROM (SELECT 1 FROM results WHERE " + filters + cap;
   } else {
     q.name += "+worker";
-    q.sql = "SELECT (SELECT count(*) FROM results WHERE initiator_worker = :worker AND " + filters +
-            ") + (SELECT count(*) FROM results WHERE target_worker = :worker AND "
-            "initiator_worker <> :worker AND " +
-            filters + ")";
+    q.sql =
+        "SELECT (SELECT count(*) FROM (SELECT 1 FROM results WHERE initiator_worker = :worker "
+        "AND " +
+        filters + cap +
+        ") + (SELECT count(*) FROM (SELECT 1 FROM results WHERE target_worker "
+        "= :worker AND initiator_worker <> :worker AND " +
+        filters + cap + ")";
   }
   return q;
 }

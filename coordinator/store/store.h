@@ -127,7 +127,8 @@ class ResultStore {
   // Inserts many results in one transaction (all or none); returns their row ids in order. A
   // refused row (empty or duplicate test_id, ...) fails the whole call and the Status names it.
   virtual Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& results) = 0;
-  // How many results match `query` (its limit is ignored): the M of "N of M".
+  // How many results match `query` (its limit is ignored): the M of "N of M". Stops counting
+  // past kResultCountCap (returns a value above it: "more than").
   virtual Result<uint64_t> countResults(const ResultQuery& query) = 0;
   // The pair's results, newest first (equal times: the later insertion first). A test from a
   // worker to itself (src == dst) is listed once. Empty src or dst is kInvalidArgument.

@@ -368,6 +368,28 @@ TEST_P(ResultStoreContractTest, QueryFilters) {
   EXPECT_THAT(run(q), ElementsAre("bc-fail"));
 }
 
+TEST_P(ResultStoreContractTest, CountResultsStopsPastTheCap) {
+  std::vector<TestResult> rows;
+  for (uint64_t i = 0; i < kResultCountCap + 5; ++i) {
+    rows.push_back(makeResult("t" + std::to_string(i), "a", "b", static_cast<int64_t>(i),
+                              TestStatus::kPassed, "r1"));
+  }
+  ASSERT_TRUE(store().insertResults(rows).ok());
+  ResultQuery q;
+  auto n = store().countResults(q);
+  ASSERT_TRUE(n.ok()) << n.status().toString();
+  EXPECT_EQ(*n, kResultCountCap + 1);  // "more than 10000", not a walk of the whole table
+  q.worker = "a";
+  n = store().countResults(q);
+  ASSERT_TRUE(n.ok());
+  EXPECT_GT(*n, kResultCountCap);
+  q = ResultQuery{};
+  q.since_ms = static_cast<int64_t>(kResultCountCap);  // 5 rows left: counted exactly
+  n = store().countResults(q);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 5u);
+}
+
 TEST_P(ResultStoreContractTest, CountResultsCountsEveryMatchIgnoringTheLimit) {
   ASSERT_TRUE(
       store().insertResult(makeResult("ab-pass", "a", "b", 10, TestStatus::kPassed, "r1")).ok());
