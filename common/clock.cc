@@ -64,7 +64,10 @@ void SystemClock::loop() {
     }
     auto first = timers_.begin();
     if (first->first > now()) {
-      cv_.wait_until(lock, first->first);
+      // A copy: wait_until reads the deadline again after it wakes, by which time a cancel()
+      // on another thread may have erased the timer that held it (found by AddressSanitizer).
+      const TimePoint due = first->first;
+      cv_.wait_until(lock, due);
       continue;
     }
     auto fn = std::move(first->second.second);
