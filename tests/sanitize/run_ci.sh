@@ -27,4 +27,6 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/
 cd "$build"
 # Unit and integration tests; the 100k-test soak and the VM/GPU/browser suites run in the main
 # leg (their figures under a sanitizer mean nothing, and they would not fit the CI budget).
-ctest --output-on-failure -j 2 -L 'unit|integration' -LE 'soak' --timeout 600 "$@"
+# The quick soak's RSS check is left out too: ASan's quarantine keeps freed memory (up to
+# 256 MiB) on purpose, so RSS grows by design there.
+ctest --output-on-failure -j 2 -L 'unit|integration' -LE 'soak' -E 'WorkerSoak' --timeout 600 "$@"
