@@ -13,25 +13,6 @@
 namespace gdrmesh::report {
 namespace {
 
-int rank(VerdictKind v) {
-  switch (v) {
-    case VerdictKind::kFail:
-      return 2;
-    case VerdictKind::kPass:
-      return 1;
-    case VerdictKind::kSkip:
-      return 0;
-  }
-  return 0;
-}
-
-// The status page's rule (coordinator/http): a FAIL if any, else a PASS, else a SKIP; among
-// those the largest message size.
-bool speaksBetter(const PairVerdict& a, const PairVerdict& b) {
-  if (rank(a.verdict) != rank(b.verdict)) return rank(a.verdict) > rank(b.verdict);
-  return a.message_size > b.message_size;
-}
-
 CellKind kindOf(VerdictKind v) {
   switch (v) {
     case VerdictKind::kFail:

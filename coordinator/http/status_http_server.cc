@@ -296,23 +296,6 @@ struct Cell {
   const PairVerdict* rep = nullptr;
 };
 
-int rank(VerdictKind v) {
-  switch (v) {
-    case VerdictKind::kFail:
-      return 2;
-    case VerdictKind::kPass:
-      return 1;
-    case VerdictKind::kSkip:
-      return 0;
-  }
-  return 0;
-}
-
-bool speaksBetter(const PairVerdict& a, const PairVerdict& b) {
-  if (rank(a.verdict) != rank(b.verdict)) return rank(a.verdict) > rank(b.verdict);
-  return a.message_size > b.message_size;
-}
-
 std::string joinReasons(const std::vector<std::string>& reasons) {
   std::string out;
   for (const auto& r : reasons) out += (out.empty() ? "" : "; ") + r;

@@ -49,4 +49,25 @@ std::optional<SweepState> parseSweepState(const std::string& s) {
   return enumFromName(kStates, s);
 }
 
+namespace {
+int verdictRank(VerdictKind v) {
+  switch (v) {
+    case VerdictKind::kFail:
+      return 2;
+    case VerdictKind::kPass:
+      return 1;
+    case VerdictKind::kSkip:
+      return 0;
+  }
+  return 0;
+}
+}  // namespace
+
+bool speaksBetter(const PairVerdict& a, const PairVerdict& b) {
+  if (verdictRank(a.verdict) != verdictRank(b.verdict)) {
+    return verdictRank(a.verdict) > verdictRank(b.verdict);
+  }
+  return a.message_size > b.message_size;
+}
+
 }  // namespace gdrmesh

@@ -84,6 +84,11 @@ struct PairVerdict {
   bool retest = false;
 };
 
+// Which of two verdicts of one pair (or one cell of a matrix) speaks for it: a FAIL if any, else
+// a PASS, else a SKIP; among those the largest message size. The status page and the terminal
+// matrix and report use this one rule.
+bool speaksBetter(const PairVerdict& a, const PairVerdict& b);
+
 // A localisation suspect, ranked by score (higher = more likely at fault).
 struct Suspect {
   std::string kind;  // host | nic | link
