@@ -1,6 +1,9 @@
 #include "coordinator/orchestrator/executor.h"
 
 #include <algorithm>
+#include <memory>
+#include <set>
+#include <unordered_map>
 
 namespace gdrmesh {
 
@@ -13,8 +16,13 @@ std::vector<std::string> resourceKeys(const EndpointSelector& s) {
 }
 
 std::vector<std::string> resourceKeys(const PairTestSpec& spec) {
-  auto out = resourceKeys(spec.initiator);
-  for (auto& k : resourceKeys(spec.target)) {
+  return resourceKeys(spec.initiator, spec.target);
+}
+
+std::vector<std::string> resourceKeys(const EndpointSelector& initiator,
+                                      const EndpointSelector& target) {
+  auto out = resourceKeys(initiator);
+  for (auto& k : resourceKeys(target)) {
     if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(std::move(k));
   }
   return out;
@@ -24,10 +32,21 @@ Executor::Executor(WorkerDirectory& workers, Clock& clock, ExecutorOptions optio
     : workers_(workers), clock_(clock), options_(options) {}
 
 size_t Executor::run(std::vector<ExecutorTask> tasks, ExecutorCallbacks callbacks) {
+  auto owned = std::make_shared<std::vector<ExecutorTask>>(std::move(tasks));
+  ExecutorTasks t;
+  t.count = owned->size();
+  t.index = [owned](size_t i) { return (*owned)[i].index; };
+  t.spec = [owned](size_t i) { return (*owned)[i].spec; };
+  t.resources = [owned](size_t i) { return (*owned)[i].resources; };
+  return run(std::move(t), std::move(callbacks));
+}
+
+size_t Executor::run(ExecutorTasks tasks, ExecutorCallbacks callbacks) {
   std::vector<size_t> all;
   {
     std::lock_guard<std::mutex> lock(mu_);
     callbacks_ = std::move(callbacks);
+    tasks_ = std::move(tasks);
     slots_.clear();
     queues_.clear();
     to_start_.clear();
@@ -35,30 +54,32 @@ size_t Executor::run(std::vector<ExecutorTask> tasks, ExecutorCallbacks callback
     running_ = 0;
     cancelled_ = false;
     progress_ = ExecutorProgress{};
-    slots_.reserve(tasks.size());
     // A host named whole ("h1/*") in any task conflicts with every NIC of that host: such
     // hosts are queued as one resource throughout.
-    std::map<std::string, bool> whole;
-    for (const auto& t : tasks) {
-      for (const auto& r : t.resources) {
+    std::set<std::string> whole;
+    for (size_t i = 0; i < tasks_.count; ++i) {
+      for (const auto& r : tasks_.resources(i)) {
         if (r.size() > 2 && r.compare(r.size() - 2, 2, "/*") == 0)
-          whole[r.substr(0, r.size() - 2)] = true;
+          whole.insert(r.substr(0, r.size() - 2));
       }
     }
-    for (auto& t : tasks) {
-      Slot s;
-      s.task = std::move(t);
-      std::vector<std::string> keys;
-      for (const auto& r : s.task.resources) {
+    std::unordered_map<std::string, uint32_t> ids;
+    slots_.resize(tasks_.count);
+    all.reserve(tasks_.count);
+    for (size_t i = 0; i < tasks_.count; ++i) {
+      Slot& s = slots_[i];
+      s.index = tasks_.index(i);
+      for (const auto& r : tasks_.resources(i)) {
         const std::string host = r.substr(0, r.find('/'));
-        std::string key = whole.count(host) ? host + "/*" : r;
-        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+        const std::string key = whole.count(host) ? host + "/*" : r;
+        auto [it, added] = ids.emplace(key, static_cast<uint32_t>(queues_.size()));
+        if (added) queues_.emplace_back();
+        if (std::find(s.resources.begin(), s.resources.end(), it->second) != s.resources.end())
+          continue;
+        s.resources.push_back(it->second);
+        queues_[it->second].push_back(i);
       }
-      s.task.resources = std::move(keys);
-      slots_.push_back(std::move(s));
-    }
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      for (const auto& r : slots_[i].task.resources) queues_[r].push_back(i);
+      s.resources.shrink_to_fit();
       all.push_back(i);
     }
     remaining_ = slots_.size();
@@ -88,9 +109,8 @@ ExecutorProgress Executor::progress() const {
 }
 
 bool Executor::atHeads(size_t slot) const {
-  for (const auto& r : slots_[slot].task.resources) {
-    auto it = queues_.find(r);
-    if (it == queues_.end() || it->second.empty() || it->second.front() != slot) return false;
+  for (uint32_t r : slots_[slot].resources) {
+    if (queues_[r].empty() || queues_[r].front() != slot) return false;
   }
   return true;
 }
@@ -125,19 +145,20 @@ void Executor::kick() {
 }
 
 void Executor::start(size_t i) {
-  PairTestSpec spec;
+  int index;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    spec = slots_[i].task.spec;
     ++slots_[i].attempts;
+    index = slots_[i].index;
   }
+  const PairTestSpec spec = tasks_.spec(i);
   PairEndpoints ep;
   ep.initiator = workers_.get(spec.initiator.worker);
   ep.target = workers_.get(spec.target.worker);
   ep.initiator_channel = workers_.channel(spec.initiator.worker);
   ep.target_channel = workers_.channel(spec.target.worker);
   const std::string test_id = newTestId(clock_.unixMs());
-  if (callbacks_.on_start) callbacks_.on_start(slots_[i].task.index, test_id);
+  if (callbacks_.on_start) callbacks_.on_start(index, test_id);
   runPairTest(spec, ep, clock_, options_.pair, test_id, newSeed(),
               [this, i](PairTestOutcome o) { finished(i, std::move(o)); });
 }
@@ -145,6 +166,7 @@ void Executor::start(size_t i) {
 void Executor::finished(size_t i, PairTestOutcome outcome) {
   std::vector<size_t> candidates;
   bool report = false;
+  int index = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     Slot& s = slots_[i];
@@ -162,7 +184,7 @@ void Executor::finished(size_t i, PairTestOutcome outcome) {
       ++progress_.done;
       if (failed) ++progress_.failed;
       if (outcome.result.status == TestStatus::kSkipped) ++progress_.skipped;
-      for (const auto& r : s.task.resources) {
+      for (uint32_t r : s.resources) {
         auto& q = queues_[r];
         if (!q.empty() && q.front() == i) q.pop_front();
         if (!q.empty()) candidates.push_back(q.front());
@@ -174,10 +196,11 @@ void Executor::finished(size_t i, PairTestOutcome outcome) {
     }
     dispatch(candidates);
     ++in_callback_;
+    index = s.index;
   }
   if (report && callbacks_.on_result) {
-    outcome.result.plan_index = slots_[i].task.index;
-    callbacks_.on_result(slots_[i].task.index, outcome.result);
+    outcome.result.plan_index = index;
+    callbacks_.on_result(index, outcome.result);
   }
   kick();
   // Last touch of *this: run() may return as soon as the lock is released.

@@ -40,6 +40,18 @@ struct ExecutorTask {
 std::vector<std::string> resourceKeys(const EndpointSelector& s);
 // Both sides' resources, deduplicated (a loopback test on one NIC holds it once).
 std::vector<std::string> resourceKeys(const PairTestSpec& spec);
+std::vector<std::string> resourceKeys(const EndpointSelector& initiator,
+                                      const EndpointSelector& target);
+
+// The tasks of one run, made on demand: a slot keeps its plan index and resource ids (about
+// 64 bytes), and a test's spec is built when it starts. A 1024-host all-pairs sweep (523,776
+// tests) held ~500 MB of copied specs and key strings before this.
+struct ExecutorTasks {
+  size_t count = 0;
+  std::function<int(size_t i)> index;                           // plan index, reported back
+  std::function<PairTestSpec(size_t i)> spec;                   // complete spec of task i
+  std::function<std::vector<std::string>(size_t i)> resources;  // see resourceKeys()
+};
 
 struct ExecutorOptions {
   uint32_t max_concurrency = 0;  // 0 = no cap beyond resources
@@ -62,7 +74,10 @@ class Executor {
  public:
   Executor(WorkerDirectory& workers, Clock& clock, ExecutorOptions options);
 
-  // Runs the tasks. Returns the number of tasks that did not run (cancelled).
+  // Runs the tasks. Returns the number of tasks that did not run (cancelled). The functions of
+  // `tasks` are called from run() and from the channels' callbacks, never concurrently with a
+  // change of what they read (the caller keeps that stable until run() returns).
+  size_t run(ExecutorTasks tasks, ExecutorCallbacks callbacks);
   size_t run(std::vector<ExecutorTask> tasks, ExecutorCallbacks callbacks);
   // Stops starting new tests; tests in flight finish (bounded by their timeouts).
   void cancel();
@@ -70,7 +85,8 @@ class Executor {
 
  private:
   struct Slot {
-    ExecutorTask task;
+    int index = 0;                    // plan index
+    std::vector<uint32_t> resources;  // ids into queues_
     uint32_t attempts = 0;
     bool running = false;
     bool finished = false;
@@ -92,9 +108,10 @@ class Executor {
 
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
+  ExecutorTasks tasks_;
   std::vector<Slot> slots_;
-  std::map<std::string, std::deque<size_t>> queues_;  // resource -> waiting/running slots
-  std::deque<size_t> to_start_;                       // dispatched, not yet started
+  std::vector<std::deque<size_t>> queues_;  // resource id -> waiting/running slots
+  std::deque<size_t> to_start_;             // dispatched, not yet started
   bool draining_ = false;
   uint64_t running_ = 0;
   uint64_t remaining_ = 0;

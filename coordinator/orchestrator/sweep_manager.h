@@ -58,6 +58,14 @@ struct SweepReportData {
 std::string sweepReportJson(const std::vector<PairVerdict>& verdicts,
                             const std::vector<Suspect>& suspects,
                             const std::vector<std::string>& notes);
+// Reads it back, one verdict at a time (no DOM of the whole report); text that is not a
+// report gives empty parts.
+struct SweepReportParts {
+  std::vector<PairVerdict> verdicts;
+  std::vector<Suspect> suspects;
+  std::vector<std::string> notes;
+};
+SweepReportParts parseSweepReportJson(const std::string& text);
 
 struct SweepManagerOptions {
   ExecutorOptions executor;

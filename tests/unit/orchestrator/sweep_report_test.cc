@@ -1,0 +1,128 @@
+// The stored sweep report: written one element at a time and read back one verdict at a time,
+// byte-for-byte the format a whole-document dump gave (reports stored before still parse).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator/orchestrator/sweep_manager.h"
+
+namespace gdrmesh {
+namespace {
+
+PairVerdict verdict(int i) {
+  PairVerdict v;
+  v.test_id = "t-" + std::to_string(i);
+  v.src = "h" + std::to_string(i) + "/mlx5_0";
+  v.dst = "h\"odd\\name\n" + std::to_string(i);  // escapes must survive
+  v.message_size = 65536u * static_cast<uint64_t>(i + 1);
+  v.verdict =
+      i % 3 == 0 ? VerdictKind::kFail : (i % 3 == 1 ? VerdictKind::kPass : VerdictKind::kSkip);
+  if (i % 3 == 0) v.reasons = {"bandwidth 12.5 Gb/s < 25 Gb/s (bandwidth_gbps_min)", "ünïcode ✓"};
+  v.value = 12.5 + i;
+  v.unit = "Gb/s";
+  v.topo_class = i % 2 ? "PIX" : "";
+  v.retest = i % 4 == 3;
+  return v;
+}
+
+// The whole-document dump the report was written with before.
+std::string domDump(const std::vector<PairVerdict>& verdicts, const std::vector<Suspect>& suspects,
+                    const std::vector<std::string>& notes) {
+  nlohmann::json j;
+  j["verdicts"] = nlohmann::json::array();
+  for (const auto& v : verdicts) {
+    j["verdicts"].push_back({{"test_id", v.test_id},
+                             {"src", v.src},
+                             {"dst", v.dst},
+                             {"size", v.message_size},
+                             {"verdict", toString(v.verdict)},
+                             {"reasons", v.reasons},
+                             {"value", v.value},
+                             {"unit", v.unit},
+                             {"topo_class", v.topo_class},
+                             {"retest", v.retest}});
+  }
+  j["suspects"] = nlohmann::json::array();
+  for (const auto& s : suspects) {
+    j["suspects"].push_back(
+        {{"kind", s.kind}, {"name", s.name}, {"score", s.score}, {"evidence", s.evidence}});
+  }
+  j["notes"] = notes;
+  return j.dump();
+}
+
+TEST(SweepReportTest, WrittenAsTheWholeDocumentDumpWasAndReadBack) {
+  std::vector<PairVerdict> verdicts;
+  for (int i = 0; i < 50; ++i) verdicts.push_back(verdict(i));
+  std::vector<Suspect> suspects = {{"host", "h3", 1.0, {"failed with 3 of 3 partners: h1, h2"}},
+                                   {"link", "h1<->h2", 0.25, {}}};
+  std::vector<std::string> notes = {"retested 2 pairs", "line\nbreak"};
+  const std::string text = sweepReportJson(verdicts, suspects, notes);
+  EXPECT_EQ(text, domDump(verdicts, suspects, notes));
+
+  const auto back = parseSweepReportJson(text);
+  ASSERT_EQ(back.verdicts.size(), verdicts.size());
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    const auto& a = verdicts[i];
+    const auto& b = back.verdicts[i];
+    EXPECT_EQ(b.test_id, a.test_id);
+    EXPECT_EQ(b.src, a.src);
+    EXPECT_EQ(b.dst, a.dst);
+    EXPECT_EQ(b.message_size, a.message_size);
+    EXPECT_EQ(b.verdict, a.verdict) << i;
+    EXPECT_EQ(b.reasons, a.reasons);
+    EXPECT_DOUBLE_EQ(b.value, a.value);
+    EXPECT_EQ(b.unit, a.unit);
+    EXPECT_EQ(b.topo_class, a.topo_class);
+    EXPECT_EQ(b.retest, a.retest) << i;
+  }
+  ASSERT_EQ(back.suspects.size(), 2u);
+  EXPECT_EQ(back.suspects[0].name, "h3");
+  EXPECT_EQ(back.suspects[0].evidence, suspects[0].evidence);
+  EXPECT_DOUBLE_EQ(back.suspects[1].score, 0.25);
+  EXPECT_EQ(back.notes, notes);
+}
+
+TEST(SweepReportTest, AnEmptyReportRoundTrips) {
+  const std::string text = sweepReportJson({}, {}, {});
+  EXPECT_EQ(text, domDump({}, {}, {}));
+  const auto back = parseSweepReportJson(text);
+  EXPECT_TRUE(back.verdicts.empty());
+  EXPECT_TRUE(back.suspects.empty());
+  EXPECT_TRUE(back.notes.empty());
+}
+
+TEST(SweepReportTest, TextThatIsNotAReportGivesNothing) {
+  for (const std::string bad : {"", "[]", "{\"verdicts\":[{\"test_id\":\"t-1\"}", "not json",
+                                "{\"verdicts\":[{\"test_id\":\"t-1\"}]} trailing"}) {
+    const auto back = parseSweepReportJson(bad);
+    EXPECT_TRUE(back.verdicts.empty()) << bad;
+    EXPECT_TRUE(back.suspects.empty()) << bad;
+  }
+}
+
+TEST(SweepReportTest, FieldsOfTheWrongTypeTakeTheirDefaults) {
+  const auto back = parseSweepReportJson(
+      R"({"verdicts":[{"test_id":7,"size":"big","verdict":"MAYBE","retest":"yes","reasons":"r"},3],)"
+      R"("suspects":[{"kind":"host","score":"high"}],"notes":"n"})");
+  ASSERT_EQ(back.verdicts.size(), 1u);  // the bare 3 is not a verdict
+  EXPECT_EQ(back.verdicts[0].test_id, "");
+  EXPECT_EQ(back.verdicts[0].message_size, 0u);
+  EXPECT_EQ(back.verdicts[0].verdict, VerdictKind::kSkip);
+  EXPECT_FALSE(back.verdicts[0].retest);
+  EXPECT_TRUE(back.verdicts[0].reasons.empty());
+  ASSERT_EQ(back.suspects.size(), 1u);
+  EXPECT_DOUBLE_EQ(back.suspects[0].score, 0.0);
+  EXPECT_TRUE(back.notes.empty());
+}
+
+TEST(SweepReportTest, ManyVerdictsRoundTrip) {
+  std::vector<PairVerdict> verdicts;
+  for (int i = 0; i < 20000; ++i) verdicts.push_back(verdict(i));
+  const auto back = parseSweepReportJson(sweepReportJson(verdicts, {}, {}));
+  ASSERT_EQ(back.verdicts.size(), verdicts.size());
+  EXPECT_EQ(back.verdicts.back().test_id, "t-19999");
+}
+
+}  // namespace
+}  // namespace gdrmesh
