@@ -131,7 +131,8 @@ int runTest(const ClientOptions& o, const TestArgs& a) {
   } else {
     std::cout << resultDetail(r);
     if (!resp.store_error().empty()) {
-      std::cout << "WARNING: result not stored yet (kept in coordinator memory): "
+      std::cout << "WARNING: result not in the database yet (spooled next to it, or held by the "
+                   "coordinator; stored when the database takes writes again): "
                 << resp.store_error() << "\n";
     }
   }

@@ -94,6 +94,7 @@ struct CoordinatorArgs {
   int retention_days = -1;  // -1: the config's retention.days (else keep everything)
   TlsArgs tls;
   bool insecure_allow_remote = false;
+  int64_t test_db_max_pages = 0;  // TEST ONLY (hidden): 0 = no limit
 };
 
 int runCoordinator(const CoordinatorArgs& a) {
@@ -154,6 +155,14 @@ int runCoordinator(const CoordinatorArgs& a) {
     std::fprintf(stderr, "gdrmesh coordinator: --db %s: %s\n", a.db.c_str(),
                  store.status().toString().c_str());
     return kExitUsage;
+  }
+  if (a.test_db_max_pages > 0) {
+    // TEST ONLY: a database that cannot grow past this many pages (a full disk, unprivileged).
+    Status st = (*store)->setMaxPageCountForTesting(a.test_db_max_pages);
+    if (!st.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: --test-db-max-pages: %s\n", st.toString().c_str());
+      return kExitUsage;
+    }
   }
   blockTerminationSignals();
   SystemClock clock;
@@ -231,6 +240,10 @@ void registerCoordinator(CLI::App& app, Action* action) {
   cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "worker heartbeat interval")
       ->check(CLI::Range(50, 60000))
       ->capture_default_str();
+  cmd->add_option("--test-db-max-pages", a->test_db_max_pages,
+                  "TEST ONLY: the database may not grow past N pages (a full disk)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->group("");
   addTlsOptions(cmd, &a->tls, /*env_insecure=*/false);
   cmd->add_flag("--insecure-allow-remote", a->insecure_allow_remote,
                 "with --insecure: allow plaintext on a non-loopback --listen address (anyone "

@@ -83,6 +83,13 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   void fail(const std::string& phase, const std::string& worker, const Status& st);
   void failNow(const std::string& phase, const std::string& worker, const Status& st);
   void complete(TestStatus status, std::string reason, bool transient = false);
+  // Every options_.lost_check_seconds until the test ends: a lost worker fails the test at
+  // once, naming it, and releases the other side (which may be blocked on the lost peer).
+  void watchLost();
+  void setPhase(const char* phase) {
+    std::lock_guard<std::mutex> lock(mu_);
+    phase_ = phase;
+  }
   void addOutcome(const SideOutcome& o);
   // Sealed test: checks the destination's digest against the source's pattern; on a mismatch
   // reveals the seed to the destination so it counts and locates the wrong bytes. Then `then`.
@@ -107,6 +114,7 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   Status first_error_;
   std::string first_error_worker_;
   std::string first_error_phase_;
+  const char* phase_ = "prepare";  // the phase in flight, for watchLost()
   uint64_t seed_ = 1;
   // Sealed test (neither side simulated): each side's own pattern, drawn here; a destination
   // never learns its source's seed before it has reported a digest of what landed.
@@ -243,6 +251,7 @@ void PairTestRun::begin(std::string test_id, uint64_t seed) {
       tgt_fill_ = unpredictableSeed();
     } while (tgt_fill_ == ini_fill_);
   }
+  watchLost();
   if (spec_.use_rdma_cm) return classicPrepare();
 
   mark("begin");
@@ -284,6 +293,7 @@ void PairTestRun::leanPrepareTarget() {
 }
 
 void PairTestRun::leanStart() {
+  setPhase("run");
   StartCommand c;
   c.test_id = r_.test_id;
   {
@@ -308,6 +318,7 @@ void PairTestRun::leanStart() {
 }
 
 void PairTestRun::leanFinish() {
+  setPhase("verify");
   FinishCommand c;
   c.test_id = tgt_sid_;
   c.verify = !spec_.initiatorIsDestination();
@@ -487,6 +498,7 @@ void PairTestRun::classicPrepare() {
 void PairTestRun::classicConnect() {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    phase_ = "connect";
     pending_ = 2;
   }
   Self self = shared_from_this();
@@ -506,6 +518,7 @@ void PairTestRun::classicConnect() {
 void PairTestRun::classicRun() {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    phase_ = "run";
     pending_ = 2;
   }
   Self self = shared_from_this();
@@ -536,6 +549,7 @@ void PairTestRun::classicRun() {
 }
 
 void PairTestRun::classicVerify() {
+  setPhase("verify");
   const bool ini_dest = spec_.initiatorIsDestination();
   auto& dest = ini_dest ? ini() : tgt();
   const std::string who = ini_dest ? ep_.initiator->name : ep_.target->name;
@@ -604,6 +618,28 @@ void PairTestRun::failNow(const std::string& phase, const std::string& worker, c
   TestStatus status =
       st.code() == Code::kUnimplemented ? TestStatus::kSkipped : TestStatus::kFailed;
   complete(status, reason, lost || transientCode(st.code()));
+}
+
+void PairTestRun::watchLost() {
+  if (options_.lost_check_seconds <= 0 || finished_.load()) return;
+  Self self = shared_from_this();
+  clock_.schedule(clock_.after(options_.lost_check_seconds), [self] {
+    if (self->finished_.load()) return;
+    for (const auto* ch : {&self->ep_.target_channel, &self->ep_.initiator_channel}) {
+      if (!(*ch)->lost()) continue;
+      std::string phase;
+      {
+        std::lock_guard<std::mutex> lock(self->mu_);
+        phase = self->phase_;
+      }
+      const std::string& who = (*ch)->worker();
+      return self->failNow(
+          phase, who,
+          unavailable("worker " + who + " stopped answering (stream closed or heartbeats missed)",
+                      "check that worker's host and process (`gdrmesh workers`)"));
+    }
+    self->watchLost();
+  });
 }
 
 void PairTestRun::complete(TestStatus status, std::string reason, bool transient) {

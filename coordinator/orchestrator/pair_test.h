@@ -33,6 +33,10 @@ struct PairTestOptions {
   // After a transport error, how long to wait for a lost stream to show before blaming the
   // transport (a peer that died often shows first as the other side's I/O error).
   double lost_grace_seconds = 2;
+  // How often a running test looks whether either worker's stream is gone while it waits on
+  // the other side (a stopped peer keeps its sockets open, so the side still running may wait
+  // out its whole run deadline). A lost worker ends the test at the next look. 0 = never.
+  double lost_check_seconds = 0.25;
 };
 
 // A finished pair test: the row to store, and whether a retry may help (transient errors:

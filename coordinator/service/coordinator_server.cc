@@ -381,11 +381,38 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     ep.target_channel = s_.registry_.channel(spec.target.worker);
     std::promise<PairTestOutcome> promise;
     auto future = promise.get_future();
-    runPairTest(spec, ep, s_.clock_, s_.options_.pair, newTestId(s_.clock_.unixMs()), newSeed(),
+    // A marker in the store while the test runs: if the coordinator dies before the result is
+    // stored, the next start records the test as interrupted instead of losing it.
+    const int64_t started_ms = s_.clock_.unixMs();
+    const std::string test_id = newTestId(started_ms);
+    TestResult started;
+    started.test_id = test_id;
+    started.run_id = spec.run_id;
+    started.started_ms = started_ms;
+    started.op = spec.op;
+    started.mode = spec.mode;
+    started.transport = chooseTransport(spec, ini->inventory, tgt->inventory)
+                            .value_or(spec.transport.value_or(TransportKind::kEmulated));
+    started.message_size = spec.message_size;
+    started.iterations = spec.iterations;
+    started.num_qps = spec.num_qps;
+    started.initiator.worker = ini->name;
+    started.initiator.host = ini->inventory.hostname;
+    started.target.worker = tgt->name;
+    started.target.host = tgt->inventory.hostname;
+    Status marked = s_.store_.markTestStarted(started);
+    if (!marked.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: test %s runs unmarked: %s\n", test_id.c_str(),
+                   marked.toString().c_str());
+    }
+    runPairTest(spec, ep, s_.clock_, s_.options_.pair, test_id, newSeed(),
                 [&promise](PairTestOutcome o) { promise.set_value(std::move(o)); });
     TestResult r = future.get().result;
     st = s_.storeResult(r);
     if (!st.ok()) resp->set_store_error(st.toString());
+    // A result the store refused keeps its marker: it is held in memory only, so after a kill
+    // the restart records the test as interrupted instead of losing it.
+    if (marked.ok() && st.ok()) (void)s_.store_.clearTestStarted(test_id);
     convert::toProto(r, resp->mutable_result());
     return grpc::Status::OK;
   }
@@ -613,6 +640,23 @@ Result<int> CoordinatorServer::start() {
       registry_.addKnown(std::move(st));
     }
   }
+  // Results a previous coordinator could not store (disk full) come back from the spool, then
+  // single tests it was running when it died are recorded as ERROR rows.
+  // Neither stops the coordinator (a full disk must not): what fails stays for the next start.
+  auto replay = store_.replaySpool();
+  if (!replay.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: %s\n", replay.status().toString().c_str());
+  } else if (replay->replayed + replay->already_stored + replay->torn > 0) {
+    std::fprintf(stderr,
+                 "gdrmesh coordinator: spool replayed: %llu results stored, %llu stored already, "
+                 "%llu torn records (cut short by a crash, never acknowledged) skipped\n",
+                 static_cast<unsigned long long>(replay->replayed),
+                 static_cast<unsigned long long>(replay->already_stored),
+                 static_cast<unsigned long long>(replay->torn));
+  }
+  if (Status st = recordInterruptedTests(); !st.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: %s\n", st.toString().c_str());
+  }
   worker_service_ = std::make_unique<WorkerServiceImpl>(*this);
   control_service_ = std::make_unique<ControlServiceImpl>(*this);
   if (!options_.tls) {
@@ -677,11 +721,43 @@ Status CoordinatorServer::storeResult(TestResult& result) {
     result.id = *id;
     return {};
   }
+  // Durable first (a synced spool file next to the database), then held for the retry.
+  Status spooled = store_.spoolResult(result);
   std::lock_guard<std::mutex> lock(mu_);
   unstored_.push_back(result);
-  std::fprintf(stderr, "gdrmesh coordinator: result %s kept in memory: %s\n",
-               result.test_id.c_str(), id.status().toString().c_str());
-  return id.status();
+  if (spooled.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: result %s spooled, not yet stored: %s\n",
+                 result.test_id.c_str(), id.status().toString().c_str());
+    return id.status();
+  }
+  std::fprintf(stderr, "gdrmesh coordinator: result %s held in memory only: %s; %s\n",
+               result.test_id.c_str(), id.status().toString().c_str(), spooled.toString().c_str());
+  return id.status().withContext("and the spool failed too (" + spooled.message() + ")");
+}
+
+Status CoordinatorServer::recordInterruptedTests() {
+  auto open = store_.unfinishedTests();
+  if (!open.ok()) return open.status().withContext("reading tests in flight at the last stop");
+  if (open->empty()) return {};
+  const int64_t now = clock_.unixMs();
+  for (TestResult& t : *open) {
+    t.status = TestStatus::kError;
+    t.finished_ms = now;
+    t.reason =
+        "interrupted by a coordinator restart: the test was in flight when the "
+        "coordinator stopped (started " +
+        formatRfc3339(t.started_ms) + ", " + t.initiator.worker + " -> " + t.target.worker +
+        "); run it again";
+    t.initiator.reg_path = t.target.reg_path = RegPath::kHost;
+  }
+  auto ids = store_.insertResults(*open);
+  if (!ids.ok()) return ids.status().withContext("recording interrupted tests");
+  for (const TestResult& t : *open) {
+    std::fprintf(stderr, "gdrmesh coordinator: test %s recorded as ERROR (interrupted)\n",
+                 t.test_id.c_str());
+    (void)store_.clearTestStarted(t.test_id);
+  }
+  return {};
 }
 
 std::vector<TestResult> CoordinatorServer::unstored() const {
@@ -695,14 +771,30 @@ void CoordinatorServer::monitor() {
   while (!stopping_.load()) {
     cv_.wait_for(lock, interval, [this] { return stopping_.load(); });
     if (stopping_.load()) break;
-    // Retry results the store refused earlier (disk full).
+    // Retry results the store refused earlier (disk full); once all are in, the spool holds
+    // nothing the database lacks: replay (stores what else it holds) and remove it.
+    const bool had_unstored = !unstored_.empty();
     while (!unstored_.empty()) {
       TestResult t = unstored_.front();
       lock.unlock();
       auto id = store_.insertResult(t);
+      bool stored = id.ok();
+      if (!stored && id.status().code() == Code::kInvalidArgument) {
+        // A replay of the spool may have stored it already.
+        auto have = store_.getResult(t.test_id);
+        stored = have.ok() && have->has_value();
+      }
       lock.lock();
-      if (!id.ok()) break;
+      if (!stored) break;
       unstored_.pop_front();
+    }
+    if (had_unstored && unstored_.empty() && writer_.pending() == 0) {
+      lock.unlock();
+      auto replay = store_.replaySpool();
+      if (!replay.ok()) {
+        std::fprintf(stderr, "gdrmesh coordinator: %s\n", replay.status().toString().c_str());
+      }
+      lock.lock();
     }
     lock.unlock();
     const int64_t cutoff =

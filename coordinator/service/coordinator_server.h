@@ -77,6 +77,9 @@ class CoordinatorServer {
   class Starter;
   class Log;
   void monitor();
+  // At start: single tests that were in flight when the last coordinator stopped (their
+  // markers have no result row) become ERROR rows "interrupted by a coordinator restart".
+  Status recordInterruptedTests();
 
   const CoordinatorOptions options_;
   ResultStore& store_;

@@ -1,6 +1,7 @@
 #include "coordinator/store/result_writer.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <utility>
 
@@ -123,6 +124,18 @@ void ResultWriter::run() {
 
     in_flight_ = 0;
     resolved_ += out.resolved;
+    const bool had_spooled = spooled_waiting_ > 0;
+    spooled_waiting_ += out.newly_spooled;
+    spooled_waiting_ -= std::min(spooled_waiting_, out.spooled_resolved);
+    if (had_spooled && spooled_waiting_ == 0 && out.error.ok()) {
+      // Every spooled row is stored: the spool has nothing left that only it holds.
+      lock.unlock();
+      auto replay = store_.replaySpool();
+      if (!replay.ok()) {
+        std::fprintf(stderr, "gdrmesh: %s\n", replay.status().toString().c_str());
+      }
+      lock.lock();
+    }
     queue_.insert(queue_.begin(), std::make_move_iterator(out.requeue.begin()),
                   std::make_move_iterator(out.requeue.end()));
     if (out.error.ok()) {
@@ -156,6 +169,7 @@ ResultWriter::Outcome ResultWriter::write(std::vector<Item> batch, bool give_up)
   if (ids.ok() && ids->size() == rows.size()) {
     for (size_t i = 0; i < batch.size(); ++i) {
       if (batch[i].on_stored) batch[i].on_stored((*ids)[i]);
+      out.spooled_resolved += batch[i].spooled ? 1 : 0;
     }
     out.resolved = batch.size();
     return out;
@@ -177,6 +191,7 @@ ResultWriter::Outcome ResultWriter::write(std::vector<Item> batch, bool give_up)
         break;
       }
       if (batch[i].on_stored) batch[i].on_stored(std::move(id));
+      out.spooled_resolved += batch[i].spooled ? 1 : 0;
       ++out.resolved;
     }
     if (failure.ok()) return out;
@@ -185,12 +200,21 @@ ResultWriter::Outcome ResultWriter::write(std::vector<Item> batch, bool give_up)
   // Rows i.. were not stored for a reason that may pass.
   out.error = failure;
   for (; i < batch.size(); ++i) {
+    if (!batch[i].spooled) {
+      // Durable before it waits in memory: a kill -9 from here on loses nothing.
+      Status spooled = store_.spoolResult(rows[i]);
+      batch[i].spooled = spooled.ok();
+      out.newly_spooled += spooled.ok() ? 1 : 0;
+      if (!spooled.ok()) std::fprintf(stderr, "gdrmesh: %s\n", spooled.toString().c_str());
+    }
     if (give_up) {
+      // A spooled row stays in the spool: the next start replays it.
       if (batch[i].on_stored) {
-        batch[i].on_stored(failure.withContext("result " + rows[i].test_id +
-                                               " was not stored before the result writer "
-                                               "stopped"));
+        batch[i].on_stored(failure.withContext(
+            "result " + rows[i].test_id + " was not stored before the result writer stopped" +
+            (batch[i].spooled ? " (it is in the spool; the next start stores it)" : "")));
       }
+      out.spooled_resolved += batch[i].spooled ? 1 : 0;
       ++out.resolved;
     } else {
       batch[i].row = std::move(rows[i]);

@@ -8,6 +8,10 @@
 //    with exponential backoff until it is stored. Only a row the store refuses for good
 //    (kInvalidArgument: empty or duplicate test_id, ...) is dropped, and its on_stored says why;
 //    the rest of its batch is still stored.
+//  - Nothing is lost on a kill -9 either: a row whose batch failed for a reason that may pass is
+//    appended to the store's spool (ResultStore::spoolResult, synced) before it is requeued, and
+//    the spool is replayed (and removed) once every spooled row has been stored. A coordinator
+//    killed meanwhile replays it at its next start.
 //  - on_stored is called exactly once per row: with the row id, with the refusal, or (only when
 //    the writer is destroyed while the store keeps failing) with the last error.
 //
@@ -75,11 +79,14 @@ class ResultWriter {
     TestResult row;
     OnStored on_stored;
     std::chrono::steady_clock::time_point queued_at;
+    bool spooled = false;  // in the store's spool file
   };
   // What one attempt did: rows stored or refused (callbacks run), rows to put back at the
   // front of the queue, and the error that stopped it (OK when none).
   struct Outcome {
     size_t resolved = 0;
+    size_t spooled_resolved = 0;  // of those, rows that were in the spool
+    size_t newly_spooled = 0;
     std::vector<Item> requeue;
     Status error;
   };
@@ -106,6 +113,7 @@ class ResultWriter {
   Clock::time_point retry_at_;             // guarded by mu_: no attempt before this
   int backoff_ms_ = 0;                     // guarded by mu_: 0 after a success
   Status last_error_;                      // guarded by mu_
+  size_t spooled_waiting_ = 0;             // guarded by mu_: spooled rows not yet resolved
   std::thread thread_;                     // last: starts after everything above exists
 };
 

@@ -1,13 +1,19 @@
 #include "coordinator/store/sqlite_store.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -135,6 +141,25 @@ CREATE TABLE sweep_test_starts (
   test_id TEXT NOT NULL,
   started_ms INTEGER NOT NULL,
   PRIMARY KEY (sweep_id, plan_index)
+))sql";
+
+// One row per single pair test in flight (RunTest); removed once its result is stored. What a
+// restart needs to record the test as interrupted.
+const char* const kCreateTestStarts = R"sql(
+CREATE TABLE test_starts (
+  test_id TEXT PRIMARY KEY,
+  run_id TEXT NOT NULL,
+  started_ms INTEGER NOT NULL,
+  op TEXT NOT NULL,
+  mode TEXT NOT NULL,
+  transport TEXT NOT NULL,
+  message_size INTEGER NOT NULL,
+  iterations INTEGER NOT NULL,
+  num_qps INTEGER NOT NULL,
+  initiator_worker TEXT NOT NULL,
+  initiator_host TEXT NOT NULL,
+  target_worker TEXT NOT NULL,
+  target_host TEXT NOT NULL
 ))sql";
 
 // Append-only history of schedule firings.
@@ -497,6 +522,147 @@ class Reader {
   std::string problem_;
 };
 
+// The spool's line format: "gdrmesh-spool-1" then every result column in visiting order, each
+// percent-escaped (no tab, newline or '%' left raw), tab-separated, one result per line. A line
+// cut short by a crash (no newline, or the wrong number of fields) is not a result.
+constexpr const char* kSpoolMagic = "gdrmesh-spool-1";
+
+std::string spoolEscape(const std::string& v) {
+  std::string out;
+  out.reserve(v.size());
+  for (unsigned char ch : v) {
+    if (ch == '%' || ch == '\t' || ch == '\n' || ch == '\r') {
+      char buf[4];
+      std::snprintf(buf, sizeof(buf), "%%%02X", ch);
+      out += buf;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
+bool spoolUnescape(const std::string& v, std::string* out) {
+  out->clear();
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != '%') {
+      *out += v[i];
+      continue;
+    }
+    if (i + 2 >= v.size() || !std::isxdigit(static_cast<unsigned char>(v[i + 1])) ||
+        !std::isxdigit(static_cast<unsigned char>(v[i + 2]))) {
+      return false;
+    }
+    const unsigned int x = static_cast<unsigned int>(std::stoul(v.substr(i + 1, 2), nullptr, 16));
+    *out += static_cast<char>(x);
+    i += 2;
+  }
+  return true;
+}
+
+class SpoolEncoder {
+ public:
+  std::string line = kSpoolMagic;
+  void field(const char* /*name*/, const std::string& v) { add(spoolEscape(v)); }
+  void field(const char* /*name*/, int64_t v) { add(std::to_string(v)); }
+  void field(const char* /*name*/, uint64_t v) { add(std::to_string(v)); }
+  void field(const char* /*name*/, uint32_t v) { add(std::to_string(v)); }
+  void field(const char* /*name*/, int v) { add(std::to_string(v)); }
+  void field(const char* /*name*/, bool v) { add(v ? "1" : "0"); }
+  void field(const char* /*name*/, double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof(buf), "%.17g", v);
+    add(buf);
+  }
+  template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+  void field(const char* /*name*/, E v) {
+    add(toString(v));
+  }
+  void derivedGpuDirect(const char* /*name*/, const TestResult& /*unused*/) {}
+
+ private:
+  void add(const std::string& f) {
+    line += '\t';
+    line += f;
+  }
+};
+
+class SpoolDecoder {
+ public:
+  explicit SpoolDecoder(std::vector<std::string> fields) : f_(std::move(fields)) {}
+  const std::string& problem() const { return problem_; }
+  bool complete() const { return problem_.empty() && i_ == f_.size(); }
+
+  void field(const char* name, std::string& v) {
+    if (const std::string* t = next(name); t && !spoolUnescape(*t, &v)) bad(name, *t);
+  }
+  void field(const char* name, int64_t& v) { integer(name, &v); }
+  void field(const char* name, uint64_t& v) {
+    int64_t x = 0;
+    integer(name, &x);
+    v = static_cast<uint64_t>(x);
+  }
+  void field(const char* name, uint32_t& v) {
+    int64_t x = 0;
+    integer(name, &x);
+    v = static_cast<uint32_t>(x);
+  }
+  void field(const char* name, int& v) {
+    int64_t x = 0;
+    integer(name, &x);
+    v = static_cast<int>(x);
+  }
+  void field(const char* name, bool& v) {
+    int64_t x = 0;
+    integer(name, &x);
+    v = x != 0;
+  }
+  void field(const char* name, double& v) {
+    const std::string* t = next(name);
+    if (!t) return;
+    char* end = nullptr;
+    v = std::strtod(t->c_str(), &end);
+    if (end == t->c_str() || *end != '\0') bad(name, *t);
+  }
+  template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+  void field(const char* name, E& v) {
+    if (const std::string* t = next(name); t && !parseEnum(*t, &v)) bad(name, *t);
+  }
+  void derivedGpuDirect(const char* /*name*/, TestResult& /*unused*/) {}
+
+ private:
+  const std::string* next(const char* name) {
+    if (i_ >= f_.size()) {
+      bad(name, "(missing)");
+      return nullptr;
+    }
+    return &f_[i_++];
+  }
+  void integer(const char* name, int64_t* v) {
+    const std::string* t = next(name);
+    if (!t) return;
+    char* end = nullptr;
+    errno = 0;
+    *v = std::strtoll(t->c_str(), &end, 10);
+    if (end == t->c_str() || *end != '\0' || errno != 0) bad(name, *t);
+  }
+  void bad(const char* name, const std::string& v) {
+    if (problem_.empty()) problem_ = std::string("field ") + name + " holds '" + v + "'";
+  }
+  std::vector<std::string> f_;
+  size_t i_ = 0;
+  std::string problem_;
+};
+
+// Makes a file's directory entry durable (a new or removed spool survives a power cut).
+void syncDirectoryOf(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
 // Resets a cached statement (and drops its bindings) when the scope ends.
 class StmtScope {
  public:
@@ -582,6 +748,11 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
            kCreateSweepAggregates,
            "CREATE INDEX sweep_aggregates_pair ON sweep_aggregates (src, dst, started_ms)",
            kCreateSweepTotals,
+       }},
+      {4,
+       "in-flight markers of single pair tests (interrupted by a restart: recorded as ERROR)",
+       {
+           kCreateTestStarts,
        }},
   };
   return kMigrations;
@@ -1475,6 +1646,208 @@ Result<std::vector<SweepTestStart>> SqliteStore::unfinishedSweepTests(const std:
     out.push_back(std::move(t));
   }
   if (rc != SQLITE_DONE) return error(c, rc, "unfinished_sweep_tests");
+  return out;
+}
+
+Status SqliteStore::markTestStarted(const TestResult& t) {
+  if (t.test_id.empty()) {
+    return invalidArgument("test_id is empty", "mark a test with its id (newTestId)");
+  }
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      statement(writer_, "mark_test_started",
+                "INSERT OR REPLACE INTO test_starts (test_id, run_id, started_ms, op, mode, "
+                "transport, message_size, iterations, num_qps, initiator_worker, initiator_host, "
+                "target_worker, target_host) VALUES (:test_id, :run_id, :started_ms, :op, :mode, "
+                ":transport, :message_size, :iterations, :num_qps, :iw, :ih, :tw, :th)"));
+  StmtScope scope(s);
+  int rc = bindText(s, ":test_id", t.test_id);
+  if (rc == SQLITE_OK) rc = bindText(s, ":run_id", t.run_id);
+  if (rc == SQLITE_OK) rc = bindInt(s, ":started_ms", t.started_ms);
+  if (rc == SQLITE_OK) rc = bindText(s, ":op", toString(t.op));
+  if (rc == SQLITE_OK) rc = bindText(s, ":mode", toString(t.mode));
+  if (rc == SQLITE_OK) rc = bindText(s, ":transport", toString(t.transport));
+  if (rc == SQLITE_OK) rc = bindInt(s, ":message_size", static_cast<int64_t>(t.message_size));
+  if (rc == SQLITE_OK) rc = bindInt(s, ":iterations", static_cast<int64_t>(t.iterations));
+  if (rc == SQLITE_OK) rc = bindInt(s, ":num_qps", t.num_qps);
+  if (rc == SQLITE_OK) rc = bindText(s, ":iw", t.initiator.worker);
+  if (rc == SQLITE_OK) rc = bindText(s, ":ih", t.initiator.host);
+  if (rc == SQLITE_OK) rc = bindText(s, ":tw", t.target.worker);
+  if (rc == SQLITE_OK) rc = bindText(s, ":th", t.target.host);
+  if (rc != SQLITE_OK) return error(writer_, rc, "mark_test_started (bind)");
+  rc = sqlite3_step(s);
+  if (rc != SQLITE_DONE) return error(writer_, rc, "mark_test_started");
+  return Status();
+}
+
+Status SqliteStore::clearTestStarted(const std::string& test_id) {
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(writer_, "clear_test_started",
+                                                   "DELETE FROM test_starts WHERE test_id = ?1"));
+  StmtScope scope(s);
+  int rc = sqlite3_bind_text64(s, 1, test_id.data(), test_id.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK) return error(writer_, rc, "clear_test_started (bind)");
+  rc = sqlite3_step(s);
+  if (rc != SQLITE_DONE) return error(writer_, rc, "clear_test_started");
+  return Status();
+}
+
+Result<std::vector<TestResult>> SqliteStore::unfinishedTests() {
+  Conn& c = reader();
+  std::lock_guard<std::mutex> lock(c.mu);
+  GDR_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      statement(c, "unfinished_tests",
+                "SELECT test_id, run_id, started_ms, op, mode, transport, message_size, "
+                "iterations, num_qps, initiator_worker, initiator_host, target_worker, "
+                "target_host FROM test_starts st WHERE NOT EXISTS (SELECT 1 FROM results r "
+                "WHERE r.test_id = st.test_id) ORDER BY started_ms, test_id"));
+  StmtScope scope(s);
+  std::vector<TestResult> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    TestResult t;
+    t.test_id = columnText(s, 0);
+    t.run_id = columnText(s, 1);
+    t.started_ms = sqlite3_column_int64(s, 2);
+    const bool ok = parseEnum(columnText(s, 3), &t.op) && parseEnum(columnText(s, 4), &t.mode) &&
+                    parseEnum(columnText(s, 5), &t.transport);
+    if (!ok) {
+      return Status(
+          Code::kDataLoss,
+          "test_starts row '" + t.test_id + "' in " + path_ + ": unknown op, mode or transport",
+          "the row was written by another program or a newer gdrmesh; delete it");
+    }
+    t.message_size = static_cast<uint64_t>(sqlite3_column_int64(s, 6));
+    t.iterations = static_cast<uint64_t>(sqlite3_column_int64(s, 7));
+    t.num_qps = static_cast<uint32_t>(sqlite3_column_int64(s, 8));
+    t.initiator.worker = columnText(s, 9);
+    t.initiator.host = columnText(s, 10);
+    t.target.worker = columnText(s, 11);
+    t.target.host = columnText(s, 12);
+    out.push_back(std::move(t));
+  }
+  if (rc != SQLITE_DONE) return error(c, rc, "unfinished_tests");
+  return out;
+}
+
+std::string SqliteStore::spoolPath() const {
+  return path_ == ":memory:" ? std::string() : path_ + ".spool";
+}
+
+Status SqliteStore::spoolResult(const TestResult& result) {
+  GDR_RETURN_IF_ERROR(checkInsertable(result));
+  const std::string path = spoolPath();
+  if (path.empty()) {
+    return failedPrecondition("an in-memory database has no spool file",
+                              "use a database file (--db PATH)");
+  }
+  SpoolEncoder enc;
+  visitResultColumns(result, enc);
+  enc.line += '\n';
+  std::lock_guard<std::mutex> lock(spool_mu_);
+  const bool existed = ::access(path.c_str(), F_OK) == 0;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  auto ioError = [&](const char* what) {
+    const int e = errno;
+    return Status(e == ENOSPC || e == EDQUOT ? Code::kResourceExhausted : Code::kUnavailable,
+                  std::string("cannot ") + what + " spool file " + path + " (" + std::strerror(e) +
+                      "): result " + result.test_id + " is held in memory only",
+                  "free space on (or make writable) the disk that holds " + path_ +
+                      "; results held in memory are lost if the coordinator is killed");
+  };
+  if (fd < 0) return ioError("open");
+  const char* p = enc.line.data();
+  size_t left = enc.line.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      Status st = ioError("append to");
+      // Leave no partial record behind: cut the file back to where this record began.
+      struct stat sb {};
+      if (::fstat(fd, &sb) == 0) {
+        (void)::ftruncate(fd, sb.st_size - static_cast<off_t>(enc.line.size() - left));
+      }
+      ::close(fd);
+      return st;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    Status st = ioError("sync");
+    ::close(fd);
+    return st;
+  }
+  ::close(fd);
+  if (!existed) syncDirectoryOf(path);
+  return Status();
+}
+
+Result<SpoolReplay> SqliteStore::replaySpool() {
+  SpoolReplay out;
+  const std::string path = spoolPath();
+  if (path.empty()) return out;
+  std::lock_guard<std::mutex> lock(spool_mu_);
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    if (errno == ENOENT || ::access(path.c_str(), F_OK) != 0) return out;
+    return unavailable("cannot read spool file " + path + " (" + std::strerror(errno) + ")",
+                       "make it readable by the coordinator; it holds results not yet stored");
+  }
+  std::stringstream buffer;
+  buffer << f.rdbuf();
+  const std::string data = buffer.str();
+  size_t pos = 0;
+  while (pos < data.size()) {
+    const size_t nl = data.find('\n', pos);
+    if (nl == std::string::npos) {
+      ++out.torn;  // the last record was cut short by a crash mid-append: never acknowledged
+      break;
+    }
+    std::string line = data.substr(pos, nl - pos);
+    pos = nl + 1;
+    std::vector<std::string> fields;
+    size_t start = 0;
+    for (;;) {
+      const size_t tab = line.find('\t', start);
+      fields.push_back(line.substr(start, tab == std::string::npos ? tab : tab - start));
+      if (tab == std::string::npos) break;
+      start = tab + 1;
+    }
+    if (fields.empty() || fields.front() != kSpoolMagic) {
+      ++out.torn;
+      continue;
+    }
+    fields.erase(fields.begin());
+    TestResult r;
+    SpoolDecoder dec(std::move(fields));
+    visitResultColumns(r, dec);
+    if (!dec.complete()) {
+      ++out.torn;
+      continue;
+    }
+    // Stored already (by a retry before the crash, or an earlier replay): not again.
+    GDR_ASSIGN_OR_RETURN(std::optional<TestResult> have, getResult(r.test_id));
+    if (have) {
+      ++out.already_stored;
+      continue;
+    }
+    Result<int64_t> id = insertResult(r);
+    if (!id.ok()) {
+      return id.status().withContext("replaying spool file " + path + " (kept; " +
+                                     std::to_string(out.replayed) + " results replayed so far)");
+    }
+    ++out.replayed;
+  }
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return unavailable(
+        "cannot remove spool file " + path + " after replaying it (" + std::strerror(errno) + ")",
+        "remove it by hand; its results are stored");
+  }
+  syncDirectoryOf(path);
   return out;
 }
 

@@ -75,6 +75,13 @@ class SqliteStore : public ResultStore, public SweepStore {
   Result<std::vector<WorkerRecord>> listWorkers() override;
   Result<uint64_t> countResults(const ResultQuery& query) override;
   Result<std::vector<TestResult>> queryHistory(const HistoryQuery& query) override;
+  Status markTestStarted(const TestResult& started) override;
+  Status clearTestStarted(const std::string& test_id) override;
+  Result<std::vector<TestResult>> unfinishedTests() override;
+  // The spool is "<db>.spool" next to the database file (none for ":memory:").
+  Status spoolResult(const TestResult& result) override;
+  Result<SpoolReplay> replaySpool() override;
+  std::string spoolPath() const;
 
   // SweepStore.
   Status createSweep(const SweepRecord& sweep) override;
@@ -161,6 +168,7 @@ class SqliteStore : public ResultStore, public SweepStore {
   std::function<void()> on_query_row_;  // tests only
   Conn writer_;
   std::unique_ptr<Conn> reader_;  // null for ":memory:"
+  std::mutex spool_mu_;           // serialises appends to and replays of the spool file
 };
 
 }  // namespace gdrmesh

@@ -113,6 +113,13 @@ struct SweepTotals {
   bool from_aggregates = false;  // read from the kept totals, not counted from raw rows
 };
 
+// What replaying the spool did (ResultStore::replaySpool).
+struct SpoolReplay {
+  uint64_t replayed = 0;        // results written to the store
+  uint64_t already_stored = 0;  // results the store had already (stored by a retry)
+  uint64_t torn = 0;            // records cut short by a crash mid-append (never acknowledged)
+};
+
 class ResultStore {
  public:
   virtual ~ResultStore() = default;
@@ -137,6 +144,26 @@ class ResultStore {
   // first, in one short transaction; returns how many it deleted (fewer than max_rows: none
   // older is left). max_rows 0 is kInvalidArgument.
   virtual Result<uint64_t> deleteResultsBefore(int64_t cutoff_ms, uint32_t max_rows) = 0;
+
+  // In-flight markers of single pair tests (RunTest), so that a test the coordinator was
+  // running when it died is not lost without a trace. `started` names the test: test_id,
+  // run_id, started_ms, op, mode, transport, message_size, iterations, num_qps and each side's
+  // worker and host are kept; the rest is ignored. Marking a test_id again replaces the marker.
+  virtual Status markTestStarted(const TestResult& started) = 0;
+  // Removes the marker (the result is stored, or the test never ran); unknown ids are fine.
+  virtual Status clearTestStarted(const std::string& test_id) = 0;
+  // Marked tests that have no result row (results.test_id), oldest first, as the skeletons
+  // markTestStarted kept. After a restart these were in flight.
+  virtual Result<std::vector<TestResult>> unfinishedTests() = 0;
+
+  // The spool: results the store could not write (disk full, read-only database) are appended
+  // to a file next to the database, one record per result, and synced before this returns, so
+  // a kill -9 loses none of them. Fails (naming the file and the fix) when the spool cannot be
+  // written either; a failed append leaves no partial record.
+  virtual Status spoolResult(const TestResult& result) = 0;
+  // Writes every spooled result the store does not have yet, then removes the spool file (run
+  // at start, and when the store accepts writes again). On an error the file is kept.
+  virtual Result<SpoolReplay> replaySpool() = 0;
 };
 
 // Sweeps, their progress markers, and schedule history. Same thread contract.

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -105,9 +106,14 @@ void LocalCluster::startCoordinator(const std::vector<std::string>& extra, int p
                                     const std::string& host) {
   std::string port_file = dir_ + "/port";
   ::unlink(port_file.c_str());
-  std::vector<std::string> args{"coordinator", "--listen",       host + ":" + std::to_string(port),
-                                "--db",        dbPath(),         "--port-file",
-                                port_file,     "--heartbeat-ms", "100"};
+  std::vector<std::string> args{"coordinator", "--listen", host + ":" + std::to_string(port),
+                                "--db",        dbPath(),   "--port-file",
+                                port_file};
+  // Fast loss detection (100 ms x 5 misses) unless the test asks for its own interval.
+  if (std::find(extra.begin(), extra.end(), "--heartbeat-ms") == extra.end()) {
+    args.push_back("--heartbeat-ms");
+    args.push_back("100");
+  }
   if (tls()) {
     args.push_back("--tls-dir");
     args.push_back(certsDir() + "/coordinator-coordinator");

@@ -44,7 +44,7 @@ class LocalCluster {
                     const std::vector<std::string>& extra = {});
 
   // Starts the coordinator (port 0 unless `port` is given) on `host` and waits until it
-  // listens.
+  // listens. Heartbeats every 100 ms unless `extra` has its own --heartbeat-ms.
   void startCoordinator(const std::vector<std::string>& extra = {}, int port = 0,
                         const std::string& host = "127.0.0.1");
   void stopCoordinator(int sig = 15);

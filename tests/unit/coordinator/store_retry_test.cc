@@ -56,6 +56,11 @@ class FlakyStore final : public ResultStore {
   Result<uint64_t> deleteResultsBefore(int64_t, uint32_t) override {
     return unimplemented("retention is not part of this fake");
   }
+  Status markTestStarted(const TestResult&) override { return {}; }
+  Status clearTestStarted(const std::string&) override { return {}; }
+  Result<std::vector<TestResult>> unfinishedTests() override { return std::vector<TestResult>(); }
+  Status spoolResult(const TestResult&) override { return {}; }
+  Result<SpoolReplay> replaySpool() override { return SpoolReplay(); }
   size_t stored() {
     std::lock_guard<std::mutex> lock(mu_);
     return rows_.size();

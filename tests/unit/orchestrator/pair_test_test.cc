@@ -139,6 +139,37 @@ TEST_F(PairTestTest, LostWorkerIsNamedAsLost) {
   EXPECT_NE(o.result.reason.find("worker lost: b"), std::string::npos) << o.result.reason;
 }
 
+// Issue #9: a target stopped mid-run (SIGSTOP) keeps its sockets open, so the initiator's run
+// does not fail; the test must end once the target is declared lost, not at the run deadline.
+TEST_F(PairTestTest, ATargetLostWhileTheInitiatorRunsEndsTheTestAtOnce) {
+  dir_.fake("a").behaviour.run_seconds = 500;  // blocked on the stopped peer
+  clock_.schedule(clock_.after(3.0), [this] { dir_.fake("b").setLost(true); });
+  const auto t0 = clock_.now();
+  auto o = runToEnd();
+  const double took = std::chrono::duration<double>(clock_.now() - t0).count();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("worker lost: b disconnected during run"), std::string::npos)
+      << o.result.reason;
+  EXPECT_TRUE(o.transient);
+  EXPECT_LT(took, 3.0 + PairTestOptions{}.lost_check_seconds + 0.01)
+      << "the test waited on the running side after its peer was lost";
+  // The side still running was told to stop.
+  auto log = dir_.fake("a").log();
+  EXPECT_EQ(log.back().rfind("release t-1", 0), 0u) << log.back();
+}
+
+TEST_F(PairTestTest, AnInitiatorLostDuringEndpointExchangeIsNamed) {
+  dir_.fake("b").behaviour.mute = true;  // the target's prepare never answers
+  clock_.schedule(clock_.after(1.0), [this] { dir_.fake("a").setLost(true); });
+  const auto t0 = clock_.now();
+  auto o = runToEnd();
+  const double took = std::chrono::duration<double>(clock_.now() - t0).count();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("worker lost: a disconnected during prepare"), std::string::npos)
+      << o.result.reason;
+  EXPECT_LT(took, 1.0 + PairTestOptions{}.lost_check_seconds + 0.01);
+}
+
 TEST_F(PairTestTest, OptionsTheTransportIgnoresAreRefusedUpFront) {
   spec_.inline_size = 64;
   Status st = checkPairAgainstInventory(spec_, *dir_.get("a"), *dir_.get("b"));

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -62,6 +63,11 @@ class RecordingStore final : public ResultStore {
   Result<uint64_t> deleteResultsBefore(int64_t cutoff_ms, uint32_t max_rows) override {
     return inner_.deleteResultsBefore(cutoff_ms, max_rows);
   }
+  Status markTestStarted(const TestResult& t) override { return inner_.markTestStarted(t); }
+  Status clearTestStarted(const std::string& id) override { return inner_.clearTestStarted(id); }
+  Result<std::vector<TestResult>> unfinishedTests() override { return inner_.unfinishedTests(); }
+  Status spoolResult(const TestResult& r) override { return inner_.spoolResult(r); }
+  Result<SpoolReplay> replaySpool() override { return inner_.replaySpool(); }
 
   void hold() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -351,6 +357,15 @@ TEST(ResultWriterDiskTest, AFullDiskKeepsRowsQueuedUntilSpaceReturns) {
   EXPECT_EQ(writer.lastError().code(), Code::kResourceExhausted);
   EXPECT_TRUE(reports.stored().empty());
   EXPECT_TRUE(reports.errors().empty()) << "a retried row was reported as failed";
+  // Held rows are durable meanwhile: one spool record each (issue #9: a kill -9 loses none).
+  {
+    std::ifstream spool(store.spoolPath());
+    ASSERT_TRUE(spool.good()) << "rows held for a retry were not spooled";
+    std::string line;
+    int lines = 0;
+    while (std::getline(spool, line)) ++lines;
+    EXPECT_EQ(lines, kRows);
+  }
 
   ASSERT_TRUE(store.setMaxPageCountForTesting(1 << 20).ok());
   writer.flush();
@@ -363,6 +378,8 @@ TEST(ResultWriterDiskTest, AFullDiskKeepsRowsQueuedUntilSpaceReturns) {
   auto rows = store.queryResults(all);
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(rows->size(), size_t{kRows} + 1);
+  EXPECT_FALSE(std::ifstream(store.spoolPath()).good())
+      << "the spool is removed once every spooled row is stored";
 }
 
 TEST_F(ResultWriterTest, ShutdownGivesUpAfterTheGraceAndReportsEachRow) {
