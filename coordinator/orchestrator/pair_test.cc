@@ -223,10 +223,12 @@ void PairTestRun::begin(std::string test_id, uint64_t seed) {
     }
     if (sel.memory == MemoryKind::kCuda && w->inventory.gpus.empty()) {
       std::string note = noteFor(w->inventory, "cuda");
-      return complete(TestStatus::kSkipped, "GPU memory requested but worker " + w->name +
-                                                " has no GPUs" +
-                                                (note.empty() ? "" : " (" + note + ")") +
-                                                "; a GPUDirect result needs a GPU on both sides");
+      return complete(TestStatus::kSkipped,
+                      std::string(is_ini ? "SRC (initiator)" : "DST (target)") +
+                          " side: GPU memory requested (" + memoryText(sel.memory, sel.gpu) +
+                          ") but worker " + w->name + " has no GPUs" +
+                          (note.empty() ? "" : " (" + note + ")") +
+                          "; run that side on a worker with a GPU, or give it host memory");
     }
     if (!hasTransport(w->inventory, transport_)) {
       std::string note = noteFor(w->inventory, toString(transport_));

@@ -187,6 +187,58 @@ TEST_F(ClusterTest, GpuMemoryOnAHostWithoutGpusIsSkippedNeverPassed) {
   EXPECT_EQ(c_.query("SELECT id FROM results WHERE status = 'SKIPPED'").size(), 3u);
 }
 
+// Each side chooses its own memory. This machine has no GPU (as the test above assumes): the
+// side that asks for GPU memory is named in the SKIPPED reason, and the host side's own choice is
+// what the row records for it; never PASSED, never GPUDirect.
+TEST_F(ClusterTest, HostToGpuOnAHostWithoutGpusIsSkippedNamingThatSide) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* side;  // named in the reason
+    const char* initiator_memory;
+    const char* target_memory;
+  };
+  const Case cases[] = {
+      {{"--src-memory", "host", "--dst-memory", "cuda:0"}, "DST (target) side", "host", "cuda"},
+      {{"--src-memory", "cuda:0", "--dst-memory", "host", "--reg", "dmabuf"},
+       "SRC (initiator) side",
+       "cuda",
+       "host"},
+  };
+  for (const Case& k : cases) {
+    std::vector<std::string> args{"test", "a", "b"};
+    args.insert(args.end(), k.args.begin(), k.args.end());
+    auto j = runJson(args, 3);
+    ASSERT_TRUE(j.is_object());
+    EXPECT_EQ(j["status"], "SKIPPED") << j.dump(2);
+    const std::string reason = j["reason"].get<std::string>();
+    EXPECT_EQ(reason.rfind(k.side, 0), 0u) << reason;
+    EXPECT_NE(reason.find("has no GPUs"), std::string::npos) << reason;
+    EXPECT_EQ(j["gpudirect"], false);
+    EXPECT_EQ(j["initiator"]["memory"], k.initiator_memory) << j.dump(2);
+    EXPECT_EQ(j["target"]["memory"], k.target_memory) << j.dump(2);
+    auto rows = c_.query(
+        "SELECT status, gpudirect, initiator_memory, initiator_reg_path, target_memory, "
+        "target_reg_path FROM results WHERE test_id = '" +
+        j["test_id"].get<std::string>() + "'");
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0]["status"], "SKIPPED");
+    EXPECT_EQ(rows[0]["gpudirect"], "0");
+    EXPECT_EQ(rows[0]["initiator_memory"], k.initiator_memory);
+    EXPECT_EQ(rows[0]["target_memory"], k.target_memory);
+    // The host side registers host memory whatever --reg says (it is the GPU sides' path).
+    const bool ini_host = std::string(k.initiator_memory) == "host";
+    EXPECT_EQ(rows[0][ini_host ? "initiator_reg_path" : "target_reg_path"], "host");
+  }
+  EXPECT_TRUE(c_.query("SELECT id FROM results WHERE status = 'PASSED'").empty());
+  // Contradictory flags are refused before anything runs, naming both flags.
+  auto r = c_.cli({"test", "a", "b", "--memory", "cuda", "--dst-memory", "host"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("--dst-memory: cannot be combined with --memory"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_EQ(c_.query("SELECT id FROM results").size(), 2u);
+}
+
 TEST_F(ClusterTest, DuplicateWorkerNameIsRefused) {
   auto r = c_.cli({"worker", "--name", "a"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
