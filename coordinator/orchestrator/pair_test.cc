@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "common/capabilities.h"
 #include "common/pattern.h"
 #include "common/units.h"
 
@@ -680,6 +681,9 @@ Status checkPairAgainstInventory(const PairTestSpec& spec, const WorkerStatus& i
   };
   GDR_RETURN_IF_ERROR(side(spec.initiator, initiator, "initiator"));
   GDR_RETURN_IF_ERROR(side(spec.target, target, "target"));
+  // Capabilities before operations: a side no transport of its worker can serve is refused
+  // here, before either worker is contacted.
+  GDR_RETURN_IF_ERROR(checkCapabilities(spec, initiator, target));
   auto t = chooseTransport(spec, initiator.inventory, target.inventory);
   if (t) GDR_RETURN_IF_ERROR(checkTransportOptions(spec, *t));
   return {};
@@ -688,6 +692,13 @@ Status checkPairAgainstInventory(const PairTestSpec& spec, const WorkerStatus& i
 std::optional<TransportKind> chooseTransport(const PairTestSpec& spec, const Inventory& initiator,
                                              const Inventory& target) {
   if (spec.transport) return spec.transport;
+  // The preferred transport that serves both sides (capabilities), else the preferred one both
+  // have (the run then reports what it could not do).
+  const auto a = transportsServing(initiator, spec, Role::kInitiator);
+  const auto b = transportsServing(target, spec, Role::kTarget);
+  for (TransportKind t : a) {
+    if (std::find(b.begin(), b.end(), t) != b.end()) return t;
+  }
   for (TransportKind t :
        {TransportKind::kVerbs, TransportKind::kSimulated, TransportKind::kEmulated}) {
     if (hasTransport(initiator, t) && hasTransport(target, t)) return t;

@@ -102,13 +102,15 @@ TEST_F(GpuPairTest, CorruptionInGpuMemoryIsCountedOnTheGpu) {
 }
 
 TEST_F(GpuPairTest, GpuDirectRequestsWithoutAnRdmaNicNeverPass) {
-  // auto = dmabuf then peermem; the emulated transport has neither, and staging is not
-  // chosen silently.
-  auto a = run({"test", "g1", "g2", "--transport", "emulated", "--memory", "cuda", "--reg", "auto",
-                "--size", "1MiB", "--iters", "5"},
-               3);
-  EXPECT_EQ(a["status"], "SKIPPED") << a.dump(2);
-  EXPECT_NE(a["reason"].get<std::string>().find("staged"), std::string::npos) << a["reason"];
+  // auto = dmabuf then peermem; the emulated transport has neither (its capabilities say so),
+  // and staging is not chosen silently: refused before any worker is contacted.
+  auto a = c_.cli({"test", "g1", "g2", "--transport", "emulated", "--memory", "cuda", "--reg",
+                   "auto", "--size", "1MiB", "--iters", "5"});
+  EXPECT_EQ(a.exit_code, 2) << a.out << a.err;
+  EXPECT_NE((a.out + a.err).find("--reg auto (dmabuf or peermem) on cuda memory"),
+            std::string::npos)
+      << a.out << a.err;
+  EXPECT_NE((a.out + a.err).find("staged"), std::string::npos) << a.out << a.err;
   // verbs was asked for: no RDMA device on this host.
   auto v = run({"test", "g1", "g2", "--transport", "verbs", "--memory", "cuda", "--reg", "dmabuf",
                 "--size", "1MiB", "--iters", "5"},

@@ -239,6 +239,47 @@ TEST_F(ClusterTest, HostToGpuOnAHostWithoutGpusIsSkippedNamingThatSide) {
   EXPECT_EQ(c_.query("SELECT id FROM results").size(), 2u);
 }
 
+// Capabilities before operations: each worker reports what its transports support, and a request
+// none of them can serve is refused before any worker is contacted (exit 2, no row stored),
+// instead of a SKIPPED row. Here the workers have only the emulated transport (no RDMA device).
+TEST_F(ClusterTest, CapabilitiesAreListedAndAnImpossibleRequestIsRefusedUpFront) {
+  for (const auto& w : c_.workersJson()) {
+    const auto& caps = w["inventory"]["capabilities"];
+    ASSERT_TRUE(caps.is_array()) << w.dump(2);
+    ASSERT_EQ(caps.size(), w["inventory"]["transports"].size()) << w.dump(2);
+    bool emulated = false;
+    for (const auto& c : caps) {
+      if (c["transport"] != "emulated") continue;
+      emulated = true;
+      EXPECT_EQ(c["latency_ops"], json({"write", "read", "send"})) << c.dump();
+      EXPECT_EQ(c["reg_paths"], json({"host", "staged"})) << c.dump();
+      EXPECT_EQ(c["rdma_cm"], false);
+    }
+    EXPECT_TRUE(emulated) << w.dump(2);
+    auto t = w["inventory"]["transports"];
+    if (std::find(t.begin(), t.end(), "verbs") != t.end()) {
+      GTEST_SKIP() << "this machine has an RDMA device: verbs serves every request here";
+    }
+  }
+  auto r = c_.cli({"test", "a", "b", "--op", "write_imm", "--mode", "lat", "--iters", "10"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  const std::string text = r.out + r.err;
+  EXPECT_NE(text.find("worker a (SRC, initiator) has no transport that supports --op write_imm "
+                      "--mode lat: verbs: not available here"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("emulated: supports bw write, read, send, write_imm; lat write, read, send"),
+            std::string::npos)
+      << text;
+  r = c_.cli({"test", "a", "b", "--rdma-cm"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("supports --rdma-cm"), std::string::npos) << r.out << r.err;
+  EXPECT_TRUE(c_.query("SELECT id FROM results").empty()) << "a refused request left a row";
+  // What the workers support still runs.
+  auto ok = runJson({"test", "a", "b", "--op", "write_imm", "--iters", "10"}, 0);
+  EXPECT_EQ(ok["status"], "PASSED") << ok.dump(2);
+}
+
 TEST_F(ClusterTest, DuplicateWorkerNameIsRefused) {
   auto r = c_.cli({"worker", "--name", "a"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
