@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "common/capabilities.h"
 #include "common/units.h"
 
 namespace gdrmesh {
@@ -163,16 +164,19 @@ Status validatePairTestSpec(const PairTestSpec& spec, const PairTestLimits& limi
 }
 
 Status checkTransportOptions(const PairTestSpec& spec, TransportKind transport) {
-  if (transport == TransportKind::kVerbs) return {};
+  // What each transport accepts is stated once, in its capabilities.
+  const TransportCapabilities c = transport == TransportKind::kVerbs       ? verbsCapabilities()
+                                  : transport == TransportKind::kSimulated ? simulatedCapabilities()
+                                                                           : emulatedCapabilities();
   const char* t = toString(transport);
   auto refuse = [&](const std::string& opt) {
     return invalidArgument(opt + ": not supported by the " + t + " transport",
                            "drop " + opt + ", or ask for --transport verbs");
   };
-  if (spec.use_rdma_cm) return refuse("--rdma-cm");
-  if (spec.gid_index >= 0) return refuse("--gid-index");
-  if (spec.inline_size > 0) return refuse("--inline");
-  if (spec.bidirectional && transport == TransportKind::kEmulated) return refuse("--bidir");
+  if (spec.use_rdma_cm && !c.rdma_cm) return refuse("--rdma-cm");
+  if (spec.gid_index >= 0 && !c.gid_index) return refuse("--gid-index");
+  if (spec.inline_size > c.max_inline) return refuse("--inline");
+  if (spec.bidirectional && !c.bidirectional) return refuse("--bidir");
   return {};
 }
 

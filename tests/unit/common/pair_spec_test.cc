@@ -55,5 +55,33 @@ TEST(MemoryOptions, NothingGivenIsHostOnBothSides) {
   }
 }
 
+// The options a chosen transport cannot honour, read from its capabilities (one statement of
+// what each transport accepts).
+TEST(TransportOptions, RefusedWhereTheCapabilitiesSayNo) {
+  struct Case {
+    const char* flag;
+    void (*set)(PairTestSpec&);
+    bool emulated, simulated;  // refused by
+  };
+  const Case cases[] = {
+      {"--rdma-cm", [](PairTestSpec& s) { s.use_rdma_cm = true; }, true, true},
+      {"--gid-index", [](PairTestSpec& s) { s.gid_index = 1; }, true, true},
+      {"--inline", [](PairTestSpec& s) { s.inline_size = 64; }, true, true},
+      {"--bidir", [](PairTestSpec& s) { s.bidirectional = true; }, true, false},
+  };
+  for (const Case& c : cases) {
+    PairTestSpec s;
+    c.set(s);
+    EXPECT_TRUE(checkTransportOptions(s, TransportKind::kVerbs).ok()) << c.flag;
+    Status e = checkTransportOptions(s, TransportKind::kEmulated);
+    EXPECT_EQ(!e.ok(), c.emulated) << c.flag;
+    if (!e.ok()) {
+      EXPECT_EQ(e.message(), std::string(c.flag) + ": not supported by the emulated transport");
+    }
+    EXPECT_EQ(!checkTransportOptions(s, TransportKind::kSimulated).ok(), c.simulated) << c.flag;
+  }
+  EXPECT_TRUE(checkTransportOptions(PairTestSpec{}, TransportKind::kEmulated).ok());
+}
+
 }  // namespace
 }  // namespace gdrmesh
