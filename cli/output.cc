@@ -678,7 +678,12 @@ std::string resultWhole(const TestResult& r) {
       o << " gpu " << e.gpu << " (" << (e.gpu_pci.empty() ? "-" : e.gpu_pci) << ")";
     }
     o << "  registration " << toString(e.reg_path) << "  GPU-NIC path "
-      << (e.topo_class.empty() ? "-" : e.topo_class) << "\n";
+      << (e.topo_class.empty() ? "-" : e.topo_class);
+    // This side's own part of the claim: GPU memory that the NIC moved directly, or not.
+    if (e.memory == MemoryKind::kCuda) {
+      o << "  GPUDirect " << (isGpuDirect(r.transport, e.memory, e.reg_path) ? "yes" : "no");
+    }
+    o << "\n";
   }
   const Measurement& m = r.measurement;
   o << "measured   " << formatSize(m.message_size) << " x " << m.iterations << " (+"
@@ -718,7 +723,8 @@ std::string resultWhole(const TestResult& r) {
     o << ")";
   }
   o << "\n";
-  o << "gpudirect  " << (r.gpudirect() ? "yes" : "no") << "\n";
+  o << "gpudirect  " << (r.gpudirect() ? "yes" : "no")
+    << "  (yes only for a passed test whose GPU sides all used dmabuf or peermem)\n";
   return o.str();
 }
 

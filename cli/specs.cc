@@ -52,8 +52,10 @@ void addTestOptions(CLI::App* cmd, TestOptions* t) {
   cmd->add_option("--tx-depth", t->tx_depth, "outstanding operations per QP")
       ->capture_default_str();
   cmd->add_option("--transport", t->transport, "auto | verbs | emulated")->capture_default_str();
-  cmd->add_option("--memory", t->memory, "host | cuda (both sides)")->capture_default_str();
-  cmd->add_option("--gpu", t->gpu, "GPU index for --memory cuda (default 0)");
+  cmd->add_option("--memory", t->memory, "host | cuda | cuda:N, both sides (default host)");
+  cmd->add_option("--src-memory", t->src_memory, "host | cuda | cuda:N, SRC side only");
+  cmd->add_option("--dst-memory", t->dst_memory, "host | cuda | cuda:N, DST side only");
+  cmd->add_option("--gpu", t->gpu, "GPU index of every cuda side that names none (default 0)");
   cmd->add_option("--reg", t->reg, "auto | host | dmabuf | peermem | staged")
       ->capture_default_str();
   cmd->add_option("--gid-index", t->gid_index, "RoCE GID index (-1: automatic)");
@@ -113,23 +115,13 @@ Result<PairTestSpec> toPairTestSpec(const TestOptions& t) {
   s.fault.corrupt_bytes = t.corrupt_bytes;
   s.fault.invalidate_remote_key = t.invalidate_rkey;
 
-  auto mem = parseMemoryKind(t.memory);
-  if (!mem) return invalidArgument("--memory: '" + t.memory + "' is not one of host, cuda");
-  auto reg = parseRegPath(t.reg);
-  if (!reg) {
-    return invalidArgument("--reg: '" + t.reg +
-                           "' is not one of auto, host, dmabuf, peermem, staged");
-  }
-  if (*mem == MemoryKind::kHost && t.gpu >= 0) {
-    return invalidArgument("--gpu: a GPU index was given with host memory",
-                           "add --memory cuda, or drop --gpu");
-  }
-  for (auto* side : {&s.initiator, &s.target}) {
-    side->memory = *mem;
-    side->gpu = *mem == MemoryKind::kCuda ? std::max(0, t.gpu) : t.gpu;
-    // Host memory with --reg auto is plain host registration.
-    side->reg = *mem == MemoryKind::kHost && *reg == RegPath::kAuto ? RegPath::kHost : *reg;
-  }
+  MemoryOptions mem;
+  mem.both = t.memory;
+  mem.src = t.src_memory;
+  mem.dst = t.dst_memory;
+  mem.gpu = t.gpu;
+  mem.reg = t.reg;
+  GDR_RETURN_IF_ERROR(applyMemoryOptions(mem, MemoryOptionNames{}, &s));
   return s;
 }
 

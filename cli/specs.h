@@ -26,7 +26,9 @@ struct TestOptions {
   uint32_t qps = 1;
   uint32_t tx_depth = kDefaultTxDepth;
   std::string transport = "auto";
-  std::string memory = "host";
+  std::string memory;      // both sides; "" = not given (host unless a side says otherwise)
+  std::string src_memory;  // SRC (initiator) side
+  std::string dst_memory;  // DST (target) side
   int gpu = -1;
   std::string reg = "auto";
   int gid_index = -1;
@@ -41,9 +43,9 @@ struct TestOptions {
   bool invalidate_rkey = false;  // test only (hidden flag)
 };
 
-// Declares --op --mode --size --iters --warmup --qps --tx-depth --transport --memory --gpu
-// --reg --gid-index --rdma-cm --timeout --duration --inline --bidir --cq-mod --run-id and the
-// hidden fault-injection flags on `cmd`.
+// Declares --op --mode --size --iters --warmup --qps --tx-depth --transport --memory
+// --src-memory --dst-memory --gpu --reg --gid-index --rdma-cm --timeout --duration --inline --bidir
+// --cq-mod --run-id and the hidden fault-injection flags on `cmd`.
 void addTestOptions(CLI::App* cmd, TestOptions* t);
 
 // The test template: everything but the worker names and NICs (left empty). Errors name the

@@ -185,9 +185,9 @@ std::unique_ptr<WorkerSetup> setUpWorker(const WorkerSetupOptions& o) {
     } else {
       s->notes.push_back("verbs: disabled with --no-verbs");
     }
-    for (auto t : s->sessions->viableTransports(&s->notes)) {
-      s->inventory.transports.push_back(toString(t));
-    }
+    const auto viable = s->sessions->viableTransports(&s->notes);
+    for (auto t : viable) s->inventory.transports.push_back(toString(t));
+    s->inventory.capabilities = s->sessions->capabilities(viable);
   }
   s->inventory.notes = s->notes;
   return s;

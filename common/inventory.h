@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/types.h"
+
 namespace gdrmesh {
 
 struct GidEntry {
@@ -60,6 +62,20 @@ struct PreflightCheck {
   std::string remediation;
 };
 
+// What one transport of a worker can do (common/capabilities.h has the rules that use it).
+struct TransportCapabilities {
+  TransportKind transport = TransportKind::kEmulated;
+  std::vector<Op> bandwidth_ops;   // ops it measures in bandwidth mode
+  std::vector<Op> latency_ops;     // ops it measures in latency mode
+  std::vector<MemoryKind> memory;  // memory a side may use
+  std::vector<RegPath> reg_paths;  // registration paths it runs (never kAuto)
+  uint64_t max_message_size = 0;   // bytes; 0 = no limit of its own
+  uint32_t max_inline = 0;         // bytes of inline data it accepts; 0 = no inline
+  bool rdma_cm = false;            // --rdma-cm
+  bool gid_index = false;          // --gid-index
+  bool bidirectional = false;      // --bidir
+};
+
 struct Inventory {
   std::string hostname;
   std::string worker_version;
@@ -72,6 +88,8 @@ struct Inventory {
   std::string nvidia_driver_version;  // the kernel module's ("550.54.15"); "" when not loaded
   std::vector<std::string> notes;     // why a transport or the GPUs are missing here
   std::vector<PreflightCheck> preflight;
+  // One per usable transport; empty from workers that predate capabilities.
+  std::vector<TransportCapabilities> capabilities;
 };
 
 // A worker as the coordinator sees it: what `gdrmesh workers` and the status page show.

@@ -15,6 +15,24 @@ json toJson(const Inventory& inv) {
   j["kernel_release"] = inv.kernel_release;
   j["nvidia_driver_version"] = inv.nvidia_driver_version;
   j["transports"] = inv.transports;
+  j["capabilities"] = json::array();
+  for (const auto& c : inv.capabilities) {
+    auto names = [](const auto& v) {
+      json a = json::array();
+      for (const auto& x : v) a.push_back(toString(x));
+      return a;
+    };
+    j["capabilities"].push_back({{"transport", toString(c.transport)},
+                                 {"bandwidth_ops", names(c.bandwidth_ops)},
+                                 {"latency_ops", names(c.latency_ops)},
+                                 {"memory", names(c.memory)},
+                                 {"reg_paths", names(c.reg_paths)},
+                                 {"max_message_size", c.max_message_size},
+                                 {"max_inline", c.max_inline},
+                                 {"rdma_cm", c.rdma_cm},
+                                 {"gid_index", c.gid_index},
+                                 {"bidirectional", c.bidirectional}});
+  }
   j["notes"] = inv.notes;
   j["preflight"] = json::array();
   for (const auto& c : inv.preflight) {

@@ -134,6 +134,20 @@ Status checkRegistration(const std::string& name, const Inventory& inv,
     return tooMany("inventory.transports", inv.transports.size(), lim.transports);
   }
   for (const auto& t : inv.transports) GDR_RETURN_IF_ERROR(text("inventory.transports", t, st));
+  if (inv.capabilities.size() > lim.transports) {
+    return tooMany("inventory.capabilities", inv.capabilities.size(), lim.transports);
+  }
+  for (size_t i = 0; i < inv.capabilities.size(); ++i) {
+    const TransportCapabilities& c = inv.capabilities[i];
+    const std::string f = "inventory.capabilities[" + std::to_string(i) + "]";
+    const std::pair<const char*, size_t> lists[] = {{".bandwidth_ops", c.bandwidth_ops.size()},
+                                                    {".latency_ops", c.latency_ops.size()},
+                                                    {".memory", c.memory.size()},
+                                                    {".reg_paths", c.reg_paths.size()}};
+    for (const auto& [list, n] : lists) {
+      if (n > lim.capability_values) return tooMany(f + list, n, lim.capability_values);
+    }
+  }
   if (inv.notes.size() > lim.notes) return tooMany("inventory.notes", inv.notes.size(), lim.notes);
   for (const auto& n : inv.notes) GDR_RETURN_IF_ERROR(text("inventory.notes", n, lt));
   if (inv.preflight.size() > lim.preflight) {

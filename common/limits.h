@@ -22,7 +22,8 @@ struct RegistrationLimits {
   size_t ports_per_nic = 4;
   size_t gids_per_port = 64;
   size_t gpus = 32;
-  size_t transports = 8;
+  size_t transports = 8;          // also: capability entries (one per transport)
+  size_t capability_values = 16;  // ops, memory kinds, registration paths of one transport
   size_t notes = 64;
   size_t preflight = 128;
   size_t labels = 32;

@@ -1,5 +1,9 @@
 #include "common/pair_spec.h"
 
+#include <algorithm>
+#include <optional>
+
+#include "common/capabilities.h"
 #include "common/units.h"
 
 namespace gdrmesh {
@@ -27,6 +31,96 @@ Status checkSide(const EndpointSelector& s, const std::string& field) {
 }
 
 }  // namespace
+
+Result<MemoryChoice> parseMemoryChoice(const std::string& text, const std::string& field) {
+  const std::string fix = "write host, cuda or cuda:N (N: the GPU index, e.g. cuda:0)";
+  MemoryChoice c;
+  const size_t colon = text.find(':');
+  auto kind = parseMemoryKind(std::string_view(text).substr(0, colon));
+  if (!kind) return invalidArgument(field + ": '" + text + "' is not a memory", fix);
+  c.kind = *kind;
+  if (colon == std::string::npos) return c;
+  const std::string index = text.substr(colon + 1);
+  if (c.kind != MemoryKind::kCuda) {
+    return invalidArgument(field + ": '" + text + "': host memory takes no index", fix);
+  }
+  if (index.empty() || index.size() > 4 ||
+      index.find_first_not_of("0123456789") != std::string::npos) {
+    return invalidArgument(field + ": '" + text + "': '" + index + "' is not a GPU index", fix);
+  }
+  c.gpu = std::stoi(index);
+  return c;
+}
+
+std::string memoryText(MemoryKind kind, int gpu) {
+  if (kind != MemoryKind::kCuda) return toString(kind);
+  return std::string(toString(kind)) + ":" + std::to_string(gpu < 0 ? 0 : gpu);
+}
+
+Status applyMemoryOptions(const MemoryOptions& o, const MemoryOptionNames& names,
+                          PairTestSpec* spec) {
+  const std::string& is = names.assign;
+  if (!o.both.empty() && (!o.src.empty() || !o.dst.empty())) {
+    const std::string& side = o.src.empty() ? names.dst : names.src;
+    return invalidArgument(
+        side + ": cannot be combined with " + names.both + " (which sets both sides)",
+        "give " + names.both + is + "M for both sides, or " + names.src + is + "M and/or " +
+            names.dst + is + "M, e.g. " + names.src + is + "host " + names.dst + is + "cuda:0");
+  }
+  auto reg = o.reg.empty() ? std::optional<RegPath>(RegPath::kAuto) : parseRegPath(o.reg);
+  if (!reg) {
+    return invalidArgument(names.reg + ": '" + o.reg + "' is not a registration path",
+                           "use one of auto, host, dmabuf, peermem, staged");
+  }
+  if (o.gpu < -1) {
+    return invalidArgument(names.gpu + ": " + std::to_string(o.gpu) + " is not a GPU index",
+                           "use " + names.gpu + " 0, 1, ...");
+  }
+  struct Side {
+    const std::string* text;
+    const std::string* name;
+    EndpointSelector* sel;
+  };
+  const Side sides[] = {{o.both.empty() ? &o.src : &o.both,
+                         o.both.empty() ? &names.src : &names.both, &spec->initiator},
+                        {o.both.empty() ? &o.dst : &o.both,
+                         o.both.empty() ? &names.dst : &names.both, &spec->target}};
+  bool any_cuda = false;
+  for (const Side& side : sides) {
+    MemoryChoice c;
+    if (!side.text->empty()) {
+      GDR_ASSIGN_OR_RETURN(c, parseMemoryChoice(*side.text, *side.name));
+    }
+    if (c.kind == MemoryKind::kCuda) {
+      any_cuda = true;
+      if (c.gpu >= 0 && o.gpu >= 0 && c.gpu != o.gpu) {
+        return invalidArgument(names.gpu + ": " + std::to_string(o.gpu) + " contradicts " +
+                                   *side.name + is + *side.text,
+                               "drop " + names.gpu + ", or make the two GPU indexes agree");
+      }
+      side.sel->memory = MemoryKind::kCuda;
+      side.sel->gpu = c.gpu >= 0 ? c.gpu : std::max(0, o.gpu);
+      side.sel->reg = *reg;
+    } else {
+      side.sel->memory = MemoryKind::kHost;
+      side.sel->gpu = -1;
+      side.sel->reg = RegPath::kHost;
+    }
+  }
+  if (!any_cuda && o.gpu >= 0) {
+    return invalidArgument(names.gpu + ": a GPU index was given but no side uses cuda memory",
+                           "add " + names.both + is + "cuda (or " + names.src + is + "cuda:N / " +
+                               names.dst + is + "cuda:N), or drop " + names.gpu);
+  }
+  if (!any_cuda &&
+      (*reg == RegPath::kDmabuf || *reg == RegPath::kPeermem || *reg == RegPath::kStaged)) {
+    return invalidArgument(
+        names.reg + ": " + o.reg + " applies to GPU memory only, and no side uses cuda memory",
+        "add " + names.both + is + "cuda (or " + names.src + is + "cuda:N / " + names.dst + is +
+            "cuda:N), or use " + names.reg + is + "host");
+  }
+  return {};
+}
 
 Status validatePairTestSpec(const PairTestSpec& spec, const PairTestLimits& limits) {
   GDR_RETURN_IF_ERROR(checkSide(spec.initiator, "initiator"));
@@ -70,16 +164,19 @@ Status validatePairTestSpec(const PairTestSpec& spec, const PairTestLimits& limi
 }
 
 Status checkTransportOptions(const PairTestSpec& spec, TransportKind transport) {
-  if (transport == TransportKind::kVerbs) return {};
+  // What each transport accepts is stated once, in its capabilities.
+  const TransportCapabilities c = transport == TransportKind::kVerbs       ? verbsCapabilities()
+                                  : transport == TransportKind::kSimulated ? simulatedCapabilities()
+                                                                           : emulatedCapabilities();
   const char* t = toString(transport);
   auto refuse = [&](const std::string& opt) {
     return invalidArgument(opt + ": not supported by the " + t + " transport",
                            "drop " + opt + ", or ask for --transport verbs");
   };
-  if (spec.use_rdma_cm) return refuse("--rdma-cm");
-  if (spec.gid_index >= 0) return refuse("--gid-index");
-  if (spec.inline_size > 0) return refuse("--inline");
-  if (spec.bidirectional && transport == TransportKind::kEmulated) return refuse("--bidir");
+  if (spec.use_rdma_cm && !c.rdma_cm) return refuse("--rdma-cm");
+  if (spec.gid_index >= 0 && !c.gid_index) return refuse("--gid-index");
+  if (spec.inline_size > c.max_inline) return refuse("--inline");
+  if (spec.bidirectional && !c.bidirectional) return refuse("--bidir");
   return {};
 }
 

@@ -58,6 +58,49 @@ struct PairTestSpec {
   bool initiatorIsDestination() const { return op == Op::kRead; }
 };
 
+// One side's memory as written on a command line or in a config: "host", "cuda" (GPU index
+// not given) or "cuda:N".
+struct MemoryChoice {
+  MemoryKind kind = MemoryKind::kHost;
+  int gpu = -1;  // -1 = not given
+};
+// `field` names the flag or key in the error ("--src-memory").
+Result<MemoryChoice> parseMemoryChoice(const std::string& text, const std::string& field);
+// "host", "cuda:1": the text parseMemoryChoice reads back (a cuda side's index defaults to 0).
+std::string memoryText(MemoryKind kind, int gpu);
+
+// The memory options of a test as given; "" / -1 = not given. How they combine (one rule for
+// the CLI, sweep specs and the cluster config):
+// - `both` (--memory) sets both sides; `src` / `dst` (--src-memory / --dst-memory) set one side
+//   each (SRC is the initiator, DST the target). `both` with `src` or `dst` is refused, as
+//   redundant or contradictory. A side given nothing uses host memory.
+// - `gpu` (--gpu N) is the index of every cuda side that names none ("cuda" rather than
+//   "cuda:N"); a side that names another index contradicts it and is refused; --gpu with no
+//   side on cuda memory is refused. A cuda side with no index anywhere uses GPU 0.
+// - `reg` (--reg) is the registration path of the sides on GPU memory; sides on host memory
+//   register host memory. A GPU path (dmabuf, peermem, staged) with no side on cuda memory is
+//   refused.
+struct MemoryOptions {
+  std::string both;
+  std::string src;
+  std::string dst;
+  int gpu = -1;
+  std::string reg;  // "" = auto
+};
+// How the options are spelled where they were given, for the errors.
+struct MemoryOptionNames {
+  std::string both = "--memory";
+  std::string src = "--src-memory";
+  std::string dst = "--dst-memory";
+  std::string gpu = "--gpu";
+  std::string reg = "--reg";
+  std::string assign = " ";  // between a name and its value in the fixes: " " or ": "
+};
+// Sets spec->initiator's and spec->target's memory, gpu and reg from `o`. Errors name the
+// options (as `names` spells them) and the fix.
+Status applyMemoryOptions(const MemoryOptions& o, const MemoryOptionNames& names,
+                          PairTestSpec* spec);
+
 struct PairTestLimits {
   uint64_t max_message_size = 1ULL << 30;  // 1 GiB
   uint64_t max_iterations = 100'000'000;

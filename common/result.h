@@ -49,13 +49,14 @@ struct TestResult {
   IntegrityReport integrity;
   TestStatus status = TestStatus::kError;
   std::string reason;  // why FAILED/SKIPPED/ERROR, "" when PASSED
-  // True only for a PASSED result in which the NIC moved GPU memory directly (dma-buf or
-  // peermem) on at least one side: the claim "GPUDirect RDMA works here". A skipped or failed
-  // test never makes it, even when GPUDirect was what it asked for; staged and emulated never do.
+  // True only for a PASSED result whose GPU sides ALL had the NIC move GPU memory directly
+  // (dma-buf or peermem), with at least one side on GPU memory: the claim "GPUDirect RDMA works
+  // here" (the rule: isGpuDirectTest). A skipped or failed test never makes it, even when
+  // GPUDirect was what it asked for; staged and emulated never do.
   bool gpudirect() const {
     return status == TestStatus::kPassed &&
-           (isGpuDirect(transport, initiator.memory, initiator.reg_path) ||
-            isGpuDirect(transport, target.memory, target.reg_path));
+           isGpuDirectTest(transport, initiator.memory, initiator.reg_path, target.memory,
+                           target.reg_path);
   }
   // True when the test got as far as moving data (there are figures).
   bool ran() const { return measurement.has_bandwidth || measurement.has_latency; }

@@ -80,4 +80,16 @@ bool isGpuDirect(TransportKind transport, MemoryKind memory, RegPath path) {
          (path == RegPath::kDmabuf || path == RegPath::kPeermem);
 }
 
+bool isGpuDirectTest(TransportKind transport, MemoryKind initiator_memory, RegPath initiator_path,
+                     MemoryKind target_memory, RegPath target_path) {
+  bool any_gpu = false;
+  for (auto [memory, path] :
+       {std::pair{initiator_memory, initiator_path}, std::pair{target_memory, target_path}}) {
+    if (memory != MemoryKind::kCuda) continue;
+    any_gpu = true;
+    if (!isGpuDirect(transport, memory, path)) return false;
+  }
+  return any_gpu;
+}
+
 }  // namespace gdrmesh

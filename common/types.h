@@ -42,8 +42,15 @@ std::optional<RegPath> parseRegPath(std::string_view s);
 std::optional<TransportKind> parseTransportKind(std::string_view s);
 std::optional<TestStatus> parseTestStatus(std::string_view s);
 
-// True when the data path of a result is GPUDirect RDMA: a real RDMA transport moving GPU
+// True when the data path of ONE SIDE is GPUDirect RDMA: a real RDMA transport moving GPU
 // memory registered through dma-buf or peermem. Staged and emulated never are.
 bool isGpuDirect(TransportKind transport, MemoryKind memory, RegPath path);
+
+// The claim for a whole test, from its two sides (the one rule; TestResult::gpudirect() adds
+// "and it passed"): at least one side is on GPU memory, and EVERY side on GPU memory is
+// GPUDirect. Host -> GPU with dma-buf on the GPU side is GPUDirect (on that side); GPU (dmabuf)
+// -> GPU (staged) is not, since one GPU side went through a host mirror.
+bool isGpuDirectTest(TransportKind transport, MemoryKind initiator_memory, RegPath initiator_path,
+                     MemoryKind target_memory, RegPath target_path);
 
 }  // namespace gdrmesh

@@ -153,6 +153,57 @@ Role fromProto(pb::Role v, Role def) {
   }
 }
 
+namespace {
+
+void capabilitiesToProto(const TransportCapabilities& in, pb::TransportCapabilities* out) {
+  out->set_transport(toProto(in.transport));
+  for (Op o : in.bandwidth_ops) out->add_bandwidth_ops(toProto(o));
+  for (Op o : in.latency_ops) out->add_latency_ops(toProto(o));
+  for (MemoryKind m : in.memory) out->add_memory(toProto(m));
+  for (RegPath r : in.reg_paths) out->add_reg_paths(toProto(r));
+  out->set_max_message_size(in.max_message_size);
+  out->set_max_inline(in.max_inline);
+  out->set_rdma_cm(in.rdma_cm);
+  out->set_gid_index(in.gid_index);
+  out->set_bidirectional(in.bidirectional);
+}
+
+// Values this build does not know (a newer worker's) are left out: a capability is only
+// claimed in words both sides understand.
+TransportCapabilities capabilitiesFromProto(const pb::TransportCapabilities& in) {
+  TransportCapabilities out;
+  out.transport = fromProto(in.transport());
+  for (int v : in.bandwidth_ops()) {
+    if (v != pb::OP_UNSPECIFIED && pb::Op_IsValid(v)) {
+      out.bandwidth_ops.push_back(fromProto(static_cast<pb::Op>(v)));
+    }
+  }
+  for (int v : in.latency_ops()) {
+    if (v != pb::OP_UNSPECIFIED && pb::Op_IsValid(v)) {
+      out.latency_ops.push_back(fromProto(static_cast<pb::Op>(v)));
+    }
+  }
+  for (int v : in.memory()) {
+    if (v != pb::MEMORY_KIND_UNSPECIFIED && pb::MemoryKind_IsValid(v)) {
+      out.memory.push_back(fromProto(static_cast<pb::MemoryKind>(v)));
+    }
+  }
+  for (int v : in.reg_paths()) {
+    // AUTO is a request, never a capability.
+    if (v != pb::REG_PATH_UNSPECIFIED && v != pb::REG_PATH_AUTO && pb::RegPath_IsValid(v)) {
+      out.reg_paths.push_back(fromProto(static_cast<pb::RegPath>(v)));
+    }
+  }
+  out.max_message_size = in.max_message_size();
+  out.max_inline = in.max_inline();
+  out.rdma_cm = in.rdma_cm();
+  out.gid_index = in.gid_index();
+  out.bidirectional = in.bidirectional();
+  return out;
+}
+
+}  // namespace
+
 void toProto(const Inventory& in, pb::Inventory* out) {
   out->set_hostname(in.hostname);
   out->set_worker_version(in.worker_version);
@@ -205,6 +256,7 @@ void toProto(const Inventory& in, pb::Inventory* out) {
     if (k) out->add_transports(toProto(*k));
   }
   for (const auto& n : in.notes) out->add_notes(n);
+  for (const auto& c : in.capabilities) capabilitiesToProto(c, out->add_capabilities());
   for (const auto& c : in.preflight) {
     auto* pc = out->add_preflight();
     pc->set_id(c.id);
@@ -265,6 +317,12 @@ Inventory fromProto(const pb::Inventory& in) {
     out.transports.push_back(toString(fromProto(static_cast<pb::Transport>(t))));
   }
   for (const auto& n : in.notes()) out.notes.push_back(n);
+  for (const auto& c : in.capabilities()) {
+    if (c.transport() == pb::TRANSPORT_UNSPECIFIED || !pb::Transport_IsValid(c.transport())) {
+      continue;
+    }
+    out.capabilities.push_back(capabilitiesFromProto(c));
+  }
   for (const auto& c : in.preflight()) {
     out.preflight.push_back({c.id(), c.title(), c.status(), c.detail(), c.remediation()});
   }

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/pair_spec.h"
 #include "common/units.h"
 
 namespace gdrmesh {
@@ -195,10 +196,10 @@ Status Parser::thresholds(const YAML::Node& node, const std::string& path, Thres
 Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec& s) const {
   GDR_RETURN_IF_ERROR(checkMap(
       node, path,
-      {"name",    "pattern",         "size",    "sizes",  "iters",     "warmup",    "op",
-       "mode",    "memory",          "gpu",     "reg",    "transport", "direction", "rounds",
-       "seed",    "hosts",           "exclude", "select", "pairs",     "qps",       "duration",
-       "timeout", "max_concurrency", "retries"}));
+      {"name",      "pattern",  "size",       "sizes",           "iters",   "warmup", "op",
+       "mode",      "memory",   "src_memory", "dst_memory",      "gpu",     "reg",    "transport",
+       "direction", "rounds",   "seed",       "hosts",           "exclude", "select", "pairs",
+       "qps",       "duration", "timeout",    "max_concurrency", "retries"}));
   PairTestSpec& t = s.test;
   if (node["name"]) {
     GDR_ASSIGN_OR_RETURN(s.name, string(node["name"], join(path, "name")));
@@ -244,24 +245,27 @@ Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec&
     GDR_ASSIGN_OR_RETURN(t.mode,
                          oneOf<Mode>(node["mode"], join(path, "mode"), parseMode, "bw, lat"));
   }
-  if (node["memory"]) {
-    GDR_ASSIGN_OR_RETURN(t.initiator.memory, oneOf<MemoryKind>(node["memory"], join(path, "memory"),
-                                                               parseMemoryKind, "host, cuda"));
-    t.target.memory = t.initiator.memory;
-  }
-  if (node["gpu"]) {
-    GDR_ASSIGN_OR_RETURN(uint64_t g, count(node["gpu"], join(path, "gpu"), 0, 1023));
-    if (t.initiator.memory != MemoryKind::kCuda) {
-      return error(node["gpu"], join(path, "gpu"), "a GPU index was given with host memory",
-                   "add memory: cuda, or drop gpu");
+  {
+    // One rule for memory, gpu and reg (common/pair_spec.h), spelled as the keys are here.
+    MemoryOptions mem;
+    const char* first = nullptr;  // the first memory key given, for the line number
+    for (auto [key, out] : {std::pair<const char*, std::string*>{"memory", &mem.both},
+                            {"src_memory", &mem.src},
+                            {"dst_memory", &mem.dst},
+                            {"reg", &mem.reg}}) {
+      if (!node[key]) continue;
+      GDR_ASSIGN_OR_RETURN(*out, string(node[key], join(path, key)));
+      if (first == nullptr) first = key;
     }
-    t.initiator.gpu = t.target.gpu = static_cast<int>(g);
-  }
-  if (node["reg"]) {
-    GDR_ASSIGN_OR_RETURN(t.initiator.reg,
-                         oneOf<RegPath>(node["reg"], join(path, "reg"), parseRegPath,
-                                        "auto, host, dmabuf, peermem, staged"));
-    t.target.reg = t.initiator.reg;
+    if (node["gpu"]) {
+      GDR_ASSIGN_OR_RETURN(uint64_t g, count(node["gpu"], join(path, "gpu"), 0, 1023));
+      mem.gpu = static_cast<int>(g);
+      if (first == nullptr) first = "gpu";
+    }
+    const Status st = applyMemoryOptions(
+        mem, MemoryOptionNames{"memory", "src_memory", "dst_memory", "gpu", "reg", ": "}, &t);
+    // (A YAML::Node is a reference: assigning one to another would rewrite the document.)
+    if (!st.ok()) return rebase(first != nullptr ? node[first] : node, path, st, "");
   }
   if (node["transport"]) {
     GDR_ASSIGN_OR_RETURN(TransportKind k,

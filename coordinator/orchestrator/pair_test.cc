@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "common/capabilities.h"
 #include "common/pattern.h"
 #include "common/units.h"
 
@@ -231,10 +232,12 @@ void PairTestRun::begin(std::string test_id, uint64_t seed) {
     }
     if (sel.memory == MemoryKind::kCuda && w->inventory.gpus.empty()) {
       std::string note = noteFor(w->inventory, "cuda");
-      return complete(TestStatus::kSkipped, "GPU memory requested but worker " + w->name +
-                                                " has no GPUs" +
-                                                (note.empty() ? "" : " (" + note + ")") +
-                                                "; a GPUDirect result needs a GPU on both sides");
+      return complete(TestStatus::kSkipped,
+                      std::string(is_ini ? "SRC (initiator)" : "DST (target)") +
+                          " side: GPU memory requested (" + memoryText(sel.memory, sel.gpu) +
+                          ") but worker " + w->name + " has no GPUs" +
+                          (note.empty() ? "" : " (" + note + ")") +
+                          "; run that side on a worker with a GPU, or give it host memory");
     }
     if (!hasTransport(w->inventory, transport_)) {
       std::string note = noteFor(w->inventory, toString(transport_));
@@ -714,6 +717,9 @@ Status checkPairAgainstInventory(const PairTestSpec& spec, const WorkerStatus& i
   };
   GDR_RETURN_IF_ERROR(side(spec.initiator, initiator, "initiator"));
   GDR_RETURN_IF_ERROR(side(spec.target, target, "target"));
+  // Capabilities before operations: a side no transport of its worker can serve is refused
+  // here, before either worker is contacted.
+  GDR_RETURN_IF_ERROR(checkCapabilities(spec, initiator, target));
   auto t = chooseTransport(spec, initiator.inventory, target.inventory);
   if (t) GDR_RETURN_IF_ERROR(checkTransportOptions(spec, *t));
   return {};
@@ -722,6 +728,13 @@ Status checkPairAgainstInventory(const PairTestSpec& spec, const WorkerStatus& i
 std::optional<TransportKind> chooseTransport(const PairTestSpec& spec, const Inventory& initiator,
                                              const Inventory& target) {
   if (spec.transport) return spec.transport;
+  // The preferred transport that serves both sides (capabilities), else the preferred one both
+  // have (the run then reports what it could not do).
+  const auto a = transportsServing(initiator, spec, Role::kInitiator);
+  const auto b = transportsServing(target, spec, Role::kTarget);
+  for (TransportKind t : a) {
+    if (std::find(b.begin(), b.end(), t) != b.end()) return t;
+  }
   for (TransportKind t :
        {TransportKind::kVerbs, TransportKind::kSimulated, TransportKind::kEmulated}) {
     if (hasTransport(initiator, t) && hasTransport(target, t)) return t;

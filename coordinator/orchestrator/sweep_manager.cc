@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "common/capabilities.h"
 #include "common/units.h"
 #include "coordinator/orchestrator/judge.h"
 #include "coordinator/orchestrator/localiser.h"
@@ -175,6 +177,34 @@ Result<SweepProgress> SweepManager::start(SweepSpec spec) {
   if (!plan.ok()) return plan.status();
   a->plan = std::move(*plan);
   a->plan_size = a->plan.size();
+  {
+    // Capabilities before operations: a planned test that no transport of its workers can
+    // serve refuses the sweep before any worker is contacted, naming it and how many share it.
+    Status first;
+    size_t impossible = 0;
+    std::map<std::string, std::shared_ptr<const WorkerStatus>> seen;
+    auto get = [&](const std::string& name) {
+      auto it = seen.find(name);
+      if (it == seen.end()) it = seen.emplace(name, workers_.get(name)).first;
+      return it->second;
+    };
+    for (size_t i = 0; i < a->plan.size(); ++i) {
+      const PairTestSpec s =
+          specFor(a->templates[static_cast<size_t>(a->template_of[i])], a->plan[i], "");
+      auto ini = get(s.initiator.worker);
+      auto tgt = get(s.target.worker);
+      if (!ini || !tgt) continue;  // gone since planning: the run reports it
+      Status st = checkCapabilities(s, *ini, *tgt);
+      if (!st.ok() && impossible++ == 0) first = st;
+    }
+    if (impossible > 0) {
+      return Status(first.code(),
+                    "sweep: " + std::to_string(impossible) + " of " +
+                        std::to_string(a->plan.size()) +
+                        " planned tests cannot run; first: " + first.message(),
+                    first.fix());
+    }
+  }
   if (a->spec.seed == 0) a->spec.seed = a->seed;
   std::set<std::string> hosts;
   for (const auto& t : a->plan) {

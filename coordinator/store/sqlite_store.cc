@@ -754,6 +754,18 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
        {
            kCreateTestStarts,
        }},
+      {5,
+       "gpudirect under the per-side rule",
+       {
+           // The stored claim follows isGpuDirectTest: every side on GPU memory used dmabuf or
+           // peermem. Rows written under the old rule (either side) lose a claim that one
+           // staged or host-registered GPU side contradicts; the new rule never adds a claim
+           // the old one lacked. (Reads recompute the claim from the sides; this keeps the
+           // column right for SQL readers.)
+           "UPDATE results SET gpudirect = 0 WHERE gpudirect = 1 AND ("
+           "(initiator_memory = 'cuda' AND initiator_reg_path NOT IN ('dmabuf', 'peermem')) OR "
+           "(target_memory = 'cuda' AND target_reg_path NOT IN ('dmabuf', 'peermem')))",
+       }},
   };
   return kMigrations;
 }

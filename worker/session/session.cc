@@ -186,6 +186,16 @@ std::vector<TransportKind> SessionManager::viableTransports(std::vector<std::str
   return out;
 }
 
+std::vector<TransportCapabilities> SessionManager::capabilities(
+    const std::vector<TransportKind>& kinds) const {
+  std::vector<TransportCapabilities> out;
+  for (TransportKind k : kinds) {
+    auto it = transports_.find(k);
+    if (it != transports_.end()) out.push_back(it->second->capabilities());
+  }
+  return out;
+}
+
 Result<PreparedEndpoint> SessionManager::prepareOnly(const SessionSpec& spec) {
   const std::string& id = spec.endpoint.test_id;
   if (id.empty()) return invalidArgument("test_id: empty");

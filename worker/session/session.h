@@ -103,6 +103,8 @@ class SessionManager {
   void addTransport(std::unique_ptr<Transport> transport);
   // Transports that are viable here, and the reasons of the others.
   std::vector<TransportKind> viableTransports(std::vector<std::string>* notes) const;
+  // The capabilities of each of `kinds` that was added (in that order).
+  std::vector<TransportCapabilities> capabilities(const std::vector<TransportKind>& kinds) const;
 
   // Prepares a session; with `extras`, also connects and arms it (lean protocol, target). When
   // connecting or arming fails the session is released and the error returned.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/capabilities.h"
+
 namespace gdrmesh {
 namespace {
 
@@ -141,6 +143,7 @@ Inventory simInventory(const SimConfig& c, const std::string& name, int index) {
   }
   if (c.gpus > 0) inv.cuda_driver_version = "simulated";
   inv.transports = {toString(TransportKind::kSimulated)};
+  inv.capabilities = {simulatedCapabilities()};
   // No note: notes say why a transport is missing; Register.simulated says what this is.
   return inv;
 }

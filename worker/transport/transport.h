@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/capabilities.h"
 #include "common/endpoint.h"
 #include "common/measurement.h"
 #include "common/status.h"
@@ -54,6 +55,9 @@ class Transport {
   // OK when this transport can run here; otherwise why not and what to do (no RDMA device,
   // no permission, ...). Checked before any test is accepted.
   virtual Status viable() const = 0;
+  // What it supports (ops, memory, registration paths, sizes, options), reported at
+  // registration so that the coordinator refuses what it cannot do before a test starts.
+  virtual TransportCapabilities capabilities() const = 0;
   // Creates one side of a pair test over `buffer`, which outlives the endpoint. `reg` is the
   // requested registration path; local().reg_path holds the one that ran.
   virtual Result<std::unique_ptr<Endpoint>> createEndpoint(const EndpointSpec& spec, Buffer& buffer,

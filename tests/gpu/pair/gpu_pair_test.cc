@@ -63,6 +63,35 @@ TEST_F(GpuPairTest, StagedPairTestsVerifyOnTheGpuAndAreNeverGpuDirect) {
   }
 }
 
+// Each side chooses its own memory: host -> GPU and GPU -> host, staged on the GPU side. The
+// row records each side as it ran (the host side registers host memory), the data lands and is
+// verified where the destination's memory is, and neither can claim GPUDirect (staged).
+TEST_F(GpuPairTest, HostToGpuAndGpuToHostRecordEachSide) {
+  struct Case {
+    const char* src;
+    const char* dst;
+    const char* where;  // the destination's buffer, where integrity is checked
+  };
+  for (const Case& k : {Case{"host", "cuda:0", "gpu:0"}, Case{"cuda:0", "host", "host"}}) {
+    auto j = run({"test", "g1", "g2", "--src-memory", k.src, "--dst-memory", k.dst, "--reg",
+                  "staged", "--size", "16MiB", "--iters", "10"},
+                 0);
+    ASSERT_TRUE(j.is_object()) << k.src << " -> " << k.dst;
+    EXPECT_EQ(j["status"], "PASSED") << j.dump(2);
+    EXPECT_EQ(j["gpudirect"], false);
+    const bool src_gpu = std::string(k.src) != "host";
+    EXPECT_EQ(j["initiator"]["memory"], src_gpu ? "cuda" : "host") << j.dump(2);
+    EXPECT_EQ(j["initiator"]["reg_path"], src_gpu ? "staged" : "host");
+    EXPECT_EQ(j["target"]["memory"], src_gpu ? "host" : "cuda");
+    EXPECT_EQ(j["target"]["reg_path"], src_gpu ? "host" : "staged");
+    EXPECT_EQ(j[src_gpu ? "initiator" : "target"]["gpu"], 0);
+    EXPECT_EQ(j[src_gpu ? "target" : "initiator"]["gpu"], -1);
+    EXPECT_EQ(j["integrity"]["where"].get<std::string>().rfind(k.where, 0), 0u)
+        << "verified at " << j["integrity"]["where"] << ", expected " << k.where;
+    EXPECT_EQ(j["integrity"]["bytes_checked"], 16u << 20);
+  }
+}
+
 TEST_F(GpuPairTest, CorruptionInGpuMemoryIsCountedOnTheGpu) {
   auto j = run({"test", "g1", "g2", "--memory", "cuda", "--reg", "staged", "--size", "16MiB",
                 "--iters", "5", "--inject-corrupt-bytes", "5"},
@@ -73,13 +102,15 @@ TEST_F(GpuPairTest, CorruptionInGpuMemoryIsCountedOnTheGpu) {
 }
 
 TEST_F(GpuPairTest, GpuDirectRequestsWithoutAnRdmaNicNeverPass) {
-  // auto = dmabuf then peermem; the emulated transport has neither, and staging is not
-  // chosen silently.
-  auto a = run({"test", "g1", "g2", "--transport", "emulated", "--memory", "cuda", "--reg", "auto",
-                "--size", "1MiB", "--iters", "5"},
-               3);
-  EXPECT_EQ(a["status"], "SKIPPED") << a.dump(2);
-  EXPECT_NE(a["reason"].get<std::string>().find("staged"), std::string::npos) << a["reason"];
+  // auto = dmabuf then peermem; the emulated transport has neither (its capabilities say so),
+  // and staging is not chosen silently: refused before any worker is contacted.
+  auto a = c_.cli({"test", "g1", "g2", "--transport", "emulated", "--memory", "cuda", "--reg",
+                   "auto", "--size", "1MiB", "--iters", "5"});
+  EXPECT_EQ(a.exit_code, 2) << a.out << a.err;
+  EXPECT_NE((a.out + a.err).find("--reg auto (dmabuf or peermem) on cuda memory"),
+            std::string::npos)
+      << a.out << a.err;
+  EXPECT_NE((a.out + a.err).find("staged"), std::string::npos) << a.out << a.err;
   // verbs was asked for: no RDMA device on this host.
   auto v = run({"test", "g1", "g2", "--transport", "verbs", "--memory", "cuda", "--reg", "dmabuf",
                 "--size", "1MiB", "--iters", "5"},

@@ -187,6 +187,99 @@ TEST_F(ClusterTest, GpuMemoryOnAHostWithoutGpusIsSkippedNeverPassed) {
   EXPECT_EQ(c_.query("SELECT id FROM results WHERE status = 'SKIPPED'").size(), 3u);
 }
 
+// Each side chooses its own memory. This machine has no GPU (as the test above assumes): the
+// side that asks for GPU memory is named in the SKIPPED reason, and the host side's own choice is
+// what the row records for it; never PASSED, never GPUDirect.
+TEST_F(ClusterTest, HostToGpuOnAHostWithoutGpusIsSkippedNamingThatSide) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* side;  // named in the reason
+    const char* initiator_memory;
+    const char* target_memory;
+  };
+  const Case cases[] = {
+      {{"--src-memory", "host", "--dst-memory", "cuda:0"}, "DST (target) side", "host", "cuda"},
+      {{"--src-memory", "cuda:0", "--dst-memory", "host", "--reg", "dmabuf"},
+       "SRC (initiator) side",
+       "cuda",
+       "host"},
+  };
+  for (const Case& k : cases) {
+    std::vector<std::string> args{"test", "a", "b"};
+    args.insert(args.end(), k.args.begin(), k.args.end());
+    auto j = runJson(args, 3);
+    ASSERT_TRUE(j.is_object());
+    EXPECT_EQ(j["status"], "SKIPPED") << j.dump(2);
+    const std::string reason = j["reason"].get<std::string>();
+    EXPECT_EQ(reason.rfind(k.side, 0), 0u) << reason;
+    EXPECT_NE(reason.find("has no GPUs"), std::string::npos) << reason;
+    EXPECT_EQ(j["gpudirect"], false);
+    EXPECT_EQ(j["initiator"]["memory"], k.initiator_memory) << j.dump(2);
+    EXPECT_EQ(j["target"]["memory"], k.target_memory) << j.dump(2);
+    auto rows = c_.query(
+        "SELECT status, gpudirect, initiator_memory, initiator_reg_path, target_memory, "
+        "target_reg_path FROM results WHERE test_id = '" +
+        j["test_id"].get<std::string>() + "'");
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0]["status"], "SKIPPED");
+    EXPECT_EQ(rows[0]["gpudirect"], "0");
+    EXPECT_EQ(rows[0]["initiator_memory"], k.initiator_memory);
+    EXPECT_EQ(rows[0]["target_memory"], k.target_memory);
+    // The host side registers host memory whatever --reg says (it is the GPU sides' path).
+    const bool ini_host = std::string(k.initiator_memory) == "host";
+    EXPECT_EQ(rows[0][ini_host ? "initiator_reg_path" : "target_reg_path"], "host");
+  }
+  EXPECT_TRUE(c_.query("SELECT id FROM results WHERE status = 'PASSED'").empty());
+  // Contradictory flags are refused before anything runs, naming both flags.
+  auto r = c_.cli({"test", "a", "b", "--memory", "cuda", "--dst-memory", "host"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("--dst-memory: cannot be combined with --memory"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_EQ(c_.query("SELECT id FROM results").size(), 2u);
+}
+
+// Capabilities before operations: each worker reports what its transports support, and a request
+// none of them can serve is refused before any worker is contacted (exit 2, no row stored),
+// instead of a SKIPPED row. Here the workers have only the emulated transport (no RDMA device).
+TEST_F(ClusterTest, CapabilitiesAreListedAndAnImpossibleRequestIsRefusedUpFront) {
+  for (const auto& w : c_.workersJson()) {
+    const auto& caps = w["inventory"]["capabilities"];
+    ASSERT_TRUE(caps.is_array()) << w.dump(2);
+    ASSERT_EQ(caps.size(), w["inventory"]["transports"].size()) << w.dump(2);
+    bool emulated = false;
+    for (const auto& c : caps) {
+      if (c["transport"] != "emulated") continue;
+      emulated = true;
+      EXPECT_EQ(c["latency_ops"], json({"write", "read", "send"})) << c.dump();
+      EXPECT_EQ(c["reg_paths"], json({"host", "staged"})) << c.dump();
+      EXPECT_EQ(c["rdma_cm"], false);
+    }
+    EXPECT_TRUE(emulated) << w.dump(2);
+    auto t = w["inventory"]["transports"];
+    if (std::find(t.begin(), t.end(), "verbs") != t.end()) {
+      GTEST_SKIP() << "this machine has an RDMA device: verbs serves every request here";
+    }
+  }
+  auto r = c_.cli({"test", "a", "b", "--op", "write_imm", "--mode", "lat", "--iters", "10"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  const std::string text = r.out + r.err;
+  EXPECT_NE(text.find("worker a (SRC, initiator) has no transport that supports --op write_imm "
+                      "--mode lat: verbs: not available here"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("emulated: supports bw write, read, send, write_imm; lat write, read, send"),
+            std::string::npos)
+      << text;
+  r = c_.cli({"test", "a", "b", "--rdma-cm"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("supports --rdma-cm"), std::string::npos) << r.out << r.err;
+  EXPECT_TRUE(c_.query("SELECT id FROM results").empty()) << "a refused request left a row";
+  // What the workers support still runs.
+  auto ok = runJson({"test", "a", "b", "--op", "write_imm", "--iters", "10"}, 0);
+  EXPECT_EQ(ok["status"], "PASSED") << ok.dump(2);
+}
+
 TEST_F(ClusterTest, DuplicateWorkerNameIsRefused) {
   auto r = c_.cli({"worker", "--name", "a"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;

@@ -216,6 +216,29 @@ TEST_F(SweepTest, ASecondSweepIsRefusedWhileOneRuns) {
   EXPECT_EQ(cancel.exit_code, 0) << cancel.out << cancel.err;
 }
 
+// Capabilities before operations, for sweeps: a template no transport of the planned workers
+// can serve (write_imm latency on workers with only the software transport) refuses the sweep
+// before any worker is contacted: exit 2, the count and the first reason, no sweep, no row.
+TEST_F(SweepTest, AnImpossibleSweepIsRefusedUpFront) {
+  startFour();
+  auto w = c_.cli({"workers", "-o", "json"});
+  ASSERT_EQ(w.exit_code, 0) << w.out << w.err;
+  if (w.out.find("\"verbs\"") != std::string::npos) {
+    GTEST_SKIP() << "this machine has an RDMA device: verbs serves write_imm latency";
+  }
+  auto r = c_.cli({"sweep", "run", "--pattern", "all-pairs", "--op", "write_imm", "--mode", "lat",
+                   "--iters", "10"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  const std::string text = r.out + r.err;
+  EXPECT_NE(text.find("sweep: 6 of 6 planned tests cannot run; first: worker w"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("has no transport that supports --op write_imm --mode lat"),
+            std::string::npos)
+      << text;
+  EXPECT_TRUE(c_.query("SELECT id FROM sweeps").empty());
+  EXPECT_TRUE(c_.query("SELECT id FROM results").empty());
+}
+
 TEST_F(SweepTest, ASweepSurvivesACoordinatorKill) {
   startFour();
   const int port = c_.port();

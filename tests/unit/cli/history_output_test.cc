@@ -211,6 +211,26 @@ TEST(ResultWhole, EveryFieldOfBothSides) {
   }
 }
 
+// Each side's own part of the claim: GPU (dmabuf) -> GPU (staged) shows "GPUDirect yes" on the
+// initiator, "no" on the target, and the test does not claim GPUDirect.
+TEST(ResultWhole, EachGpuSideSaysWhetherItWasGpuDirect) {
+  TestResult r = sample("t-10");
+  r.status = TestStatus::kPassed;
+  r.transport = TransportKind::kVerbs;
+  r.initiator.memory = r.target.memory = MemoryKind::kCuda;
+  r.initiator.reg_path = RegPath::kDmabuf;
+  r.target.reg_path = RegPath::kStaged;
+  const std::string t = resultWhole(r);
+  EXPECT_THAT(t, HasSubstr("verbs cuda(dmabuf)->cuda(staged)\n")) << t;
+  const size_t target = t.find("target     ");
+  ASSERT_NE(target, std::string::npos) << t;
+  EXPECT_THAT(t.substr(0, target), HasSubstr("registration dmabuf"));
+  EXPECT_THAT(t.substr(0, target), HasSubstr("GPUDirect yes"));
+  EXPECT_THAT(t.substr(target), HasSubstr("registration staged"));
+  EXPECT_THAT(t.substr(target), HasSubstr("GPUDirect no"));
+  EXPECT_THAT(t, HasSubstr("gpudirect  no"));
+}
+
 TEST(WorkersTable, NotesAreFoldedToACountUnlessAsked) {
   WorkerView w;
   w.name = "h1";

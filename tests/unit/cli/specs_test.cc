@@ -52,6 +52,101 @@ TEST(TestOptions, RefusalsNameTheFlag) {
   refuse([](TestOptions& t) { t.reg = "x"; }, "--reg");
   refuse([](TestOptions& t) { t.gpu = 1; }, "--gpu");
   refuse([](TestOptions& t) { t.duration = "soon"; }, "--duration");
+  refuse([](TestOptions& t) { t.src_memory = "gpu:0"; }, "--src-memory");
+  refuse([](TestOptions& t) { t.dst_memory = "host:1"; }, "--dst-memory");
+}
+
+// The combination rules of --memory, --src-memory, --dst-memory, --gpu and --reg
+// (common/pair_spec.h applyMemoryOptions), as the CLI spells them.
+TEST(TestOptions, EachSideChoosesItsOwnMemory) {
+  TestOptions t;
+  t.src_memory = "host";
+  t.dst_memory = "cuda:1";
+  t.reg = "dmabuf";
+  auto s = toPairTestSpec(t);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ(s->initiator.memory, MemoryKind::kHost);
+  EXPECT_EQ(s->initiator.gpu, -1);
+  EXPECT_EQ(s->initiator.reg, RegPath::kHost);  // --reg is the GPU sides' path
+  EXPECT_EQ(s->target.memory, MemoryKind::kCuda);
+  EXPECT_EQ(s->target.gpu, 1);
+  EXPECT_EQ(s->target.reg, RegPath::kDmabuf);
+
+  TestOptions r;  // the reverse, GPU index from --gpu
+  r.src_memory = "cuda";
+  r.gpu = 2;
+  s = toPairTestSpec(r);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ(s->initiator.memory, MemoryKind::kCuda);
+  EXPECT_EQ(s->initiator.gpu, 2);
+  EXPECT_EQ(s->initiator.reg, RegPath::kAuto);
+  EXPECT_EQ(s->target.memory, MemoryKind::kHost);  // a side given nothing is host
+
+  TestOptions both;  // both on GPUs, different ones
+  both.src_memory = "cuda:0";
+  both.dst_memory = "cuda:3";
+  s = toPairTestSpec(both);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ(s->initiator.gpu, 0);
+  EXPECT_EQ(s->target.gpu, 3);
+
+  TestOptions shorthand;  // --memory cuda:1 = the same on both sides
+  shorthand.memory = "cuda:1";
+  s = toPairTestSpec(shorthand);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ(s->initiator.gpu, 1);
+  EXPECT_EQ(s->target.gpu, 1);
+  EXPECT_EQ(s->target.memory, MemoryKind::kCuda);
+
+  TestOptions agree;  // --gpu agreeing with a side's index is not a contradiction
+  agree.dst_memory = "cuda:1";
+  agree.gpu = 1;
+  EXPECT_TRUE(toPairTestSpec(agree).ok());
+}
+
+TEST(TestOptions, ContradictoryMemoryFlagsAreRefusedNamingBoth) {
+  auto refuse = [](auto mutate, const std::vector<std::string>& flags) {
+    TestOptions t;
+    mutate(t);
+    auto s = toPairTestSpec(t);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
+    for (const auto& f : flags) {
+      EXPECT_NE(s.status().message().find(f), std::string::npos)
+          << f << ": " << s.status().toString();
+    }
+  };
+  refuse(
+      [](TestOptions& t) {
+        t.memory = "cuda";
+        t.src_memory = "host";
+      },
+      {"--src-memory", "--memory"});
+  refuse(
+      [](TestOptions& t) {
+        t.memory = "host";
+        t.dst_memory = "host";  // redundant is refused too: one way to say it
+      },
+      {"--dst-memory", "--memory"});
+  refuse(
+      [](TestOptions& t) {
+        t.dst_memory = "cuda:1";
+        t.gpu = 0;
+      },
+      {"--gpu", "--dst-memory cuda:1"});
+  refuse(
+      [](TestOptions& t) {
+        t.src_memory = "host";
+        t.dst_memory = "host";
+        t.reg = "peermem";
+      },
+      {"--reg", "peermem"});
+  refuse(
+      [](TestOptions& t) {
+        t.src_memory = "host";
+        t.gpu = 0;
+      },
+      {"--gpu"});
 }
 
 TEST(ParseEndpoint, WorkerAndOptionalNic) {

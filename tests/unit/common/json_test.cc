@@ -111,7 +111,10 @@ TEST(JsonTest, GpudirectFlagIsFalseForEmulatedAndStaged) {
   EXPECT_EQ(staged["target"]["memory"], "cuda");
 
   r.target.reg_path = RegPath::kPeermem;
-  EXPECT_EQ(toJson(r)["gpudirect"], true);
+  EXPECT_EQ(toJson(r)["gpudirect"], false) << "one GPU side staged: not every GPU side is direct";
+  r.initiator.memory = MemoryKind::kHost;
+  r.initiator.reg_path = RegPath::kHost;
+  EXPECT_EQ(toJson(r)["gpudirect"], true) << "host -> GPU (peermem) is GPUDirect";
 }
 
 TEST(JsonTest, LatencyAndCountersWhenPresent) {

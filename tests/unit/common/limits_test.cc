@@ -16,6 +16,8 @@ Inventory plausible() {
   Inventory inv;
   inv.hostname = "gpu-node-017";
   inv.transports = {"verbs", "emulated"};
+  inv.capabilities.resize(2);
+  inv.capabilities[0].bandwidth_ops = {Op::kWrite, Op::kRead, Op::kSend, Op::kWriteImm};
   Nic n;
   n.name = "mlx5_0";
   NicPort p;
@@ -47,6 +49,9 @@ TEST(LimitsTest, EachLimitNamesTheField) {
       {"inventory.gpus", [](Inventory& i, auto&) { i.gpus.resize(1000); }},
       {"inventory.gpus[2]", [](Inventory& i, auto&) { i.gpus[2].name = "H100\x1b[2J"; }},
       {"inventory.notes", [](Inventory& i, auto&) { i.notes.assign(1, std::string(5000, 'n')); }},
+      {"inventory.capabilities", [](Inventory& i, auto&) { i.capabilities.resize(9); }},
+      {"inventory.capabilities[1].reg_paths",
+       [](Inventory& i, auto&) { i.capabilities[1].reg_paths.assign(17, RegPath::kHost); }},
       {"labels",
        [](Inventory&, auto& l) {
          for (int k = 0; k < 40; ++k) l["k" + std::to_string(k)] = "v";

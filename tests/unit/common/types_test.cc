@@ -88,19 +88,45 @@ TEST(TypesTest, IsGpuDirectTruthTable) {
   EXPECT_FALSE(isGpuDirect(TransportKind::kVerbs, MemoryKind::kCuda, RegPath::kAuto));
 }
 
-TEST(TypesTest, ResultIsGpuDirectWhenEitherSideIs) {
+// The claim for a test: at least one side on GPU memory, and every GPU side GPUDirect.
+TEST(TypesTest, GpuDirectTestNeedsEveryGpuSideDirect) {
+  const auto V = TransportKind::kVerbs;
+  const auto H = MemoryKind::kHost, C = MemoryKind::kCuda;
+  // Host on both sides: no GPU, no claim, whatever the (impossible) path says.
+  EXPECT_FALSE(isGpuDirectTest(V, H, RegPath::kHost, H, RegPath::kHost));
+  // Host -> GPU and GPU -> host: GPUDirect on the GPU side is enough.
+  EXPECT_TRUE(isGpuDirectTest(V, H, RegPath::kHost, C, RegPath::kDmabuf));
+  EXPECT_TRUE(isGpuDirectTest(V, C, RegPath::kPeermem, H, RegPath::kHost));
+  EXPECT_FALSE(isGpuDirectTest(V, H, RegPath::kHost, C, RegPath::kStaged));
+  EXPECT_FALSE(isGpuDirectTest(V, C, RegPath::kStaged, H, RegPath::kHost));
+  // Both on GPUs: both must be direct; one staged side spoils the claim (the old rule, "either
+  // side", called this GPUDirect).
+  EXPECT_TRUE(isGpuDirectTest(V, C, RegPath::kDmabuf, C, RegPath::kPeermem));
+  EXPECT_FALSE(isGpuDirectTest(V, C, RegPath::kDmabuf, C, RegPath::kStaged));
+  EXPECT_FALSE(isGpuDirectTest(V, C, RegPath::kStaged, C, RegPath::kDmabuf));
+  EXPECT_FALSE(isGpuDirectTest(V, C, RegPath::kHost, C, RegPath::kDmabuf));
+  // Never over a software transport.
+  for (auto t : {TransportKind::kEmulated, TransportKind::kSimulated}) {
+    EXPECT_FALSE(isGpuDirectTest(t, C, RegPath::kDmabuf, C, RegPath::kDmabuf)) << toString(t);
+    EXPECT_FALSE(isGpuDirectTest(t, H, RegPath::kHost, C, RegPath::kDmabuf)) << toString(t);
+  }
+}
+
+TEST(TypesTest, ResultClaimsGpuDirectOnlyWhenEveryGpuSideIs) {
   TestResult r;
   r.status = TestStatus::kPassed;
   r.transport = TransportKind::kVerbs;
-  EXPECT_FALSE(r.gpudirect());
+  EXPECT_FALSE(r.gpudirect());  // host -> host
   r.target.memory = MemoryKind::kCuda;
   r.target.reg_path = RegPath::kPeermem;
-  EXPECT_TRUE(r.gpudirect());
+  EXPECT_TRUE(r.gpudirect());  // host -> GPU (peermem)
   r.target.reg_path = RegPath::kStaged;
-  EXPECT_FALSE(r.gpudirect());
+  EXPECT_FALSE(r.gpudirect());  // host -> GPU (staged)
   r.initiator.memory = MemoryKind::kCuda;
   r.initiator.reg_path = RegPath::kDmabuf;
-  EXPECT_TRUE(r.gpudirect());
+  EXPECT_FALSE(r.gpudirect());  // GPU (dmabuf) -> GPU (staged)
+  r.target.reg_path = RegPath::kDmabuf;
+  EXPECT_TRUE(r.gpudirect());  // GPU (dmabuf) -> GPU (dmabuf)
   r.transport = TransportKind::kEmulated;
   EXPECT_FALSE(r.gpudirect());
 }

@@ -151,7 +151,13 @@ const BadCase kBad[] = {
     {"gpu_with_host_memory", "sweeps:\n  - gpu: 1\n", "sweeps[0].gpu: a GPU index was given",
      "memory: cuda"},
     {"reg_with_host_memory", "sweeps:\n  - reg: dmabuf\n",
-     "sweeps[0].initiator: registration path dmabuf applies to GPU memory only", ""},
+     "sweeps[0].reg: dmabuf applies to GPU memory only", "memory: cuda"},
+    {"memory_with_src_memory", "sweeps:\n  - memory: cuda\n    src_memory: host\n",
+     "sweeps[0].src_memory: cannot be combined with memory", "dst_memory: cuda:0"},
+    {"gpu_contradicts_side", "sweeps:\n  - dst_memory: cuda:1\n    gpu: 0\n",
+     "sweeps[0].gpu: 0 contradicts dst_memory: cuda:1", "drop gpu"},
+    {"bad_side_memory", "sweeps:\n  - src_memory: cuda:x\n",
+     "sweeps[0].src_memory: 'cuda:x': 'x' is not a GPU index", "cuda:N"},
     {"latency_with_duration", "sweeps:\n  - mode: lat\n    duration: 10s\n",
      "sweeps[0].duration: latency tests count iterations", ""},
     {"pairs_pattern_without_pairs", "sweeps:\n  - pattern: pairs\n",
@@ -169,6 +175,30 @@ TEST(ConfigYaml, ErrorsCarryTheLineNumber) {
   auto r = parseClusterConfig("sweeps:\n  - pattern: all-pairs\n    iters: x\n", "f.yaml");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message().rfind("f.yaml:3: sweeps[0].iters", 0), 0u) << r.status().message();
+}
+
+TEST(ConfigYaml, EachSideChoosesItsOwnMemory) {
+  auto c = parseClusterConfig(
+      "sweeps:\n  - src_memory: host\n    dst_memory: cuda:1\n    reg: dmabuf\n"
+      "  - src_memory: cuda\n    gpu: 2\n    reg: staged\n  - memory: cuda:3\n",
+      "x");
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  ASSERT_EQ(c->sweeps.size(), 3u);
+  const PairTestSpec& a = c->sweeps[0].test;
+  EXPECT_EQ(a.initiator.memory, MemoryKind::kHost);
+  EXPECT_EQ(a.initiator.reg, RegPath::kHost);  // reg applies to the GPU side only
+  EXPECT_EQ(a.target.memory, MemoryKind::kCuda);
+  EXPECT_EQ(a.target.gpu, 1);
+  EXPECT_EQ(a.target.reg, RegPath::kDmabuf);
+  const PairTestSpec& b = c->sweeps[1].test;
+  EXPECT_EQ(b.initiator.memory, MemoryKind::kCuda);
+  EXPECT_EQ(b.initiator.gpu, 2);
+  EXPECT_EQ(b.initiator.reg, RegPath::kStaged);
+  EXPECT_EQ(b.target.memory, MemoryKind::kHost);
+  const PairTestSpec& m = c->sweeps[2].test;
+  EXPECT_EQ(m.initiator.gpu, 3);
+  EXPECT_EQ(m.target.gpu, 3);
+  EXPECT_EQ(m.target.memory, MemoryKind::kCuda);
 }
 
 TEST(ConfigYaml, PairsAndListsParse) {

@@ -33,6 +33,51 @@ TEST(ConvertReport, InventoryVersionsRoundTrip) {
   EXPECT_EQ(convert::fromProto(parsed).nvidia_driver_version, "");
 }
 
+// Capabilities (Inventory field 12, message TransportCapabilities) both ways; values this build
+// does not know, and AUTO (a request, never a capability), are left out rather than guessed.
+TEST(ConvertReport, CapabilitiesRoundTripAndUnknownValuesAreDropped) {
+  Inventory in;
+  TransportCapabilities c;
+  c.transport = TransportKind::kVerbs;
+  c.bandwidth_ops = {Op::kWrite, Op::kWriteImm};
+  c.latency_ops = {Op::kSend};
+  c.memory = {MemoryKind::kHost, MemoryKind::kCuda};
+  c.reg_paths = {RegPath::kHost, RegPath::kDmabuf, RegPath::kStaged};
+  c.max_message_size = 1ULL << 31;
+  c.max_inline = 220;
+  c.rdma_cm = true;
+  c.gid_index = true;
+  c.bidirectional = true;
+  in.capabilities = {c};
+  v1::Inventory p;
+  convert::toProto(in, &p);
+  ASSERT_EQ(p.capabilities_size(), 1);
+  EXPECT_EQ(p.capabilities(0).transport(), v1::TRANSPORT_VERBS);
+  EXPECT_EQ(p.capabilities(0).max_inline(), 220u);
+  Inventory back = convert::fromProto(p);
+  ASSERT_EQ(back.capabilities.size(), 1u);
+  const TransportCapabilities& b = back.capabilities[0];
+  EXPECT_EQ(b.transport, TransportKind::kVerbs);
+  EXPECT_EQ(b.bandwidth_ops, c.bandwidth_ops);
+  EXPECT_EQ(b.latency_ops, c.latency_ops);
+  EXPECT_EQ(b.memory, c.memory);
+  EXPECT_EQ(b.reg_paths, c.reg_paths);
+  EXPECT_EQ(b.max_message_size, c.max_message_size);
+  EXPECT_EQ(b.max_inline, 220u);
+  EXPECT_TRUE(b.rdma_cm && b.gid_index && b.bidirectional);
+
+  auto* w = p.mutable_capabilities(0);
+  w->add_bandwidth_ops(static_cast<v1::Op>(99));
+  w->add_reg_paths(v1::REG_PATH_AUTO);
+  w->add_memory(static_cast<v1::MemoryKind>(42));
+  p.add_capabilities()->set_transport(static_cast<v1::Transport>(77));  // a future transport
+  back = convert::fromProto(p);
+  ASSERT_EQ(back.capabilities.size(), 1u);
+  EXPECT_EQ(back.capabilities[0].bandwidth_ops, c.bandwidth_ops);
+  EXPECT_EQ(back.capabilities[0].reg_paths, c.reg_paths);
+  EXPECT_EQ(back.capabilities[0].memory, c.memory);
+}
+
 TEST(ConvertReport, WorkerInfoKeepsLabelsAndInventory) {
   v1::WorkerInfo w;
   w.set_name("w1");

@@ -5,6 +5,7 @@
 
 #include <optional>
 
+#include "common/capabilities.h"
 #include "tests/support/fake_worker_channel.h"
 
 namespace gdrmesh {
@@ -175,6 +176,59 @@ TEST_F(PairTestTest, OptionsTheTransportIgnoresAreRefusedUpFront) {
   Status st = checkPairAgainstInventory(spec_, *dir_.get("a"), *dir_.get("b"));
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
   EXPECT_NE(st.message().find("--inline"), std::string::npos) << st.message();
+}
+
+// Capabilities before operations: an impossible request is refused by the up-front check that
+// the control service runs, and the run itself would never contact a worker for it.
+TEST_F(PairTestTest, ImpossibleRequestIsRefusedFromCapabilitiesBeforeAnyWorkerIsContacted) {
+  for (auto* n : {"a", "b"}) {
+    dir_.edit(n, [](WorkerStatus& w) {
+      w.inventory.transports = {"emulated"};
+      w.inventory.capabilities = {emulatedCapabilities()};
+      w.inventory.notes = {"verbs: no RDMA device found"};
+    });
+  }
+  spec_.op = Op::kWriteImm;
+  spec_.mode = Mode::kLatency;
+  Status st = checkPairAgainstInventory(spec_, *dir_.get("a"), *dir_.get("b"));
+  EXPECT_EQ(st.code(), Code::kFailedPrecondition);
+  EXPECT_NE(st.message().find("worker a (SRC, initiator) has no transport that supports --op "
+                              "write_imm --mode lat: verbs: not available here (verbs: no RDMA "
+                              "device found); emulated: supports bw write, read, send, write_imm"),
+            std::string::npos)
+      << st.message();
+  EXPECT_TRUE(dir_.fake("a").log().empty());
+  EXPECT_TRUE(dir_.fake("b").log().empty());
+  // The same workers run what they support.
+  spec_.mode = Mode::kBandwidth;
+  EXPECT_TRUE(checkPairAgainstInventory(spec_, *dir_.get("a"), *dir_.get("b")).ok());
+}
+
+TEST_F(PairTestTest, AutomaticTransportIsOneThatServesBothSides) {
+  TransportCapabilities verbs_no_imm = verbsCapabilities();
+  verbs_no_imm.latency_ops = {Op::kWrite, Op::kRead, Op::kSend};
+  for (auto* n : {"a", "b"}) {
+    dir_.edit(n, [&](WorkerStatus& w) {
+      w.inventory.transports = {"verbs", "emulated"};
+      w.inventory.capabilities = {verbs_no_imm, emulatedCapabilities()};
+    });
+  }
+  spec_.op = Op::kWriteImm;
+  EXPECT_EQ(chooseTransport(spec_, dir_.get("a")->inventory, dir_.get("b")->inventory),
+            TransportKind::kVerbs);
+  spec_.mode = Mode::kLatency;  // neither serves it: refused, and the choice falls back
+  EXPECT_EQ(checkPairAgainstInventory(spec_, *dir_.get("a"), *dir_.get("b")).code(),
+            Code::kFailedPrecondition);
+  spec_.op = Op::kWrite;
+  spec_.initiator.memory = MemoryKind::kCuda;
+  spec_.initiator.reg = RegPath::kStaged;
+  dir_.edit("a", [](WorkerStatus& w) { w.inventory.gpus.emplace_back(); });
+  verbs_no_imm.reg_paths = {RegPath::kHost, RegPath::kDmabuf};  // no staging on verbs here
+  dir_.edit("a", [&](WorkerStatus& w) {
+    w.inventory.capabilities = {verbs_no_imm, emulatedCapabilities()};
+  });
+  EXPECT_EQ(chooseTransport(spec_, dir_.get("a")->inventory, dir_.get("b")->inventory),
+            TransportKind::kEmulated);
 }
 
 TEST_F(PairTestTest, LoopbackOnOneWorkerUsesOneSession) {

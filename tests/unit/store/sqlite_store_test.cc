@@ -479,6 +479,42 @@ TEST_F(SqliteStoreTest, VersionOneDatabaseGainsSweepsAndPlanIndex) {
             "3");
 }
 
+// Migration 5: a claim of GPUDirect stored under the old rule ("either side") is withdrawn where
+// one GPU side was staged; a claim every GPU side supports stays.
+TEST_F(SqliteStoreTest, VersionThreeGpuDirectClaimsFollowThePerSideRule) {
+  const std::vector<SqliteMigration> v3(sqliteSchemaMigrations().begin(),
+                                        sqliteSchemaMigrations().begin() + 3);
+  SqliteStoreOptions old_build;
+  old_build.migrations = &v3;
+  {
+    auto store = openOk(old_build);
+    ASSERT_NE(store, nullptr);
+    TestResult mixed = makeResult("t-mixed", "a", "b", 5);
+    mixed.status = TestStatus::kPassed;
+    mixed.transport = TransportKind::kVerbs;
+    mixed.initiator.memory = mixed.target.memory = MemoryKind::kCuda;
+    mixed.initiator.reg_path = RegPath::kDmabuf;
+    mixed.target.reg_path = RegPath::kStaged;
+    TestResult host_to_gpu = mixed;
+    host_to_gpu.test_id = "t-h2g";
+    host_to_gpu.initiator.memory = MemoryKind::kHost;
+    host_to_gpu.initiator.reg_path = RegPath::kHost;
+    host_to_gpu.target.reg_path = RegPath::kPeermem;
+    ASSERT_TRUE(store->insertResult(mixed).ok());
+    ASSERT_TRUE(store->insertResult(host_to_gpu).ok());
+    RawDb raw(dbPath());
+    ASSERT_EQ(raw.one("PRAGMA user_version"), "3");
+    // As the old rule wrote them: both claimed.
+    ASSERT_EQ(raw.exec("UPDATE results SET gpudirect = 1"), SQLITE_OK);
+  }
+  auto store = openOk();
+  ASSERT_NE(store, nullptr);
+  RawDb raw(dbPath());
+  EXPECT_EQ(raw.one("PRAGMA user_version"), std::to_string(SqliteStore::latestSchemaVersion()));
+  EXPECT_EQ(raw.one("SELECT gpudirect FROM results WHERE test_id = 't-mixed'"), "0");
+  EXPECT_EQ(raw.one("SELECT gpudirect FROM results WHERE test_id = 't-h2g'"), "1");
+}
+
 TEST_F(SqliteStoreTest, RowsOfVersionOneReadBackWithPlanIndexMinusOne) {
   const std::vector<SqliteMigration> v1(sqliteSchemaMigrations().begin(),
                                         sqliteSchemaMigrations().begin() + 1);

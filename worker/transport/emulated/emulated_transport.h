@@ -20,6 +20,7 @@ class EmulatedTransport final : public Transport {
  public:
   TransportKind kind() const override { return TransportKind::kEmulated; }
   Status viable() const override { return {}; }
+  TransportCapabilities capabilities() const override { return emulatedCapabilities(); }
   Result<std::unique_ptr<Endpoint>> createEndpoint(const EndpointSpec& spec, Buffer& buffer,
                                                    RegPath reg) override;
 };

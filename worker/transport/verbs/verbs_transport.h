@@ -76,6 +76,7 @@ class VerbsTransport final : public Transport {
   explicit VerbsTransport(VerbsOptions options = {});
   TransportKind kind() const override { return TransportKind::kVerbs; }
   Status viable() const override;
+  TransportCapabilities capabilities() const override { return verbsCapabilities(); }
   Result<std::unique_ptr<Endpoint>> createEndpoint(const EndpointSpec& spec, Buffer& buffer,
                                                    RegPath reg) override;
   // Same as createEndpoint, with the verbs-only interface.

@@ -1,0 +1,87 @@
+// The memory vocabulary of one side ("host", "cuda", "cuda:N") and the rule that combines
+// --memory, --src-memory, --dst-memory, --gpu and --reg (spelled as a config would).
+#include "common/pair_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace gdrmesh {
+namespace {
+
+TEST(MemoryChoice, ParsesHostCudaAndCudaN) {
+  auto h = parseMemoryChoice("host", "f");
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->kind, MemoryKind::kHost);
+  EXPECT_EQ(h->gpu, -1);
+  auto c = parseMemoryChoice("cuda", "f");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->kind, MemoryKind::kCuda);
+  EXPECT_EQ(c->gpu, -1);
+  auto n = parseMemoryChoice("cuda:7", "f");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->gpu, 7);
+  for (const char* bad :
+       {"", "gpu", "cuda:", "cuda:-1", "cuda:1x", "host:0", "cuda:99999", "CUDA"}) {
+    auto r = parseMemoryChoice(bad, "--dst-memory");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().message().rfind("--dst-memory: ", 0), 0u) << r.status().message();
+    EXPECT_NE(r.status().fix().find("cuda:N"), std::string::npos);
+  }
+  EXPECT_EQ(memoryText(MemoryKind::kHost, -1), "host");
+  EXPECT_EQ(memoryText(MemoryKind::kCuda, -1), "cuda:0");
+  EXPECT_EQ(memoryText(MemoryKind::kCuda, 3), "cuda:3");
+}
+
+TEST(MemoryOptions, NamesAreThoseOfTheCaller) {
+  MemoryOptionNames yaml{"memory", "src_memory", "dst_memory", "gpu", "reg", ": "};
+  MemoryOptions o;
+  o.both = "cuda";
+  o.dst = "cuda:1";
+  PairTestSpec s;
+  Status st = applyMemoryOptions(o, yaml, &s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("dst_memory: cannot be combined with memory", 0), 0u)
+      << st.toString();
+  EXPECT_NE(st.fix().find("src_memory: host dst_memory: cuda:0"), std::string::npos) << st.fix();
+}
+
+TEST(MemoryOptions, NothingGivenIsHostOnBothSides) {
+  PairTestSpec s;
+  s.initiator.memory = s.target.memory = MemoryKind::kCuda;  // overwritten
+  ASSERT_TRUE(applyMemoryOptions(MemoryOptions{}, MemoryOptionNames{}, &s).ok());
+  for (const auto* side : {&s.initiator, &s.target}) {
+    EXPECT_EQ(side->memory, MemoryKind::kHost);
+    EXPECT_EQ(side->gpu, -1);
+    EXPECT_EQ(side->reg, RegPath::kHost);
+  }
+}
+
+// The options a chosen transport cannot honour, read from its capabilities (one statement of
+// what each transport accepts).
+TEST(TransportOptions, RefusedWhereTheCapabilitiesSayNo) {
+  struct Case {
+    const char* flag;
+    void (*set)(PairTestSpec&);
+    bool emulated, simulated;  // refused by
+  };
+  const Case cases[] = {
+      {"--rdma-cm", [](PairTestSpec& s) { s.use_rdma_cm = true; }, true, true},
+      {"--gid-index", [](PairTestSpec& s) { s.gid_index = 1; }, true, true},
+      {"--inline", [](PairTestSpec& s) { s.inline_size = 64; }, true, true},
+      {"--bidir", [](PairTestSpec& s) { s.bidirectional = true; }, true, false},
+  };
+  for (const Case& c : cases) {
+    PairTestSpec s;
+    c.set(s);
+    EXPECT_TRUE(checkTransportOptions(s, TransportKind::kVerbs).ok()) << c.flag;
+    Status e = checkTransportOptions(s, TransportKind::kEmulated);
+    EXPECT_EQ(!e.ok(), c.emulated) << c.flag;
+    if (!e.ok()) {
+      EXPECT_EQ(e.message(), std::string(c.flag) + ": not supported by the emulated transport");
+    }
+    EXPECT_EQ(!checkTransportOptions(s, TransportKind::kSimulated).ok(), c.simulated) << c.flag;
+  }
+  EXPECT_TRUE(checkTransportOptions(PairTestSpec{}, TransportKind::kEmulated).ok());
+}
+
+}  // namespace
+}  // namespace gdrmesh
