@@ -105,6 +105,7 @@ ExecutorProgress Executor::progress() const {
   std::lock_guard<std::mutex> lock(mu_);
   ExecutorProgress p = progress_;
   p.running = running_;
+  p.starting = to_start_.size() + (draining_ ? 1 : 0);
   return p;
 }
 

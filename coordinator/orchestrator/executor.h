@@ -68,6 +68,9 @@ struct ExecutorCallbacks {
 
 struct ExecutorProgress {
   uint64_t total = 0, done = 0, running = 0, failed = 0, skipped = 0, retried = 0;
+  // Dispatched tests whose start has not yet returned (a test that moves a manual clock waits
+  // for 0, so no start takes its deadline at one time and its first reply at another).
+  uint64_t starting = 0;
 };
 
 class Executor {

@@ -112,15 +112,14 @@ TEST_F(SweepTest, HistoryCompareAndResultOverTwoSweeps) {
   EXPECT_EQ(unknown_results.exit_code, 2) << unknown_results.out << unknown_results.err;
   EXPECT_NE(unknown_results.err.find("nobody"), std::string::npos) << unknown_results.err;
 
-  // compare: all 6 pairs of the plan; a tolerance wide enough that the software transport's
-  // noise is unchanged.
+  // compare: all 6 pairs of the plan, in both sweeps. Which of them count as worse or better
+  // is the software transport's noise (under ASan on a loaded machine one pair went from 1.4 to
+  // 32 Gb/s, beyond the widest tolerance), so only the pairing is asserted.
   auto cmp = c_.cli({"compare", a, b, "--tolerance", "1000%"});
   EXPECT_EQ(cmp.exit_code, 0) << cmp.out << cmp.err;
-  EXPECT_NE(cmp.out.find("compare " + a + " -> " + b +
-                         " (tolerance 1000.0%): 0 worse, 0 better, "
-                         "6 unchanged, 0 new, 0 missing"),
-            std::string::npos)
+  EXPECT_NE(cmp.out.find("compare " + a + " -> " + b + " (tolerance 1000.0%): "), std::string::npos)
       << cmp.out;
+  EXPECT_NE(cmp.out.find(", 0 new, 0 missing"), std::string::npos) << cmp.out;
   auto tight = c_.cli({"compare", a, b, "--tolerance", "0%", "-o", "csv"});
   EXPECT_EQ(tight.exit_code, 0) << "regressions are output, not an exit code: " << tight.err;
   EXPECT_EQ(countLines(tight.out), 7u) << tight.out;
@@ -177,7 +176,11 @@ TEST_F(SweepTest, HistoryCompareAndResultOverTwoSweeps) {
   EXPECT_EQ(bad.contains("parameter") ? bad["parameter"] : nlohmann::json(), "since");
   auto c = get("/api/compare?a=" + a + "&b=" + b + "&tolerance=1000%25", 200);
   ASSERT_TRUE(c.contains("summary")) << c.dump();
-  EXPECT_EQ(c["summary"]["unchanged"], 6);
+  const auto& sum = c["summary"];
+  EXPECT_EQ(sum.value("unchanged", 0) + sum.value("better", 0) + sum.value("worse", 0), 6)
+      << c.dump();
+  EXPECT_EQ(sum.value("new", -1), 0);
+  EXPECT_EQ(sum.value("missing", -1), 0);
   EXPECT_EQ(c["rows"].size(), 6u);
   auto r = get("/api/results/" + test_id, 200);
   EXPECT_EQ(r.contains("test_id") ? r["test_id"] : nlohmann::json(), test_id);
