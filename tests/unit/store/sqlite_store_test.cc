@@ -515,6 +515,64 @@ TEST_F(SqliteStoreTest, VersionThreeGpuDirectClaimsFollowThePerSideRule) {
   EXPECT_EQ(raw.one("SELECT gpudirect FROM results WHERE test_id = 't-h2g'"), "1");
 }
 
+// Migration 6: reports move from the sweeps row into sweep_reports; a sweep without one keeps
+// none; the column is gone, so a list never walks a report's pages.
+TEST_F(SqliteStoreTest, VersionFiveReportsMoveToTheirOwnTable) {
+  const std::vector<SqliteMigration> v5(sqliteSchemaMigrations().begin(),
+                                        sqliteSchemaMigrations().begin() + 5);
+  SqliteStoreOptions old_build;
+  old_build.migrations = &v5;
+  const std::string report(200000, 'r');  // overflow pages, as a real report has
+  {
+    auto store = openOk(old_build);
+    ASSERT_NE(store, nullptr);
+    RawDb raw(dbPath());
+    ASSERT_EQ(raw.one("PRAGMA user_version"), "5");
+    ASSERT_EQ(raw.exec("INSERT INTO sweeps (id, state, pattern, name, spec_json, plan_json, "
+                       "report_json, created_ms, started_ms, finished_ms, tests_total, reason, "
+                       "verdict) VALUES ('s-judged', 'finished', 'all-pairs', '', '{}', '[]', '" +
+                       report +
+                       "', 10, 11, 12, 6, '', 'PASS'), ('s-running', 'running', 'rails', '', "
+                       "'{}', '[]', '', 20, 21, 0, 4, '', '')"),
+              SQLITE_OK);
+  }
+  auto store = openOk();
+  ASSERT_NE(store, nullptr);
+  RawDb raw(dbPath());
+  EXPECT_EQ(raw.one("PRAGMA user_version"), std::to_string(SqliteStore::latestSchemaVersion()));
+  EXPECT_EQ(raw.one("SELECT count(*) FROM pragma_table_info('sweeps') WHERE name = "
+                    "'report_json'"),
+            "0");
+  EXPECT_EQ(raw.one("SELECT count(*) FROM sweep_reports"), "1");
+  auto judged = store->getSweep("s-judged");
+  ASSERT_TRUE(judged.ok()) << judged.status().toString();
+  ASSERT_TRUE(judged->has_value());
+  EXPECT_EQ((*judged)->report_json, report);
+  EXPECT_EQ((*judged)->verdict, "PASS");
+  EXPECT_EQ((*judged)->tests_total, 6u);
+  auto running = store->getSweep("s-running");
+  ASSERT_TRUE(running.ok() && running->has_value());
+  EXPECT_EQ((*running)->report_json, "");
+  auto list = store->listSweeps(0, "");
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].id, "s-running");
+  EXPECT_EQ((*list)[1].report_json, "");  // lists leave reports out
+
+  // A report cleared by an update is removed with it; one added is stored.
+  SweepRecord cleared = **judged;
+  cleared.report_json.clear();
+  ASSERT_TRUE(store->updateSweep(cleared).ok());
+  EXPECT_EQ(raw.one("SELECT count(*) FROM sweep_reports"), "0");
+  SweepRecord done = **running;
+  done.state = "finished";
+  done.report_json = R"({"verdicts":[]})";
+  ASSERT_TRUE(store->updateSweep(done).ok());
+  auto back = store->getSweep("s-running");
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ((*back)->report_json, done.report_json);
+}
+
 TEST_F(SqliteStoreTest, RowsOfVersionOneReadBackWithPlanIndexMinusOne) {
   const std::vector<SqliteMigration> v1(sqliteSchemaMigrations().begin(),
                                         sqliteSchemaMigrations().begin() + 1);
