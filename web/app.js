@@ -208,7 +208,7 @@
   const sweep = {
     list: [],
     shownKey: '',     // id + progress of the report on screen, to refetch only on change
-    report: null,     // /api/sweeps/ID?verdicts=failed
+    report: null,     // /api/sweeps/ID?verdicts=failed&limit=50
     index: null,      // Int32Array n*n: cell index or -1
     cellPx: 1,
     margin: 0,
@@ -455,9 +455,10 @@
     $('pair-body').replaceChildren(...head, el('p', {class: 'small'}, 'Loading the runs\u2026'));
     let runs = [];
     try {
-      const src = splitKey(srcName);
-      const rows = await getJson('/api/results?limit=10000&run_id=' + encodeURIComponent(id) +
-                                 '&worker=' + encodeURIComponent(src.worker));
+      // The pair's runs in this sweep, straight from the pair index (not the sweep's rows).
+      const q = new URLSearchParams({src: splitKey(srcName).worker, dst: splitKey(dstName).worker,
+                                     direction: 'one', run_id: id, limit: '1000'});
+      const rows = await getJson('/api/history?' + q.toString());
       runs = rows.filter((r) => sideMatches(r.initiator, srcName) && sideMatches(r.target, dstName));
     } catch (e) {
       $('pair-body').replaceChildren(...head, el('p', {class: 'integrity-bad'}, e.message));
@@ -506,7 +507,9 @@
         el('ul', {class: 'list small'}, s.evidence.map((e) => el('li', {}, e)))));
     $('suspects').replaceChildren(...(sus.length ? sus : [el('li', {class: 'small'}, 'none')]));
 
+    // The failed verdicts' first page (verdicts=failed&limit=50); the total counts them all.
     const fails = rep.verdicts.filter((v) => v.verdict === 'FAIL');
+    const failTotal = rep.verdicts_page ? rep.verdicts_page.total : fails.length;
     const shown = fails.slice(0, 50).map((v) => {
       const b = el('button', {type: 'button', 'data-src': v.src, 'data-dst': v.dst}, v.src + ' \u2192 ' + v.dst);
       b.addEventListener('click', () => openPair(v.src, v.dst));
@@ -514,7 +517,7 @@
           (v.value ? ', ' + fmtNum(v.value, 2) + ' ' + v.unit : '') + (v.retest ? ', retest' : '')),
           el('div', {class: 'reason small'}, v.reasons.join('; ')));
     });
-    if (fails.length > shown.length) shown.push(el('li', {class: 'small'}, (fails.length - shown.length) + ' more'));
+    if (failTotal > shown.length) shown.push(el('li', {class: 'small'}, (failTotal - shown.length) + ' more'));
     $('sweep-failures').replaceChildren(...(shown.length ? shown : [el('li', {class: 'small'}, 'none')]));
     const notes = rep.notes.map((n) => el('li', {}, n));
     $('sweep-notes').replaceChildren(...(notes.length ? notes : [el('li', {}, 'none')]));
@@ -556,7 +559,7 @@
     }
     const key = JSON.stringify([chosen.id, chosen.state, chosen.tests_done, chosen.finished_ms]);
     if (key === sweep.shownKey && sweep.report) return;
-    const rep = await getJson('/api/sweeps/' + encodeURIComponent(chosen.id) + '?verdicts=failed');
+    const rep = await getJson('/api/sweeps/' + encodeURIComponent(chosen.id) + '?verdicts=failed&limit=50');
     if (sweep.report && sweep.report.progress.id !== rep.progress.id) sweep.selected = null;
     sweep.report = rep;
     sweep.shownKey = key;

@@ -104,6 +104,33 @@ std::optional<ParamError> parseLimit(const httplib::Request& req, uint32_t* limi
   return std::nullopt;
 }
 
+// offset (optional): where a page starts, 0..kMaxOffset.
+std::optional<ParamError> parseOffset(const httplib::Request& req, uint64_t* offset) {
+  if (!req.has_param("offset")) return std::nullopt;
+  const std::string v = req.get_param_value("offset");
+  if (v.empty() || v.size() > 9 ||
+      !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return ParamError{"offset", "offset '" + v + "' is not a whole number from 0 to 999999999",
+                      "give the next_offset of the previous page (0 for the first)"};
+  }
+  *offset = std::stoull(v);
+  return std::nullopt;
+}
+
+// run_id (optional): a run's or a sweep's id.
+std::optional<ParamError> parseRunId(const httplib::Request& req, std::string* run_id) {
+  if (!req.has_param("run_id")) return std::nullopt;
+  *run_id = req.get_param_value("run_id");
+  if (run_id->empty() || run_id->size() > 128 ||
+      std::any_of(run_id->begin(), run_id->end(),
+                  [](char c) { return std::iscntrl(static_cast<unsigned char>(c)) != 0; })) {
+    return ParamError{"run_id",
+                      "run_id is empty, longer than 128 characters or holds control characters",
+                      "give a run id as `gdrmesh results` prints it (a sweep's id for its tests)"};
+  }
+  return std::nullopt;
+}
+
 std::optional<ParamError> parseResultQuery(const httplib::Request& req, ResultQuery* q) {
   if (auto e = checkParams(req, {"limit", "worker", "status", "run_id"})) return e;
   q->limit = kResultsDefaultLimit;
@@ -129,26 +156,17 @@ std::optional<ParamError> parseResultQuery(const httplib::Request& req, ResultQu
     }
     q->status = *st;
   }
-  if (req.has_param("run_id")) {
-    q->run_id = req.get_param_value("run_id");
-    if (q->run_id.size() > 128 || std::any_of(q->run_id.begin(), q->run_id.end(), [](char c) {
-          return std::iscntrl(static_cast<unsigned char>(c)) != 0;
-        })) {
-      return ParamError{"run_id",
-                        "run_id is longer than 128 characters or holds control characters",
-                        "give a run id as `gdrmesh results` prints it"};
-    }
-  }
-  return std::nullopt;
+  return parseRunId(req, &q->run_id);
 }
 
-// /api/history: src, dst (required), since, until, size, op, mode, direction, limit.
+// /api/history: src, dst (required), since, until, size, op, mode, direction, run_id, limit.
 std::optional<ParamError> parseHistoryQuery(const httplib::Request& req, int64_t now_ms,
                                             HistoryQuery* q) {
-  if (auto e = checkParams(
-          req, {"src", "dst", "since", "until", "size", "op", "mode", "direction", "limit"})) {
+  if (auto e = checkParams(req, {"src", "dst", "since", "until", "size", "op", "mode", "direction",
+                                 "run_id", "limit"})) {
     return e;
   }
+  if (auto e = parseRunId(req, &q->run_id)) return e;
   for (const char* side : {"src", "dst"}) {
     if (!req.has_param(side)) {
       return ParamError{side, std::string("parameter '") + side + "' is required",
@@ -475,28 +493,36 @@ json sweepMatrixJson(const std::vector<PairVerdict>& verdicts) {
   return {{"hosts", hosts}, {"cells", std::move(out_cells)}, {"best", std::move(best)}};
 }
 
-json sweepJson(const SweepReportData& report, VerdictFilter filter) {
+json sweepJson(const SweepReportData& report, VerdictFilter filter, VerdictPage page) {
   json j;
   j["progress"] = sweepProgressJson(report.progress);
   j["verdicts"] = json::array();
-  json counts{{"PASS", 0}, {"FAIL", 0}, {"SKIP", 0}};
+  uint32_t counts[3] = {0, 0, 0};  // PASS, FAIL, SKIP
+  uint64_t matching = 0;           // verdicts the filter keeps, on any page
   for (const auto& v : report.verdicts) {
-    const char* k = toString(v.verdict);
-    counts[k] = counts[k].get<int>() + 1;
+    ++counts[v.verdict == VerdictKind::kPass ? 0 : v.verdict == VerdictKind::kFail ? 1 : 2];
     if (filter == VerdictFilter::kNone) continue;
     if (filter == VerdictFilter::kFailed && v.verdict != VerdictKind::kFail) continue;
+    const uint64_t at = matching++;
+    if (at < page.offset || at - page.offset >= page.limit) continue;
     j["verdicts"].push_back({{"test_id", v.test_id},
                              {"src", v.src},
                              {"dst", v.dst},
                              {"message_size", v.message_size},
-                             {"verdict", k},
+                             {"verdict", toString(v.verdict)},
                              {"reasons", v.reasons},
                              {"value", v.value},
                              {"unit", v.unit},
                              {"topo_class", v.topo_class},
                              {"retest", v.retest}});
   }
-  j["verdict_counts"] = counts;
+  const uint64_t end = page.offset + j["verdicts"].size();
+  j["verdicts_page"] = {{"offset", page.offset},
+                        {"limit", page.limit},
+                        {"total", matching},
+                        {"next_offset", end < matching ? json(end) : json(nullptr)}};
+  json counts_json{{"PASS", counts[0]}, {"FAIL", counts[1]}, {"SKIP", counts[2]}};
+  j["verdict_counts"] = std::move(counts_json);
   j["suspects"] = json::array();
   for (const auto& s : report.suspects) {
     j["suspects"].push_back(
@@ -751,7 +777,14 @@ class StatusHttpServer::Impl {
     });
     server_.Get(
         R"(/api/sweeps/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-          if (auto e = checkParams(req, {"verdicts"})) {
+          if (auto e = checkParams(req, {"verdicts", "offset", "limit"})) {
+            return sendError(res, 400, e->parameter, e->message, e->fix);
+          }
+          VerdictPage page;
+          if (auto e = parseLimit(req, &page.limit)) {
+            return sendError(res, 400, e->parameter, e->message, e->fix);
+          }
+          if (auto e = parseOffset(req, &page.offset)) {
             return sendError(res, 400, e->parameter, e->message, e->fix);
           }
           VerdictFilter filter = VerdictFilter::kAll;
@@ -777,7 +810,7 @@ class StatusHttpServer::Impl {
           }
           auto report = source_.sweep(id);
           if (!report.ok()) return sendStatus(res, report.status());
-          sendJson(res, 200, sweepJson(*report, filter));
+          sendJson(res, 200, sweepJson(*report, filter, page));
         });
     server_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
       if (auto e = checkParams(req, {})) {

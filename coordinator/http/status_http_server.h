@@ -10,15 +10,16 @@
 //   GET /api/results/ID   one result, whole (toJson(TestResult)); 404 when no result has that id
 //   GET /api/history      one pair's results, newest first: ?src=W&dst=W (required)
 //                         &since=30d|DATE &until=... &size=64KiB &op=write &mode=bw|lat
-//                         &direction=both|one &limit=1..10000 (50)
+//                         &direction=both|one &run_id=ID &limit=1..10000 (50)
 //   GET /api/compare      sweep b against sweep a: ?a=ID&b=ID (required) &tolerance=5%
 //                         {a, b, tolerance_pct, summary{worse, better, unchanged, new,
 //                         missing}, rows[] worst regression first}
 //   GET /api/summary      counts over the latest results (?limit=1..10000, 500): by status, by
 //                         worker, by data path (GPUDirect, RDMA host memory, staged, emulated)
 //   GET /api/sweeps       JSON array of sweep progress, newest first; ?limit=1..10000 (20)
-//   GET /api/sweeps/ID    one sweep: progress, verdicts, suspects, notes and a compact matrix
-//                         (hosts x hosts; see docs/api.md); ?verdicts=all|failed|none (all)
+//   GET /api/sweeps/ID    one sweep: progress, a page of verdicts, suspects, notes and a compact
+//                         matrix (hosts x hosts; see docs/api.md); ?verdicts=all|failed|none
+//                         (all) &offset=N (0) &limit=1..10000 (1000) of the verdicts kept
 //   GET /api/sweeps/latest  the newest sweep that has ended (else the newest); 404 when none
 //   GET /metrics          Prometheus text format: workers up, the latest ended sweep's counts,
 //                         per-link bandwidth and verdict, suspect scores
@@ -81,9 +82,15 @@ nlohmann::json summaryJson(const std::vector<WorkerSummary>& workers,
 
 // A sweep's progress as the API serves it (native numbers, RFC 3339 times).
 nlohmann::json sweepProgressJson(const SweepProgress& p);
-// GET /api/sweeps/ID: progress, verdicts (all, only FAIL, or none), suspects, notes, matrix.
+// GET /api/sweeps/ID: progress, one page of verdicts (all, only FAIL, or none) with
+// verdicts_page{offset, limit, total, next_offset}, verdict_counts, suspects, notes, matrix.
 enum class VerdictFilter { kAll, kFailed, kNone };
-nlohmann::json sweepJson(const SweepReportData& report, VerdictFilter verdicts);
+struct VerdictPage {
+  uint64_t offset = 0;  // among the verdicts the filter keeps, in report order
+  uint32_t limit = 1000;
+};
+nlohmann::json sweepJson(const SweepReportData& report, VerdictFilter verdicts,
+                         VerdictPage page = {});
 // The compact matrix of a sweep: {hosts[], cells[[src, dst, verdict, value, unit, reason]],
 // best{unit: value}}, src and dst indexing hosts (WORKER, or WORKER/NIC when results name NICs).
 nlohmann::json sweepMatrixJson(const std::vector<PairVerdict>& verdicts);

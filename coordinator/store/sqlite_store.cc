@@ -1352,6 +1352,10 @@ QuerySql queryHistorySql(const HistoryQuery& query) {
     q.name += "+mode";
     filters += " AND mode = :mode";
   }
+  if (!query.run_id.empty()) {
+    q.name += "+run";
+    filters += " AND run_id = :run";
+  }
   const std::string select = "SELECT " + selectColumns() + " FROM results WHERE ";
   q.sql = select + "initiator_worker = :src AND target_worker = :dst AND " + filters;
   if (query.both_directions) {
@@ -1409,6 +1413,7 @@ Result<std::vector<TestResult>> SqliteStore::queryHistory(const HistoryQuery& qu
   }
   if (rc == SQLITE_OK && query.op) rc = bindText(s, ":op", toString(*query.op));
   if (rc == SQLITE_OK && query.mode) rc = bindText(s, ":mode", toString(*query.mode));
+  if (rc == SQLITE_OK && !query.run_id.empty()) rc = bindText(s, ":run", query.run_id);
   if (rc == SQLITE_OK) rc = bindInt(s, ":limit", query.limit == 0 ? -1 : int64_t{query.limit});
   if (rc != SQLITE_OK) return error(c, rc, q.name + " (bind)");
   std::vector<TestResult> out;

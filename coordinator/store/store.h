@@ -38,6 +38,7 @@ struct HistoryQuery {
   uint64_t message_size = 0;                               // 0 = any
   std::optional<Op> op;
   std::optional<Mode> mode;
+  std::string run_id;   // "" = any run; else only that run's (sweep's) results
   uint32_t limit = 50;  // newest first; 0 = no limit
 };
 

@@ -286,6 +286,7 @@ class FakeSource : public StatusSource {
     for (const auto& r : fakeResults()) {
       const bool fwd = r.initiator.worker == q.src && r.target.worker == q.dst;
       const bool rev = r.initiator.worker == q.dst && r.target.worker == q.src;
+      if (!q.run_id.empty() && r.run_id != q.run_id) continue;
       if (fwd || (q.both_directions && rev)) out.push_back(r);
     }
     return out;
@@ -473,7 +474,7 @@ TEST_F(StatusPageTest, SourceFailureIs503AndUnknownApiIs404) {
 TEST_F(StatusPageTest, HistoryParametersReachTheSource) {
   json j = getJson(
       "/api/history?src=gpu-a&dst=gpu-b&since=1h&until=2026-11-18T11:06:00Z"
-      "&size=64KiB&op=read&mode=lat&direction=one&limit=7");
+      "&size=64KiB&op=read&mode=lat&direction=one&run_id=sw-done&limit=7");
   ASSERT_TRUE(j.is_array());
   const HistoryQuery q = source_.lastHistory();
   EXPECT_EQ(q.src, "gpu-a");
@@ -484,6 +485,7 @@ TEST_F(StatusPageTest, HistoryParametersReachTheSource) {
   EXPECT_EQ(q.op, Op::kRead);
   EXPECT_EQ(q.mode, Mode::kLatency);
   EXPECT_FALSE(q.both_directions);
+  EXPECT_EQ(q.run_id, "sw-done");
   EXPECT_EQ(q.limit, 7u);
   for (const auto& [path, param] : std::vector<std::pair<std::string, std::string>>{
            {"/api/history?dst=gpu-b", "src"},
@@ -496,6 +498,8 @@ TEST_F(StatusPageTest, HistoryParametersReachTheSource) {
            {"/api/history?src=gpu-a&dst=gpu-b&mode=fast", "mode"},
            {"/api/history?src=gpu-a&dst=gpu-b&direction=up", "direction"},
            {"/api/history?src=gpu-a&dst=gpu-b&limit=0", "limit"},
+           {"/api/history?src=gpu-a&dst=gpu-b&run_id=", "run_id"},
+           {"/api/history?src=gpu-a&dst=gpu-b&run_id=a%0Ab", "run_id"},
            {"/api/compare?a=sw-done", "b"},
            {"/api/compare?a=sw-done&b=sw-done&tolerance=lots", "tolerance"},
            {"/api/compare?a=sw-done&b=sw-done&tolerance=-1", "tolerance"},
@@ -596,6 +600,42 @@ TEST_F(StatusPageTest, SweepReportHasAMatrixKeyedByWorkerAndNic) {
   EXPECT_EQ(j["matrix"]["cells"].size(), 3u);
   j = getJson("/api/sweeps/sw-done?verdicts=none");
   EXPECT_TRUE(j["verdicts"].empty());
+  EXPECT_EQ(j["verdicts_page"]["total"], 0);
+}
+
+// Verdicts come in pages: offset and limit over the verdicts the filter keeps, in report order;
+// the counts and the matrix always cover the whole sweep.
+TEST_F(StatusPageTest, SweepVerdictsArePaged) {
+  const json all = getJson("/api/sweeps/sw-done");
+  ASSERT_EQ(all["verdicts"].size(), 4u);
+  EXPECT_EQ(all["verdicts_page"],
+            json({{"offset", 0}, {"limit", 1000}, {"total", 4}, {"next_offset", nullptr}}));
+  json j = getJson("/api/sweeps/sw-done?limit=3");
+  ASSERT_EQ(j["verdicts"].size(), 3u);
+  EXPECT_EQ(j["verdicts_page"]["next_offset"], 3);
+  EXPECT_EQ(j["verdicts"][2], all["verdicts"][2]);
+  j = getJson("/api/sweeps/sw-done?limit=3&offset=3");
+  ASSERT_EQ(j["verdicts"].size(), 1u);
+  EXPECT_EQ(j["verdicts"][0], all["verdicts"][3]);
+  EXPECT_EQ(j["verdicts_page"]["next_offset"], nullptr);
+  EXPECT_EQ(j["verdict_counts"], all["verdict_counts"]);
+  EXPECT_EQ(j["matrix"], all["matrix"]);
+  j = getJson("/api/sweeps/sw-done?offset=9");
+  EXPECT_TRUE(j["verdicts"].empty());
+  EXPECT_EQ(j["verdicts_page"]["total"], 4);
+  j = getJson("/api/sweeps/sw-done?verdicts=failed&limit=1");
+  ASSERT_EQ(j["verdicts"].size(), 1u);
+  EXPECT_EQ(j["verdicts"][0]["verdict"], "FAIL");
+  EXPECT_EQ(j["verdicts_page"]["total"], 1);
+  for (const auto& [path, param] : std::vector<std::pair<std::string, std::string>>{
+           {"/api/sweeps/sw-done?offset=-1", "offset"},
+           {"/api/sweeps/sw-done?offset=1e3", "offset"},
+           {"/api/sweeps/sw-done?limit=0", "limit"},
+           {"/api/sweeps/sw-done?limit=10001", "limit"}}) {
+    const json e = getJson(path, 400);
+    EXPECT_EQ(str(e, "parameter"), param) << path;
+    EXPECT_FALSE(str(e, "fix").empty()) << path;
+  }
 }
 
 TEST_F(StatusPageTest, LatestIsTheNewestEndedSweepAndUnknownIs404) {
