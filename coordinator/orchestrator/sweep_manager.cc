@@ -649,7 +649,7 @@ Result<SweepProgress> SweepManager::progress(const std::string& id) {
     auto it = recent_.find(id);
     if (it != recent_.end()) return snapshot(*it->second);
   }
-  auto rec = sweeps_.getSweep(id);
+  auto rec = sweeps_.getSweep(id, false);
   if (!rec.ok()) return rec.status();
   return progressOf(id, *rec);
 }
@@ -746,25 +746,37 @@ SweepReportParts parseSweepReportJson(const std::string& text) {
   return out;
 }
 
-std::shared_ptr<const SweepManager::ParsedReport> SweepManager::parsedReport(
-    const SweepRecord& rec) {
-  // The key changes whenever the stored report can have: a resumed sweep ends again.
-  const std::string key = rec.state + "/" + std::to_string(rec.finished_ms) + "/" +
-                          std::to_string(rec.report_json.size());
+namespace {
+// The cache key: changes whenever the stored report can have (a resumed sweep ends again, a
+// re-judged one stores a new revision).
+std::string reportKey(const SweepRecord& r) {
+  return r.state + "/" + std::to_string(r.finished_ms) + "/" + std::to_string(r.report_revision);
+}
+}  // namespace
+
+Result<std::shared_ptr<const SweepManager::ParsedReport>> SweepManager::parsedReport(
+    const SweepRecord& header) {
   {
+    const std::string key = reportKey(header);
     std::lock_guard<std::mutex> lock(cache_mu_);
     for (auto it = report_cache_.begin(); it != report_cache_.end(); ++it) {
-      if (it->first != rec.id) continue;
+      if (it->first != header.id) continue;
       if (it->second->key != key) {
         report_cache_.erase(it);
         break;
       }
       report_cache_.splice(report_cache_.begin(), report_cache_, it);  // most recent first
-      return it->second;
+      return std::shared_ptr<const ParsedReport>(it->second);
     }
   }
+  // Not cached: read the row again with its report (it may have changed since `header`).
+  SweepRecord rec = header;
+  if (header.report_revision != 0) {
+    GDR_ASSIGN_OR_RETURN(std::optional<SweepRecord> full, sweeps_.getSweep(header.id, true));
+    if (full) rec = std::move(*full);
+  }
   auto parsed = std::make_shared<ParsedReport>();
-  parsed->key = key;
+  parsed->key = reportKey(rec);
   auto spec = codec_.decode(rec.spec_json);
   if (spec.ok()) parsed->spec = *spec;
   if (!rec.report_json.empty()) {
@@ -781,18 +793,19 @@ std::shared_ptr<const SweepManager::ParsedReport> SweepManager::parsedReport(
     report_cache_.emplace_front(rec.id, parsed);
     if (report_cache_.size() > kReportCacheSize) report_cache_.pop_back();
   }
-  return parsed;
+  return std::shared_ptr<const ParsedReport>(std::move(parsed));
 }
 
 Result<SweepReportData> SweepManager::report(const std::string& id, bool with_results) {
   SweepReportData d;
-  // One read of the sweep row; its report (megabytes for a large sweep) is parsed once per
-  // ended sweep and kept in a small cache (the status page asks for the same sweep every 5 s).
-  auto rec = sweeps_.getSweep(id);
+  // The sweep row without its report; the report (megabytes for a large sweep) is read and
+  // parsed once per revision of an ended sweep and kept in a small cache (the status page asks
+  // for the same sweep every 5 s).
+  auto rec = sweeps_.getSweep(id, false);
   if (!rec.ok()) return rec.status();
   GDR_ASSIGN_OR_RETURN(d.progress, progressOf(id, *rec));
   if (*rec) {
-    std::shared_ptr<const ParsedReport> parsed = parsedReport(**rec);
+    GDR_ASSIGN_OR_RETURN(std::shared_ptr<const ParsedReport> parsed, parsedReport(**rec));
     d.spec = parsed->spec;
     d.verdicts = parsed->verdicts;
     d.suspects = parsed->suspects;
@@ -817,7 +830,7 @@ Result<SweepReportData> SweepManager::report(const std::string& id, bool with_re
 Result<SweepReportData> SweepManager::judge(const std::string& id, const std::string& config_yaml,
                                             const std::string& baseline) {
   GDR_ASSIGN_OR_RETURN(SweepReportData d, report(id, true));
-  auto rec = sweeps_.getSweep(id);
+  auto rec = sweeps_.getSweep(id, false);
   if (!rec.ok()) return rec.status();
   size_t plan_size = d.progress.tests_total;
   std::string yaml = config_yaml.empty() ? d.spec.config_yaml : config_yaml;

@@ -129,14 +129,16 @@ class SweepManager {
 
   // A stored report, parsed (SweepRecord::report_json and spec_json).
   struct ParsedReport {
-    std::string key;  // state/finished_ms/report size it was parsed from
+    std::string key;  // state/finished_ms/report revision it was parsed from
     SweepSpec spec;
     std::vector<PairVerdict> verdicts;
     std::vector<Suspect> suspects;
     std::vector<std::string> notes;
   };
   static constexpr size_t kReportCacheSize = 8;
-  std::shared_ptr<const ParsedReport> parsedReport(const SweepRecord& rec);
+  // `header` is the sweep's row read without its report; the report is read (and parsed) only
+  // when the cache has no parse of its revision.
+  Result<std::shared_ptr<const ParsedReport>> parsedReport(const SweepRecord& header);
 
   WorkerDirectory& workers_;
   Clock& clock_;

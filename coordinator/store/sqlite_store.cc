@@ -212,10 +212,12 @@ CREATE TABLE sweep_totals (
 
 // ---------------------------------------------------------------------------------------------
 // Migration 6: a judged sweep's report (SweepRecord::report_json), one row per sweep that has
-// one; read only by getSweep.
+// one; read only by getSweep. `revision` goes up with every write (SweepRecord::report_revision),
+// and sits before the report so that reading it never walks the report's overflow pages.
 const char* const kCreateSweepReports = R"sql(
 CREATE TABLE sweep_reports (
   sweep_id TEXT PRIMARY KEY REFERENCES sweeps (id) ON DELETE CASCADE,
+  revision INTEGER NOT NULL,
   report_json TEXT NOT NULL
 ))sql";
 
@@ -775,8 +777,8 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
            // In the sweeps row, a report (3.3 MB for 13,824 verdicts) sat between the columns
            // a list reads, so listing 50 sweeps walked 50 reports' overflow pages.
            kCreateSweepReports,
-           "INSERT INTO sweep_reports (sweep_id, report_json) "
-           "SELECT id, report_json FROM sweeps WHERE report_json <> ''",
+           "INSERT INTO sweep_reports (sweep_id, revision, report_json) "
+           "SELECT id, 1, report_json FROM sweeps WHERE report_json <> ''",
            "ALTER TABLE sweeps DROP COLUMN report_json",
        }},
   };
@@ -1593,8 +1595,9 @@ Status SqliteStore::writeSweepReport(const SweepRecord& sweep) {
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
       statement(writer_, name,
-                has ? "INSERT INTO sweep_reports (sweep_id, report_json) VALUES (?1, ?2) "
-                      "ON CONFLICT (sweep_id) DO UPDATE SET report_json = excluded.report_json"
+                has ? "INSERT INTO sweep_reports (sweep_id, revision, report_json) VALUES (?1, 1, "
+                      "?2) ON CONFLICT (sweep_id) DO UPDATE SET report_json = "
+                      "excluded.report_json, revision = revision + 1"
                     : "DELETE FROM sweep_reports WHERE sweep_id = ?1"));
   StmtScope scope(s);
   int rc =
@@ -1609,15 +1612,18 @@ Status SqliteStore::writeSweepReport(const SweepRecord& sweep) {
   return Status();
 }
 
-Result<std::optional<SweepRecord>> SqliteStore::getSweep(const std::string& id) {
+Result<std::optional<SweepRecord>> SqliteStore::getSweep(const std::string& id, bool with_report) {
   Conn& c = reader();
   std::lock_guard<std::mutex> lock(c.mu);
+  // One statement, so the row, the report and its revision are one snapshot.
+  const char* name = with_report ? "get_sweep" : "get_sweep-report";
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
-      statement(c, "get_sweep",
-                "SELECT " + selectSweepColumns("sw.") +
-                    ", COALESCE(r.report_json, '') FROM sweeps sw LEFT JOIN sweep_reports r ON "
-                    "r.sweep_id = sw.id WHERE sw.id = ?1"));
+      statement(c, name,
+                "SELECT " + selectSweepColumns("sw.") + ", COALESCE(r.revision, 0), " +
+                    (with_report ? "COALESCE(r.report_json, '')" : "''") +
+                    " FROM sweeps sw LEFT JOIN sweep_reports r ON r.sweep_id = sw.id WHERE "
+                    "sw.id = ?1"));
   StmtScope scope(s);
   int rc = sqlite3_bind_text64(s, 1, id.data(), id.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
   if (rc != SQLITE_OK) return error(c, rc, "get_sweep (bind)");
@@ -1625,7 +1631,9 @@ Result<std::optional<SweepRecord>> SqliteStore::getSweep(const std::string& id) 
   if (rc == SQLITE_DONE) return std::optional<SweepRecord>();
   if (rc != SQLITE_ROW) return error(c, rc, "get_sweep");
   GDR_ASSIGN_OR_RETURN(SweepRecord r, readSweepRow(s, path_));
-  r.report_json = columnText(s, static_cast<int>(sweepColumns().size()) + 1);
+  const int after = static_cast<int>(sweepColumns().size()) + 1;
+  r.report_revision = sqlite3_column_int64(s, after);
+  r.report_json = columnText(s, after + 1);
   return std::optional<SweepRecord>(std::move(r));
 }
 

@@ -86,7 +86,8 @@ class SqliteStore : public ResultStore, public SweepStore {
   // SweepStore.
   Status createSweep(const SweepRecord& sweep) override;
   Status updateSweep(const SweepRecord& sweep) override;
-  Result<std::optional<SweepRecord>> getSweep(const std::string& id) override;
+  using SweepStore::getSweep;
+  Result<std::optional<SweepRecord>> getSweep(const std::string& id, bool with_report) override;
   Result<std::vector<SweepRecord>> listSweeps(uint32_t limit, const std::string& state) override;
   Status markSweepTestStarted(const std::string& sweep_id, const SweepTestStart& start) override;
   Result<std::vector<SweepTestStart>> unfinishedSweepTests(const std::string& sweep_id) override;

@@ -60,6 +60,9 @@ struct SweepRecord {
   std::string spec_json;
   std::string plan_json;
   std::string report_json;  // verdicts and suspects, once judged
+  // Read only: changes whenever the stored report does (0: no report stored); what a cache of
+  // parsed reports keys on without reading the report.
+  int64_t report_revision = 0;
   int64_t created_ms = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
@@ -175,7 +178,9 @@ class SweepStore {
   virtual Status createSweep(const SweepRecord& sweep) = 0;
   // Overwrites every column but id and created_ms; an unknown id is kNotFound.
   virtual Status updateSweep(const SweepRecord& sweep) = 0;
-  virtual Result<std::optional<SweepRecord>> getSweep(const std::string& id) = 0;
+  // `with_report` false leaves report_json empty (report_revision is still read).
+  virtual Result<std::optional<SweepRecord>> getSweep(const std::string& id, bool with_report) = 0;
+  Result<std::optional<SweepRecord>> getSweep(const std::string& id) { return getSweep(id, true); }
   // Newest first; `state` "" = any. limit 0 = no limit. report_json is left empty (a report is
   // megabytes for a large sweep; getSweep reads it).
   virtual Result<std::vector<SweepRecord>> listSweeps(uint32_t limit, const std::string& state) = 0;

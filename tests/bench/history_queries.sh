@@ -143,6 +143,51 @@ for name, sql, args in queries:
           % (name, statistics.median(t), p99, len(rows), plan))
 PY
 fi
+# The RPCs behind the CLI commands, timed alone: one long-lived gRPC channel (Python grpcio,
+# stubs made from the repo's .proto by Debian's protoc), as a client that is already running
+# would see them; the CLI lines below add the CLI's own start-up to the same calls.
+proto_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../proto" && pwd)"
+if /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null && [[ -x /usr/bin/grpc_python_plugin ]] &&
+  command -v protoc >/dev/null; then
+  mkdir -p "$dir/py"
+  protoc "-I$proto_dir" "--python_out=$dir/py" "--grpc_out=$dir/py" \
+    --plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin "$proto_dir/gdrmesh/v1/gdrmesh.proto"
+  /usr/bin/python3 - "$dir/py" "$GDRMESH_COORDINATOR" "$n" "$latest" "$src" "$dst" "$budget_s" <<'PY'
+import importlib, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+import grpc
+pb = importlib.import_module("gdrmesh.v1.gdrmesh_pb2")
+rpc = importlib.import_module("gdrmesh.v1.gdrmesh_pb2_grpc")
+addr, n, latest, src, dst, budget = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], float(sys.argv[7])
+opts = [("grpc.max_receive_message_length", 64 << 20)]
+stub = rpc.ControlServiceStub(grpc.insecure_channel(addr, options=opts))
+calls = [
+    ("rpc: ListWorkers", stub.ListWorkers, pb.ListWorkersRequest()),
+    ("rpc: ListSweeps (50)", stub.ListSweeps, pb.ListSweepsRequest(limit=50)),
+    ("rpc: ListSweeps (20)", stub.ListSweeps, pb.ListSweepsRequest(limit=20)),
+    ("rpc: GetSweep ID (sweep show, matrix)", stub.GetSweep, pb.SweepIdRequest(id=latest)),
+    ("rpc: History SRC DST", stub.History, pb.HistoryRequest(src=src, dst=dst)),
+    ("rpc: ListResults status=PASSED", stub.ListResults,
+     pb.ListResultsRequest(status=pb.TEST_STATUS_PASSED)),
+    ("rpc: ListResults (50)", stub.ListResults, pb.ListResultsRequest()),
+]
+for name, fn, req in calls:
+    t, start, size = [], time.monotonic(), 0
+    for _ in range(n):
+        if time.monotonic() - start >= budget:
+            break
+        a = time.perf_counter()
+        reply = fn(req, timeout=60)
+        t.append((time.perf_counter() - a) * 1000)
+        size = reply.ByteSize()
+    t.sort()
+    p99 = t[min(len(t) - 1, int(len(t) * 0.99 + 0.999) - 1)]
+    more = "" if len(t) == n else " (%d calls: %ss budget)" % (len(t), sys.argv[7])
+    print("%-44s median %8.2f ms   p99 %8.2f ms   %9d bytes%s" % (name, statistics.median(t), p99, size, more))
+PY
+else
+  echo "rpc timing: skipped (needs python3-grpcio, protobuf-compiler, protobuf-compiler-grpc)"
+fi
 time_cli "cli: gdrmesh workers (start-up baseline)" "$bin" workers
 time_cli "cli: gdrmesh results --status passed" "$bin" results --status passed
 time_cli "cli: gdrmesh results" "$bin" results

@@ -548,6 +548,7 @@ TEST_F(SqliteStoreTest, VersionFiveReportsMoveToTheirOwnTable) {
   ASSERT_TRUE(judged.ok()) << judged.status().toString();
   ASSERT_TRUE(judged->has_value());
   EXPECT_EQ((*judged)->report_json, report);
+  EXPECT_EQ((*judged)->report_revision, 1);
   EXPECT_EQ((*judged)->verdict, "PASS");
   EXPECT_EQ((*judged)->tests_total, 6u);
   auto running = store->getSweep("s-running");
@@ -571,6 +572,36 @@ TEST_F(SqliteStoreTest, VersionFiveReportsMoveToTheirOwnTable) {
   auto back = store->getSweep("s-running");
   ASSERT_TRUE(back.ok() && back->has_value());
   EXPECT_EQ((*back)->report_json, done.report_json);
+  EXPECT_EQ((*back)->report_revision, 1);
+}
+
+// The revision changes with every write of a report, so a cache of parsed reports can key on
+// it; a read without the report still gives it.
+TEST_F(SqliteStoreTest, ReportRevisionChangesWithEveryReportWrite) {
+  auto store = openOk();
+  ASSERT_NE(store, nullptr);
+  SweepRecord s;
+  s.id = "s-rev";
+  s.state = "running";
+  s.created_ms = 5;
+  ASSERT_TRUE(store->createSweep(s).ok());
+  auto header = store->getSweep("s-rev", false);
+  ASSERT_TRUE(header.ok() && header->has_value());
+  EXPECT_EQ((*header)->report_revision, 0);
+  s.state = "finished";
+  s.report_json = R"({"verdicts":[1]})";
+  ASSERT_TRUE(store->updateSweep(s).ok());
+  s.report_json = R"({"verdicts":[2]})";
+  ASSERT_TRUE(store->updateSweep(s).ok());
+  header = store->getSweep("s-rev", false);
+  ASSERT_TRUE(header.ok() && header->has_value());
+  EXPECT_EQ((*header)->report_revision, 2);
+  EXPECT_EQ((*header)->report_json, "");
+  EXPECT_EQ((*header)->state, "finished");
+  auto full = store->getSweep("s-rev");
+  ASSERT_TRUE(full.ok() && full->has_value());
+  EXPECT_EQ((*full)->report_json, s.report_json);
+  EXPECT_EQ((*full)->report_revision, 2);
 }
 
 TEST_F(SqliteStoreTest, RowsOfVersionOneReadBackWithPlanIndexMinusOne) {
