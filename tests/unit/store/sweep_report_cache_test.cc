@@ -86,8 +86,8 @@ TEST_F(SweepReportCacheTest, ANewRevisionOfAnEndedSweepIsNeverServedStale) {
 
   // Same state, same end time, a report of the same length: only the revision tells.
   rec.report_json = sweepReportJson({verdict("a", "b", VerdictKind::kFail)}, {}, {"note"});
-  ASSERT_EQ(rec.report_json.size(), finished({verdict("a", "b", VerdictKind::kPass)})
-                                        .report_json.size());
+  ASSERT_EQ(rec.report_json.size(),
+            finished({verdict("a", "b", VerdictKind::kPass)}).report_json.size());
   ASSERT_TRUE(store_->updateSweep(rec).ok());
   auto second = manager_->report("s-cache", false);
   ASSERT_TRUE(second.ok()) << second.status().toString();
