@@ -116,6 +116,31 @@ TEST(SweepReportTest, FieldsOfTheWrongTypeTakeTheirDefaults) {
   EXPECT_TRUE(back.notes.empty());
 }
 
+// Duplicate keys: the later one wins, as in a DOM read; a field overwritten by a value of the
+// wrong type takes its default; nested containers where a value belongs are skipped.
+TEST(SweepReportTest, LaterDuplicatesWinAndNestedJunkIsSkipped) {
+  const auto back = parseSweepReportJson(
+      R"({"verdicts":[{"test_id":"a","test_id":"b","size":5,"size":{"x":[1,2]},)"
+      R"("reasons":["r1"],"reasons":["r2","r3"],"value":1.5,"unit":["Gb/s"],"verdict":"FAIL",)"
+      R"("extra":{"verdicts":[{"test_id":"inner"}]},"retest":true}],)"
+      R"("suspects":[{"kind":"nic","evidence":["e1",{"no":1},"e2"],"score":2}],)"
+      R"("notes":["n1",7,"n2"],"notes":["n3"],"other":{"notes":["x"]}})");
+  ASSERT_EQ(back.verdicts.size(), 1u);
+  const PairVerdict& v = back.verdicts[0];
+  EXPECT_EQ(v.test_id, "b");
+  EXPECT_EQ(v.message_size, 0u);
+  EXPECT_EQ(v.reasons, (std::vector<std::string>{"r2", "r3"}));
+  EXPECT_DOUBLE_EQ(v.value, 1.5);
+  EXPECT_EQ(v.unit, "");
+  EXPECT_EQ(v.verdict, VerdictKind::kFail);
+  EXPECT_TRUE(v.retest);
+  ASSERT_EQ(back.suspects.size(), 1u);
+  EXPECT_EQ(back.suspects[0].kind, "nic");
+  EXPECT_EQ(back.suspects[0].evidence, (std::vector<std::string>{"e1", "e2"}));
+  EXPECT_DOUBLE_EQ(back.suspects[0].score, 2.0);
+  EXPECT_EQ(back.notes, std::vector<std::string>{"n3"});
+}
+
 TEST(SweepReportTest, ManyVerdictsRoundTrip) {
   std::vector<PairVerdict> verdicts;
   for (int i = 0; i < 20000; ++i) verdicts.push_back(verdict(i));
