@@ -904,7 +904,13 @@ Result<std::shared_ptr<const SweepManager::ParsedReport>> SweepManager::parsedRe
   if (ended && !rec.report_json.empty()) {
     std::lock_guard<std::mutex> lock(cache_mu_);
     report_cache_.emplace_front(rec.id, parsed);
-    if (report_cache_.size() > kReportCacheSize) report_cache_.pop_back();
+    size_t verdicts = 0;
+    for (const auto& [id, r] : report_cache_) verdicts += r->verdicts.size();
+    while (report_cache_.size() > 1 &&
+           (report_cache_.size() > kReportCacheSize || verdicts > kReportCacheVerdicts)) {
+      verdicts -= report_cache_.back().second->verdicts.size();
+      report_cache_.pop_back();
+    }
   }
   return std::shared_ptr<const ParsedReport>(std::move(parsed));
 }

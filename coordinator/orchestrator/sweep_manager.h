@@ -135,7 +135,10 @@ class SweepManager {
     std::vector<Suspect> suspects;
     std::vector<std::string> notes;
   };
+  // At most 8 parsed reports and, beyond the newest one, 1M verdicts in all (~200 MB): eight
+  // 1024-host all-pairs reports (523k verdicts each) would otherwise hold ~1.5 GB.
   static constexpr size_t kReportCacheSize = 8;
+  static constexpr size_t kReportCacheVerdicts = 1'000'000;
   // `header` is the sweep's row read without its report; the report is read (and parsed) only
   // when the cache has no parse of its revision.
   Result<std::shared_ptr<const ParsedReport>> parsedReport(const SweepRecord& header);
