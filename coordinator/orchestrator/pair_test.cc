@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -84,9 +85,11 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   void fail(const std::string& phase, const std::string& worker, const Status& st);
   void failNow(const std::string& phase, const std::string& worker, const Status& st);
   void complete(TestStatus status, std::string reason, bool transient = false);
-  // Every options_.lost_check_seconds until the test ends: a lost worker fails the test at
-  // once, naming it, and releases the other side (which may be blocked on the lost peer).
-  void watchLost();
+  // Subscribes to both workers' loss: a lost worker fails the test at once, naming it, and
+  // releases the other side (which may be blocked on the lost peer; a stopped peer keeps its
+  // sockets open). Runs the loss inline when a side is lost already.
+  void watchLoss();
+  void onLost(const std::string& who);
   void setPhase(const char* phase) {
     std::lock_guard<std::mutex> lock(mu_);
     phase_ = phase;
@@ -115,7 +118,16 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   Status first_error_;
   std::string first_error_worker_;
   std::string first_error_phase_;
-  const char* phase_ = "prepare";  // the phase in flight, for watchLost()
+  const char* phase_ = "prepare";  // the phase in flight, for onLost()
+  // Held until the test ends; dropped (outside mu_) by complete(), so no loss is heard after.
+  std::unique_ptr<LossSubscription> ini_loss_, tgt_loss_;
+  // fail(): a transient error waiting lost_grace_seconds for a lost stream to show. A loss
+  // heard meanwhile ends the test at once with this error (named after the lost worker).
+  struct Grace {
+    std::string phase, worker;
+    Status status;
+  };
+  std::optional<Grace> grace_;
   uint64_t seed_ = 1;
   // Sealed test (neither side simulated): each side's own pattern, drawn here; a destination
   // never learns its source's seed before it has reported a digest of what landed.
@@ -254,7 +266,8 @@ void PairTestRun::begin(std::string test_id, uint64_t seed) {
       tgt_fill_ = unpredictableSeed();
     } while (tgt_fill_ == ini_fill_);
   }
-  watchLost();
+  watchLoss();
+  if (finished_.load()) return;  // a side was lost before the test began
   if (spec_.use_rdma_cm) return classicPrepare();
 
   mark("begin");
@@ -598,6 +611,10 @@ void PairTestRun::fail(const std::string& phase, const std::string& worker, cons
   if (transientCode(st.code()) && !ini().lost() && !tgt().lost() &&
       options_.lost_grace_seconds > 0) {
     releaseAll(phase + " failed");
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!grace_) grace_ = Grace{phase, worker, st};
+    }
     Self self = shared_from_this();
     clock_.schedule(clock_.after(options_.lost_grace_seconds),
                     [self, phase, worker, st] { self->failNow(phase, worker, st); });
@@ -623,33 +640,51 @@ void PairTestRun::failNow(const std::string& phase, const std::string& worker, c
   complete(status, reason, lost || transientCode(st.code()));
 }
 
-void PairTestRun::watchLost() {
-  if (options_.lost_check_seconds <= 0 || finished_.load()) return;
-  Self self = shared_from_this();
-  clock_.schedule(clock_.after(options_.lost_check_seconds), [self] {
-    if (self->finished_.load()) return;
-    for (const auto* ch : {&self->ep_.target_channel, &self->ep_.initiator_channel}) {
-      if (!(*ch)->lost()) continue;
-      std::string phase;
-      {
-        std::lock_guard<std::mutex> lock(self->mu_);
-        phase = self->phase_;
-      }
-      const std::string& who = (*ch)->worker();
-      return self->failNow(
-          phase, who,
+void PairTestRun::watchLoss() {
+  std::weak_ptr<PairTestRun> weak = weak_from_this();
+  auto subscribe = [&weak](WorkerChannel& ch) {
+    return ch.onLost([weak, who = ch.worker()](const std::string&) {
+      // The subscription holds no reference: a test that has ended (and dropped it) is gone.
+      if (auto self = weak.lock()) self->onLost(who);
+    });
+  };
+  auto ini_sub = subscribe(ini());
+  auto tgt_sub = subscribe(tgt());
+  std::unique_lock<std::mutex> lock(mu_);
+  // complete() sets finished_ before it takes the subscriptions under mu_: either it finds
+  // them here, or they are dropped now (outside the lock: an unsubscriber may wait).
+  if (finished_.load()) {
+    lock.unlock();
+    return;
+  }
+  ini_loss_ = std::move(ini_sub);
+  tgt_loss_ = std::move(tgt_sub);
+}
+
+void PairTestRun::onLost(const std::string& who) {
+  if (finished_.load()) return;
+  std::string phase;
+  std::optional<Grace> grace;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    phase = phase_;
+    grace = grace_;
+  }
+  // Waiting out a transient error's grace: that error, now that the loss has shown.
+  if (grace) return failNow(grace->phase, grace->worker, grace->status);
+  failNow(phase, who,
           unavailable("worker " + who + " stopped answering (stream closed or heartbeats missed)",
                       "check that worker's host and process (`gdrmesh workers`)"));
-    }
-    self->watchLost();
-  });
 }
 
 void PairTestRun::complete(TestStatus status, std::string reason, bool transient) {
   if (finished_.exchange(true)) return;
   PairTestOutcome out;
+  std::unique_ptr<LossSubscription> ini_loss, tgt_loss;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    ini_loss = std::move(ini_loss_);
+    tgt_loss = std::move(tgt_loss_);
     if (staging_ > 0 && r_.measurement.has_bandwidth) {
       // Staged path: the host<->GPU copies are part of the transfer time.
       r_.measurement.staging_seconds = staging_;
@@ -682,6 +717,10 @@ void PairTestRun::complete(TestStatus status, std::string reason, bool transient
     }
     std::fprintf(stderr, "%s\n", line.c_str());
   }
+  // Unsubscribed before the result leaves: no loss is heard once the test has ended (a
+  // callback running on another thread now is waited for; it finds finished_ set).
+  ini_loss.reset();
+  tgt_loss.reset();
   auto done = std::move(done_);
   done(std::move(out));
 }

@@ -11,7 +11,9 @@
 // prepare both, connect both, run both, verify the destination, release both.
 //
 // Every fabric failure becomes a FAILED/SKIPPED result with the phase, the worker and the
-// reason; a lost worker is named as such. Both sides are released on every path.
+// reason; a lost worker is named as such, and ends the test as soon as it is declared lost
+// (WorkerChannel::onLost), whichever side the test is waiting on. Both sides are released on
+// every path.
 #pragma once
 
 #include <cstdint>
@@ -32,11 +34,9 @@ struct PairTestOptions {
   double command_timeout_seconds = 10;  // prepare, connect, verify, release
   // After a transport error, how long to wait for a lost stream to show before blaming the
   // transport (a peer that died often shows first as the other side's I/O error).
+  // A loss shown meanwhile ends the test at once. (A running test hears of either worker's
+  // loss through WorkerChannel::onLost, whatever it is waiting on: nothing polls.)
   double lost_grace_seconds = 2;
-  // How often a running test looks whether either worker's stream is gone while it waits on
-  // the other side (a stopped peer keeps its sockets open, so the side still running may wait
-  // out its whole run deadline). A lost worker ends the test at the next look. 0 = never.
-  double lost_check_seconds = 0.25;
 };
 
 // A finished pair test: the row to store, and whether a retry may help (transient errors:

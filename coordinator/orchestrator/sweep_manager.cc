@@ -394,6 +394,12 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       const auto k = static_cast<size_t>(i);
       return specFor(a->templates[static_cast<size_t>(a->template_of[k])], a->plan[k], a->id);
     };
+    {
+      // One allocation for the run's results: growing by doubling copied every TestResult
+      // (832 bytes) once more per doubling, on the executor's callbacks.
+      std::lock_guard<std::mutex> lock(mu_);
+      a->results.reserve(a->results.size() + pending->size());
+    }
     ExecutorTasks tasks;
     tasks.count = pending->size();
     tasks.index = [pending](size_t j) { return (*pending)[j]; };

@@ -18,6 +18,7 @@
 #include "common/endpoint.h"
 #include "common/inventory.h"
 #include "common/status.h"
+#include "coordinator/orchestrator/loss_signal.h"
 
 namespace gdrmesh {
 
@@ -56,6 +57,11 @@ class WorkerChannel {
   virtual const std::string& worker() const = 0;
   // True once the worker's stream is gone; every later call fails at once.
   virtual bool lost() const = 0;
+  // The loss as an event: `on_lost` runs once when the worker is declared lost (its stream
+  // closed, its heartbeats missed), after the calls pending on it have failed; inline when it
+  // is lost already. Destroying the handle unsubscribes (LossSignal's contract: the callback
+  // is then neither running nor due). `on_lost` must not block.
+  virtual std::unique_ptr<LossSubscription> onLost(LossSignal::Callback on_lost) = 0;
 
   virtual void prepare(const PrepareCommand& c, Deadline deadline, Done<EndpointDesc> done) = 0;
   // Classic protocol (rdma_cm): each step its own round trip.

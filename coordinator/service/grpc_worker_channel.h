@@ -16,6 +16,9 @@ class GrpcWorkerChannel final : public WorkerChannel {
 
   const std::string& worker() const override { return link_->worker(); }
   bool lost() const override { return link_->lost(); }
+  std::unique_ptr<LossSubscription> onLost(LossSignal::Callback on_lost) override {
+    return link_->onLost(std::move(on_lost));
+  }
   void prepare(const PrepareCommand& c, Deadline deadline, Done<EndpointDesc> done) override;
   void connect(const std::string& test_id, const EndpointDesc& peer, Deadline deadline,
                Done<SideOutcome> done) override;

@@ -116,6 +116,9 @@ void WorkerLink::fail(const std::string& reason) {
   }
   const Status st = unavailable("worker lost: " + worker_ + " " + reason);
   for (auto& cb : failed) cb(st);
+  // After the pending calls: a test waiting on this worker ends with that call's error, as
+  // before; one waiting on the other side hears of the loss here.
+  lost_signal_.fire(reason);
 }
 
 void WorkerLink::detachStream() {

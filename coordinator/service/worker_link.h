@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "coordinator/orchestrator/loss_signal.h"
 #include "gdrmesh/v1/gdrmesh.pb.h"
 
 namespace gdrmesh {
@@ -36,9 +37,15 @@ class WorkerLink : public std::enable_shared_from_this<WorkerLink> {
   void call(v1::CoordinatorCommand command, Clock::TimePoint deadline, Callback done);
 
   void onReply(const v1::CommandReply& reply);
-  // Marks the worker lost: fails every pending call and cancels the stream.
+  // Marks the worker lost: fails every pending call, cancels the stream, then tells the
+  // loss's subscribers (once; later calls do nothing). Every path that declares a worker lost
+  // or offline comes here: its stream ended, its heartbeats stopped, the coordinator stops.
   void fail(const std::string& reason);
   bool lost() const;
+  // See WorkerChannel::onLost.
+  std::unique_ptr<LossSubscription> onLost(LossSignal::Callback on_lost) {
+    return lost_signal_.subscribe(std::move(on_lost));
+  }
   // Forgets the stream (its handler is returning): later fail() calls no longer touch it.
   void detachStream();
   const std::string& worker() const { return worker_; }
@@ -61,6 +68,7 @@ class WorkerLink : public std::enable_shared_from_this<WorkerLink> {
   std::optional<std::string> lost_reason_;
   std::mutex write_mu_;   // serialises writes on the stream
   std::mutex cancel_mu_;  // guards cancel_stream_
+  LossSignal lost_signal_;
 };
 
 }  // namespace gdrmesh

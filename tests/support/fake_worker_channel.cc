@@ -103,8 +103,8 @@ void FakeWorkerChannel::close(const std::string& id) {
 }
 
 template <typename T>
-void FakeWorkerChannel::reply(double after_seconds, Deadline deadline, Done<T> done,
-                              std::function<Result<T>()> f) {
+void FakeWorkerChannel::reply(const char* command, double after_seconds, Deadline deadline,
+                              Done<T> done, std::function<Result<T>()> f) {
   if (lost_) {
     done(unavailable("worker lost: " + name_ + " (fake)"));
     return;
@@ -116,7 +116,7 @@ void FakeWorkerChannel::reply(double after_seconds, Deadline deadline, Done<T> d
     *fired = true;
     (*shared)(Status(Code::kDeadlineExceeded, "worker " + name_ + " did not answer (fake)"));
   });
-  if (behaviour.mute) return;
+  if (behaviour.mute || behaviour.hold.count(command) > 0) return;
   clock_.schedule(clock_.after(after_seconds), [shared, fired, f, timer, this] {
     if (*fired) return;
     *fired = true;
@@ -158,7 +158,7 @@ void FakeWorkerChannel::prepare(const PrepareCommand& c, Deadline deadline,
   }
   SideSpec side = c.side;
   FakeBehaviour b = behaviour;
-  reply<EndpointDesc>(b.command_seconds, deadline, std::move(done),
+  reply<EndpointDesc>("prepare", b.command_seconds, deadline, std::move(done),
                       [side, b, this]() -> Result<EndpointDesc> {
                         if (!b.fail_prepare.ok()) {
                           close(side.endpoint.test_id);
@@ -177,7 +177,7 @@ void FakeWorkerChannel::prepare(const PrepareCommand& c, Deadline deadline,
 void FakeWorkerChannel::connect(const std::string& test_id, const EndpointDesc&, Deadline deadline,
                                 Done<SideOutcome> done) {
   note("connect " + test_id);
-  reply<SideOutcome>(behaviour.command_seconds, deadline, std::move(done), [] {
+  reply<SideOutcome>("connect", behaviour.command_seconds, deadline, std::move(done), [] {
     SideOutcome o;
     o.path_mtu = 4096;
     return Result<SideOutcome>(o);
@@ -188,7 +188,7 @@ void FakeWorkerChannel::run(const std::string& test_id, const RunSpec& spec, Dea
                             Done<SideOutcome> done) {
   note("run " + test_id);
   FakeBehaviour b = behaviour;
-  reply<SideOutcome>(b.run_seconds, deadline, std::move(done),
+  reply<SideOutcome>("run", b.run_seconds, deadline, std::move(done),
                      [b, spec, this]() -> Result<SideOutcome> {
                        if (!b.fail_run.ok()) return b.fail_run;
                        return measured(spec);
@@ -199,7 +199,7 @@ void FakeWorkerChannel::verify(const std::string& test_id, uint64_t length, uint
                                Deadline deadline, Done<SideOutcome> done) {
   note("verify " + test_id + (reveal_seed != 0 ? " +reveal" : ""));
   FakeBehaviour b = behaviour;
-  reply<SideOutcome>(b.command_seconds, deadline, std::move(done),
+  reply<SideOutcome>("verify", b.command_seconds, deadline, std::move(done),
                      [b, length, reveal_seed, test_id, this]() -> Result<SideOutcome> {
                        SideOutcome o;
                        o.verified = true;
@@ -227,7 +227,7 @@ void FakeWorkerChannel::release(const std::string& test_id, const std::string&, 
                                 Done<bool> done) {
   note("release " + test_id);
   close(test_id);
-  reply<bool>(behaviour.command_seconds, deadline, std::move(done),
+  reply<bool>("release", behaviour.command_seconds, deadline, std::move(done),
               [] { return Result<bool>(true); });
 }
 
@@ -235,7 +235,7 @@ void FakeWorkerChannel::start(const StartCommand& c, Deadline deadline, Done<Sid
   note("start " + c.test_id + (c.verify ? " +verify" : ""));
   FakeBehaviour b = behaviour;
   StartCommand cmd = c;
-  reply<SideOutcome>(b.run_seconds, deadline, std::move(done),
+  reply<SideOutcome>("start", b.run_seconds, deadline, std::move(done),
                      [b, cmd, this]() -> Result<SideOutcome> {
                        close(cmd.test_id);
                        if (!b.fail_run.ok()) return b.fail_run;
@@ -253,7 +253,7 @@ void FakeWorkerChannel::finish(const FinishCommand& c, Deadline deadline, Done<S
   note("finish " + c.test_id + (c.verify ? " +verify" : ""));
   FakeBehaviour b = behaviour;
   FinishCommand cmd = c;
-  reply<SideOutcome>(b.command_seconds, deadline, std::move(done),
+  reply<SideOutcome>("finish", b.command_seconds, deadline, std::move(done),
                      [b, cmd, this]() -> Result<SideOutcome> {
                        close(cmd.test_id);
                        SideOutcome o;

@@ -24,10 +24,11 @@ struct FakeBehaviour {
   double run_seconds = 0.01;        // the simulated transfer
   double bandwidth_gbps = 100;
   double latency_us = 2;
-  bool mute = false;         // never answers (deadlines must end the test)
-  Status fail_prepare;       // non-OK: prepare fails with this
-  Status fail_run;           // non-OK: start/run fails with this
-  uint64_t wrong_bytes = 0;  // the destination reports this many wrong bytes
+  bool mute = false;           // never answers (deadlines must end the test)
+  std::set<std::string> hold;  // these commands ("prepare", "start", ...) are never answered
+  Status fail_prepare;         // non-OK: prepare fails with this
+  Status fail_run;             // non-OK: start/run fails with this
+  uint64_t wrong_bytes = 0;    // the destination reports this many wrong bytes
   // A destination that never received the data yet claims it did: it reports a digest it made
   // up (sealed tests) and, after a reveal, no wrong byte.
   bool forge_digest = false;
@@ -46,7 +47,18 @@ class FakeWorkerChannel final : public WorkerChannel {
 
   const std::string& worker() const override { return name_; }
   bool lost() const override { return lost_; }
-  void setLost(bool lost) { lost_ = lost; }
+  std::unique_ptr<LossSubscription> onLost(LossSignal::Callback on_lost) override {
+    return lost_signal_.subscribe(std::move(on_lost));
+  }
+  // Declares the worker lost, as the gRPC link does when its stream ends: every later call
+  // fails at once, then the loss's subscribers are told, on this thread. Unlike the real link,
+  // replies already scheduled are left to arrive (or to their deadlines), so a test sees this
+  // loss only through onLost(), never through a failed call.
+  void lose(const std::string& reason = "(lost, fake)") {
+    lost_ = true;
+    lost_signal_.fire(reason);
+  }
+  size_t lossSubscribers() const { return lost_signal_.subscribers(); }
   int inFlight() const;
   int maxInFlight() const;  // prepared sessions at once, highest seen
   int reveals() const;      // sealed tests: seeds revealed to this worker
@@ -65,7 +77,8 @@ class FakeWorkerChannel final : public WorkerChannel {
 
  private:
   template <typename T>
-  void reply(double after_seconds, Deadline deadline, Done<T> done, std::function<Result<T>()> f);
+  void reply(const char* command, double after_seconds, Deadline deadline, Done<T> done,
+             std::function<Result<T>()> f);
   SideOutcome measured(const RunSpec& spec) const;
   void note(const std::string& line);
   void open(const std::string& test_id);
@@ -77,6 +90,7 @@ class FakeWorkerChannel final : public WorkerChannel {
   const std::string name_;
   Clock& clock_;
   std::atomic<bool> lost_{false};
+  LossSignal lost_signal_;
   mutable std::mutex mu_;
   std::vector<std::string> log_;
   std::set<std::string> sessions_;
