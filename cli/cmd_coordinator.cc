@@ -8,6 +8,7 @@
 #include "common/units.h"
 #include "convert.h"
 #include "coordinator/config/config_yaml.h"
+#include "coordinator/http/http_auth.h"
 #include "coordinator/http/status_http_server.h"
 #include "coordinator/orchestrator/retention.h"
 #include "coordinator/service/coordinator_server.h"
@@ -87,6 +88,8 @@ struct CoordinatorArgs {
   std::string listen = "127.0.0.1:7070";
   std::string db;
   std::string http;
+  std::string http_token_file;
+  bool http_allow_anonymous = false;
   std::string port_file;
   std::string max_size = "1GiB";
   int heartbeat_ms = 1000;
@@ -112,6 +115,35 @@ int runCoordinator(const CoordinatorArgs& a) {
   }
   opts.tls = *tls;
   opts.insecure_allow_remote = a.insecure_allow_remote;
+  // The status page: a token file is read (and checked) before anything starts; a page on a
+  // non-loopback address without one needs --http-allow-anonymous.
+  std::shared_ptr<const HttpTokenGate> http_gate;
+  if (a.http.empty() && (!a.http_token_file.empty() || a.http_allow_anonymous)) {
+    std::fprintf(stderr, "gdrmesh coordinator: %s: only with --http HOST:PORT\n",
+                 a.http_token_file.empty() ? "--http-allow-anonymous" : "--http-token-file");
+    return kExitUsage;
+  }
+  if (!a.http_token_file.empty() && a.http_allow_anonymous) {
+    std::fprintf(stderr,
+                 "gdrmesh coordinator: --http-token-file and --http-allow-anonymous contradict "
+                 "each other (fix: give one)\n");
+    return kExitUsage;
+  }
+  if (!a.http_token_file.empty()) {
+    auto gate = HttpTokenGate::fromFile(a.http_token_file);
+    if (!gate.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: %s\n", gate.status().toString().c_str());
+      return kExitUsage;
+    }
+    http_gate = std::make_shared<const HttpTokenGate>(std::move(*gate));
+  }
+  if (!a.http.empty()) {
+    Status st = checkHttpExposure(a.http, http_gate != nullptr, a.http_allow_anonymous);
+    if (!st.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: %s\n", st.toString().c_str());
+      return kExitUsage;
+    }
+  }
   opts.heartbeat_interval_ms = a.heartbeat_ms;
   auto max = parseSize(a.max_size, "--max-size");
   if (!max.ok()) {
@@ -187,7 +219,7 @@ int runCoordinator(const CoordinatorArgs& a) {
     std::rename(tmp.c_str(), a.port_file.c_str());
   }
   CoordinatorStatusSource source(server, **store, clock);
-  StatusHttpServer http(source);
+  StatusHttpServer http(source, http_gate);
   if (!a.http.empty()) {
     auto hp = http.start(a.http);
     if (!hp.ok()) {
@@ -196,7 +228,8 @@ int runCoordinator(const CoordinatorArgs& a) {
       return kExitUsage;
     }
     std::string hh = a.http.substr(0, a.http.rfind(':'));
-    std::printf("gdrmesh status page on http://%s:%d/\n", hh.c_str(), *hp);
+    std::printf("gdrmesh status page on http://%s:%d/ (%s)\n", hh.c_str(), *hp,
+                http_gate ? "reader token required" : "no authentication");
     std::fflush(stdout);
   }
   // Raw rows older than the retention are deleted in short batches (hourly by default); every
@@ -228,6 +261,14 @@ void registerCoordinator(CLI::App& app, Action* action) {
       ->capture_default_str();
   cmd->add_option("--db", a->db, "SQLite results database file (created if missing)")->required();
   cmd->add_option("--http", a->http, "HOST:PORT for the status page (off when not given)");
+  cmd->add_option("--http-token-file", a->http_token_file,
+                  "the status page's reader token: every request must send it (Authorization: "
+                  "Bearer TOKEN, or the cookie /login?token=TOKEN sets); mode 600")
+      ->group("Security (docs/security.md)");
+  cmd->add_flag("--http-allow-anonymous", a->http_allow_anonymous,
+                "serve the status page without a token on a non-loopback --http address "
+                "(whoever reaches it reads every worker, result and sweep)")
+      ->group("Security (docs/security.md)");
   cmd->add_option("--port-file", a->port_file, "write the bound gRPC port to this file");
   cmd->add_option("--max-size", a->max_size, "largest message size a test may ask for")
       ->capture_default_str();

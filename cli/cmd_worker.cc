@@ -2,12 +2,15 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/cli.h"
 #include "cli/cmd_simulate.h"
+#include "cli/control.h"
 #include "cli/worker_setup.h"
 #include "worker/service/worker_agent.h"
 
@@ -99,14 +102,44 @@ int runWorker(const WorkerArgs& a) {
   return kExitOk;
 }
 
+// `gdrmesh worker remove NAME [--force]`: an admin forgets a worker (docs/security.md).
+struct RemoveArgs {
+  std::string name;
+  bool force = false;
+};
+
+int runRemove(const ClientOptions& o, const RemoveArgs& a) {
+  auto stub = connectControl(o);
+  grpc::ClientContext ctx;
+  setDeadline(&ctx, 30);
+  pb::RemoveWorkerRequest req;
+  req.set_name(a.name);
+  req.set_force(a.force);
+  pb::RemoveWorkerResponse resp;
+  auto st = stub->RemoveWorker(&ctx, req, &resp);
+  // Unknown name, online without --force, a reader's certificate: the coordinator's message.
+  if (!st.ok()) return reportRpcError(o, "RemoveWorker", st);
+  if (o.output == "json") {
+    nlohmann::json j{{"name", resp.name()}, {"removed", true}, {"was_online", resp.was_online()}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "worker " << resp.name() << " removed"
+              << (resp.was_online() ? "; its connection was ended (a worker still running "
+                                      "registers again: stop it first to keep it out)"
+                                    : "")
+              << "; its results stay in the history\n";
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 void registerWorker(CLI::App& app, Action* action) {
   auto* cmd = app.add_subcommand("worker", "Run a worker: owns this host's GPUs and NICs");
   auto a = std::make_shared<WorkerArgs>();
-  cmd->add_option("--coordinator", a->coordinator, "coordinator HOST:PORT")
-      ->envname("GDRMESH_COORDINATOR")
-      ->required();
+  // Required for running a worker (checked below), not for `worker remove`.
+  cmd->add_option("--coordinator", a->coordinator, "coordinator HOST:PORT (required)")
+      ->envname("GDRMESH_COORDINATOR");
   cmd->add_option("--name", a->name,
                   "unique worker name (default: the name in the certificate, or with --insecure "
                   "the hostname)");
@@ -129,7 +162,28 @@ void registerWorker(CLI::App& app, Action* action) {
       ->capture_default_str();
   addTlsOptions(cmd, &a->tls, /*env_insecure=*/true);
   auto sim = addSimulateOptions(cmd);  // `--simulate N`: cli/cmd_simulate.cc
-  cmd->callback([action, a, sim] {
+
+  auto* remove = cmd->add_subcommand(
+      "remove", "Forget a worker (admin): no longer listed by `gdrmesh workers`; its results stay");
+  auto ro = std::make_shared<ClientOptions>();
+  auto ra = std::make_shared<RemoveArgs>();
+  addClientOptions(remove, ro.get());
+  remove->add_option("NAME", ra->name, "the worker, as `gdrmesh workers` lists it")->required();
+  remove->add_flag("--force", ra->force,
+                   "also remove an online worker: its connection is ended (a worker still "
+                   "running registers again)");
+  remove->callback([action, ro, ra] { *action = [ro, ra] { return runRemove(*ro, *ra); }; });
+
+  cmd->callback([action, a, sim, remove] {
+    if (remove->parsed()) return;  // `worker remove`: its own action
+    if (a->coordinator.empty()) {
+      *action = [] {
+        std::fprintf(stderr,
+                     "gdrmesh worker: --coordinator is required (or GDRMESH_COORDINATOR)\n");
+        return static_cast<int>(kExitUsage);
+      };
+      return;
+    }
     if (simulateRequested(*sim)) {
       *action = [a, sim] { return runSimulatedWorkers(*sim, a->coordinator, a->labels, a->tls); };
       return;

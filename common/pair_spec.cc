@@ -144,7 +144,8 @@ Status validatePairTestSpec(const PairTestSpec& spec, const PairTestLimits& limi
   if (spec.tx_depth == 0 || spec.tx_depth > limits.max_tx_depth) {
     return invalidArgument("tx-depth: must be in 1.." + std::to_string(limits.max_tx_depth));
   }
-  if (spec.duration_seconds < 0 || spec.duration_seconds > limits.max_seconds) {
+  // Written so that NaN (a double from the wire) fails too.
+  if (!(spec.duration_seconds >= 0 && spec.duration_seconds <= limits.max_seconds)) {
     return invalidArgument("duration: must be in 0..86400 s");
   }
   if (spec.duration_seconds > 0 && spec.mode == Mode::kLatency) {
@@ -154,7 +155,7 @@ Status validatePairTestSpec(const PairTestSpec& spec, const PairTestLimits& limi
   if (spec.inline_size > limits.max_inline) {
     return invalidArgument("inline: must be in 0.." + std::to_string(limits.max_inline) + " B");
   }
-  if (spec.timeout_seconds < 0 || spec.timeout_seconds > limits.max_seconds) {
+  if (!(spec.timeout_seconds >= 0 && spec.timeout_seconds <= limits.max_seconds)) {
     return invalidArgument("timeout: must be in 0..86400 s");
   }
   if (spec.bidirectional && spec.mode == Mode::kLatency) {

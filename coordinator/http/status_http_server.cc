@@ -19,6 +19,7 @@
 #include "common/limits.h"
 #include "common/time_point.h"
 #include "common/units.h"
+#include "coordinator/http/http_auth_hook.h"
 #include "web/web_assets.h"
 
 namespace gdrmesh {
@@ -605,7 +606,10 @@ std::string metricsText(const std::vector<WorkerSummary>& workers,
 
 class StatusHttpServer::Impl {
  public:
-  explicit Impl(StatusSource& source) : source_(source) { routes(); }
+  Impl(StatusSource& source, std::shared_ptr<const HttpTokenGate> gate) : source_(source) {
+    installTokenGate(server_, std::move(gate));  // the reader token: before every route
+    routes();
+  }
 
   Result<int> start(const std::string& host_port) {
     if (thread_.joinable()) {
@@ -924,7 +928,8 @@ class StatusHttpServer::Impl {
   std::thread thread_;
 };
 
-StatusHttpServer::StatusHttpServer(StatusSource& source) : impl_(std::make_unique<Impl>(source)) {}
+StatusHttpServer::StatusHttpServer(StatusSource& source, std::shared_ptr<const HttpTokenGate> gate)
+    : impl_(std::make_unique<Impl>(source, std::move(gate))) {}
 
 StatusHttpServer::~StatusHttpServer() {
   stop();

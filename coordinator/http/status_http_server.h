@@ -102,9 +102,13 @@ nlohmann::json comparisonJson(const SweepComparison& c);
 std::string metricsText(const std::vector<WorkerSummary>& workers,
                         const std::optional<SweepReportData>& last);
 
+class HttpTokenGate;  // coordinator/http/http_auth.h
+
 class StatusHttpServer {
  public:
-  explicit StatusHttpServer(StatusSource& source);
+  // `gate`: every request must carry its token (null: anyone who reaches the page reads it).
+  explicit StatusHttpServer(StatusSource& source,
+                            std::shared_ptr<const HttpTokenGate> gate = nullptr);
   ~StatusHttpServer();
   StatusHttpServer(const StatusHttpServer&) = delete;
   StatusHttpServer& operator=(const StatusHttpServer&) = delete;

@@ -582,7 +582,29 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     return grpc::Status::OK;
   }
 
+  grpc::Status RemoveWorker(grpc::ServerContext* ctx, const pb::RemoveWorkerRequest* req,
+                            pb::RemoveWorkerResponse* resp) override {
+    if (auto st = allow(ctx, Access::kAdmin, "RemoveWorker"); !st.ok()) return st;
+    if (req->name().empty()) {
+      return toGrpc(invalidArgument("name: the worker to remove is empty",
+                                    "give a name as `gdrmesh workers` lists it"));
+    }
+    auto online = s_.removeWorker(req->name(), req->force(), requester(ctx));
+    if (!online.ok()) return toGrpc(online.status());
+    resp->set_name(req->name());
+    resp->set_was_online(*online);
+    return grpc::Status::OK;
+  }
+
  private:
+  // Who made a call, for the log: "admin 'alice' from ipv4:..." (plaintext: the address only).
+  std::string requester(grpc::ServerContext* ctx) {
+    if (!s_.options_.tls) return "an unauthenticated client (--insecure) from " + ctx->peer();
+    auto peer = peerIdentity(ctx->auth_context().get());
+    return (peer.ok() ? peer->describe() : std::string("an unidentified peer")) + " from " +
+           ctx->peer();
+  }
+
   // Every RPC starts here. With TLS the caller's role comes from its verified certificate:
   // reads need a reader or admin, anything that changes state an admin (security/policy.h).
   // Changes are logged with who asked. Plaintext (--insecure): everyone may do everything.
@@ -762,6 +784,24 @@ Status CoordinatorServer::recordInterruptedTests() {
     (void)store_.clearTestStarted(t.test_id);
   }
   return {};
+}
+
+Result<bool> CoordinatorServer::removeWorker(const std::string& name, bool force,
+                                             const std::string& requester) {
+  auto removed = registry_.forget(name, force, [&]() -> Status {
+    auto row = store_.removeWorker(name);
+    return row.ok() ? Status() : row.status().withContext("removing worker '" + name + "'");
+  });
+  if (!removed.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: worker %s not removed (asked by %s): %s\n",
+                 name.c_str(), requester.c_str(), removed.status().message().c_str());
+    return removed.status();
+  }
+  const bool online = removed->link != nullptr;
+  if (online) removed->link->fail("(removed by " + requester + ")");
+  std::fprintf(stderr, "gdrmesh coordinator: worker %s removed%s by %s\n", name.c_str(),
+               online ? " while online (--force: its stream is ended)" : "", requester.c_str());
+  return online;
 }
 
 std::vector<TestResult> CoordinatorServer::unstored() const {

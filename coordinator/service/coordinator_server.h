@@ -70,6 +70,12 @@ class CoordinatorServer {
   Status storeResult(TestResult& result);
   // Results not yet written to the store.
   std::vector<TestResult> unstored() const;
+  // `gdrmesh worker remove NAME [--force]`: forgets the worker's registration and its stored
+  // inventory (its results stay). Registry::forget's errors (unknown: kNotFound, online without
+  // `force`: kFailedPrecondition) and the store's. With `force` an online worker's stream is
+  // ended and every command pending on it fails. Logged with `requester` (who asked).
+  // Returns whether the worker was online.
+  Result<bool> removeWorker(const std::string& name, bool force, const std::string& requester);
 
  private:
   class WorkerServiceImpl;

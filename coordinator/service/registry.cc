@@ -76,6 +76,41 @@ void Registry::addKnown(WorkerStatus status) {
   workers_[name] = std::move(e);
 }
 
+Result<WorkerEntry> Registry::forget(const std::string& name, bool force,
+                                     const std::function<Status()>& also) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = workers_.find(name);
+  if (it == workers_.end()) {
+    std::string known;
+    size_t shown = 0;
+    for (const auto& [n, e] : workers_) {
+      if (++shown > 20) {
+        known += ", ...";
+        break;
+      }
+      known += (known.empty() ? "" : ", ") + n;
+    }
+    return notFound(
+        "unknown worker '" + name + "' (known: " + (known.empty() ? "none" : known) + ")",
+        "give a name as `gdrmesh workers` lists it");
+  }
+  const bool online = it->second.link && !it->second.link->lost();
+  if (online && !force) {
+    return failedPrecondition(
+        "worker '" + name + "' is online (connected from " + it->second.status->peer + ")",
+        "stop the worker first, or add --force to end its connection (a worker that is still "
+        "running registers again)");
+  }
+  if (also) GDR_RETURN_IF_ERROR(also());
+  WorkerEntry e = std::move(it->second);
+  workers_.erase(it);
+  if (!online) {
+    e.link.reset();
+    e.channel.reset();
+  }
+  return e;
+}
+
 std::vector<WorkerStatus> Registry::list() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<WorkerStatus> out;

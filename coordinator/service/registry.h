@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,15 @@ class Registry final : public WorkerDirectory {
   std::vector<std::shared_ptr<WorkerLink>> stale(int64_t cutoff_ms) const;
   // Remembers a worker known from the store (offline until it connects).
   void addKnown(WorkerStatus status);
+  // `gdrmesh worker remove`: forgets the worker, so that list(), get() and channel() no
+  // longer know it. kNotFound (naming it) when no worker of that name is known;
+  // kFailedPrecondition when it is online, unless `force`. `also` runs under the registry's
+  // lock before the entry goes (the caller removes the stored row there), so that the worker
+  // cannot register again in between; its error leaves the entry in place. Returns the removed
+  // entry: when it was online its link is set, and the caller ends its stream (link->fail),
+  // after which the worker may register again.
+  Result<WorkerEntry> forget(const std::string& name, bool force,
+                             const std::function<Status()>& also = {});
 
   // WorkerDirectory
   std::vector<WorkerStatus> list() const override;

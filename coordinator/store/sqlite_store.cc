@@ -1507,6 +1507,21 @@ Result<std::vector<WorkerRecord>> SqliteStore::listWorkers() {
   return out;
 }
 
+Result<bool> SqliteStore::removeWorker(const std::string& name) {
+  if (name.empty()) {
+    return invalidArgument("worker name is empty", "name the worker to remove");
+  }
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                       statement(writer_, "remove_worker", "DELETE FROM workers WHERE name = ?1"));
+  StmtScope scope(s);
+  int rc = sqlite3_bind_text64(s, 1, name.data(), name.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK) return error(writer_, rc, "remove_worker (bind)");
+  rc = sqlite3_step(s);
+  if (rc != SQLITE_DONE) return error(writer_, rc, "remove_worker");
+  return sqlite3_changes(writer_.db.get()) > 0;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sweeps.
 

@@ -73,6 +73,7 @@ class SqliteStore : public ResultStore, public SweepStore {
   Result<std::optional<TestResult>> getResult(const std::string& test_id) override;
   Status upsertWorker(const WorkerRecord& worker) override;
   Result<std::vector<WorkerRecord>> listWorkers() override;
+  Result<bool> removeWorker(const std::string& name) override;
   Result<uint64_t> countResults(const ResultQuery& query) override;
   Result<std::vector<TestResult>> queryHistory(const HistoryQuery& query) override;
   Status markTestStarted(const TestResult& started) override;

@@ -135,6 +135,10 @@ class ResultStore {
   // Remembers a worker's latest inventory (upsert by name).
   virtual Status upsertWorker(const WorkerRecord& worker) = 0;
   virtual Result<std::vector<WorkerRecord>> listWorkers() = 0;
+  // Forgets a worker's stored registration (`gdrmesh worker remove`): listWorkers() no longer
+  // returns it. Its results are kept. Returns whether a row was removed (an unknown name is
+  // no error: false). An empty name is kInvalidArgument.
+  virtual Result<bool> removeWorker(const std::string& name) = 0;
   // Inserts many results in one transaction (all or none); returns their row ids in order. A
   // refused row (empty or duplicate test_id, ...) fails the whole call and the Status names it.
   virtual Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& results) = 0;

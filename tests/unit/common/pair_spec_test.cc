@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace gdrmesh {
 namespace {
 
@@ -81,6 +83,28 @@ TEST(TransportOptions, RefusedWhereTheCapabilitiesSayNo) {
     EXPECT_EQ(!checkTransportOptions(s, TransportKind::kSimulated).ok(), c.simulated) << c.flag;
   }
   EXPECT_TRUE(checkTransportOptions(PairTestSpec{}, TransportKind::kEmulated).ok());
+}
+
+// Doubles come from the wire: NaN (and infinities) must be refused, not slip past `< 0 || > max`
+// (seen while writing the request fuzz harness's invariant, tests/fuzz/request).
+TEST(ValidatePairTestSpec, NanOrInfiniteDurationAndTimeoutAreRefused) {
+  PairTestSpec spec;
+  spec.initiator.worker = "a";
+  spec.target.worker = "b";
+  ASSERT_TRUE(validatePairTestSpec(spec, PairTestLimits{}).ok());
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(),
+                     std::numeric_limits<double>::infinity(), -1.0, 86401.0}) {
+    PairTestSpec d = spec;
+    d.duration_seconds = bad;
+    Status st = validatePairTestSpec(d, PairTestLimits{});
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("duration"), std::string::npos) << st.message();
+    PairTestSpec t = spec;
+    t.timeout_seconds = bad;
+    st = validatePairTestSpec(t, PairTestLimits{});
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("timeout"), std::string::npos) << st.message();
+  }
 }
 
 }  // namespace

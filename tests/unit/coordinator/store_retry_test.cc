@@ -46,6 +46,7 @@ class FlakyStore final : public ResultStore {
   }
   Status upsertWorker(const WorkerRecord&) override { return {}; }
   Result<std::vector<WorkerRecord>> listWorkers() override { return std::vector<WorkerRecord>(); }
+  Result<bool> removeWorker(const std::string&) override { return false; }
   Result<uint64_t> countResults(const ResultQuery&) override {
     std::lock_guard<std::mutex> lock(mu_);
     return uint64_t{rows_.size()};

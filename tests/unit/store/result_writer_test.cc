@@ -56,6 +56,7 @@ class RecordingStore final : public ResultStore {
   }
   Status upsertWorker(const WorkerRecord& w) override { return inner_.upsertWorker(w); }
   Result<std::vector<WorkerRecord>> listWorkers() override { return inner_.listWorkers(); }
+  Result<bool> removeWorker(const std::string& n) override { return inner_.removeWorker(n); }
   Result<uint64_t> countResults(const ResultQuery& q) override { return inner_.countResults(q); }
   Result<std::vector<TestResult>> queryHistory(const HistoryQuery& q) override {
     return inner_.queryHistory(q);

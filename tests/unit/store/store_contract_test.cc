@@ -547,6 +547,38 @@ TEST_P(ResultStoreContractTest, UpsertAndListWorkers) {
   EXPECT_EQ(store().upsertWorker({"", "h", "{}", 1, 1}).code(), Code::kInvalidArgument);
 }
 
+// `gdrmesh worker remove`: the stored registration goes, the worker's results stay.
+TEST_P(ResultStoreContractTest, RemoveWorkerForgetsItsRegistrationButKeepsItsResults) {
+  ASSERT_TRUE(store().upsertWorker({"junk", "h", R"({"nics":[]})", 1, 1}).ok());
+  ASSERT_TRUE(store().upsertWorker({"good", "g", "{}", 1, 1}).ok());
+  ASSERT_TRUE(store().insertResult(makeResult("t-junk", "junk", "good", 10)).ok());
+
+  auto removed = store().removeWorker("junk");
+  ASSERT_TRUE(removed.ok()) << removed.status().toString();
+  EXPECT_TRUE(*removed);
+  auto left = store().listWorkers();
+  ASSERT_TRUE(left.ok()) << left.status().toString();
+  ASSERT_EQ(left->size(), 1u);
+  EXPECT_EQ((*left)[0].name, "good");
+  auto kept = store().getResult("t-junk");
+  ASSERT_TRUE(kept.ok()) << kept.status().toString();
+  EXPECT_TRUE(kept->has_value()) << "a removed worker's results stay in the history";
+
+  // Removing it again, or a name never stored, removes nothing and is no error.
+  auto again = store().removeWorker("junk");
+  ASSERT_TRUE(again.ok()) << again.status().toString();
+  EXPECT_FALSE(*again);
+  auto unknown = store().removeWorker("never-seen");
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_FALSE(*unknown);
+  EXPECT_EQ(store().removeWorker("").status().code(), Code::kInvalidArgument);
+  // It may register again.
+  ASSERT_TRUE(store().upsertWorker({"junk", "h2", "{}", 5, 5}).ok());
+  auto back = store().listWorkers();
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->size(), 2u);
+}
+
 TEST_P(ResultStoreContractTest, ConcurrentInsertsFromSeveralThreads) {
   constexpr int kThreads = 8;
   constexpr int kPerThread = 40;
