@@ -352,6 +352,27 @@ void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {
       std::fprintf(stderr, "gdrmesh coordinator: sweep %s: %s\n", a->id.c_str(),
                    st.toString().c_str());
     }
+    // The page and /metrics ask for the newest ended sweep next: parse its report now, unless
+    // it is so large that a second copy would matter at this moment (then the first view does).
+    if (rec.report_json.size() <= kWarmReportMaxBytes) warmReport(rec.id);
+  }
+}
+
+void SweepManager::warmReport(const std::string& id) {
+  auto header = sweeps_.getSweep(id, false);
+  if (!header.ok() || !*header) return;
+  (void)parsedReport(**header);
+}
+
+void SweepManager::warmLatestReport() {
+  auto recs = sweeps_.listSweeps(kWarmLookback, "");
+  if (!recs.ok()) return;
+  for (const SweepRecord& r : *recs) {
+    if (r.state == toString(SweepState::kRunning) || r.state == toString(SweepState::kQueued)) {
+      continue;
+    }
+    warmReport(r.id);
+    return;
   }
 }
 

@@ -98,6 +98,9 @@ class SweepManager {
                                                            Clock::TimePoint deadline);
   // At start-up: sweeps left running or queued by a previous coordinator are resumed.
   void resumeInterrupted();
+  // At start-up: the newest ended sweep's report is read and parsed into the cache, so the
+  // status page's first view and /metrics do not pay for it.
+  void warmLatestReport();
   void shutdown();
 
  private:
@@ -139,6 +142,9 @@ class SweepManager {
   // 1024-host all-pairs reports (523k verdicts each) would otherwise hold ~1.5 GB.
   static constexpr size_t kReportCacheSize = 8;
   static constexpr size_t kReportCacheVerdicts = 1'000'000;
+  static constexpr size_t kWarmReportMaxBytes = 64u << 20;  // ~250k verdicts
+  static constexpr uint32_t kWarmLookback = 50;
+  void warmReport(const std::string& id);
   // `header` is the sweep's row read without its report; the report is read (and parsed) only
   // when the cache has no parse of its revision.
   Result<std::shared_ptr<const ParsedReport>> parsedReport(const SweepRecord& header);
