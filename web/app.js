@@ -475,7 +475,79 @@
         el('div', {class: 'small'}, 'integrity: ', integrity(r)),
         r.reason ? el('div', {class: 'reason small'}, r.reason) : null));
     if (items.length === 0) items.push(el('p', {class: 'small'}, 'No stored runs for this pair.'));
-    $('pair-body').replaceChildren(...head, el('h3', {}, 'Runs'), ...items);
+    const chart = el('canvas', {id: 'pair-history', width: 360, height: 140,
+                                'aria-label': 'history of this pair over the last 90 days'});
+    const chartNote = el('p', {class: 'small', id: 'pair-history-note'}, 'Loading the history\u2026');
+    $('pair-body').replaceChildren(...head, el('h3', {}, 'Runs'), ...items,
+                                   el('h3', {}, 'History (90 days)'), chart, chartNote);
+    // The pair's results over 90 days, this direction, from the pair index (newest first).
+    let past = [];
+    try {
+      const hq = new URLSearchParams({src: splitKey(srcName).worker, dst: splitKey(dstName).worker,
+                                      direction: 'one', since: '90d', limit: '2000'});
+      past = (await getJson('/api/history?' + hq.toString()))
+          .filter((r) => sideMatches(r.initiator, srcName) && sideMatches(r.target, dstName));
+    } catch (e) {
+      chartNote.textContent = e.message;
+      return;
+    }
+    if (!sweep.selected || sweep.selected[0] !== srcName || sweep.selected[1] !== dstName) return;
+    drawHistory(chart, chartNote, past);
+  }
+
+  // One line per (mode, size) over time: Gb/s for bandwidth, us for latency; a failed or
+  // erroneous run is a red mark on its line's axis (it has no figure to plot).
+  function drawHistory(canvas, note, rows) {
+    const series = new Map();
+    for (const r of rows) {
+      const m = r.measurement || {};
+      const v = r.mode === 'bw' ? (m.bandwidth ? m.bandwidth.avg_gbps : null) :
+                                  (m.latency ? m.latency.median_us : null);
+      const key = r.mode + ' ' + fmtSize(r.message_size_bytes);
+      if (!series.has(key)) series.set(key, {unit: r.mode === 'bw' ? 'Gb/s' : 'us', pts: []});
+      series.get(key).pts.push({t: Date.parse(r.started), v: r.status === 'PASSED' ? v : null});
+    }
+    canvas.dataset.points = String(rows.length);
+    canvas.dataset.series = String(series.size);
+    const ctx = canvas.getContext('2d');
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    if (rows.length === 0) {
+      note.textContent = 'No results for this pair in the last 90 days.';
+      return;
+    }
+    const ts = rows.map((r) => Date.parse(r.started));
+    const t0 = Math.min(...ts), t1 = Math.max(...ts);
+    const pad = 6, w = canvas.width - 2 * pad, h = canvas.height - 2 * pad;
+    const colours = ['#2b6cb0', '#2f855a', '#b7791f', '#6b46c1', '#c53030', '#319795'];
+    let i = 0;
+    const legend = [];
+    for (const [key, s] of series) {
+      const vals = s.pts.filter((p) => p.v !== null).map((p) => p.v);
+      const hi = vals.length ? Math.max(...vals) : 1;
+      const colour = colours[i++ % colours.length];
+      const x = (t) => pad + (t1 > t0 ? (t - t0) / (t1 - t0) : 0.5) * w;
+      const y = (v) => pad + h - (hi > 0 ? v / hi : 0) * h;
+      ctx.strokeStyle = colour;
+      ctx.fillStyle = colour;
+      ctx.beginPath();
+      let first = true;
+      for (const p of s.pts.slice().sort((a, b) => a.t - b.t)) {
+        if (p.v === null) {
+          ctx.save();
+          ctx.fillStyle = '#c53030';
+          ctx.fillRect(x(p.t) - 2, pad + h - 4, 4, 4);
+          ctx.restore();
+          continue;
+        }
+        if (first) ctx.moveTo(x(p.t), y(p.v)); else ctx.lineTo(x(p.t), y(p.v));
+        first = false;
+        ctx.fillRect(x(p.t) - 1.5, y(p.v) - 1.5, 3, 3);
+      }
+      ctx.stroke();
+      legend.push(key + ' (max ' + fmtNum(hi, 2) + ' ' + s.unit + ', ' + s.pts.length + ' runs)');
+    }
+    note.textContent = legend.join('; ') + '; ' + fmtTime(new Date(t0).toISOString()) +
+        ' \u2013 ' + fmtTime(new Date(t1).toISOString()) + '; red: failed, no figure';
   }
 
   function closePair() {

@@ -1093,10 +1093,14 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
       url + "#sweep=" + id + "&pair=" + fail_src + "%3E" + fail_dst;  // '>' between the two
   dom = runChromium(chromium, dir, "--virtual-time-budget=6000 --dump-dom", pair_url, &rc);
   ASSERT_EQ(rc, 0) << readFile(dir.path + "/chromium.log");
-  missing = missingIn(dom,
-                      {"data-src=\"" + fail_src + "\" data-dst=\"" + fail_dst + "\"",
-                       "id=\"pair-reasons\"", "class=\"run\"", "data-js-errors=\"0\""},
-                      {"aria-live=\"polite\" hidden", "No stored runs", "Cannot refresh"});
+  missing = missingIn(
+      dom,
+      {"data-src=\"" + fail_src + "\" data-dst=\"" + fail_dst + "\"", "id=\"pair-reasons\"",
+       "class=\"run\"", "data-js-errors=\"0\"",
+       // The pair's history chart (/api/history over 90 days) has this run.
+       "id=\"pair-history\"", "data-points=\"", "History (90 days)", "red: failed, no figure"},
+      {"aria-live=\"polite\" hidden", "No stored runs", "Cannot refresh", "data-points=\"0\"",
+       "No results for this pair", "Loading the history"});
   EXPECT_TRUE(missing.empty()) << missing << "rendered DOM:\n" << dom;
   EXPECT_EQ(consoleLines(readFile(dir.path + "/chromium.log")), "");
 
