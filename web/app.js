@@ -544,7 +544,8 @@
         ctx.fillRect(x(p.t) - 1.5, y(p.v) - 1.5, 3, 3);
       }
       ctx.stroke();
-      legend.push(key + ' (max ' + fmtNum(hi, 2) + ' ' + s.unit + ', ' + s.pts.length + ' runs)');
+      legend.push(key + (vals.length ? ' (max ' + fmtNum(hi, 2) + ' ' + s.unit : ' (no passed run') +
+                  ', ' + s.pts.length + (s.pts.length === 1 ? ' run)' : ' runs)'));
     }
     note.textContent = legend.join('; ') + '; ' + fmtTime(new Date(t0).toISOString()) +
         ' \u2013 ' + fmtTime(new Date(t1).toISOString()) + '; red: failed, no figure';
