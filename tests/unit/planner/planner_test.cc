@@ -70,8 +70,8 @@ void checkAllPairs(int n) {
     std::printf(
         "planned all-pairs over %d hosts: %zu tests in %d rounds in %.1f ms (%.1f ms CPU)\n", n,
         plan->tests.size(), plan->rounds, ms, cpu_ms);
-    // CPU time, not wall time: the test must not fail on a loaded build machine.
-    EXPECT_LT(cpu_ms, 1000.0);
+    // Printed, not asserted: speed is the benchmarks' job (tests/bench/coordinator_scale.sh);
+    // a timed unit test fails on a loaded or instrumented (ASan) build for no fault of the code.
   }
   const int expect_rounds = n % 2 ? n : n - 1;
   ASSERT_EQ(plan->rounds, expect_rounds) << "n=" << n;
@@ -102,7 +102,7 @@ TEST(PlannerAllPairs, CircleMethodForTwoToThirtyThreeHosts) {
   for (int n = 2; n <= 33; ++n) checkAllPairs(n);
 }
 
-TEST(PlannerAllPairs, ThousandTwentyFourHostsInWellUnderASecond) {
+TEST(PlannerAllPairs, ThousandTwentyFourHostsInExactlyOneThousandTwentyThreeRounds) {
   checkAllPairs(1024);
 }
 
