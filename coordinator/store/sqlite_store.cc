@@ -1548,49 +1548,36 @@ Result<SweepRecord> readSweepRow(sqlite3_stmt* s, const std::string& path) {
 }  // namespace
 
 Status SqliteStore::createSweep(const SweepRecord& sweep) {
-  GDR_RETURN_IF_ERROR(checkSweep(sweep));
-  std::lock_guard<std::mutex> lock(writer_.mu);
-  GDR_RETURN_IF_ERROR(begin());
-  Status st = [&]() -> Status {
-    GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(writer_, "insert_sweep", insertSweepSql()));
-    StmtScope scope(s);
-    Binder binder(s);
-    visitSweepColumns(sweep, binder);
-    if (binder.rc() != SQLITE_OK) {
-      return error(writer_, binder.rc(),
-                   "insert_sweep (bind " + std::string(binder.failedColumn()) + ")");
-    }
-    const int rc = sqlite3_step(s);
-    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE) {
-      return invalidArgument("sweep '" + sweep.id + "' is already stored in " + path_,
-                             "sweep ids are unique: give each sweep its own id, or updateSweep");
-    }
-    if (rc != SQLITE_DONE) return error(writer_, rc, "insert_sweep");
-    return writeSweepReport(sweep);
-  }();
-  if (!st.ok()) {
-    rollbackQuietly();
-    return st;
-  }
-  return commit();
+  return writeSweep(sweep, true);
 }
 
 Status SqliteStore::updateSweep(const SweepRecord& sweep) {
+  return writeSweep(sweep, false);
+}
+
+// The sweeps row (INSERT or UPDATE) and its report row, in one transaction.
+Status SqliteStore::writeSweep(const SweepRecord& sweep, bool create) {
   GDR_RETURN_IF_ERROR(checkSweep(sweep));
+  const std::string name = create ? "insert_sweep" : "update_sweep";
   std::lock_guard<std::mutex> lock(writer_.mu);
   GDR_RETURN_IF_ERROR(begin());
   Status st = [&]() -> Status {
-    GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(writer_, "update_sweep", updateSweepSql()));
+    GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                         statement(writer_, name, create ? insertSweepSql() : updateSweepSql()));
     StmtScope scope(s);
     Binder binder(s);
     visitSweepColumns(sweep, binder);
     if (binder.rc() != SQLITE_OK) {
       return error(writer_, binder.rc(),
-                   "update_sweep (bind " + std::string(binder.failedColumn()) + ")");
+                   name + " (bind " + std::string(binder.failedColumn()) + ")");
     }
     const int rc = sqlite3_step(s);
-    if (rc != SQLITE_DONE) return error(writer_, rc, "update_sweep");
-    if (sqlite3_changes(writer_.db.get()) == 0) {
+    if (create && (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE)) {
+      return invalidArgument("sweep '" + sweep.id + "' is already stored in " + path_,
+                             "sweep ids are unique: give each sweep its own id, or updateSweep");
+    }
+    if (rc != SQLITE_DONE) return error(writer_, rc, name);
+    if (!create && sqlite3_changes(writer_.db.get()) == 0) {
       return notFound("sweep '" + sweep.id + "' is not stored in " + path_,
                       "createSweep it first (ids are matched exactly)");
     }

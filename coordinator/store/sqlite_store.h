@@ -162,6 +162,7 @@ class SqliteStore : public ResultStore, public SweepStore {
   Result<std::string> queryText(Conn& c, const std::string& name, const std::string& sql);
   Status begin();
   Status commit();
+  Status writeSweep(const SweepRecord& sweep, bool create);
   Status writeSweepReport(const SweepRecord& sweep);  // holds writer_.mu, in a transaction
   void rollbackQuietly() noexcept;
   // A Status for SQLite result code `rc` from statement `what` on connection `c`.
