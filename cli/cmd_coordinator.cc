@@ -93,6 +93,7 @@ struct CoordinatorArgs {
   std::string port_file;
   std::string max_size = "1GiB";
   int heartbeat_ms = 1000;
+  std::string command_timeout = "10s";
   std::string config;
   int retention_days = -1;  // -1: the config's retention.days (else keep everything)
   TlsArgs tls;
@@ -145,6 +146,17 @@ int runCoordinator(const CoordinatorArgs& a) {
     }
   }
   opts.heartbeat_interval_ms = a.heartbeat_ms;
+  auto command_timeout = parseDurationSeconds(a.command_timeout, "--command-timeout");
+  if (command_timeout.ok() && (*command_timeout < 0.1 || *command_timeout > 3600)) {
+    command_timeout =
+        invalidArgument("--command-timeout: " + a.command_timeout + " is out of range",
+                        "give 100ms to 1h, e.g. 5s");
+  }
+  if (!command_timeout.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: %s\n", command_timeout.status().toString().c_str());
+    return kExitUsage;
+  }
+  opts.pair.command_timeout_seconds = *command_timeout;
   auto max = parseSize(a.max_size, "--max-size");
   if (!max.ok()) {
     std::fprintf(stderr, "gdrmesh coordinator: %s\n", max.status().toString().c_str());
@@ -280,6 +292,11 @@ void registerCoordinator(CLI::App& app, Action* action) {
       ->check(CLI::Range(0, 36500));
   cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "worker heartbeat interval")
       ->check(CLI::Range(50, 60000))
+      ->capture_default_str();
+  cmd->add_option("--command-timeout", a->command_timeout,
+                  "how long a worker may take to answer one command of a pair test (prepare, "
+                  "connect, verify, release; a run gets its own timeout on top); a worker that "
+                  "never answers fails its test after this long (100ms to 1h)")
       ->capture_default_str();
   cmd->add_option("--test-db-max-pages", a->test_db_max_pages,
                   "TEST ONLY: the database may not grow past N pages (a full disk)")

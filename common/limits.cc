@@ -73,6 +73,10 @@ Status text(const std::string& field, const std::string& v, size_t max) {
 
 }  // namespace
 
+Status checkText(const std::string& field, std::string_view value, size_t max_bytes) {
+  return text(field, std::string(value), max_bytes);
+}
+
 bool validWorkerName(std::string_view n, size_t max_len) {
   if (n.empty() || n.size() > max_len) return false;
   for (char c : n) {

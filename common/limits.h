@@ -37,6 +37,9 @@ inline constexpr int kMaxWorkerMessageBytes = 4 << 20;
 inline constexpr int kMaxControlMessageBytes = 256 << 20;
 
 bool validWorkerName(std::string_view name, size_t max_len = RegistrationLimits{}.name);
+// kInvalidArgument naming `field` when `value` is longer than `max_bytes` or holds a control
+// character or invalid UTF-8 (for text a client sends: names, labels, selectors).
+Status checkText(const std::string& field, std::string_view value, size_t max_bytes);
 
 // kInvalidArgument naming the first field over a limit or holding a control character.
 Status checkRegistration(const std::string& name, const Inventory& inv,

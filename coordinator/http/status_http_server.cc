@@ -14,11 +14,13 @@
 #include <set>
 #include <thread>
 #include <utility>
+#include <variant>
 
 #include "common/json.h"
 #include "common/limits.h"
 #include "common/time_point.h"
 #include "common/units.h"
+#include "coordinator/http/api_query.h"
 #include "coordinator/http/http_auth_hook.h"
 #include "web/web_assets.h"
 
@@ -27,12 +29,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr uint32_t kMaxLimit = 10000;
-constexpr uint32_t kResultsDefaultLimit = 50;
 // /api/results reads and writes a large answer this many rows at a time.
 constexpr uint32_t kResultsPage = 500;
-constexpr uint32_t kSummaryDefaultLimit = 500;
-constexpr uint32_t kSweepsDefaultLimit = 20;
 // How far back /api/sweeps/latest and /metrics look for an ended sweep.
 constexpr uint32_t kLatestLookback = 50;
 constexpr const char* kHttpFix =
@@ -56,185 +54,16 @@ void sendError(httplib::Response& res, int http_status, const std::string& param
   sendJson(res, http_status, j);
 }
 
+void sendParamError(httplib::Response& res, const ParamError& e) {
+  sendError(res, 400, e.parameter, e.message, e.fix);
+}
+
 void sendStatus(httplib::Response& res, const Status& st) {
   int http = 500;
   if (st.code() == Code::kInvalidArgument) http = 400;
   if (st.code() == Code::kNotFound) http = 404;
   if (st.code() == Code::kUnavailable || st.code() == Code::kResourceExhausted) http = 503;
   sendError(res, http, "", st.toString(), st.fix());
-}
-
-// A query parameter error: the name of the parameter, what is wrong, the fix.
-struct ParamError {
-  std::string parameter;
-  std::string message;
-  std::string fix;
-};
-
-// Rejects parameters outside `allowed` and repeated ones.
-std::optional<ParamError> checkParams(const httplib::Request& req,
-                                      const std::set<std::string>& allowed) {
-  std::string names;
-  for (const auto& a : allowed) names += (names.empty() ? "" : ", ") + a;
-  for (const auto& [key, value] : req.params) {
-    if (allowed.count(key) == 0) {
-      return ParamError{
-          key, "unknown query parameter '" + key + "'",
-          allowed.empty() ? "this endpoint takes no parameters" : "use only: " + names};
-    }
-    if (req.get_param_value_count(key) > 1) {
-      return ParamError{key, "query parameter '" + key + "' given more than once", "give it once"};
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<ParamError> parseLimit(const httplib::Request& req, uint32_t* limit) {
-  if (!req.has_param("limit")) return std::nullopt;
-  const std::string v = req.get_param_value("limit");
-  const std::string fix = "give a whole number from 1 to " + std::to_string(kMaxLimit);
-  if (v.empty() || v.size() > 6 ||
-      !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return ParamError{"limit", "limit '" + v + "' is not a number", fix};
-  }
-  const unsigned long n = std::stoul(v);
-  if (n < 1 || n > kMaxLimit) {
-    return ParamError{"limit", "limit " + v + " is out of range", fix};
-  }
-  *limit = static_cast<uint32_t>(n);
-  return std::nullopt;
-}
-
-// offset (optional): where a page starts, 0..kMaxOffset.
-std::optional<ParamError> parseOffset(const httplib::Request& req, uint64_t* offset) {
-  if (!req.has_param("offset")) return std::nullopt;
-  const std::string v = req.get_param_value("offset");
-  if (v.empty() || v.size() > 9 ||
-      !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return ParamError{"offset", "offset '" + v + "' is not a whole number from 0 to 999999999",
-                      "give the next_offset of the previous page (0 for the first)"};
-  }
-  *offset = std::stoull(v);
-  return std::nullopt;
-}
-
-// run_id (optional): a run's or a sweep's id.
-std::optional<ParamError> parseRunId(const httplib::Request& req, std::string* run_id) {
-  if (!req.has_param("run_id")) return std::nullopt;
-  *run_id = req.get_param_value("run_id");
-  if (run_id->empty() || run_id->size() > 128 ||
-      std::any_of(run_id->begin(), run_id->end(),
-                  [](char c) { return std::iscntrl(static_cast<unsigned char>(c)) != 0; })) {
-    return ParamError{"run_id",
-                      "run_id is empty, longer than 128 characters or holds control characters",
-                      "give a run id as `gdrmesh results` prints it (a sweep's id for its tests)"};
-  }
-  return std::nullopt;
-}
-
-std::optional<ParamError> parseResultQuery(const httplib::Request& req, ResultQuery* q) {
-  if (auto e = checkParams(req, {"limit", "worker", "status", "run_id"})) return e;
-  q->limit = kResultsDefaultLimit;
-  if (auto e = parseLimit(req, &q->limit)) return e;
-  if (req.has_param("worker")) {
-    q->worker = req.get_param_value("worker");
-    if (!validWorkerName(q->worker)) {
-      return ParamError{"worker", "worker '" + q->worker + "' is not a worker name",
-                        "use 1-64 characters from A-Z a-z 0-9 . _ -, as `gdrmesh workers` "
-                        "lists them"};
-    }
-  }
-  if (req.has_param("status")) {
-    std::string v = req.get_param_value("status");
-    std::string upper = v;
-    std::transform(upper.begin(), upper.end(), upper.begin(), [](char c) {
-      return static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    });
-    auto st = parseTestStatus(upper);
-    if (!st) {
-      return ParamError{"status", "status '" + v + "' is not a test status",
-                        "use one of passed, failed, skipped, error"};
-    }
-    q->status = *st;
-  }
-  return parseRunId(req, &q->run_id);
-}
-
-// /api/history: src, dst (required), since, until, size, op, mode, direction, run_id, limit.
-std::optional<ParamError> parseHistoryQuery(const httplib::Request& req, int64_t now_ms,
-                                            HistoryQuery* q) {
-  if (auto e = checkParams(req, {"src", "dst", "since", "until", "size", "op", "mode", "direction",
-                                 "run_id", "limit"})) {
-    return e;
-  }
-  if (auto e = parseRunId(req, &q->run_id)) return e;
-  for (const char* side : {"src", "dst"}) {
-    if (!req.has_param(side)) {
-      return ParamError{side, std::string("parameter '") + side + "' is required",
-                        "give both workers of the pair: /api/history?src=W1&dst=W2"};
-    }
-    const std::string v = req.get_param_value(side);
-    if (!validWorkerName(v)) {
-      return ParamError{side, std::string(side) + " '" + v + "' is not a worker name",
-                        "use 1-64 characters from A-Z a-z 0-9 . _ -, as `gdrmesh workers` "
-                        "lists them"};
-    }
-    (std::string(side) == "src" ? q->src : q->dst) = v;
-  }
-  for (const char* bound : {"since", "until"}) {
-    if (!req.has_param(bound)) continue;
-    auto t = parseTimePoint(req.get_param_value(bound), now_ms, bound);
-    if (!t.ok()) return ParamError{bound, t.status().message(), t.status().fix()};
-    (std::string(bound) == "since" ? q->since_ms : q->until_ms) = *t;
-  }
-  if (q->until_ms <= q->since_ms) {
-    return ParamError{"until", "until is not after since", "give since an earlier time"};
-  }
-  if (req.has_param("size")) {
-    auto size = parseSize(req.get_param_value("size"), "size");
-    if (!size.ok()) return ParamError{"size", size.status().message(), size.status().fix()};
-    q->message_size = *size;
-  }
-  if (req.has_param("op")) {
-    auto op = parseOp(req.get_param_value("op"));
-    if (!op) {
-      return ParamError{"op", "op '" + req.get_param_value("op") + "' is not an operation",
-                        "use one of write, read, send, write_imm"};
-    }
-    q->op = *op;
-  }
-  if (req.has_param("mode")) {
-    auto mode = parseMode(req.get_param_value("mode"));
-    if (!mode) {
-      return ParamError{"mode", "mode '" + req.get_param_value("mode") + "' is not a mode",
-                        "use bw or lat"};
-    }
-    q->mode = *mode;
-  }
-  if (req.has_param("direction")) {
-    const std::string d = req.get_param_value("direction");
-    if (d != "both" && d != "one") {
-      return ParamError{"direction", "direction '" + d + "' is not a direction",
-                        "use both (default) or one (src -> dst only)"};
-    }
-    q->both_directions = d == "both";
-  }
-  q->limit = kResultsDefaultLimit;
-  return parseLimit(req, &q->limit);
-}
-
-// "5", "5%", "2.5%" -> percent in 0..1000.
-std::optional<ParamError> parseTolerance(const std::string& v, double* pct) {
-  std::string s = v;
-  if (!s.empty() && s.back() == '%') s.pop_back();
-  char* end = nullptr;
-  const double x = s.empty() ? -1 : std::strtod(s.c_str(), &end);
-  if (s.empty() || end == nullptr || *end != '\0' || !std::isfinite(x) || x < 0 || x > 1000) {
-    return ParamError{"tolerance", "tolerance '" + v + "' is not a percentage from 0 to 1000",
-                      "e.g. tolerance=5%"};
-  }
-  *pct = x;
-  return std::nullopt;
 }
 
 // Which way the bytes of a result moved, for the summary.
@@ -290,14 +119,6 @@ Result<std::pair<std::string, int>> parseHostPort(const std::string& hp) {
                            kHttpFix);
   }
   return std::make_pair(host, p);
-}
-
-bool validSweepId(const std::string& id) {
-  if (id.empty() || id.size() > 128) return false;
-  return std::all_of(id.begin(), id.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
-           c == ':';
-  });
 }
 
 bool ended(SweepState s) {
@@ -686,15 +507,13 @@ class StatusHttpServer::Impl {
       res.set_content("ok\n", "text/plain; charset=utf-8");
     });
     server_.Get("/api/workers", [this](const httplib::Request& req, httplib::Response& res) {
-      if (auto e = checkParams(req, {}))
-        return sendError(res, 400, e->parameter, e->message, e->fix);
+      if (auto e = parseNoParams(req.params)) return sendParamError(res, *e);
       sendJson(res, 200, workersJson(source_.workers()));
     });
     server_.Get("/api/results", [this](const httplib::Request& req, httplib::Response& res) {
-      ResultQuery q;
-      if (auto e = parseResultQuery(req, &q)) {
-        return sendError(res, 400, e->parameter, e->message, e->fix);
-      }
+      auto parsed = parseResultsQuery(req.params);
+      if (auto* e = std::get_if<ParamError>(&parsed)) return sendParamError(res, *e);
+      const auto& q = std::get<ResultQuery>(parsed);
       if (q.limit <= kResultsPage) {
         auto rows = source_.results(q);
         if (!rows.ok()) return sendStatus(res, rows.status());
@@ -706,13 +525,9 @@ class StatusHttpServer::Impl {
     });
     server_.Get(R"(/api/results/([^/]+))",
                 [this](const httplib::Request& req, httplib::Response& res) {
-                  if (auto e = checkParams(req, {})) {
-                    return sendError(res, 400, e->parameter, e->message, e->fix);
-                  }
+                  if (auto e = parseNoParams(req.params)) return sendParamError(res, *e);
                   const std::string id = req.matches[1];
-                  if (id.size() > 128 || std::any_of(id.begin(), id.end(), [](char c) {
-                        return std::iscntrl(static_cast<unsigned char>(c)) != 0;
-                      })) {
+                  if (!validTestId(id)) {
                     return sendError(res, 400, "id", "test id is not a test id",
                                      "give a test id as /api/results lists it");
                   }
@@ -721,105 +536,60 @@ class StatusHttpServer::Impl {
                   sendJson(res, 200, toJson(*r));
                 });
     server_.Get("/api/history", [this](const httplib::Request& req, httplib::Response& res) {
-      HistoryQuery q;
-      if (auto e = parseHistoryQuery(req, source_.unixMs(), &q)) {
-        return sendError(res, 400, e->parameter, e->message, e->fix);
-      }
-      auto rows = source_.history(q);
+      auto parsed = parseHistoryParams(req.params, source_.unixMs());
+      if (auto* e = std::get_if<ParamError>(&parsed)) return sendParamError(res, *e);
+      auto rows = source_.history(std::get<HistoryQuery>(parsed));
       if (!rows.ok()) return sendStatus(res, rows.status());
       json j = json::array();
       for (const auto& r : *rows) j.push_back(toJson(r));
       sendJson(res, 200, j);
     });
     server_.Get("/api/compare", [this](const httplib::Request& req, httplib::Response& res) {
-      if (auto e = checkParams(req, {"a", "b", "tolerance"})) {
-        return sendError(res, 400, e->parameter, e->message, e->fix);
-      }
-      for (const char* p : {"a", "b"}) {
-        if (!req.has_param(p) || !validSweepId(req.get_param_value(p))) {
-          return sendError(res, 400, p,
-                           std::string("parameter '") + p + "' is missing or not a sweep id",
-                           "give two sweep ids as /api/sweeps lists them: ?a=OLD&b=NEW");
-        }
-      }
-      double tolerance = HistoryQueries::kDefaultTolerancePct;
-      if (req.has_param("tolerance")) {
-        if (auto e = parseTolerance(req.get_param_value("tolerance"), &tolerance)) {
-          return sendError(res, 400, e->parameter, e->message, e->fix);
-        }
-      }
-      auto c = source_.compare(req.get_param_value("a"), req.get_param_value("b"), tolerance);
+      auto parsed = parseCompareQuery(req.params);
+      if (auto* e = std::get_if<ParamError>(&parsed)) return sendParamError(res, *e);
+      const auto& q = std::get<CompareQuery>(parsed);
+      auto c = source_.compare(q.a, q.b, q.tolerance_pct);
       if (!c.ok()) return sendStatus(res, c.status());
       sendJson(res, 200, comparisonJson(*c));
     });
     server_.Get("/api/summary", [this](const httplib::Request& req, httplib::Response& res) {
+      auto parsed = parseLimitOnly(req.params, kApiSummaryDefaultLimit);
+      if (auto* e = std::get_if<ParamError>(&parsed)) return sendParamError(res, *e);
       ResultQuery q;
-      q.limit = kSummaryDefaultLimit;
-      if (auto e = checkParams(req, {"limit"})) {
-        return sendError(res, 400, e->parameter, e->message, e->fix);
-      }
-      if (auto e = parseLimit(req, &q.limit)) {
-        return sendError(res, 400, e->parameter, e->message, e->fix);
-      }
+      q.limit = std::get<uint32_t>(parsed);
       auto rows = source_.results(q);
       if (!rows.ok()) return sendStatus(res, rows.status());
       sendJson(res, 200, summaryJson(source_.workers(), *rows, q.limit));
     });
     server_.Get("/api/sweeps", [this](const httplib::Request& req, httplib::Response& res) {
-      uint32_t limit = kSweepsDefaultLimit;
-      if (auto e = checkParams(req, {"limit"})) {
-        return sendError(res, 400, e->parameter, e->message, e->fix);
-      }
-      if (auto e = parseLimit(req, &limit)) {
-        return sendError(res, 400, e->parameter, e->message, e->fix);
-      }
-      auto list = source_.sweeps(limit);
+      auto parsed = parseLimitOnly(req.params, kApiSweepsDefaultLimit);
+      if (auto* e = std::get_if<ParamError>(&parsed)) return sendParamError(res, *e);
+      auto list = source_.sweeps(std::get<uint32_t>(parsed));
       if (!list.ok()) return sendStatus(res, list.status());
       json j = json::array();
       for (const auto& p : *list) j.push_back(sweepProgressJson(p));
       sendJson(res, 200, j);
     });
-    server_.Get(
-        R"(/api/sweeps/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-          if (auto e = checkParams(req, {"verdicts", "offset", "limit"})) {
-            return sendError(res, 400, e->parameter, e->message, e->fix);
-          }
-          VerdictPage page;
-          if (auto e = parseLimit(req, &page.limit)) {
-            return sendError(res, 400, e->parameter, e->message, e->fix);
-          }
-          if (auto e = parseOffset(req, &page.offset)) {
-            return sendError(res, 400, e->parameter, e->message, e->fix);
-          }
-          VerdictFilter filter = VerdictFilter::kAll;
-          if (req.has_param("verdicts")) {
-            const std::string v = req.get_param_value("verdicts");
-            if (v == "failed") {
-              filter = VerdictFilter::kFailed;
-            } else if (v == "none") {
-              filter = VerdictFilter::kNone;
-            } else if (v != "all") {
-              return sendError(res, 400, "verdicts", "verdicts '" + v + "' is not a verdict filter",
-                               "use one of all, failed, none");
-            }
-          }
-          std::string id = req.matches[1];
-          if (id == "latest") {
-            auto latest = latestSweepId(false);
-            if (!latest.ok()) return sendStatus(res, latest.status());
-            id = *latest;
-          } else if (!validSweepId(id)) {
-            return sendError(res, 400, "id", "sweep id '" + id + "' is not a sweep id",
-                             "give an id as /api/sweeps or `gdrmesh sweeps` lists it");
-          }
-          auto report = source_.sweep(id);
-          if (!report.ok()) return sendStatus(res, report.status());
-          sendJson(res, 200, sweepJson(*report, filter, page));
-        });
+    server_.Get(R"(/api/sweeps/([^/]+))",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  auto parsed = parseSweepQuery(req.params);
+                  if (auto* e = std::get_if<ParamError>(&parsed)) return sendParamError(res, *e);
+                  const auto& q = std::get<SweepQuery>(parsed);
+                  std::string id = req.matches[1];
+                  if (id == "latest") {
+                    auto latest = latestSweepId(false);
+                    if (!latest.ok()) return sendStatus(res, latest.status());
+                    id = *latest;
+                  } else if (!validSweepId(id)) {
+                    return sendError(res, 400, "id", "sweep id '" + id + "' is not a sweep id",
+                                     "give an id as /api/sweeps or `gdrmesh sweeps` lists it");
+                  }
+                  auto report = source_.sweep(id);
+                  if (!report.ok()) return sendStatus(res, report.status());
+                  sendJson(res, 200, sweepJson(*report, q.filter, q.page));
+                });
     server_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-      if (auto e = checkParams(req, {})) {
-        return sendError(res, 400, e->parameter, e->message, e->fix);
-      }
+      if (auto e = parseNoParams(req.params)) return sendParamError(res, *e);
       std::optional<SweepReportData> last;
       auto id = latestSweepId(true);
       if (id.ok()) {

@@ -41,6 +41,7 @@
 #include "common/inventory.h"
 #include "common/result.h"
 #include "common/status.h"
+#include "coordinator/http/api_query.h"
 #include "coordinator/orchestrator/history.h"
 #include "coordinator/orchestrator/sweep_manager.h"
 #include "coordinator/orchestrator/sweep_types.h"
@@ -84,11 +85,7 @@ nlohmann::json summaryJson(const std::vector<WorkerSummary>& workers,
 nlohmann::json sweepProgressJson(const SweepProgress& p);
 // GET /api/sweeps/ID: progress, one page of verdicts (all, only FAIL, or none) with
 // verdicts_page{offset, limit, total, next_offset}, verdict_counts, suspects, notes, matrix.
-enum class VerdictFilter { kAll, kFailed, kNone };
-struct VerdictPage {
-  uint64_t offset = 0;  // among the verdicts the filter keeps, in report order
-  uint32_t limit = 1000;
-};
+// (VerdictFilter and VerdictPage: coordinator/http/api_query.h.)
 nlohmann::json sweepJson(const SweepReportData& report, VerdictFilter verdicts,
                          VerdictPage page = {});
 // The compact matrix of a sweep: {hosts[], cells[[src, dst, verdict, value, unit, reason]],

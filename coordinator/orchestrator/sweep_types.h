@@ -47,6 +47,21 @@ struct SweepSpec {
   std::string baseline;          // sweep id, "previous", or "" for none
 };
 
+// What a sweep request may ask for (checked where it is converted; docs/security.md).
+struct SweepLimits {
+  size_t hosts = 100000;   // --hosts and --exclude entries, each
+  size_t pairs = 1000000;  // explicit pairs
+  size_t selectors = 32;   // --select KEY=VALUE entries
+  size_t label_key = 63;   // as worker labels
+  size_t label_value = 256;
+  size_t device = 256;            // a pair's NIC name
+  size_t text = 128;              // name, baseline
+  size_t config_yaml = 1u << 20;  // 1 MiB
+  size_t sizes = 64;
+  uint32_t random_rounds = 100000;
+  uint32_t retries = 10;
+};
+
 // One pair test the plan asks for. `round` orders the plan: tests of one round share no
 // resource (NIC port, GPU, or whole host when no NIC is named).
 struct PlannedTest {

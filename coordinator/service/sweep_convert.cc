@@ -2,30 +2,66 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "common/limits.h"
+#include "common/units.h"
 #include "convert.h"
 
 namespace gdrmesh::convert {
 namespace {
 
-Result<std::pair<EndpointSelector, EndpointSelector>> parsePair(const std::string& s) {
+constexpr const char* kWorkerNameFix =
+    "use worker names as `gdrmesh workers` lists them (1-64 characters from A-Z a-z 0-9 . _ -)";
+
+Result<std::pair<EndpointSelector, EndpointSelector>> parsePair(const std::string& s,
+                                                                const SweepLimits& lim) {
   auto colon = s.find(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == s.size()) {
-    return invalidArgument("pairs: '" + s + "' is not SRC:DST",
+    return invalidArgument("pairs: '" + cleanText(s, 80) + "' is not SRC:DST",
                            "write each pair as WORKER[/NIC]:WORKER[/NIC], e.g. h1:h2");
   }
-  auto side = [](const std::string& x) {
+  auto side = [&](const std::string& x) -> Result<EndpointSelector> {
     EndpointSelector e;
     auto slash = x.find('/');
     e.worker = x.substr(0, slash);
     if (slash != std::string::npos) e.device = x.substr(slash + 1);
+    if (!validWorkerName(e.worker)) {
+      return invalidArgument("pairs: '" + cleanText(e.worker, 80) + "' is not a worker name",
+                             kWorkerNameFix);
+    }
+    if (slash != std::string::npos) {
+      if (e.device.empty()) {
+        return invalidArgument("pairs: '" + cleanText(s, 80) + "' names no NIC after '/'",
+                               "write WORKER/NIC (e.g. h1/mlx5_0) or WORKER alone");
+      }
+      GDR_RETURN_IF_ERROR(checkText("pairs: NIC name", e.device, lim.device));
+    }
     return e;
   };
-  return std::make_pair(side(s.substr(0, colon)), side(s.substr(colon + 1)));
+  GDR_ASSIGN_OR_RETURN(auto a, side(s.substr(0, colon)));
+  GDR_ASSIGN_OR_RETURN(auto b, side(s.substr(colon + 1)));
+  return std::make_pair(std::move(a), std::move(b));
+}
+
+Status checkHosts(const char* field, const google::protobuf::RepeatedPtrField<std::string>& names,
+                  const SweepLimits& lim) {
+  if (static_cast<size_t>(names.size()) > lim.hosts) {
+    return invalidArgument(std::string(field) + ": " + std::to_string(names.size()) +
+                               " names, at most " + std::to_string(lim.hosts),
+                           "use --select with worker labels to choose many hosts");
+  }
+  for (const auto& n : names) {
+    if (!validWorkerName(n)) {
+      return invalidArgument(
+          std::string(field) + ": '" + cleanText(n, 80) + "' is not a worker name", kWorkerNameFix);
+    }
+  }
+  return {};
 }
 
 }  // namespace
 
 Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
+  const SweepLimits lim;
   SweepSpec s;
   if (in.pattern().empty()) {
     if (in.config_yaml().empty()) {
@@ -37,13 +73,18 @@ Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
   } else {
     auto p = parseSweepPattern(in.pattern());
     if (!p) {
-      return invalidArgument("pattern: '" + in.pattern() + "' is not a pattern",
+      return invalidArgument("pattern: '" + cleanText(in.pattern(), 80) + "' is not a pattern",
                              "use pairs, all-pairs, rails, loopback or random");
     }
     s.pattern = *p;
   }
+  if (static_cast<size_t>(in.pairs_size()) > lim.pairs) {
+    return invalidArgument("pairs: " + std::to_string(in.pairs_size()) + " pairs, at most " +
+                               std::to_string(lim.pairs),
+                           "split the list into several sweeps, or use --pattern all-pairs");
+  }
   for (const auto& pr : in.pairs()) {
-    GDR_ASSIGN_OR_RETURN(auto pair, parsePair(pr));
+    GDR_ASSIGN_OR_RETURN(auto pair, parsePair(pr, lim));
     s.pairs.push_back(std::move(pair));
   }
   if (s.pattern == SweepPattern::kPairs && !s.pattern_from_config && s.pairs.empty()) {
@@ -53,20 +94,32 @@ Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
   if (!in.direction().empty()) {
     auto d = parseSweepDirection(in.direction());
     if (!d) {
-      return invalidArgument("direction: '" + in.direction() + "' is not one of one, both, bidir");
+      return invalidArgument("direction: '" + cleanText(in.direction(), 80) +
+                             "' is not one of one, both, bidir");
     }
     s.direction = *d;
   }
-  if (in.random_rounds() > 100000) return invalidArgument("rounds: must be in 1..100000");
+  if (in.random_rounds() > lim.random_rounds) {
+    return invalidArgument("rounds: must be in 1.." + std::to_string(lim.random_rounds));
+  }
   if (in.random_rounds() > 0) s.random_rounds = in.random_rounds();
   s.seed = in.seed();
+  GDR_RETURN_IF_ERROR(checkHosts("hosts", in.hosts(), lim));
+  GDR_RETURN_IF_ERROR(checkHosts("exclude", in.exclude(), lim));
+  if (static_cast<size_t>(in.select_size()) > lim.selectors) {
+    return invalidArgument("select: " + std::to_string(in.select_size()) + " selectors, at most " +
+                           std::to_string(lim.selectors));
+  }
   s.hosts.assign(in.hosts().begin(), in.hosts().end());
   s.exclude.assign(in.exclude().begin(), in.exclude().end());
   for (const auto& sel : in.select()) {
     auto eq = sel.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return invalidArgument("select: '" + sel + "' is not KEY=VALUE", "e.g. --select rack=r12");
+      return invalidArgument("select: '" + cleanText(sel, 80) + "' is not KEY=VALUE",
+                             "e.g. --select rack=r12");
     }
+    GDR_RETURN_IF_ERROR(checkText("select: key", sel.substr(0, eq), lim.label_key));
+    GDR_RETURN_IF_ERROR(checkText("select: value", sel.substr(eq + 1), lim.label_value));
     s.select[sel.substr(0, eq)] = sel.substr(eq + 1);
   }
   s.test = fromProto(in.test());
@@ -74,13 +127,30 @@ Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
   if (in.test().iterations() == 0) s.test.iterations = kDefaultIterations;
   s.test.warmup_iterations =
       in.test().warmup_iterations() == 0 ? kDefaultWarmupIterations : in.test().warmup_iterations();
+  if (static_cast<size_t>(in.sizes_size()) > lim.sizes) {
+    return invalidArgument("sizes: at most " + std::to_string(lim.sizes) + " sizes");
+  }
   s.sizes.assign(in.sizes().begin(), in.sizes().end());
+  const PairTestLimits test_limits;
   for (uint64_t sz : s.sizes) {
     if (sz == 0) return invalidArgument("sizes: a size of 0", "sizes must be > 0");
+    if (sz > test_limits.max_message_size) {
+      return invalidArgument("sizes: " + formatSize(sz) + " is above the largest message size " +
+                                 formatSize(test_limits.max_message_size),
+                             "give sizes up to " + formatSize(test_limits.max_message_size));
+    }
   }
-  if (s.sizes.size() > 64) return invalidArgument("sizes: at most 64 sizes");
   s.max_concurrency = in.max_concurrency();
-  if (in.retries() > 10) return invalidArgument("retries: must be in 0..10");
+  if (in.retries() > lim.retries) {
+    return invalidArgument("retries: must be in 0.." + std::to_string(lim.retries));
+  }
+  if (in.config_yaml().size() > lim.config_yaml) {
+    return invalidArgument("config: " + std::to_string(in.config_yaml().size()) +
+                               " bytes, at most " + std::to_string(lim.config_yaml),
+                           "keep the cluster config under 1 MiB");
+  }
+  GDR_RETURN_IF_ERROR(checkText("name", in.name(), lim.text));
+  GDR_RETURN_IF_ERROR(checkText("baseline", in.baseline(), lim.text));
   s.retries = in.retries();
   s.config_yaml = in.config_yaml();
   s.name = in.name();

@@ -20,9 +20,10 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Steady = std::chrono::steady_clock;
 
-// PairTestOptions: a command deadline of 10 s (prepare, connect, verify, release) and 2 s of
-// grace for a lost stream to show before a deadline is blamed on the worker.
-constexpr auto kCommandDeadline = seconds(10);
+// The coordinator runs with `--command-timeout 3s` (the default is 10 s): the deadline of each
+// command (prepare, connect, verify, release); PairTestOptions gives 2 s of grace for a lost
+// stream to show before a deadline is blamed on the worker.
+constexpr auto kCommandDeadline = seconds(3);
 constexpr auto kLostGrace = seconds(2);
 
 // j[key] as a string, "" when absent.
@@ -33,7 +34,7 @@ std::string text(const json& j, const char* key) {
 
 TEST(SilentWorker, APairTestWithAWorkerThatNeverAnswersEndsAtTheDeadlineNamingIt) {
   LocalCluster c;
-  c.startCoordinator();
+  c.startCoordinator({"--command-timeout", "3s"});
   c.startWorker("a");
   StreamWorker silent(c.address(), "silent", StreamWorker::emulatedInventory("silent-host"));
   ASSERT_TRUE(silent.waitRegistered(milliseconds(15000))) << silent.status().error_message();
@@ -54,7 +55,8 @@ TEST(SilentWorker, APairTestWithAWorkerThatNeverAnswersEndsAtTheDeadlineNamingIt
       << "a silent worker still heartbeats: it is not lost, it is blamed by the deadline";
   // Bounded by the deadline, not the test's run timeout or the CLI's.
   EXPECT_GE(took, kCommandDeadline - seconds(1));
-  EXPECT_LT(took, kCommandDeadline + kLostGrace + seconds(8));
+  EXPECT_LT(took, kCommandDeadline + kLostGrace + seconds(4))
+      << "the deadline is --command-timeout, not the 10 s default";
   ASSERT_TRUE(silent.waitCommands(1, milliseconds(1000)));
   EXPECT_EQ(silent.commands().front(), "prepare") << "the target is prepared first";
 
@@ -81,6 +83,18 @@ TEST(SilentWorker, APairTestWithAWorkerThatNeverAnswersEndsAtTheDeadlineNamingIt
     }
     return false;
   }));
+}
+
+TEST(SilentWorker, ACommandTimeoutOutOfRangeIsRefusedNamingTheFlag) {
+  LocalCluster c;
+  const std::string db = c.dir() + "/refused.db";
+  for (const char* bad : {"0", "50ms", "2h", "soon"}) {
+    auto r = c.cli({"coordinator", "--listen", "127.0.0.1:0", "--db", db, "--insecure",
+                    "--command-timeout", bad},
+                   false);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find("--command-timeout"), std::string::npos) << bad << ": " << r.err;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+// A sweep request converted at the coordinator's edge (coordinator/service/sweep_convert.h):
+// what it may ask for, each refusal naming the field and the fix, and the round trip the
+// coordinator makes with a spec it accepted. tests/fuzz/sweep_request fuzzes the same.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "coordinator/service/sweep_convert.h"
+
+namespace gdrmesh {
+namespace {
+
+// As the CLI sends it: the template's sides name no GPU.
+void hostMemory(v1::SweepSpec* s) {
+  s->mutable_test()->mutable_initiator()->set_gpu(-1);
+  s->mutable_test()->mutable_target()->set_gpu(-1);
+}
+
+v1::SweepSpec allPairs() {
+  v1::SweepSpec s;
+  s.set_pattern("all-pairs");
+  hostMemory(&s);
+  return s;
+}
+
+// The refusal's message, "" when the spec was accepted.
+std::string refusal(const v1::SweepSpec& s) {
+  auto r = convert::fromProto(s);
+  return r.ok() ? std::string() : r.status().message();
+}
+
+TEST(SweepConvert, AcceptedSpecRoundTrips) {
+  v1::SweepSpec s;
+  s.set_pattern("pairs");
+  hostMemory(&s);
+  s.add_pairs("h1:h2");
+  s.add_pairs("h3/mlx5_0:h4/mlx5_1");
+  s.add_hosts("h1");
+  s.add_exclude("h9");
+  s.add_select("rack=r1");
+  s.add_sizes(65536);
+  s.add_sizes(1u << 30);
+  s.set_name("nightly");
+  s.set_baseline("previous");
+  auto r = convert::fromProto(s);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  ASSERT_EQ(r->pairs.size(), 2u);
+  EXPECT_EQ(r->pairs[1].first.device, "mlx5_0");
+  v1::SweepSpec wire;
+  convert::toProto(*r, &wire);
+  auto again = convert::fromProto(wire);
+  ASSERT_TRUE(again.ok()) << again.status().toString();
+  v1::SweepSpec wire2;
+  convert::toProto(*again, &wire2);
+  EXPECT_EQ(wire.SerializeAsString(), wire2.SerializeAsString());
+}
+
+TEST(SweepConvert, SizesAboveTheLargestMessageAreRefused) {
+  auto s = allPairs();
+  s.add_sizes((1ull << 30) + 1);
+  const std::string m = refusal(s);
+  EXPECT_NE(m.find("sizes:"), std::string::npos) << m;
+  EXPECT_NE(m.find("largest message size"), std::string::npos) << m;
+}
+
+TEST(SweepConvert, NamesAndSelectorsAreChecked) {
+  auto s = allPairs();
+  s.add_hosts("h1;rm -rf");
+  EXPECT_NE(refusal(s).find("hosts:"), std::string::npos) << refusal(s);
+  s = allPairs();
+  s.add_exclude(std::string(65, 'x'));
+  EXPECT_NE(refusal(s).find("exclude:"), std::string::npos) << refusal(s);
+  s = allPairs();
+  s.set_pattern("pairs");
+  s.add_pairs("h1:h\x1b[2J");
+  EXPECT_NE(refusal(s).find("pairs:"), std::string::npos) << refusal(s);
+  EXPECT_EQ(refusal(s).find('\x1b'), std::string::npos) << "control characters are not echoed";
+  s = allPairs();
+  s.set_pattern("pairs");
+  s.add_pairs("h1/:h2");
+  EXPECT_NE(refusal(s).find("names no NIC"), std::string::npos) << refusal(s);
+  s = allPairs();
+  s.add_select(std::string(64, 'k') + "=v");
+  EXPECT_NE(refusal(s).find("select: key"), std::string::npos) << refusal(s);
+  s = allPairs();
+  for (int i = 0; i < 33; ++i) s.add_select("k" + std::to_string(i) + "=v");
+  EXPECT_NE(refusal(s).find("selectors, at most 32"), std::string::npos) << refusal(s);
+  s = allPairs();
+  s.set_name("a\nb");
+  EXPECT_NE(refusal(s).find("name:"), std::string::npos) << refusal(s);
+  s = allPairs();
+  s.set_baseline(std::string(129, 'b'));
+  EXPECT_NE(refusal(s).find("baseline:"), std::string::npos) << refusal(s);
+  s = allPairs();
+  s.set_config_yaml(std::string((1u << 20) + 1, '#'));
+  EXPECT_NE(refusal(s).find("config:"), std::string::npos) << refusal(s);
+}
+
+}  // namespace
+}  // namespace gdrmesh
