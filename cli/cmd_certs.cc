@@ -2,6 +2,7 @@
 //   certs init  --dir D                                   a cluster CA: D/ca.pem, D/ca.key
 //   certs issue --dir D --role R --name N [--san ...]     D/N/{ca.pem,cert.pem,key.pem}
 //   certs show  FILE                                      role, name and validity of a cert
+//   certs revoke --dir D FILE                             add FILE's serial to D/crl.pem
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -82,10 +83,28 @@ int runShow(const CertsArgs& a) {
   }
   std::printf(
       "role:       %s\nname:       %s\nsubject:    %s\nissuer:     %s\nnot before: %s\n"
-      "not after:  %s\n",
+      "not after:  %s\nserial:     %s\n",
       toString(info->identity.role), info->identity.name.c_str(), info->subject.c_str(),
       info->issuer.c_str(), formatRfc3339(info->not_before_ms).c_str(),
-      formatRfc3339(info->not_after_ms).c_str());
+      formatRfc3339(info->not_after_ms).c_str(), info->serial.c_str());
+  return kExitOk;
+}
+
+int runRevoke(const CertsArgs& a) {
+  RevokeOptions o;
+  o.ca_dir = a.dir;
+  o.cert_file = a.file;
+  if (a.days > 0) o.days = a.days;
+  auto out = revokeCertificate(o);
+  if (!out.ok()) {
+    std::fprintf(stderr, "gdrmesh certs revoke: %s\n", out.status().toString().c_str());
+    return kExitUsage;
+  }
+  std::printf(
+      "%s (serial %s) %s: %s lists %zu revoked certificate(s). Copy it to the coordinator's "
+      "--crl path; the coordinator reads it again when it changes.\n",
+      out->revoked.identity.describe().c_str(), out->revoked.serial.c_str(),
+      out->already ? "was revoked already" : "revoked", out->crl_path.c_str(), out->entries);
   return kExitOk;
 }
 
@@ -130,6 +149,17 @@ void registerCertsCommands(CLI::App& app, Action* action) {
     auto a = std::make_shared<CertsArgs>();
     cmd->add_option("FILE", a->file, "a PEM certificate (cert.pem)")->required();
     cmd->callback([action, a] { *action = [a] { return runShow(*a); }; });
+  }
+  {
+    auto* cmd = certs->add_subcommand(
+        "revoke", "Revoke a certificate: add its serial to the CA's revocation list (crl.pem)");
+    auto a = std::make_shared<CertsArgs>();
+    cmd->add_option("--dir", a->dir, "the CA folder of `certs init` (crl.pem is written there)")
+        ->required();
+    cmd->add_option("FILE", a->file, "the certificate to revoke (a node's cert.pem)")->required();
+    cmd->add_option("--days", a->days, "the list's validity (nextUpdate) in days (default 30)")
+        ->check(CLI::Range(1, 3650));
+    cmd->callback([action, a] { *action = [a] { return runRevoke(*a); }; });
   }
 }
 

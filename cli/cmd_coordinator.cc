@@ -98,6 +98,7 @@ struct CoordinatorArgs {
   int retention_days = -1;  // -1: the config's retention.days (else keep everything)
   TlsArgs tls;
   bool insecure_allow_remote = false;
+  std::string crl;
   int64_t test_db_max_pages = 0;  // TEST ONLY (hidden): 0 = no limit
 };
 
@@ -116,6 +117,22 @@ int runCoordinator(const CoordinatorArgs& a) {
   }
   opts.tls = *tls;
   opts.insecure_allow_remote = a.insecure_allow_remote;
+  if (!a.crl.empty()) {
+    if (!opts.tls) {
+      std::fprintf(stderr,
+                   "gdrmesh coordinator: --crl: only with TLS (--tls-dir); plaintext "
+                   "(--insecure) has no certificates to revoke\n");
+      return kExitUsage;
+    }
+    auto revoked = RevocationList::open(a.crl, opts.tls->ca_pem);
+    if (!revoked.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: %s\n", revoked.status().toString().c_str());
+      return kExitUsage;
+    }
+    opts.revoked = *revoked;
+    std::printf("gdrmesh coordinator: revocation list %s: %zu revoked\n", a.crl.c_str(),
+                opts.revoked->size());
+  }
   // The status page: a token file is read (and checked) before anything starts; a page on a
   // non-loopback address without one needs --http-allow-anonymous.
   std::shared_ptr<const HttpTokenGate> http_gate;
@@ -303,6 +320,10 @@ void registerCoordinator(CLI::App& app, Action* action) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->group("");
   addTlsOptions(cmd, &a->tls, /*env_insecure=*/false);
+  cmd->add_option("--crl", a->crl,
+                  "the cluster CA's revocation list (crl.pem of `gdrmesh certs revoke`): its "
+                  "certificates are refused, and read again whenever the file changes")
+      ->group("Security (docs/security.md)");
   cmd->add_flag("--insecure-allow-remote", a->insecure_allow_remote,
                 "with --insecure: allow plaintext on a non-loopback --listen address (anyone "
                 "who reaches it can register workers and start tests)")

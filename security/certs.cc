@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -36,6 +37,9 @@ struct Free {
   void operator()(X509_STORE* p) const { X509_STORE_free(p); }
   void operator()(X509_STORE_CTX* p) const { X509_STORE_CTX_free(p); }
   void operator()(X509_EXTENSION* p) const { X509_EXTENSION_free(p); }
+  void operator()(X509_CRL* p) const { X509_CRL_free(p); }
+  void operator()(X509_REVOKED* p) const { X509_REVOKED_free(p); }
+  void operator()(ASN1_TIME* p) const { ASN1_TIME_free(p); }
 };
 template <typename T>
 using Ptr = std::unique_ptr<T, Free>;
@@ -222,6 +226,39 @@ Result<Ptr<X509>> makeCert(EVP_PKEY* key,
   return Result<Ptr<X509>>(std::move(cert));
 }
 
+std::string serialHex(const ASN1_INTEGER* serial) {
+  Ptr<BIGNUM> bn(ASN1_INTEGER_to_BN(serial, nullptr));
+  if (!bn) return "";
+  char* hex = BN_bn2hex(bn.get());
+  if (hex == nullptr) return "";
+  std::string out(hex);
+  OPENSSL_free(hex);
+  return out;
+}
+
+Result<Ptr<X509_CRL>> readCrl(const std::string& pem, const std::string& what) {
+  Ptr<BIO> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  Ptr<X509_CRL> crl(bio ? PEM_read_bio_X509_CRL(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!crl) {
+    return invalidArgument(what + ": not a PEM certificate revocation list (" + sslError() + ")",
+                           "pass the crl.pem written by `gdrmesh certs revoke`");
+  }
+  return Result<Ptr<X509_CRL>>(std::move(crl));
+}
+
+// The CRL's issuer is the CA and its signature verifies with the CA's key.
+Status checkCrlIssuer(X509_CRL* crl, X509* ca, const std::string& what) {
+  EVP_PKEY* ca_key = X509_get0_pubkey(ca);
+  if (X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_subject_name(ca)) != 0 ||
+      ca_key == nullptr || X509_CRL_verify(crl, ca_key) != 1) {
+    ERR_clear_error();
+    return invalidArgument(what + ": not signed by this cluster's CA",
+                           "use the crl.pem that `gdrmesh certs revoke --dir CA_DIR` wrote for "
+                           "the CA whose ca.pem this node uses");
+  }
+  return {};
+}
+
 std::string sanEntry(const std::string& s) {
   unsigned char buf[16];
   if (inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1) {
@@ -240,6 +277,7 @@ Result<CertInfo> parseCertificate(const std::string& pem, const std::string& wha
   info.issuer = nameText(X509_get_issuer_name(cert.get()));
   info.not_before_ms = asn1Ms(X509_get0_notBefore(cert.get()));
   info.not_after_ms = asn1Ms(X509_get0_notAfter(cert.get()));
+  info.serial = serialHex(X509_get0_serialNumber(cert.get()));
   const std::string fix = "use a certificate issued with `gdrmesh certs issue`";
   if (entry(subject, NID_organizationName) != "gdrmesh") {
     return invalidArgument(
@@ -397,6 +435,100 @@ Result<std::string> issueCertificate(const IssueOptions& o) {
   GDR_RETURN_IF_ERROR(writeFile(paths.key, keyPem(key.get()), 0600));
   GDR_RETURN_IF_ERROR(writeFile(paths.cert, certPem(cert.get()), 0644));
   GDR_RETURN_IF_ERROR(writeFile(paths.ca, ca_pem, 0644));
+  return out;
+}
+
+Result<RevokedSerials> loadCrl(const std::string& crl_pem, const std::string& ca_pem,
+                               const std::string& what) {
+  GDR_ASSIGN_OR_RETURN(Ptr<X509_CRL> crl, readCrl(crl_pem, what));
+  GDR_ASSIGN_OR_RETURN(Ptr<X509> ca, readCert(ca_pem, what + ": CA certificate"));
+  GDR_RETURN_IF_ERROR(checkCrlIssuer(crl.get(), ca.get(), what));
+  RevokedSerials out;
+  out.this_update_ms = asn1Ms(X509_CRL_get0_lastUpdate(crl.get()));
+  if (const ASN1_TIME* next = X509_CRL_get0_nextUpdate(crl.get()))
+    out.next_update_ms = asn1Ms(next);
+  STACK_OF(X509_REVOKED)* revoked = X509_CRL_get_REVOKED(crl.get());
+  const int n = revoked == nullptr ? 0 : sk_X509_REVOKED_num(revoked);
+  for (int i = 0; i < n; ++i) {
+    const X509_REVOKED* r = sk_X509_REVOKED_value(revoked, i);
+    std::string hex = serialHex(X509_REVOKED_get0_serialNumber(r));
+    if (!hex.empty()) out.serials.push_back(std::move(hex));
+  }
+  std::sort(out.serials.begin(), out.serials.end());
+  out.serials.erase(std::unique(out.serials.begin(), out.serials.end()), out.serials.end());
+  return out;
+}
+
+Result<RevokeOutcome> revokeCertificate(const RevokeOptions& o) {
+  if (o.ca_dir.empty()) return invalidArgument("--dir: required (the CA folder of `certs init`)");
+  if (o.days < 1) return invalidArgument("--days: must be >= 1");
+  GDR_ASSIGN_OR_RETURN(std::string ca_pem, readFile(o.ca_dir + "/ca.pem", "--dir: CA certificate"));
+  GDR_ASSIGN_OR_RETURN(std::string ca_key_pem, readFile(o.ca_dir + "/ca.key", "--dir: CA key"));
+  GDR_ASSIGN_OR_RETURN(Ptr<X509> ca, readCert(ca_pem, o.ca_dir + "/ca.pem"));
+  GDR_ASSIGN_OR_RETURN(Ptr<EVP_PKEY> ca_key, readKey(ca_key_pem, o.ca_dir + "/ca.key"));
+  if (X509_check_private_key(ca.get(), ca_key.get()) != 1) {
+    ERR_clear_error();
+    return invalidArgument("--dir " + o.ca_dir + ": ca.key is not the key of ca.pem",
+                           "restore the CA folder written by `gdrmesh certs init`");
+  }
+  GDR_ASSIGN_OR_RETURN(std::string cert_pem, readFile(o.cert_file, "certificate"));
+  GDR_ASSIGN_OR_RETURN(Ptr<X509> cert, readCert(cert_pem, o.cert_file));
+  GDR_ASSIGN_OR_RETURN(CertInfo info, parseCertificate(cert_pem, o.cert_file));
+  EVP_PKEY* ca_pub = X509_get0_pubkey(ca.get());
+  if (ca_pub == nullptr || X509_verify(cert.get(), ca_pub) != 1) {
+    ERR_clear_error();
+    return invalidArgument(o.cert_file + ": not issued by the CA in " + o.ca_dir,
+                           "revoke it with the CA folder that issued it");
+  }
+  RevokeOutcome out;
+  out.crl_path = o.ca_dir + "/crl.pem";
+  out.revoked = info;
+  Ptr<X509_CRL> crl(X509_CRL_new());
+  if (!crl || X509_CRL_set_version(crl.get(), 1) != 1 ||
+      X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(ca.get())) != 1) {
+    return internalError("creating the revocation list failed: " + sslError());
+  }
+  // Keep what the list revoked before (it must be this CA's list).
+  std::vector<std::string> serials;
+  if (exists(out.crl_path)) {
+    GDR_ASSIGN_OR_RETURN(std::string old_pem, readFile(out.crl_path, "--dir: revocation list"));
+    GDR_ASSIGN_OR_RETURN(RevokedSerials old, loadCrl(old_pem, ca_pem, out.crl_path));
+    serials = old.serials;
+  }
+  out.already = std::find(serials.begin(), serials.end(), info.serial) != serials.end();
+  if (!out.already) serials.push_back(info.serial);
+  std::sort(serials.begin(), serials.end());
+  const time_t now = std::time(nullptr);
+  for (const auto& hex : serials) {
+    BIGNUM* raw = nullptr;
+    if (BN_hex2bn(&raw, hex.c_str()) == 0) continue;
+    Ptr<BIGNUM> bn(raw);
+    Ptr<X509_REVOKED> r(X509_REVOKED_new());
+    ASN1_INTEGER* serial = BN_to_ASN1_INTEGER(bn.get(), nullptr);
+    Ptr<ASN1_TIME> when(ASN1_TIME_set(nullptr, now));
+    const bool ok = r && serial != nullptr && when &&
+                    X509_REVOKED_set_serialNumber(r.get(), serial) == 1 &&
+                    X509_REVOKED_set_revocationDate(r.get(), when.get()) == 1;
+    ASN1_INTEGER_free(serial);
+    if (!ok || X509_CRL_add0_revoked(crl.get(), r.get()) != 1) {
+      return internalError("adding serial " + hex +
+                           " to the revocation list failed: " + sslError());
+    }
+    r.release();  // owned by the CRL now
+  }
+  Ptr<ASN1_TIME> last(ASN1_TIME_set(nullptr, now));
+  Ptr<ASN1_TIME> next(ASN1_TIME_set(nullptr, now + static_cast<time_t>(o.days) * 86400));
+  if (!last || !next || X509_CRL_set1_lastUpdate(crl.get(), last.get()) != 1 ||
+      X509_CRL_set1_nextUpdate(crl.get(), next.get()) != 1 || X509_CRL_sort(crl.get()) != 1 ||
+      X509_CRL_sign(crl.get(), ca_key.get(), EVP_sha256()) <= 0) {
+    return internalError("signing the revocation list failed: " + sslError());
+  }
+  Ptr<BIO> bio(BIO_new(BIO_s_mem()));
+  if (!bio || PEM_write_bio_X509_CRL(bio.get(), crl.get()) != 1) {
+    return internalError("writing the revocation list failed: " + sslError());
+  }
+  GDR_RETURN_IF_ERROR(writeFile(out.crl_path, bioText(bio.get()), 0644));
+  out.entries = serials.size();
   return out;
 }
 

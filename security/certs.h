@@ -27,6 +27,7 @@ struct CertInfo {
   int64_t not_after_ms = 0;
   std::string subject;  // "O=gdrmesh, OU=worker, CN=gpu-01"
   std::string issuer;
+  std::string serial;  // upper-case hex, as `openssl x509 -serial` prints it
 };
 
 // Parses a PEM certificate (the first one in `pem`). The identity needs O=gdrmesh, an OU that
@@ -71,5 +72,32 @@ struct IssueOptions {
 };
 // Writes OUT/ca.pem, OUT/cert.pem and OUT/key.pem (0600); returns OUT.
 Result<std::string> issueCertificate(const IssueOptions& options);
+
+// Revocation (`gdrmesh certs revoke`): the CA's certificate revocation list, CA_DIR/crl.pem, an
+// X.509 v2 CRL signed by the CA key. Revoking adds the certificate's serial to the list (kept
+// entries stay) and signs it again, valid for `days`. The coordinator reads the file given
+// with --crl and refuses every call made with a revoked certificate (security/revocation.h).
+struct RevokeOptions {
+  std::string ca_dir;
+  std::string cert_file;  // the certificate to revoke (a node's cert.pem)
+  int days = 30;          // the list's nextUpdate
+};
+struct RevokeOutcome {
+  std::string crl_path;
+  CertInfo revoked;
+  size_t entries = 0;    // serials the list holds now
+  bool already = false;  // the serial was on the list before
+};
+Result<RevokeOutcome> revokeCertificate(const RevokeOptions& options);
+
+// The serials a CRL (PEM) revokes, after checking that the CA of `ca_pem` issued and signed
+// it. Errors name `what` (the file) and the fix.
+struct RevokedSerials {
+  std::vector<std::string> serials;  // upper-case hex, sorted
+  int64_t this_update_ms = 0;
+  int64_t next_update_ms = 0;  // 0: none given
+};
+Result<RevokedSerials> loadCrl(const std::string& crl_pem, const std::string& ca_pem,
+                               const std::string& what);
 
 }  // namespace gdrmesh

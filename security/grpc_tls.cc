@@ -24,7 +24,7 @@ std::shared_ptr<grpc::ChannelCredentials> channelCredentials(
   return grpc::SslCredentials(o);
 }
 
-Result<PeerIdentity> peerIdentity(const grpc::AuthContext* ctx) {
+Result<CertInfo> peerCertificate(const grpc::AuthContext* ctx) {
   const std::string fix =
       "connect with a certificate of this cluster's CA (--tls-dir, see `gdrmesh certs issue`)";
   if (ctx == nullptr || !ctx->IsPeerAuthenticated()) {
@@ -39,7 +39,13 @@ Result<PeerIdentity> peerIdentity(const grpc::AuthContext* ctx) {
   if (!info.ok()) {
     return Status(Code::kPermissionDenied, info.status().message(), info.status().fix());
   }
-  return info->identity;
+  return info;
+}
+
+Result<PeerIdentity> peerIdentity(const grpc::AuthContext* ctx, RevocationList* revoked) {
+  GDR_ASSIGN_OR_RETURN(CertInfo info, peerCertificate(ctx));
+  if (revoked != nullptr) GDR_RETURN_IF_ERROR(revoked->check(info));
+  return info.identity;
 }
 
 std::string tlsFailureHint(const std::string& m, bool client_uses_tls) {

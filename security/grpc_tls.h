@@ -11,7 +11,9 @@
 #include <optional>
 
 #include "common/status.h"
+#include "security/certs.h"
 #include "security/policy.h"
+#include "security/revocation.h"
 
 namespace gdrmesh {
 
@@ -24,10 +26,12 @@ std::shared_ptr<grpc::ServerCredentials> serverCredentials(const std::optional<T
 // plaintext (--insecure).
 std::shared_ptr<grpc::ChannelCredentials> channelCredentials(const std::optional<TlsMaterial>& tls);
 
-// The peer of a call on a TLS server: role and name of its verified certificate.
+// The peer of a call on a TLS server: its verified certificate (role, name, serial).
 // PERMISSION_DENIED when there is none (plaintext, or no client certificate) or it is not a
 // gdrmesh identity.
-Result<PeerIdentity> peerIdentity(const grpc::AuthContext* ctx);
+Result<CertInfo> peerCertificate(const grpc::AuthContext* ctx);
+// The same, as role and name; with `revoked`, PERMISSION_DENIED for a revoked certificate too.
+Result<PeerIdentity> peerIdentity(const grpc::AuthContext* ctx, RevocationList* revoked = nullptr);
 
 // A hint for a client whose channel failed, by gRPC's error text: a TLS handshake failure
 // or a plaintext client to a TLS server (and the other way round) says what to check.

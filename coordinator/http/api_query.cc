@@ -164,8 +164,8 @@ ParsedQuery<HistoryQuery> parseHistoryParams(const QueryParams& p, int64_t now_m
     }
     const std::string v = value(p, side);
     if (!validWorkerName(v)) {
-      return ParamError{side, std::string(side) + " '" + cleanText(v, 80) + "' is not a worker name",
-                        kWorkerFix};
+      return ParamError{
+          side, std::string(side) + " '" + cleanText(v, 80) + "' is not a worker name", kWorkerFix};
     }
     (std::string(side) == "src" ? q.src : q.dst) = v;
   }

@@ -78,12 +78,13 @@ class WorkerStream final
   };
 
   WorkerStream(Registry& registry, ResultStore& store, Clock& clock, int heartbeat_ms, bool tls,
-               grpc::CallbackServerContext* ctx)
+               RevocationList* revoked, grpc::CallbackServerContext* ctx)
       : registry_(registry),
         store_(store),
         clock_(clock),
         heartbeat_ms_(heartbeat_ms),
         tls_(tls),
+        revoked_(revoked),
         ctx_(ctx),
         handle_(std::make_shared<Handle>()) {
     handle_->stream = this;
@@ -96,6 +97,7 @@ class WorkerStream final
       grpc::Status st = registerWorker();
       if (!st.ok()) return end(st);
     } else if (in_.has_heartbeat()) {
+      if (Status st = stillTrusted(); !st.ok()) return end(toGrpc(st));
       registry_.heartbeat(name_, clock_.unixMs(), in_.heartbeat().active_tests());
     } else if (in_.has_reply()) {
       link_->onReply(in_.reply());
@@ -164,14 +166,20 @@ class WorkerStream final
     if (tls_) {
       // The name a worker may register is bound to its certificate: no one registers as, or
       // takes over, another worker.
-      auto peer = peerIdentity(ctx_->auth_context().get());
-      Status st = peer.ok() ? authorizeRegister(*peer, reg.name(), reg.simulated()) : peer.status();
+      auto cert = peerCertificate(ctx_->auth_context().get());
+      Status st = cert.ok() ? Status() : cert.status();
+      if (st.ok() && revoked_ != nullptr) {
+        checked_generation_ = revoked_->generation();
+        st = revoked_->check(*cert);
+      }
+      if (st.ok()) st = authorizeRegister(cert->identity, reg.name(), reg.simulated());
       if (!st.ok()) {
         std::fprintf(stderr, "gdrmesh coordinator: registration of '%s' from %s refused: %s\n",
                      reg.name().c_str(), ctx_->peer().c_str(), st.message().c_str());
         return toGrpc(st);
       }
-      identity = "certificate " + peer->describe();
+      identity = "certificate " + cert->identity.describe();
+      cert_ = *cert;
     }
     name_ = reg.name();
     std::shared_ptr<Handle> h = handle_;
@@ -226,6 +234,21 @@ class WorkerStream final
     return grpc::Status::OK;
   }
 
+  // A connected worker whose certificate is revoked since it registered is disconnected at
+  // its next heartbeat after the revocation list changes.
+  Status stillTrusted() {
+    if (revoked_ == nullptr || !tls_) return {};
+    const uint64_t g = revoked_->generation();
+    if (g == checked_generation_) return {};
+    checked_generation_ = g;
+    Status st = revoked_->check(cert_);
+    if (!st.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: disconnecting worker %s: %s\n", name_.c_str(),
+                   st.message().c_str());
+    }
+    return st;
+  }
+
   void end(const grpc::Status& status) {
     if (link_) {
       link_->fail("(disconnected)");
@@ -253,6 +276,9 @@ class WorkerStream final
   Clock& clock_;
   const int heartbeat_ms_;
   const bool tls_;
+  RevocationList* const revoked_;  // null: no --crl
+  CertInfo cert_;                  // the registered worker's certificate (TLS)
+  uint64_t checked_generation_ = 0;
   grpc::CallbackServerContext* ctx_;
   std::shared_ptr<Handle> handle_;
   pb::WorkerMessage in_;
@@ -276,7 +302,7 @@ class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Cal
   grpc::ServerBidiReactor<pb::WorkerMessage, pb::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* ctx) override {
     return new WorkerStream(s_.registry_, s_.store_, s_.clock_, s_.options_.heartbeat_interval_ms,
-                            s_.options_.tls.has_value(), ctx);
+                            s_.options_.tls.has_value(), s_.options_.revoked.get(), ctx);
   }
 
  private:
@@ -600,7 +626,7 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
   // Who made a call, for the log: "admin 'alice' from ipv4:..." (plaintext: the address only).
   std::string requester(grpc::ServerContext* ctx) {
     if (!s_.options_.tls) return "an unauthenticated client (--insecure) from " + ctx->peer();
-    auto peer = peerIdentity(ctx->auth_context().get());
+    auto peer = peerIdentity(ctx->auth_context().get(), s_.options_.revoked.get());
     return (peer.ok() ? peer->describe() : std::string("an unidentified peer")) + " from " +
            ctx->peer();
   }
@@ -610,8 +636,10 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
   // Changes are logged with who asked. Plaintext (--insecure): everyone may do everything.
   grpc::Status allow(grpc::ServerContext* ctx, Access access, const char* rpc) {
     if (!s_.options_.tls) return grpc::Status::OK;
-    auto peer = peerIdentity(ctx->auth_context().get());
+    auto peer = peerIdentity(ctx->auth_context().get(), s_.options_.revoked.get());
     if (!peer.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: %s from %s refused: %s\n", rpc,
+                   ctx->peer().c_str(), peer.status().message().c_str());
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                           std::string(rpc) + ": " + peer.status().message() +
                               " (fix: " + peer.status().fix() + ")");

@@ -23,6 +23,7 @@
 #include "coordinator/store/result_writer.h"
 #include "coordinator/store/store.h"
 #include "security/policy.h"
+#include "security/revocation.h"
 
 namespace grpc {
 class Server;
@@ -47,6 +48,9 @@ struct CoordinatorOptions {
   // (security/policy.h). nullopt: plaintext with no authentication (--insecure), refused by
   // start() on a non-loopback listen address unless insecure_allow_remote.
   std::optional<TlsMaterial> tls;
+  // With TLS (--crl): certificates on this list are refused on every call, and a connected
+  // worker is disconnected once its certificate shows up on it (security/revocation.h).
+  std::shared_ptr<RevocationList> revoked;
   bool insecure_allow_remote = false;
 };
 

@@ -108,10 +108,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   auto history = gdrmesh::parseHistoryParams(p, kNowMs);
-  if (const auto* q = accepted(p, history,
-                               {"src", "dst", "since", "until", "size", "op", "mode", "direction",
-                                "run_id", "limit"},
-                               {"src", "dst", "until"})) {
+  if (const auto* q = accepted(
+          p, history,
+          {"src", "dst", "since", "until", "size", "op", "mode", "direction", "run_id", "limit"},
+          {"src", "dst", "until"})) {
     checkLimit(q->limit);
     if (!gdrmesh::validWorkerName(q->src) || !gdrmesh::validWorkerName(q->dst)) std::abort();
     if (q->until_ms <= q->since_ms) std::abort();

@@ -6,8 +6,8 @@
 //     template at every size) and name only valid workers;
 //   - it must survive the round trips the coordinator makes with it: domain -> wire -> domain
 //     (the same wire message again) and the stored JSON form (ProtoJsonSweepCodec);
-//   - its plan (when small enough to make per input) orders tests by round and never puts a
-//     worker into two tests of one round.
+//   - its plan (when small enough to make per input) keeps rounds in range, grouped as the
+//     planner documents, and never puts a worker into two tests of one round (all-pairs, random).
 #include <google/protobuf/util/message_differencer.h>
 
 #include <cstddef>
@@ -109,18 +109,19 @@ void checkPlan(const gdrmesh::SweepSpec& s) {
   static const std::vector<gdrmesh::WorkerStatus> ws = workers();
   auto plan = gdrmesh::planSweep(s, ws);
   if (!plan.ok()) return;
-  int round = -1;
-  std::set<std::string> busy;
+  // Grouped by slot round (round / sizes never decreases: planner.h), each size its own round.
+  const int n_sizes = s.sizes.empty() ? 1 : static_cast<int>(s.sizes.size());
+  int slot_round = -1;
+  std::map<int, std::set<std::string>> busy;
   for (const auto& t : plan->tests) {
-    if (t.round < round || t.round >= plan->rounds || t.round < 0) std::abort();
-    if (t.round != round) busy.clear();
-    round = t.round;
+    if (t.round < 0 || t.round >= plan->rounds || t.round / n_sizes < slot_round) std::abort();
+    slot_round = t.round / n_sizes;
     if (s.pattern != gdrmesh::SweepPattern::kPairs &&
-        s.pattern != gdrmesh::SweepPattern::kLoopback && s.pattern != gdrmesh::SweepPattern::kRails) {
+        s.pattern != gdrmesh::SweepPattern::kLoopback &&
+        s.pattern != gdrmesh::SweepPattern::kRails) {
       // all-pairs and random: whole hosts are the resource, one test each per round.
-      if (!busy.insert(t.initiator.worker).second || !busy.insert(t.target.worker).second) {
-        std::abort();
-      }
+      auto& b = busy[t.round];
+      if (!b.insert(t.initiator.worker).second || !b.insert(t.target.worker).second) std::abort();
     }
   }
 }

@@ -5,6 +5,8 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
 #include "tests/integration/cluster/local_cluster.h"
 
@@ -233,6 +235,95 @@ TEST_F(TlsClusterTest, SimulatedWorkersUseASimulatorCertificate) {
   r = c_.cli({"test", "sim-0000", "sim-0002", "--size", "4KiB", "--iters", "10", "-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(json::parse(r.out)["transport"], "simulated") << r.out;
+}
+
+// Revocation: `gdrmesh certs revoke` writes the CA's crl.pem; the coordinator (--crl) refuses
+// every call made with a revoked certificate, disconnects a connected worker whose
+// certificate is revoked while it runs (the file is read again when it changes, no restart),
+// and keeps the last good list when the file is broken.
+TEST(TlsRevocation, RevokedCertificatesAreRefusedAndAConnectedWorkerIsCutOff) {
+  LocalCluster c(Security::kTls);
+  const std::string pki = c.certsDir();
+  const std::string crl = pki + "/crl.pem";
+  const std::string old_reader = c.issue("reader", "old-laptop");
+  auto r = c.cli({"certs", "revoke", "--dir", pki, old_reader + "/cert.pem"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("reader 'old-laptop'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 revoked"), std::string::npos) << r.out;
+
+  c.startCoordinator({"--crl", crl});
+  c.startWorker("a");
+  c.startWorker("b");
+  EXPECT_NE(readFile(c.dir() + "/coordinator.out").find("1 revoked"), std::string::npos);
+
+  // The revoked reader is refused; a reader issued later is not.
+  r = c.cli({"workers", "--tls-dir", old_reader});
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("is revoked"), std::string::npos) << r.err;
+  r = c.cli({"workers", "--tls-dir", c.issue("reader", "new-laptop")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = c.cli({"test", "a", "b", "--size", "4KiB", "--iters", "10", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  // Revoking b's certificate while b is connected: b is cut off and cannot come back.
+  const std::string b_dir = c.issue("worker", "b");
+  r = c.cli({"certs", "revoke", "--dir", pki, b_dir + "/cert.pem"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("2 revoked"), std::string::npos) << r.out;
+  EXPECT_TRUE(c.waitFor([](const json& ws) {
+    for (const auto& w : ws) {
+      if (w["name"] == "b") return w["state"] != "online";
+    }
+    return false;
+  })) << "b still online after its certificate was revoked";
+  bool registered = true;
+  auto st = registerAs(c.address(), credsOf(b_dir), "b", false, &registered);
+  EXPECT_FALSE(registered);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  EXPECT_NE(st.error_message().find("is revoked"), std::string::npos) << st.error_message();
+  r = c.cli({"test", "a", "b", "--size", "4KiB", "--iters", "10"});
+  EXPECT_NE(r.exit_code, 0) << "a test with a revoked worker must not run: " << r.out;
+  // Revoking again says so and changes nothing.
+  r = c.cli({"certs", "revoke", "--dir", pki, b_dir + "/cert.pem"}, false);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("was revoked already"), std::string::npos) << r.out;
+
+  // A broken list does not un-revoke anything.
+  {
+    std::ofstream f(crl, std::ios::trunc);
+    f << "-----BEGIN X509 CRL-----\nnot a list\n-----END X509 CRL-----\n";
+  }
+  r = c.cli({"workers", "--tls-dir", old_reader});
+  EXPECT_NE(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("is revoked"), std::string::npos) << r.err;
+  st = registerAs(c.address(), credsOf(b_dir), "b", false, &registered);
+  EXPECT_FALSE(registered);
+  const std::string log = readFile(c.dir() + "/coordinator.err");
+  EXPECT_NE(log.find("disconnecting worker b"), std::string::npos) << log;
+  EXPECT_NE(log.find("does not load, keeping the 2 revoked"), std::string::npos) << log;
+  // a is untouched throughout.
+  r = c.cli({"test", "a", "a", "--size", "4KiB", "--iters", "10"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(TlsRevocation, ACrlOfAnotherCaOrWithoutTlsIsRefusedAtStart) {
+  LocalCluster c(Security::kTls);
+  LocalCluster other(Security::kTls);
+  auto r = other.cli(
+      {"certs", "revoke", "--dir", other.certsDir(), other.issue("reader", "x") + "/cert.pem"},
+      false);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string coord = c.issue("coordinator", "coordinator");
+  r = c.cli({"coordinator", "--listen", "127.0.0.1:0", "--db", c.dir() + "/x.db", "--tls-dir",
+             coord, "--crl", other.certsDir() + "/crl.pem"},
+            false);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("not signed by this cluster's CA"), std::string::npos) << r.err;
+  r = c.cli({"coordinator", "--listen", "127.0.0.1:0", "--db", c.dir() + "/x.db", "--insecure",
+             "--crl", other.certsDir() + "/crl.pem"},
+            false);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--crl: only with TLS"), std::string::npos) << r.err;
 }
 
 TEST(InsecureCoordinator, PlaintextIsOnlyEverAskedForAndOnlyOnLoopback) {

@@ -2,7 +2,8 @@
 //  - `gdrmesh worker remove`: a junk worker registered with a huge inventory is removed (with
 //    --force, since it is online) and `gdrmesh workers` is small and clean again, also after a
 //    coordinator restart; an offline worker is removed and its results stay; unknown names and
-//    online workers without --force are refused naming them; a reader may not remove.
+//    online workers without --force are refused naming them; a reader may not remove; a
+//    worker removed while a sweep that includes it runs ends its tests, and the sweep finishes.
 //  - the status page's reader token: 401 without it, the API with `Authorization: Bearer`, the
 //    browser's /login cookie; a non-loopback page without a token is refused at start.
 #include <gtest/gtest.h>
@@ -202,6 +203,65 @@ int httpPort(const LocalCluster& c) {
     std::this_thread::sleep_for(milliseconds(20));
   }
   return 0;
+}
+
+// Removing a worker while a sweep that includes it runs: a worker that hangs inside a
+// command (it heartbeats, so it is never lost) holds its pair test; `worker remove --force`
+// ends its stream, the test waiting on it ends at once as a recorded failure naming it (not at
+// the command deadline, set far away here), and the sweep goes on to its end with every
+// planned test accounted for.
+TEST(WorkerRemove, RemovingAWorkerMidSweepEndsItsTestsAndTheSweepFinishes) {
+  LocalCluster c;
+  c.startCoordinator({"--command-timeout", "60s"});
+  c.startWorker("a");
+  c.startWorker("b");
+  StreamWorker hung(c.address(), "hung", StreamWorker::emulatedInventory("hung-host"));
+  ASSERT_TRUE(hung.waitRegistered(milliseconds(15000))) << hung.status().error_message();
+
+  auto r = c.cli({"sweep", "run", "--pattern", "all-pairs", "--size", "4KiB", "--iters", "10",
+                  "--retries", "0", "--detach", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string id = json::parse(r.out)["id"].get<std::string>();
+  ASSERT_TRUE(hung.waitCommands(1, milliseconds(15000))) << "the sweep never reached 'hung'";
+
+  const auto t0 = std::chrono::steady_clock::now();
+  r = c.cli({"worker", "remove", "hung", "--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto followed = c.cli({"sweep", "follow", id});
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(took, seconds(30)) << "the sweep waited for the 60 s command deadline";
+
+  r = c.cli({"sweep", "show", id, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json sweep = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(sweep.is_object()) << r.out;
+  const json& progress = sweep.contains("progress") ? sweep["progress"] : sweep;
+  EXPECT_EQ(progress["state"], "finished") << sweep.dump(2).substr(0, 2000);
+  EXPECT_EQ(progress["tests_done"], progress["tests_total"]) << progress.dump();
+  // 3 hosts: 3 pairs, plus the localiser's retests of the failures with known-good partners.
+  EXPECT_GE(progress["tests_total"].get<int>(), 3) << progress.dump();
+  // The pair tests with 'hung' failed naming it; the others passed.
+  auto rows = c.query(
+      "SELECT initiator_worker AS initiator, target_worker AS target, status, reason FROM results "
+      "WHERE run_id = '" +
+      id + "'");
+  ASSERT_EQ(rows.size(), progress["tests_total"].get<size_t>());
+  int with_hung = 0;
+  for (const auto& row : rows) {
+    const bool hung_side = row.at("initiator") == "hung" || row.at("target") == "hung";
+    if (!hung_side) {
+      EXPECT_EQ(row.at("status"), "PASSED") << row.at("reason");
+      continue;
+    }
+    ++with_hung;
+    EXPECT_NE(row.at("status"), "PASSED");
+    EXPECT_NE(row.at("reason").find("hung"), std::string::npos) << row.at("reason");
+  }
+  EXPECT_GE(with_hung, 2);
+  EXPECT_FALSE(listed(c.workersJson(), "hung"));
+  // The coordinator serves on: a and b run a test of their own.
+  r = c.cli({"test", "a", "b", "--size", "4KiB", "--iters", "10"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
 TEST(StatusPageToken, EveryRequestNeedsTheTokenAndTheBrowserLoginSetsACookie) {

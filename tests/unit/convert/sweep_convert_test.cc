@@ -1,11 +1,11 @@
 // A sweep request converted at the coordinator's edge (coordinator/service/sweep_convert.h):
 // what it may ask for, each refusal naming the field and the fix, and the round trip the
 // coordinator makes with a spec it accepted. tests/fuzz/sweep_request fuzzes the same.
+#include "coordinator/service/sweep_convert.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "coordinator/service/sweep_convert.h"
 
 namespace gdrmesh {
 namespace {

@@ -21,7 +21,9 @@ TEST(ApiQuery, ResultsDefaultsAndBounds) {
   auto q = parseResultsQuery({});
   ASSERT_TRUE(std::holds_alternative<ResultQuery>(q));
   EXPECT_EQ(std::get<ResultQuery>(q).limit, kApiResultsDefaultLimit);
-  q = parseResultsQuery({{"limit", "10000"}, {"worker", "h-1.a_b"}, {"status", "Failed"},
+  q = parseResultsQuery({{"limit", "10000"},
+                         {"worker", "h-1.a_b"},
+                         {"status", "Failed"},
                          {"run_id", "s-20261123-1"}});
   ASSERT_TRUE(std::holds_alternative<ResultQuery>(q));
   const auto& r = std::get<ResultQuery>(q);
@@ -63,19 +65,18 @@ TEST(ApiQuery, HistoryNeedsBothSidesAndAnOrderedWindow) {
   auto e = refused(
       parseHistoryParams({{"src", "h1"}, {"dst", "h2"}, {"since", "1d"}, {"until", "2d"}}, kNow));
   EXPECT_EQ(e.parameter, "until");
-  EXPECT_EQ(refused(parseHistoryParams({{"src", "h1"}, {"dst", "h2"}, {"size", "big"}}, kNow))
-                .parameter,
-            "size");
-  EXPECT_EQ(refused(parseHistoryParams({{"src", "h1"}, {"dst", "h2"}, {"op", "copy"}}, kNow))
-                .parameter,
-            "op");
-  EXPECT_EQ(refused(parseHistoryParams({{"src", "h1"}, {"dst", "h2"}, {"mode", "x"}}, kNow))
-                .parameter,
-            "mode");
   EXPECT_EQ(
-      refused(parseHistoryParams({{"src", "h1"}, {"dst", "h2"}, {"direction", "up"}}, kNow))
-          .parameter,
-      "direction");
+      refused(parseHistoryParams({{"src", "h1"}, {"dst", "h2"}, {"size", "big"}}, kNow)).parameter,
+      "size");
+  EXPECT_EQ(
+      refused(parseHistoryParams({{"src", "h1"}, {"dst", "h2"}, {"op", "copy"}}, kNow)).parameter,
+      "op");
+  EXPECT_EQ(
+      refused(parseHistoryParams({{"src", "h1"}, {"dst", "h2"}, {"mode", "x"}}, kNow)).parameter,
+      "mode");
+  EXPECT_EQ(refused(parseHistoryParams({{"src", "h1"}, {"dst", "h2"}, {"direction", "up"}}, kNow))
+                .parameter,
+            "direction");
   auto q = parseHistoryParams({{"src", "h1"},
                                {"dst", "h2"},
                                {"since", "30d"},
@@ -101,9 +102,9 @@ TEST(ApiQuery, CompareAndSweepPages) {
   EXPECT_EQ(refused(parseCompareQuery({{"a", "s-1"}})).parameter, "b");
   EXPECT_EQ(refused(parseCompareQuery({{"a", "s 1"}, {"b", "s-2"}})).parameter, "a");
   for (const char* bad : {"-1", "1001", "nan", "inf", "5%%", "x"}) {
-    EXPECT_EQ(refused(parseCompareQuery({{"a", "s-1"}, {"b", "s-2"}, {"tolerance", bad}}))
-                  .parameter,
-              "tolerance")
+    EXPECT_EQ(
+        refused(parseCompareQuery({{"a", "s-1"}, {"b", "s-2"}, {"tolerance", bad}})).parameter,
+        "tolerance")
         << bad;
   }
   auto c = parseCompareQuery({{"a", "s-1"}, {"b", "s-2"}, {"tolerance", "2.5%"}});

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "security/revocation.h"
 #include "tests/unit/store/temp_dir.h"
 
 namespace gdrmesh {
@@ -206,6 +207,85 @@ TEST_F(CertsTest, BadIssueInputNamesTheField) {
   r = issueCertificate(o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("ca.pem"), std::string::npos) << r.status().toString();
+}
+
+// Revocation: the CA's list grows one serial at a time, is signed by the CA, and a
+// RevocationList refuses exactly the revoked certificates, re-reading the file when it changes
+// and keeping the last good list when the file breaks.
+TEST_F(CertsTest, RevokedSerialsAreListedSignedAndRefused) {
+  const std::string a = issue(PeerRole::kWorker, "gpu-01");
+  const std::string b = issue(PeerRole::kWorker, "gpu-02");
+  auto info_a = parseCertificate(slurp(a + "/cert.pem"), "a");
+  auto info_b = parseCertificate(slurp(b + "/cert.pem"), "b");
+  ASSERT_TRUE(info_a.ok() && info_b.ok());
+  EXPECT_EQ(info_a->serial.size(), 32u) << info_a->serial;  // 16 random bytes, hex
+  EXPECT_NE(info_a->serial, info_b->serial);
+
+  RevokeOptions o;
+  o.ca_dir = caDir();
+  o.cert_file = a + "/cert.pem";
+  auto first = revokeCertificate(o);
+  ASSERT_TRUE(first.ok()) << first.status().toString();
+  EXPECT_EQ(first->entries, 1u);
+  EXPECT_FALSE(first->already);
+  EXPECT_EQ(first->revoked.serial, info_a->serial);
+  const std::string ca_pem = slurp(caDir() + "/ca.pem");
+  auto list = RevocationList::open(first->crl_path, ca_pem);
+  ASSERT_TRUE(list.ok()) << list.status().toString();
+  const uint64_t g0 = (*list)->generation();
+  Status st = (*list)->check(*info_a);
+  EXPECT_EQ(st.code(), Code::kPermissionDenied);
+  EXPECT_NE(st.message().find("worker 'gpu-01'"), std::string::npos) << st.toString();
+  EXPECT_NE(st.fix().find("certs issue --role worker --name gpu-01"), std::string::npos);
+  EXPECT_TRUE((*list)->check(*info_b).ok());
+
+  // b joins the list: the same RevocationList sees it without being opened again.
+  o.cert_file = b + "/cert.pem";
+  auto second = revokeCertificate(o);
+  ASSERT_TRUE(second.ok()) << second.status().toString();
+  EXPECT_EQ(second->entries, 2u);
+  EXPECT_FALSE((*list)->check(*info_b).ok());
+  EXPECT_GT((*list)->generation(), g0);
+  auto again = revokeCertificate(o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->already);
+  EXPECT_EQ(again->entries, 2u);
+  auto serials = loadCrl(slurp(second->crl_path), ca_pem, "crl");
+  ASSERT_TRUE(serials.ok()) << serials.status().toString();
+  EXPECT_EQ(serials->serials.size(), 2u);
+  EXPECT_GT(serials->next_update_ms, serials->this_update_ms);
+
+  // A broken file keeps both revoked.
+  { std::ofstream(second->crl_path, std::ios::trunc) << "garbage"; }
+  EXPECT_FALSE((*list)->check(*info_a).ok());
+  EXPECT_FALSE((*list)->check(*info_b).ok());
+  EXPECT_EQ((*list)->size(), 2u);
+}
+
+TEST_F(CertsTest, AListOfAnotherCaOrACertificateOfAnotherCaIsRefused) {
+  CaOptions other;
+  other.dir = tmp_.file("other-ca");
+  ASSERT_TRUE(initCa(other).ok());
+  IssueOptions io;
+  io.ca_dir = other.dir;
+  const std::string foreign = issue(PeerRole::kWorker, "gpu-09", io);
+  RevokeOptions o;
+  o.ca_dir = other.dir;
+  o.cert_file = foreign + "/cert.pem";
+  auto theirs = revokeCertificate(o);
+  ASSERT_TRUE(theirs.ok()) << theirs.status().toString();
+  // Their list is not ours.
+  auto list = RevocationList::open(theirs->crl_path, slurp(caDir() + "/ca.pem"));
+  ASSERT_FALSE(list.ok());
+  EXPECT_NE(list.status().message().find("not signed by this cluster's CA"), std::string::npos)
+      << list.status().toString();
+  // Our CA cannot revoke their certificate.
+  o.ca_dir = caDir();
+  auto mine = revokeCertificate(o);
+  ASSERT_FALSE(mine.ok());
+  EXPECT_NE(mine.status().message().find("not issued by the CA"), std::string::npos)
+      << mine.status().toString();
+  EXPECT_FALSE(RevocationList::open(tmp_.file("missing.pem"), slurp(caDir() + "/ca.pem")).ok());
 }
 
 }  // namespace
