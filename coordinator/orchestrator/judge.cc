@@ -29,70 +29,52 @@ std::string percent(double fraction) {
   return buf;
 }
 
-std::string endpointName(const EndpointRecord& e) {
-  return e.nic.empty() ? e.worker : e.worker + "/" + e.nic;
-}
-std::string pairName(const TestResult& r) {
-  return endpointName(r.initiator) + "->" + endpointName(r.target);
-}
-
-bool usesCuda(const TestResult& r) {
-  return r.initiator.memory == MemoryKind::kCuda || r.target.memory == MemoryKind::kCuda;
-}
-
-// The GPU-NIC path classes of the cuda sides ("SYS", or "PIX/SYS" when they differ).
-std::string topologyOf(const TestResult& r) {
-  std::vector<std::string> classes;
-  for (const auto* e : {&r.initiator, &r.target}) {
-    if (e->memory == MemoryKind::kCuda && !e->topo_class.empty() &&
-        std::find(classes.begin(), classes.end(), e->topo_class) == classes.end()) {
-      classes.push_back(e->topo_class);
-    }
-  }
-  std::string out;
-  for (const auto& c : classes) out += (out.empty() ? "" : "/") + c;
-  return out;
-}
-
-bool hasBw(const TestResult& r) {
-  return r.status == TestStatus::kPassed && r.measurement.has_bandwidth;
-}
-bool hasLat(const TestResult& r) {
-  return r.status == TestStatus::kPassed && r.measurement.has_latency;
-}
-
 // Rows compared with each other: same size, op, mode and memory kinds.
 using GroupKey = std::tuple<uint64_t, int, int, int, int>;
-GroupKey groupOf(const TestResult& r) {
+GroupKey groupOf(const JudgeRow& r) {
   return {r.message_size, static_cast<int>(r.op), static_cast<int>(r.mode),
           static_cast<int>(r.initiator.memory), static_cast<int>(r.target.memory)};
+}
+
+bool hasBw(const JudgeRow& r) {
+  return r.status == TestStatus::kPassed && r.has_bandwidth;
+}
+bool hasLat(const JudgeRow& r) {
+  return r.status == TestStatus::kPassed && r.has_latency;
 }
 
 // The best row of a group; ties go to the smaller test id so that row order does not matter.
 struct Best {
   double value = 0;
-  std::string pair;
-  std::string test_id;
+  size_t row = 0;
 };
-void keepBest(std::optional<Best>& best, double value, const TestResult& r, bool higher_wins) {
+void keepBest(std::optional<Best>& best, double value, const JudgeRows& rows, size_t i,
+              bool higher_wins) {
   const bool better = !best || (higher_wins ? value > best->value : value < best->value) ||
-                      (value == best->value && r.test_id < best->test_id);
-  if (better) best = Best{value, pairName(r), r.test_id};
+                      (value == best->value && rows.testId(rows[i]) < rows.testId(rows[best->row]));
+  if (better) best = Best{value, i};
 }
 
-// Host-memory rows on one unordered NIC pair: size, op, mode, the two endpoints in order.
-using NicPairKey = std::tuple<uint64_t, int, int, std::string, std::string>;
-NicPairKey nicPairOf(const TestResult& r) {
-  std::string a = endpointName(r.initiator), b = endpointName(r.target);
+// An endpoint by the ids of its worker and NIC.
+using EndpointKey = std::pair<uint32_t, uint32_t>;
+EndpointKey keyOf(const JudgeSide& s) {
+  return {s.worker, s.nic};
+}
+
+// Host-memory rows on one unordered NIC pair: size, op, mode, the two endpoints in a fixed order.
+using NicPairKey = std::tuple<uint64_t, int, int, EndpointKey, EndpointKey>;
+NicPairKey nicPairOf(const JudgeRow& r) {
+  EndpointKey a = keyOf(r.initiator), b = keyOf(r.target);
   if (b < a) std::swap(a, b);
   return {r.message_size, static_cast<int>(r.op), static_cast<int>(r.mode), a, b};
 }
 
-// A baseline row for the same directed pair and test shape.
-using BaselineKey = std::tuple<std::string, std::string, uint64_t, int, int, int, int>;
-BaselineKey baselineOf(const TestResult& r) {
-  return {endpointName(r.initiator),
-          endpointName(r.target),
+// A baseline row for the same directed pair and test shape (endpoints in the ids of the rows
+// being judged).
+using BaselineKey = std::tuple<EndpointKey, EndpointKey, uint64_t, int, int, int, int>;
+BaselineKey baselineKey(const JudgeRow& r, EndpointKey initiator, EndpointKey target) {
+  return {initiator,
+          target,
           r.message_size,
           static_cast<int>(r.op),
           static_cast<int>(r.mode),
@@ -149,81 +131,110 @@ Thresholds stricterOf(const Thresholds& a, const Thresholds& b) {
   return t;
 }
 
-std::vector<PairVerdict> judgeResults(const std::vector<TestResult>& results,
-                                      const ClusterConfig& config, const JudgeContext& ctx) {
+JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, const JudgeContext& ctx,
+                        const JudgeRows& baseline_rows) {
   // Figures of the whole sweep, each computed once.
   std::map<GroupKey, std::optional<Best>> best_bw, lowest_lat;
   std::map<NicPairKey, std::optional<Best>> host_bw;
-  for (const auto& r : results) {
+  bool any_cuda = false;
+  for (const auto& r : rows) any_cuda = any_cuda || r.usesCuda();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const JudgeRow& r = rows[i];
     if (hasBw(r)) {
-      keepBest(best_bw[groupOf(r)], r.measurement.bw.avg_gbps, r, true);
-      if (!usesCuda(r)) keepBest(host_bw[nicPairOf(r)], r.measurement.bw.avg_gbps, r, true);
+      keepBest(best_bw[groupOf(r)], r.bw_avg_gbps, rows, i, true);
+      // Only a GPU row is compared with the host rows of its NICs.
+      if (any_cuda && !r.usesCuda()) keepBest(host_bw[nicPairOf(r)], r.bw_avg_gbps, rows, i, true);
     }
-    if (hasLat(r)) keepBest(lowest_lat[groupOf(r)], r.measurement.lat.median_us, r, false);
+    if (hasLat(r)) keepBest(lowest_lat[groupOf(r)], r.lat_median_us, rows, i, false);
   }
-  std::map<BaselineKey, const TestResult*> baseline;
-  for (const auto& b : ctx.baseline) {
+  // The baseline's names in the ids of `rows`; a baseline endpoint the sweep never tested
+  // matches no row.
+  std::vector<std::optional<uint32_t>> translated(baseline_rows.strings().size());
+  for (size_t id = 0; id < translated.size(); ++id) {
+    translated[id] = rows.strings().find(baseline_rows.str(static_cast<uint32_t>(id)));
+  }
+  auto translate = [&](const JudgeSide& s) -> std::optional<EndpointKey> {
+    const auto w = translated[s.worker];
+    const auto n = translated[s.nic];
+    if (!w || !n) return std::nullopt;
+    return EndpointKey{*w, *n};
+  };
+  std::map<BaselineKey, size_t> baseline;
+  for (size_t i = 0; i < baseline_rows.size(); ++i) {
+    const JudgeRow& b = baseline_rows[i];
     if (b.status != TestStatus::kPassed || !b.ran()) continue;
-    const TestResult*& slot = baseline[baselineOf(b)];
-    if (!slot || std::tie(b.finished_ms, b.test_id) > std::tie(slot->finished_ms, slot->test_id)) {
-      slot = &b;
+    const auto bi = translate(b.initiator);
+    const auto bt = translate(b.target);
+    if (!bi || !bt) continue;
+    auto [it, inserted] = baseline.emplace(baselineKey(b, *bi, *bt), i);
+    const JudgeRow& slot = baseline_rows[it->second];
+    if (!inserted && std::make_pair(b.finished_ms, baseline_rows.testId(b)) >
+                         std::make_pair(slot.finished_ms, baseline_rows.testId(slot))) {
+      it->second = i;
     }
   }
+  auto pairName = [&rows](const JudgeRow& r) {
+    return rows.endpointName(r.initiator) + "->" + rows.endpointName(r.target);
+  };
+  // Thresholds per worker, each looked up once.
+  std::vector<std::optional<Thresholds>> thresholds(rows.strings().size());
+  auto thresholdsOf = [&](uint32_t worker) -> const Thresholds& {
+    auto& t = thresholds[worker];
+    if (!t) t = config.thresholdsFor(rows.str(worker), labelsOf(ctx, rows.str(worker)));
+    return *t;
+  };
 
-  std::vector<PairVerdict> verdicts;
-  verdicts.reserve(results.size());
-  for (const auto& r : results) {
-    PairVerdict v;
-    v.test_id = r.test_id;
-    v.src = endpointName(r.initiator);
-    v.dst = endpointName(r.target);
-    v.message_size = r.message_size;
-    v.topo_class = topologyOf(r);
-    v.retest = ctx.retests.count(r.test_id) > 0;
-    const Measurement& m = r.measurement;
-    const bool latency_figure = m.has_latency && (r.mode == Mode::kLatency || !m.has_bandwidth);
-    if (latency_figure) {
-      v.value = m.lat.median_us;
-      v.unit = "us";
-    } else if (m.has_bandwidth) {
-      v.value = m.bw.avg_gbps;
-      v.unit = "Gb/s";
+  JudgeVerdicts out;
+  out.kind.reserve(rows.size());
+  out.reasons_of.reserve(rows.size());
+  std::vector<std::string> why;
+  auto push = [&out, &why](VerdictKind k) {
+    out.kind.push_back(k);
+    if (why.empty()) {
+      out.reasons_of.push_back(0);
+    } else {
+      out.reasons.push_back(std::move(why));
+      out.reasons_of.push_back(static_cast<uint32_t>(out.reasons.size()));
     }
-
+    why.clear();
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const JudgeRow& r = rows[i];
     if (r.status != TestStatus::kPassed) {
-      v.verdict = r.status == TestStatus::kSkipped ? VerdictKind::kSkip : VerdictKind::kFail;
-      v.reasons.push_back(std::string("status ") + toString(r.status) +
-                          (r.reason.empty() ? "" : ": " + r.reason));
-      verdicts.push_back(std::move(v));
+      const std::string& reason = rows.str(r.reason);
+      why.push_back(std::string("status ") + toString(r.status) +
+                    (reason.empty() ? "" : ": " + reason));
+      push(r.status == TestStatus::kSkipped ? VerdictKind::kSkip : VerdictKind::kFail);
       continue;
     }
     if (!r.ran()) {
-      v.verdict = VerdictKind::kSkip;
-      v.reasons.push_back("no figures to judge (status PASSED without bandwidth or latency)");
-      verdicts.push_back(std::move(v));
+      why.push_back("no figures to judge (status PASSED without bandwidth or latency)");
+      push(VerdictKind::kSkip);
       continue;
     }
 
     const Thresholds t =
-        stricterOf(config.thresholdsFor(r.initiator.worker, labelsOf(ctx, r.initiator.worker)),
-                   config.thresholdsFor(r.target.worker, labelsOf(ctx, r.target.worker)));
-    std::vector<std::string>& why = v.reasons;
+        stricterOf(thresholdsOf(r.initiator.worker), thresholdsOf(r.target.worker));
 
-    if (r.integrity.checked && r.integrity.wrong_bytes > 0) {
-      why.push_back("integrity: " + std::to_string(r.integrity.wrong_bytes) + " wrong bytes of " +
-                    std::to_string(r.integrity.bytes_checked) + " checked");
+    if (r.integrity_checked && r.wrong_bytes > 0) {
+      why.push_back("integrity: " + std::to_string(r.wrong_bytes) + " wrong bytes of " +
+                    std::to_string(r.bytes_checked) + " checked");
     }
-    const auto base_it = baseline.find(baselineOf(r));
-    const TestResult* base = base_it == baseline.end() ? nullptr : base_it->second;
+    const JudgeRow* base = nullptr;
+    if (t.regression_tolerance && !baseline.empty()) {
+      const auto it = baseline.find(baselineKey(r, keyOf(r.initiator), keyOf(r.target)));
+      if (it != baseline.end()) base = &baseline_rows[it->second];
+    }
+    auto baseId = [&] { return std::string(baseline_rows.testId(*base)); };
 
-    if (m.has_bandwidth) {
-      const double bw = m.bw.avg_gbps;
+    if (r.has_bandwidth) {
+      const double bw = r.bw_avg_gbps;
       const std::string fig = "bandwidth " + fixed1(bw) + " Gb/s";
       if (t.bandwidth_gbps_min && bw < *t.bandwidth_gbps_min) {
         why.push_back(fig + " < " + compact(*t.bandwidth_gbps_min) + " Gb/s (bandwidth_gbps_min)");
       }
-      const double ra = ctx.portRate(r.initiator.worker, r.initiator.nic);
-      const double rb = ctx.portRate(r.target.worker, r.target.nic);
+      const double ra = ctx.portRate(rows.str(r.initiator.worker), rows.str(r.initiator.nic));
+      const double rb = ctx.portRate(rows.str(r.target.worker), rows.str(r.target.nic));
       if (t.line_rate_fraction_min && ra > 0 && rb > 0) {
         const double rate = std::min(ra, rb);
         if (bw / rate < *t.line_rate_fraction_min) {
@@ -236,15 +247,15 @@ std::vector<PairVerdict> judgeResults(const std::vector<TestResult>& results,
       if (t.best_pair_fraction_min && best && best->value > 0 &&
           bw / best->value < *t.best_pair_fraction_min) {
         why.push_back(fig + " is " + fixed2(bw / best->value) + " of the best pair's " +
-                      fixed1(best->value) + " Gb/s (" + best->pair + ") < " +
+                      fixed1(best->value) + " Gb/s (" + pairName(rows[best->row]) + ") < " +
                       compact(*t.best_pair_fraction_min) + " (best_pair_fraction_min)");
       }
-      if (t.gpu_host_ratio_min && usesCuda(r)) {
+      if (t.gpu_host_ratio_min && r.usesCuda()) {
         auto host = host_bw.find(nicPairOf(r));
         if (host != host_bw.end() && host->second && host->second->value > 0) {
           const double ratio = bw / host->second->value;
           if (ratio < *t.gpu_host_ratio_min) {
-            const std::string topo = topologyOf(r);
+            const std::string topo = rows.topologyOf(r);
             why.push_back("GPU " + fixed1(bw) + " Gb/s is " + fixed2(ratio) + " of host " +
                           fixed1(host->second->value) + " Gb/s on the same NICs (topology " +
                           (topo.empty() ? "unknown" : topo) + ") < " +
@@ -252,20 +263,19 @@ std::vector<PairVerdict> judgeResults(const std::vector<TestResult>& results,
           }
         }
       }
-      if (t.regression_tolerance && base && base->measurement.has_bandwidth &&
-          base->measurement.bw.avg_gbps > 0) {
-        const double was = base->measurement.bw.avg_gbps;
+      if (t.regression_tolerance && base && base->has_bandwidth && base->bw_avg_gbps > 0) {
+        const double was = base->bw_avg_gbps;
         const double drop = 1.0 - bw / was;
         if (drop > *t.regression_tolerance) {
           why.push_back(fig + " is " + percent(drop) + " below baseline " + fixed1(was) +
-                        " Gb/s (" + base->test_id + ") > " + percent(*t.regression_tolerance) +
+                        " Gb/s (" + baseId() + ") > " + percent(*t.regression_tolerance) +
                         " (regression_tolerance)");
         }
       }
     }
 
-    if (m.has_latency) {
-      const double lat = m.lat.median_us;
+    if (r.has_latency) {
+      const double lat = r.lat_median_us;
       const std::string fig = "latency " + fixed2(lat) + " us";
       if (t.latency_us_max && lat > *t.latency_us_max) {
         why.push_back(fig + " > " + compact(*t.latency_us_max) + " us (latency_us_max)");
@@ -274,24 +284,33 @@ std::vector<PairVerdict> judgeResults(const std::vector<TestResult>& results,
       if (t.lowest_latency_factor_max && lowest && lowest->value > 0 &&
           lat / lowest->value > *t.lowest_latency_factor_max) {
         why.push_back(fig + " is " + fixed2(lat / lowest->value) + "x the lowest " +
-                      fixed2(lowest->value) + " us (" + lowest->pair + ") > " +
+                      fixed2(lowest->value) + " us (" + pairName(rows[lowest->row]) + ") > " +
                       compact(*t.lowest_latency_factor_max) + "x (lowest_latency_factor_max)");
       }
-      if (t.regression_tolerance && base && base->measurement.has_latency &&
-          base->measurement.lat.median_us > 0) {
-        const double was = base->measurement.lat.median_us;
+      if (t.regression_tolerance && base && base->has_latency && base->lat_median_us > 0) {
+        const double was = base->lat_median_us;
         const double rise = lat / was - 1.0;
         if (rise > *t.regression_tolerance) {
           why.push_back(fig + " is " + percent(rise) + " above baseline " + fixed2(was) + " us (" +
-                        base->test_id + ") > " + percent(*t.regression_tolerance) +
+                        baseId() + ") > " + percent(*t.regression_tolerance) +
                         " (regression_tolerance)");
         }
       }
     }
-    v.verdict = why.empty() ? VerdictKind::kPass : VerdictKind::kFail;
-    verdicts.push_back(std::move(v));
+    push(why.empty() ? VerdictKind::kPass : VerdictKind::kFail);
   }
-  return verdicts;
+  return out;
+}
+
+std::vector<PairVerdict> judgeResults(const std::vector<TestResult>& results,
+                                      const ClusterConfig& config, const JudgeContext& ctx) {
+  JudgeRows rows;
+  rows.reserve(results.size());
+  for (const auto& r : results) rows.add(r, ctx.retests.count(r.test_id) > 0);
+  JudgeRows baseline;
+  baseline.reserve(ctx.baseline.size());
+  for (const auto& b : ctx.baseline) baseline.add(b);
+  return verdictsOf(rows, judgeRows(rows, config, ctx, baseline));
 }
 
 }  // namespace gdrmesh

@@ -31,6 +31,7 @@
 #include "common/inventory.h"
 #include "common/result.h"
 #include "coordinator/orchestrator/cluster_config.h"
+#include "coordinator/orchestrator/judge_row.h"
 #include "coordinator/orchestrator/sweep_types.h"
 
 namespace gdrmesh {
@@ -52,6 +53,14 @@ JudgeContext judgeContextFrom(const std::vector<WorkerStatus>& workers);
 // regression tolerance); a field set on one side only is taken from that side.
 Thresholds stricterOf(const Thresholds& a, const Thresholds& b);
 
+// The judge over a sweep's compact rows: one verdict per row, in row order. A row's own
+// `retest` flag says whether it is a retest, and `baseline` holds the baseline sweep's rows
+// (ctx.baseline and ctx.retests are not read).
+JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, const JudgeContext& ctx,
+                        const JudgeRows& baseline);
+
+// The same judge over full results (ctx.baseline, ctx.retests read): the verdicts in the order
+// of `results`.
 std::vector<PairVerdict> judgeResults(const std::vector<TestResult>& results,
                                       const ClusterConfig& config, const JudgeContext& ctx);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -11,151 +12,177 @@
 namespace gdrmesh {
 namespace {
 
+// An endpoint by the ids of its worker and NIC in the rows' string table.
 struct Side {
-  std::string host;
-  std::string nic;
-  std::string name() const { return nic.empty() ? host : host + "/" + nic; }
+  uint32_t host = 0;
+  uint32_t nic = 0;
 };
 
-Side parseSide(const std::string& s) {
-  const size_t slash = s.find('/');
-  if (slash == std::string::npos) return {s, ""};
-  return {s.substr(0, slash), s.substr(slash + 1)};
-}
-
-// One judged test, with its row where there is one.
+// One judged test: its row (and, where the verdict came without one, no row to retest).
 struct Judged {
   Side a, b;
-  const PairVerdict* verdict = nullptr;
-  const TestResult* row = nullptr;
-  bool failed() const { return verdict->verdict == VerdictKind::kFail; }
+  size_t row = 0;
+  bool failed = false;
+  bool has_row = true;
   bool loopback() const { return a.host == b.host; }
-  std::string why() const { return verdict->reasons.empty() ? "" : verdict->reasons.front(); }
 };
 
 struct RetestOutcome {
-  std::string partner;  // the known-good host
+  uint32_t partner = 0;  // the known-good host
   bool passed = false;
-  std::string reason;
+  size_t row = 0;  // for the reason
 };
 
-std::string names(const std::set<std::string>& s, size_t limit = 8) {
-  std::string out;
-  size_t i = 0;
-  for (const auto& n : s) {
-    if (i == limit) {
-      out += ", ...";
-      break;
-    }
-    out += (i++ ? ", " : "") + n;
-  }
-  return out;
+// Sorted, deduplicated ids.
+void settle(std::vector<uint32_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
 // What every decision is made from: who failed with whom, the strong suspects, the hosts
-// known to be good, and the retests' outcomes per examined host.
+// known to be good, and the retests' outcomes per examined host. Hosts are string ids of the
+// rows, and the per-host tables are indexed by them.
 struct Analysis {
+  const JudgeRows* rows = nullptr;
+  const JudgeVerdicts* verdicts = nullptr;
   std::vector<Judged> tests;  // sweep tests (not retests), PASS or FAIL
   std::vector<Judged> retests;
-  std::map<std::string, std::set<std::string>> partners, failed_with;
-  std::map<std::string, std::vector<std::string>> loopback_failures;
-  std::map<std::string, int> passes;  // host -> passed sweep tests
-  std::set<std::string> strong, known_good;
-  std::map<std::string, std::vector<RetestOutcome>> retested;  // examined host -> outcomes
+  std::vector<std::vector<uint32_t>> partners, failed_with;  // sorted
+  std::map<uint32_t, std::vector<std::string>> loopback_failures;
+  std::vector<int> passes;  // host -> passed sweep tests
+  std::vector<bool> strong, known_good;
+  std::map<uint32_t, std::vector<RetestOutcome>> retested;  // examined host -> outcomes
 
-  int failedRetests(const std::string& host) const {
+  const std::string& str(uint32_t id) const { return rows->str(id); }
+  std::string name(const Side& s) const {
+    return s.nic == 0 ? str(s.host) : str(s.host) + "/" + str(s.nic);
+  }
+  const std::string& why(size_t row) const { return verdicts->firstReason(row); }
+  bool isStrong(uint32_t host) const { return strong[host]; }
+  bool isGood(uint32_t host) const { return known_good[host]; }
+  int failedRetests(uint32_t host) const {
     auto it = retested.find(host);
     if (it == retested.end()) return 0;
     int n = 0;
     for (const auto& o : it->second) n += o.passed ? 0 : 1;
     return n;
   }
-  int passedRetests(const std::string& host) const {
+  int passedRetests(uint32_t host) const {
     auto it = retested.find(host);
     if (it == retested.end()) return 0;
     int n = 0;
     for (const auto& o : it->second) n += o.passed ? 1 : 0;
     return n;
   }
-  double score(const std::string& host) const {
-    auto p = partners.find(host);
-    auto f = failed_with.find(host);
-    const double np = p == partners.end() ? 0 : static_cast<double>(p->second.size());
-    const double nf = f == failed_with.end() ? 0 : static_cast<double>(f->second.size());
+  double score(uint32_t host) const {
+    const double np = static_cast<double>(partners[host].size());
+    const double nf = static_cast<double>(failed_with[host].size());
     const double rf = failedRetests(host), rp = passedRetests(host);
     return np + rf + rp > 0 ? (nf + rf) / (np + rf + rp) : 0;
   }
+  // Host names of `ids`, in name order.
+  std::vector<std::string> names(const std::vector<uint32_t>& ids) const {
+    std::vector<std::string> out;
+    out.reserve(ids.size());
+    for (uint32_t id : ids) out.push_back(str(id));
+    std::sort(out.begin(), out.end());
+    return out;
+  }
 };
 
-Analysis analyse(const std::vector<TestResult>& results, const std::vector<PairVerdict>& verdicts) {
-  std::map<std::string, const TestResult*> rows;
-  for (const auto& r : results) rows[r.test_id] = &r;
-  Analysis an;
-  for (const auto& v : verdicts) {
-    if (v.verdict == VerdictKind::kSkip) continue;
-    Judged j;
-    j.verdict = &v;
-    auto it = rows.find(v.test_id);
-    if (it != rows.end()) {
-      j.row = it->second;
-      j.a = {j.row->initiator.worker, j.row->initiator.nic};
-      j.b = {j.row->target.worker, j.row->target.nic};
-    } else {
-      j.a = parseSide(v.src);
-      j.b = parseSide(v.dst);
+std::string joined(const std::vector<std::string>& sorted, size_t limit = 8) {
+  std::string out;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (i == limit) {
+      out += ", ...";
+      break;
     }
-    (v.retest ? an.retests : an.tests).push_back(j);
+    out += (i ? ", " : "") + sorted[i];
+  }
+  return out;
+}
+
+// `has_row`: false for rows made from a verdict alone (no result to retest from).
+Analysis analyse(const JudgeRows& rows, const JudgeVerdicts& verdicts,
+                 const std::vector<bool>* has_row = nullptr) {
+  Analysis an;
+  an.rows = &rows;
+  an.verdicts = &verdicts;
+  const size_t n = rows.strings().size();
+  an.partners.resize(n);
+  an.failed_with.resize(n);
+  an.passes.resize(n);
+  an.strong.resize(n);
+  an.known_good.resize(n);
+  std::vector<bool> seen(n);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (verdicts.kind[i] == VerdictKind::kSkip) continue;
+    const JudgeRow& r = rows[i];
+    Judged j;
+    j.a = {r.initiator.worker, r.initiator.nic};
+    j.b = {r.target.worker, r.target.nic};
+    j.row = i;
+    j.failed = verdicts.kind[i] == VerdictKind::kFail;
+    j.has_row = has_row == nullptr || (*has_row)[i];
+    (r.retest ? an.retests : an.tests).push_back(j);
   }
   for (const auto& j : an.tests) {
     if (j.loopback()) {
-      if (j.failed()) {
-        an.loopback_failures[j.a.host].push_back("loopback " + j.a.name() + "->" + j.b.name() +
-                                                 " failed: " + j.why());
+      if (j.failed) {
+        an.loopback_failures[j.a.host].push_back("loopback " + an.name(j.a) + "->" + an.name(j.b) +
+                                                 " failed: " + an.why(j.row));
       } else {
         ++an.passes[j.a.host];
       }
+      seen[j.a.host] = true;
       continue;
     }
     for (const auto& [x, y] : {std::pair(j.a, j.b), std::pair(j.b, j.a)}) {
-      an.partners[x.host].insert(y.host);
-      if (j.failed()) {
-        an.failed_with[x.host].insert(y.host);
+      seen[x.host] = true;
+      an.partners[x.host].push_back(y.host);
+      if (j.failed) {
+        an.failed_with[x.host].push_back(y.host);
       } else {
         ++an.passes[x.host];
       }
     }
   }
-  for (const auto& [host, failed] : an.failed_with) {
+  for (auto& p : an.partners) settle(p);
+  for (auto& f : an.failed_with) settle(f);
+  for (uint32_t host = 0; host < n; ++host) {
+    const auto& failed = an.failed_with[host];
     if (failed.size() >= 2 && 2 * failed.size() >= an.partners[host].size()) {
-      an.strong.insert(host);
+      an.strong[host] = true;
     }
   }
-  for (const auto& [host, n] : an.passes) {
-    if (n == 0 || an.loopback_failures.count(host) || an.strong.count(host)) continue;
-    bool explained = true;
-    auto f = an.failed_with.find(host);
-    if (f != an.failed_with.end()) {
-      for (const auto& partner : f->second) explained = explained && an.strong.count(partner);
+  for (uint32_t host = 0; host < n; ++host) {
+    if (!seen[host] || an.passes[host] == 0 || an.loopback_failures.count(host) ||
+        an.strong[host]) {
+      continue;
     }
-    if (explained) an.known_good.insert(host);
+    bool explained = true;
+    for (const auto& partner : an.failed_with[host]) explained = explained && an.strong[partner];
+    if (explained) an.known_good[host] = true;
   }
   for (const auto& j : an.retests) {
-    const bool a_good = an.known_good.count(j.a.host) > 0;
-    const bool b_good = an.known_good.count(j.b.host) > 0;
+    const bool a_good = an.known_good[j.a.host];
+    const bool b_good = an.known_good[j.b.host];
     if (a_good == b_good) continue;  // cannot tell which side it examined
     const Side& examined = a_good ? j.b : j.a;
     const Side& good = a_good ? j.a : j.b;
-    an.retested[examined.host].push_back({good.host, !j.failed(), j.why()});
+    an.retested[examined.host].push_back({good.host, !j.failed, j.row});
   }
   return an;
 }
 
-std::string retestLine(const RetestOutcome& o, bool for_link) {
+std::string retestLine(const Analysis& an, const RetestOutcome& o, bool for_link) {
+  const std::string& partner = an.str(o.partner);
   if (o.passed) {
-    return "retest with known-good " + o.partner +
+    return "retest with known-good " + partner +
            (for_link ? ": passed (the link, not the host)" : ": passed");
   }
-  return "retest with known-good " + o.partner + ": " + (o.reason.empty() ? "failed" : o.reason);
+  const std::string& reason = an.why(o.row);
+  return "retest with known-good " + partner + ": " + (reason.empty() ? "failed" : reason);
 }
 
 int kindRank(const std::string& kind) {
@@ -163,54 +190,53 @@ int kindRank(const std::string& kind) {
 }
 
 // The one NIC of `host` that all of its failures involve while its other NICs passed, or "".
-std::string failingNicOf(const Analysis& an, const std::string& host) {
-  std::set<std::string> failing, passing;
+std::string failingNicOf(const Analysis& an, uint32_t host) {
+  std::set<uint32_t> failing, passing;
   auto note = [&](const Side& s, bool failed) {
-    if (s.host != host || s.nic.empty()) return;
+    if (s.host != host || s.nic == 0) return;
     (failed ? failing : passing).insert(s.nic);
   };
   for (const auto& j : an.tests) {
-    note(j.a, j.failed());
-    if (!(j.loopback() && j.a.nic == j.b.nic)) note(j.b, j.failed());
+    note(j.a, j.failed);
+    if (!(j.loopback() && j.a.nic == j.b.nic)) note(j.b, j.failed);
   }
   for (const auto& j : an.retests) {
-    note(j.a, j.failed());
-    note(j.b, j.failed());
+    note(j.a, j.failed);
+    note(j.b, j.failed);
   }
   if (failing.size() != 1) return "";
-  const std::string nic = *failing.begin();
+  const uint32_t nic = *failing.begin();
   passing.erase(nic);
-  return passing.empty() ? "" : nic;
+  return passing.empty() ? "" : an.str(nic);
 }
 
-}  // namespace
-
-std::vector<Suspect> localise(const std::vector<TestResult>& results,
-                              const std::vector<PairVerdict>& verdicts) {
-  const Analysis an = analyse(results, verdicts);
+std::vector<Suspect> localiseAnalysis(const Analysis& an) {
   std::vector<Suspect> out;
 
-  std::set<std::string> hosts;
-  for (const auto& [h, f] : an.failed_with) hosts.insert(h);
-  for (const auto& [h, f] : an.loopback_failures) hosts.insert(h);
-  for (const auto& [h, o] : an.retested) hosts.insert(h);
-  for (const auto& host : hosts) {
-    const auto f_it = an.failed_with.find(host);
-    const std::set<std::string> failed =
-        f_it == an.failed_with.end() ? std::set<std::string>{} : f_it->second;
-    const auto p_it = an.partners.find(host);
-    const size_t np = p_it == an.partners.end() ? 0 : p_it->second.size();
+  // Hosts in name order.
+  std::vector<uint32_t> host_ids;
+  for (uint32_t h = 0; h < an.failed_with.size(); ++h) {
+    if (!an.failed_with[h].empty()) host_ids.push_back(h);
+  }
+  for (const auto& [h, f] : an.loopback_failures) host_ids.push_back(h);
+  for (const auto& [h, o] : an.retested) host_ids.push_back(h);
+  settle(host_ids);
+  std::sort(host_ids.begin(), host_ids.end(),
+            [&an](uint32_t x, uint32_t y) { return an.str(x) < an.str(y); });
+  for (const uint32_t host : host_ids) {
+    const std::vector<uint32_t>& failed = an.failed_with[host];
+    const size_t np = an.partners[host].size();
     const int rf = an.failedRetests(host), rp = an.passedRetests(host);
     const bool loop = an.loopback_failures.count(host) > 0;
-    bool explained = !failed.empty() && !an.strong.count(host);
-    for (const auto& partner : failed) explained = explained && an.strong.count(partner);
+    bool explained = !failed.empty() && !an.isStrong(host);
+    for (const auto& partner : failed) explained = explained && an.isStrong(partner);
     bool listed = loop || rf > 0 || failed.size() >= 2 || (failed.size() == 1 && rp == 0);
     if (!loop && rf == 0 && explained) listed = false;
     if (!listed) continue;
 
     Suspect s;
     s.kind = "host";
-    s.name = host;
+    s.name = an.str(host);
     s.score = loop ? 1.0 : an.score(host);
     if (loop) {
       for (const auto& line : an.loopback_failures.at(host)) s.evidence.push_back(line);
@@ -218,59 +244,72 @@ std::vector<Suspect> localise(const std::vector<TestResult>& results,
     if (!failed.empty()) {
       s.evidence.push_back("failed with " + std::to_string(failed.size()) + " of " +
                            std::to_string(np) + (np == 1 ? " partner: " : " partners: ") +
-                           names(failed));
+                           joined(an.names(failed)));
     }
     auto r_it = an.retested.find(host);
     if (r_it != an.retested.end()) {
-      for (const auto& o : r_it->second) s.evidence.push_back(retestLine(o, false));
+      for (const auto& o : r_it->second) s.evidence.push_back(retestLine(an, o, false));
     }
     const std::string nic = failingNicOf(an, host);
     if (!nic.empty()) {
       s.kind = "nic";
-      s.name = host + "/" + nic;
-      s.evidence.push_back("every failure of " + host + " involves " + nic +
+      s.name = s.name + "/" + nic;
+      s.evidence.push_back("every failure of " + an.str(host) + " involves " + nic +
                            "; its other NICs passed");
     }
     out.push_back(std::move(s));
   }
 
-  // Links: failing pairs that no strong suspect and no failed retest explains.
-  std::map<std::string, Suspect> links;
-  std::map<std::string, std::pair<int, int>> link_tests;  // name -> failed, all
-  for (const auto& j : an.tests) {
-    if (j.loopback()) continue;
-    std::string x = j.a.name(), y = j.b.name();
+  // Links: failing pairs that no strong suspect and no failed retest explains. A link is
+  // named by its endpoints in name order; counted by their ids.
+  using LinkKey = std::pair<std::pair<uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>;
+  auto linkOf = [](const Judged& j) {
+    auto x = std::make_pair(j.a.host, j.a.nic), y = std::make_pair(j.b.host, j.b.nic);
     if (y < x) std::swap(x, y);
-    const std::string name = x + "<->" + y;
-    auto& count = link_tests[name];
-    ++count.second;
-    if (!j.failed()) continue;
-    ++count.first;
-    if (an.strong.count(j.a.host) || an.strong.count(j.b.host)) continue;
+    return LinkKey{x, y};
+  };
+  std::map<LinkKey, Suspect> links;
+  for (const auto& j : an.tests) {
+    if (j.loopback() || !j.failed) continue;
+    if (an.isStrong(j.a.host) || an.isStrong(j.b.host)) continue;
     if (an.failedRetests(j.a.host) > 0 || an.failedRetests(j.b.host) > 0) continue;
-    if (links.count(name)) continue;
+    const LinkKey key = linkOf(j);
+    if (links.count(key)) continue;
+    std::string x = an.name(j.a), y = an.name(j.b);
+    if (y < x) std::swap(x, y);
     Suspect s;
     s.kind = "link";
-    s.name = name;
+    s.name = x + "<->" + y;
     s.score = 0.5;
-    s.evidence.push_back(j.a.name() + "->" + j.b.name() + ": " + j.why());
-    for (const auto* side : {&j.a, &j.b}) {
+    s.evidence.push_back(an.name(j.a) + "->" + an.name(j.b) + ": " + an.why(j.row));
+    for (const Side* side : {&j.a, &j.b}) {
       auto r_it = an.retested.find(side->host);
       if (r_it == an.retested.end() || an.passedRetests(side->host) == 0) continue;
       s.score += 0.25;
       for (const auto& o : r_it->second) {
-        s.evidence.push_back(side->host + " " + retestLine(o, true));
+        s.evidence.push_back(an.str(side->host) + " " + retestLine(an, o, true));
       }
     }
-    links[name] = std::move(s);
+    links.emplace(key, std::move(s));
   }
-  for (auto& [name, s] : links) {
-    const auto& [failed, all] = link_tests[name];
-    if (all > 1) {
-      s.evidence.insert(s.evidence.begin(), "failed " + std::to_string(failed) + " of " +
-                                                std::to_string(all) + " tests on this link");
+  if (!links.empty()) {
+    std::map<LinkKey, std::pair<int, int>> link_tests;  // failed, all; suspect links only
+    for (const auto& [key, s] : links) link_tests[key];
+    for (const auto& j : an.tests) {
+      if (j.loopback()) continue;
+      auto it = link_tests.find(linkOf(j));
+      if (it == link_tests.end()) continue;
+      ++it->second.second;
+      if (j.failed) ++it->second.first;
     }
-    out.push_back(std::move(s));
+    for (auto& [key, s] : links) {
+      const auto& [failed, all] = link_tests[key];
+      if (all > 1) {
+        s.evidence.insert(s.evidence.begin(), "failed " + std::to_string(failed) + " of " +
+                                                  std::to_string(all) + " tests on this link");
+      }
+      out.push_back(std::move(s));
+    }
   }
 
   std::sort(out.begin(), out.end(), [](const Suspect& a, const Suspect& b) {
@@ -281,39 +320,38 @@ std::vector<Suspect> localise(const std::vector<TestResult>& results,
   return out;
 }
 
-std::vector<PlannedTest> planRetests(const std::vector<TestResult>& results,
-                                     const std::vector<PairVerdict>& verdicts,
-                                     const std::vector<std::string>& hosts, int max_retests) {
-  if (max_retests <= 0) return {};
-  const Analysis an = analyse(results, verdicts);
-  std::vector<std::string> good;
+std::vector<PlannedTest> planRetestsOf(const Analysis& an, const std::vector<std::string>& hosts,
+                                       int max_retests) {
+  const JudgeRows& rows = *an.rows;
+  std::vector<uint32_t> good;
   for (const auto& h : std::set<std::string>(hosts.begin(), hosts.end())) {
-    if (an.known_good.count(h)) good.push_back(h);
+    const auto id = rows.strings().find(h);
+    if (id && an.isGood(*id)) good.push_back(*id);
   }
   if (good.empty()) return {};
 
   // The NICs each known-good host has tested, by name.
-  std::map<std::string, std::set<std::string>> nics_of;
+  std::map<uint32_t, std::set<uint32_t>> nics_of;
   for (const auto& j : an.tests) {
     for (const auto* s : {&j.a, &j.b}) {
-      if (!s->nic.empty()) nics_of[s->host].insert(s->nic);
+      if (s->nic != 0) nics_of[s->host].insert(s->nic);
     }
   }
 
   struct Candidate {
     double priority;
     std::string name;
-    const TestResult* row;
+    size_t row;
     bool initiator;  // the examined endpoint's role in the failing test
   };
   std::vector<Candidate> candidates;
   std::set<std::string> seen;
   for (const auto& j : an.tests) {
-    if (!j.failed() || !j.row) continue;
+    if (!j.failed || !j.has_row) continue;
     for (bool initiator : {true, false}) {
       const Side& x = initiator ? j.a : j.b;
-      if (an.known_good.count(x.host) || !seen.insert(x.name()).second) continue;
-      candidates.push_back({an.score(x.host), x.name(), j.row, initiator});
+      if (an.isGood(x.host) || !seen.insert(an.name(x)).second) continue;
+      candidates.push_back({an.score(x.host), an.name(x), j.row, initiator});
     }
   }
   std::stable_sort(candidates.begin(), candidates.end(),
@@ -322,10 +360,10 @@ std::vector<PlannedTest> planRetests(const std::vector<TestResult>& results,
                      return a.name < b.name;
                    });
 
-  auto selector = [](const EndpointRecord& e) {
+  auto selector = [&rows](const JudgeSide& e) {
     EndpointSelector s;
-    s.worker = e.worker;
-    s.device = e.nic;
+    s.worker = rows.str(e.worker);
+    s.device = rows.str(e.nic);
     s.memory = e.memory;
     s.gpu = e.gpu;
     s.reg = e.reg_path;
@@ -336,27 +374,28 @@ std::vector<PlannedTest> planRetests(const std::vector<TestResult>& results,
   size_t next = 0;
   for (const auto& c : candidates) {
     if (static_cast<int>(out.size()) >= max_retests) break;
-    const EndpointRecord& mine = c.initiator ? c.row->initiator : c.row->target;
-    const EndpointRecord& theirs = c.initiator ? c.row->target : c.row->initiator;
-    std::string partner;
-    for (size_t k = 0; k < good.size() && partner.empty(); ++k) {
-      const std::string& g = good[(next + k) % good.size()];
+    const JudgeRow& row = rows[c.row];
+    const JudgeSide& mine = c.initiator ? row.initiator : row.target;
+    const JudgeSide& theirs = c.initiator ? row.target : row.initiator;
+    std::optional<uint32_t> partner;
+    for (size_t k = 0; k < good.size() && !partner; ++k) {
+      const uint32_t g = good[(next + k) % good.size()];
       if (g != mine.worker && g != theirs.worker) {
         partner = g;
         next = (next + k + 1) % good.size();
       }
     }
-    if (partner.empty()) continue;
+    if (!partner) continue;
     EndpointSelector x = selector(mine);
     EndpointSelector g = selector(theirs);
-    g.worker = partner;
-    g.device = nics_of[partner].count(mine.nic) ? mine.nic : "";
+    g.worker = rows.str(*partner);
+    g.device = nics_of[*partner].count(mine.nic) ? rows.str(mine.nic) : "";
     PlannedTest t;
     t.initiator = c.initiator ? x : g;
     t.target = c.initiator ? g : x;
-    t.message_size = c.row->message_size;
+    t.message_size = row.message_size;
     t.retest = true;
-    t.retest_of = c.row->test_id;
+    t.retest_of = std::string(rows.testId(row));
     const auto res = resourcesOf(t);
     size_t r = 0;
     while (r < rounds.size() && !rounds[r].canTake(res)) ++r;
@@ -368,6 +407,74 @@ std::vector<PlannedTest> planRetests(const std::vector<TestResult>& results,
   std::stable_sort(out.begin(), out.end(),
                    [](const PlannedTest& a, const PlannedTest& b) { return a.round < b.round; });
   return out;
+}
+
+// Rows and verdicts from full results and the verdicts judged on them (matched by test id): a
+// verdict without a row gets a row made from its names; a row without a verdict is skipped.
+struct Converted {
+  JudgeRows rows;
+  JudgeVerdicts verdicts;
+  std::vector<bool> has_row;
+};
+Converted convert(const std::vector<TestResult>& results,
+                  const std::vector<PairVerdict>& verdicts) {
+  std::map<std::string, const TestResult*> by_id;
+  for (const auto& r : results) by_id[r.test_id] = &r;
+  Converted c;
+  auto split = [](const std::string& s, std::string& worker, std::string& nic) {
+    const size_t slash = s.find('/');
+    worker = s.substr(0, slash);
+    nic = slash == std::string::npos ? "" : s.substr(slash + 1);
+  };
+  for (const auto& v : verdicts) {
+    auto it = by_id.find(v.test_id);
+    if (it != by_id.end()) {
+      c.rows.add(*it->second, v.retest);
+      c.has_row.push_back(true);
+    } else {
+      TestResult r;
+      r.test_id = v.test_id;
+      r.message_size = v.message_size;
+      split(v.src, r.initiator.worker, r.initiator.nic);
+      split(v.dst, r.target.worker, r.target.nic);
+      c.rows.add(r, v.retest);
+      c.has_row.push_back(false);
+    }
+    c.verdicts.kind.push_back(v.verdict);
+    if (v.reasons.empty()) {
+      c.verdicts.reasons_of.push_back(0);
+    } else {
+      c.verdicts.reasons.push_back(v.reasons);
+      c.verdicts.reasons_of.push_back(static_cast<uint32_t>(c.verdicts.reasons.size()));
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<Suspect> localise(const JudgeRows& rows, const JudgeVerdicts& verdicts) {
+  return localiseAnalysis(analyse(rows, verdicts));
+}
+
+std::vector<PlannedTest> planRetests(const JudgeRows& rows, const JudgeVerdicts& verdicts,
+                                     const std::vector<std::string>& hosts, int max_retests) {
+  if (max_retests <= 0) return {};
+  return planRetestsOf(analyse(rows, verdicts), hosts, max_retests);
+}
+
+std::vector<Suspect> localise(const std::vector<TestResult>& results,
+                              const std::vector<PairVerdict>& verdicts) {
+  const Converted c = convert(results, verdicts);
+  return localiseAnalysis(analyse(c.rows, c.verdicts, &c.has_row));
+}
+
+std::vector<PlannedTest> planRetests(const std::vector<TestResult>& results,
+                                     const std::vector<PairVerdict>& verdicts,
+                                     const std::vector<std::string>& hosts, int max_retests) {
+  if (max_retests <= 0) return {};
+  const Converted c = convert(results, verdicts);
+  return planRetestsOf(analyse(c.rows, c.verdicts, &c.has_row), hosts, max_retests);
 }
 
 }  // namespace gdrmesh

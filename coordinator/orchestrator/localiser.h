@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "coordinator/orchestrator/judge_row.h"
 #include "coordinator/orchestrator/sweep_types.h"
 
 namespace gdrmesh {
@@ -44,6 +45,12 @@ std::vector<Suspect> localise(const std::vector<TestResult>& results,
 // available are not retested.
 std::vector<PlannedTest> planRetests(const std::vector<TestResult>& results,
                                      const std::vector<PairVerdict>& verdicts,
+                                     const std::vector<std::string>& hosts, int max_retests);
+
+// The same over a sweep's compact rows and judgeRows(rows, ...): the rows' `retest` flags say
+// which are retests. Same rows and verdicts, same answer as the forms above.
+std::vector<Suspect> localise(const JudgeRows& rows, const JudgeVerdicts& verdicts);
+std::vector<PlannedTest> planRetests(const JudgeRows& rows, const JudgeVerdicts& verdicts,
                                      const std::vector<std::string>& hosts, int max_retests);
 
 }  // namespace gdrmesh

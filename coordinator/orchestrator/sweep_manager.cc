@@ -15,6 +15,31 @@
 
 namespace gdrmesh {
 
+namespace {
+
+// Plan indexes, one bit each (a std::set<int> of a 1024-host sweep's 523,776 tests took
+// ~25 MB).
+class PlanIndexSet {
+ public:
+  bool count(int i) const {
+    return i >= 0 && static_cast<size_t>(i) < bits_.size() && bits_[static_cast<size_t>(i)];
+  }
+  void insert(int i) {
+    if (i < 0) return;
+    const auto k = static_cast<size_t>(i);
+    if (k >= bits_.size()) bits_.resize(std::max(k + 1, bits_.size() * 2));
+    if (!bits_[k]) ++size_;
+    bits_[k] = true;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  std::vector<bool> bits_;
+  size_t size_ = 0;
+};
+
+}  // namespace
+
 struct SweepManager::Active {
   std::string id;
   SweepSpec spec;
@@ -31,13 +56,14 @@ struct SweepManager::Active {
   int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
   Clock::TimePoint started_at{};
   std::string reason, verdict;
-  std::vector<TestResult> results;       // this run's results (in memory for the judge)
-  std::set<int> done;                    // plan indexes with a stored result
+  // What the judge reads of this run's results (the results themselves go to the store).
+  JudgeRows rows;
+  PlanIndexSet done;                     // plan indexes with a stored result
   std::map<int, std::string> in_flight;  // plan index -> test id
   std::set<int> marked;                  // in-flight starts already stored
   uint32_t failed = 0, skipped = 0, retests = 0;
   uint64_t version = 0;
-  std::vector<PairVerdict> verdicts;
+  JudgeVerdicts verdicts;  // over `rows`, once judged
   std::vector<Suspect> suspects;
   Executor* executor = nullptr;
   bool cancel_requested = false;
@@ -63,6 +89,11 @@ std::string newSweepId(int64_t unix_ms) {
     if (c != '-' && c != ':') compact += c;
   }
   return "s-" + compact + "-" + buf;
+}
+
+// A result of a retest: its plan index comes after the plan proper.
+bool isRetest(const TestResult& r, size_t plan_size) {
+  return r.plan_index >= 0 && static_cast<size_t>(r.plan_index) >= plan_size;
 }
 
 PairTestSpec specFor(const PairTestSpec& tmpl, const PlannedTest& t, const std::string& run_id) {
@@ -324,7 +355,7 @@ void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     rec = recordOf(*a);
-    if (final) rec.report_json = reportJson(a->verdicts, a->suspects, a->notes);
+    if (final) rec.report_json = reportJson(a->rows, a->verdicts, a->suspects, a->notes);
     for (const auto& [idx, tid] : a->in_flight) {
       if (a->marked.insert(idx).second) starts.emplace_back(idx, tid);
     }
@@ -416,10 +447,10 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       return specFor(a->templates[static_cast<size_t>(a->template_of[k])], a->plan[k], a->id);
     };
     {
-      // One allocation for the run's results: growing by doubling copied every TestResult
-      // (832 bytes) once more per doubling, on the executor's callbacks.
+      // One allocation for the run's rows: growing by doubling copies every row once more per
+      // doubling, on the executor's callbacks.
       std::lock_guard<std::mutex> lock(mu_);
-      a->results.reserve(a->results.size() + pending->size());
+      a->rows.reserve(a->rows.size() + pending->size());
     }
     ExecutorTasks tasks;
     tasks.count = pending->size();
@@ -462,7 +493,7 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       std::lock_guard<std::mutex> lock(mu_);
       a->in_flight.erase(index);
       a->done.insert(index);
-      a->results.push_back(r);
+      a->rows.add(r, isRetest(r, a->plan_size));
       if (r.status == TestStatus::kFailed || r.status == TestStatus::kError) ++a->failed;
       if (r.status == TestStatus::kSkipped) ++a->skipped;
       publish(a);
@@ -485,11 +516,13 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled = a->cancel_requested || stopping_;
   }
-  // a->results grows only on this thread's executor callbacks, which have all returned (and
-  // published under mu_), so the judge reads it in place: a copy cost ~500 MB at 1024 hosts.
-  const std::vector<TestResult>& rows = a->results;
+  // a->rows grows only on this thread's executor callbacks, which have all returned (and
+  // published under mu_), so the judge reads it in place. In plan order, as the store reads
+  // them back: `sweep judge` over the stored rows gives the same verdicts in the same order.
+  JudgeRows& rows = a->rows;
   if (!cancelled && a->spec.localise) {
-    auto verdicts = judgeRows(rows, a->config, {}, a->plan_size);
+    rows.sortByPlanIndex();
+    auto verdicts = judgeSweepRows(rows, a->config, JudgeRows{});
     auto retests = planRetests(rows, verdicts, a->hosts, options_.max_retests);
     if (!retests.empty()) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -504,9 +537,10 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
   }
   writer_.flush();
 
+  rows.sortByPlanIndex();
   auto baseline = baselineRows(a->spec.baseline, a->id);
-  auto verdicts = judgeRows(rows, a->config, baseline.ok() ? *baseline : std::vector<TestResult>{},
-                            a->plan_size);
+  auto verdicts = judgeSweepRows(rows, a->config, baseline.ok() ? *baseline : JudgeRows{});
+  if (baseline.ok()) *baseline = JudgeRows{};
   auto suspects = localise(rows, verdicts);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -514,8 +548,8 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
     a->suspects = std::move(suspects);
     if (!baseline.ok()) a->notes.push_back("baseline: " + baseline.status().message());
     bool pass = a->failed == 0;
-    for (const auto& v : a->verdicts) {
-      if (v.verdict == VerdictKind::kFail && !v.retest) pass = false;
+    for (size_t i = 0; i < a->rows.size(); ++i) {
+      if (a->verdicts.kind[i] == VerdictKind::kFail && !a->rows[i].retest) pass = false;
     }
     a->finished_ms = clock_.unixMs();
     if (stopping_ && !a->cancel_requested) {
@@ -535,26 +569,20 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
   // (GetSweep) holds the verdicts and suspects.
   checkpoint(a, true);
   std::lock_guard<std::mutex> lock(mu_);
+  // The stored report holds the verdicts from now on; an ended sweep keeps only its progress.
+  a->rows = JudgeRows{};
+  a->verdicts = JudgeVerdicts{};
   publish(a);
 }
 
-std::vector<PairVerdict> SweepManager::judgeRows(const std::vector<TestResult>& rows,
-                                                 const ClusterConfig& config,
-                                                 const std::vector<TestResult>& baseline,
-                                                 size_t plan_size) const {
-  JudgeContext ctx = judgeContextFrom(workers_.list());
-  ctx.baseline = baseline;
-  for (const auto& r : rows) {
-    if (r.plan_index >= 0 && static_cast<size_t>(r.plan_index) >= plan_size) {
-      ctx.retests.insert(r.test_id);
-    }
-  }
-  return judgeResults(rows, config, ctx);
+JudgeVerdicts SweepManager::judgeSweepRows(const JudgeRows& rows, const ClusterConfig& config,
+                                           const JudgeRows& baseline) const {
+  return judgeRows(rows, config, judgeContextFrom(workers_.list()), baseline);
 }
 
-Result<std::vector<TestResult>> SweepManager::baselineRows(const std::string& baseline,
-                                                           const std::string& except_id) {
-  if (baseline.empty()) return std::vector<TestResult>{};
+Result<JudgeRows> SweepManager::baselineRows(const std::string& baseline,
+                                             const std::string& except_id) {
+  if (baseline.empty()) return JudgeRows{};
   std::string id = baseline;
   if (baseline == "previous") {
     auto list = sweeps_.listSweeps(20, "finished");
@@ -566,17 +594,34 @@ Result<std::vector<TestResult>> SweepManager::baselineRows(const std::string& ba
         break;
       }
     }
-    if (id.empty()) return std::vector<TestResult>{};
+    if (id.empty()) return JudgeRows{};
   }
+  // A page at a time: only the compact rows of a large baseline are ever held together.
+  JudgeRows rows;
   ResultQuery q;
   q.run_id = id;
-  q.limit = 0;
-  return results_.queryResults(q);
+  q.limit = kBaselinePage;
+  for (;;) {
+    GDR_ASSIGN_OR_RETURN(std::vector<TestResult> page, results_.queryResults(q));
+    for (const auto& r : page) rows.add(r);
+    if (page.size() < kBaselinePage) break;
+    q.before_started_ms = page.back().started_ms;
+    q.before_id = page.back().id;
+  }
+  return rows;
 }
 
 // Written one element at a time: a DOM of a 1024-host sweep's 523,776 verdicts took ~800 MB.
 // The bytes are those of one nlohmann dump of the whole object (keys in sorted order).
 std::string sweepReportJson(const std::vector<PairVerdict>& verdicts,
+                            const std::vector<Suspect>& suspects,
+                            const std::vector<std::string>& notes) {
+  return sweepReportJson(
+      verdicts.size(), [&verdicts](size_t i) { return verdicts[i]; }, suspects, notes);
+}
+
+std::string sweepReportJson(size_t verdict_count,
+                            const std::function<PairVerdict(size_t i)>& verdict,
                             const std::vector<Suspect>& suspects,
                             const std::vector<std::string>& notes) {
   std::string out = "{\"notes\":" + nlohmann::json(notes).dump() + ",\"suspects\":[";
@@ -589,8 +634,8 @@ std::string sweepReportJson(const std::vector<PairVerdict>& verdicts,
             .dump();
   }
   out += "],\"verdicts\":[";
-  for (size_t i = 0; i < verdicts.size(); ++i) {
-    const auto& v = verdicts[i];
+  for (size_t i = 0; i < verdict_count; ++i) {
+    const PairVerdict v = verdict(i);
     if (i > 0) out += ',';
     out += nlohmann::json{{"test_id", v.test_id},
                           {"src", v.src},
@@ -608,10 +653,13 @@ std::string sweepReportJson(const std::vector<PairVerdict>& verdicts,
   return out;
 }
 
-std::string SweepManager::reportJson(const std::vector<PairVerdict>& verdicts,
+std::string SweepManager::reportJson(const JudgeRows& rows, const JudgeVerdicts& verdicts,
                                      const std::vector<Suspect>& suspects,
                                      const std::vector<std::string>& notes) const {
-  return sweepReportJson(verdicts, suspects, notes);
+  // Verdicts are made one at a time as they are written: never all at once (~180 MB of
+  // PairVerdicts at 1024 hosts).
+  return sweepReportJson(
+      verdicts.size(), [&](size_t i) { return verdictOf(rows, verdicts, i); }, suspects, notes);
 }
 
 Result<SweepProgress> SweepManager::cancel(const std::string& id) {
@@ -978,7 +1026,14 @@ Result<SweepReportData> SweepManager::judge(const std::string& id, const std::st
   GDR_ASSIGN_OR_RETURN(SweepReportData d, report(id, true));
   auto rec = sweeps_.getSweep(id, false);
   if (!rec.ok()) return rec.status();
+  // The plan proper (tests_total counts the retests too): results beyond it are retests.
   size_t plan_size = d.progress.tests_total;
+  if (*rec) {
+    const auto pj = nlohmann::json::parse((*rec)->plan_json, nullptr, false);
+    if (pj.is_object() && pj.contains("plan_size") && pj["plan_size"].is_number_unsigned()) {
+      plan_size = pj["plan_size"].get<size_t>();
+    }
+  }
   std::string yaml = config_yaml.empty() ? d.spec.config_yaml : config_yaml;
   ClusterConfig config;
   if (!yaml.empty()) {
@@ -986,8 +1041,14 @@ Result<SweepReportData> SweepManager::judge(const std::string& id, const std::st
     GDR_ASSIGN_OR_RETURN(config, parse_config_(yaml));
   }
   GDR_ASSIGN_OR_RETURN(auto base, baselineRows(baseline.empty() ? d.spec.baseline : baseline, id));
-  d.verdicts = judgeRows(d.results, config, base, plan_size);
-  d.suspects = localise(d.results, d.verdicts);
+  // The live judge's path over the stored rows: same rows, same verdicts, same order.
+  JudgeRows rows;
+  rows.reserve(d.results.size());
+  for (const auto& r : d.results) rows.add(r, isRetest(r, plan_size));
+  rows.sortByPlanIndex();
+  const JudgeVerdicts verdicts = judgeSweepRows(rows, config, base);
+  d.suspects = localise(rows, verdicts);
+  d.verdicts = verdictsOf(rows, verdicts);
   bool pass = true;
   for (const auto& v : d.verdicts) {
     if (v.verdict == VerdictKind::kFail && !v.retest) pass = false;
@@ -1094,7 +1155,7 @@ void SweepManager::resumeInterrupted() {
         a->done.insert(r.plan_index);
         if (r.status == TestStatus::kFailed || r.status == TestStatus::kError) ++a->failed;
         if (r.status == TestStatus::kSkipped) ++a->skipped;
-        a->results.push_back(std::move(r));
+        a->rows.add(r, isRetest(r, a->plan_size));
       }
     }
     auto unfinished = sweeps_.unfinishedSweepTests(rec.id);

@@ -28,6 +28,7 @@
 #include "common/result.h"
 #include "coordinator/orchestrator/cluster_config.h"
 #include "coordinator/orchestrator/executor.h"
+#include "coordinator/orchestrator/judge_row.h"
 #include "coordinator/orchestrator/sweep_types.h"
 #include "coordinator/orchestrator/worker_channel.h"
 #include "coordinator/store/result_writer.h"
@@ -56,6 +57,11 @@ struct SweepReportData {
 // The report a finished sweep stores (SweepRecord::report_json): verdicts, suspects, notes.
 // SweepManager::report reads it back; tools that write sweeps (tests/bench/gen_history) use it.
 std::string sweepReportJson(const std::vector<PairVerdict>& verdicts,
+                            const std::vector<Suspect>& suspects,
+                            const std::vector<std::string>& notes);
+// The same, each verdict made by `verdict(i)` as it is written (no vector of them is held).
+std::string sweepReportJson(size_t verdict_count,
+                            const std::function<PairVerdict(size_t i)>& verdict,
                             const std::vector<Suspect>& suspects,
                             const std::vector<std::string>& notes);
 // Reads it back, one verdict at a time (no DOM of the whole report); text that is not a
@@ -121,13 +127,14 @@ class SweepManager {
   SweepRecord recordOf(const Active& a) const;
   void publish(const std::shared_ptr<Active>& a);
   void checkpoint(const std::shared_ptr<Active>& a, bool final);
-  std::vector<PairVerdict> judgeRows(const std::vector<TestResult>& rows,
-                                     const ClusterConfig& config,
-                                     const std::vector<TestResult>& baseline,
-                                     size_t plan_size) const;
-  Result<std::vector<TestResult>> baselineRows(const std::string& baseline,
-                                               const std::string& except_id);
-  std::string reportJson(const std::vector<PairVerdict>& v, const std::vector<Suspect>& s,
+  // The judge over a sweep's rows with the workers' labels and port rates of now.
+  JudgeVerdicts judgeSweepRows(const JudgeRows& rows, const ClusterConfig& config,
+                               const JudgeRows& baseline) const;
+  // The rows of the baseline sweep (`baseline`: an id, "previous" or "" for none).
+  Result<JudgeRows> baselineRows(const std::string& baseline, const std::string& except_id);
+  static constexpr uint32_t kBaselinePage = 10000;
+  std::string reportJson(const JudgeRows& rows, const JudgeVerdicts& verdicts,
+                         const std::vector<Suspect>& s,
                          const std::vector<std::string>& notes) const;
 
   // A stored report, parsed (SweepRecord::report_json and spec_json).

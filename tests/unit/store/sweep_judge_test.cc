@@ -1,0 +1,158 @@
+// A sweep with failures, run by SweepManager over fake workers and a real SQLite file: the
+// verdicts and suspects it stored when it ended (judged from the compact rows it kept as
+// results arrived) are exactly those that `sweep judge` recomputes from the stored results.
+//
+// The fakes answer on a SystemClock (their replies are milliseconds apart); the test waits on
+// SweepManager::waitForChange, never on a sleep.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "coordinator/orchestrator/sweep_manager.h"
+#include "coordinator/store/result_writer.h"
+#include "coordinator/store/sqlite_store.h"
+#include "tests/support/fake_worker_channel.h"
+#include "tests/unit/store/temp_dir.h"
+
+namespace gdrmesh::testing {
+namespace {
+
+// Keeps the one sweep's spec (its config included) for the judge to read back.
+class OneSpecCodec final : public SweepCodec {
+ public:
+  std::string encode(const SweepSpec& spec) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    spec_ = spec;
+    return "{}";
+  }
+  Result<SweepSpec> decode(const std::string& /*text*/) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return spec_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable SweepSpec spec_;
+};
+
+// Any config text parses to a 50 Gb/s floor.
+Result<ClusterConfig> floor50(const std::string& /*yaml*/) {
+  ClusterConfig c;
+  c.thresholds.bandwidth_gbps_min = 50;
+  return c;
+}
+
+void expectSame(const PairVerdict& a, const PairVerdict& b) {
+  EXPECT_EQ(a.test_id, b.test_id);
+  EXPECT_EQ(a.src, b.src);
+  EXPECT_EQ(a.dst, b.dst);
+  EXPECT_EQ(a.message_size, b.message_size);
+  EXPECT_EQ(a.verdict, b.verdict) << a.test_id;
+  EXPECT_EQ(a.reasons, b.reasons) << a.test_id;
+  EXPECT_DOUBLE_EQ(a.value, b.value);
+  EXPECT_EQ(a.unit, b.unit);
+  EXPECT_EQ(a.topo_class, b.topo_class);
+  EXPECT_EQ(a.retest, b.retest) << a.test_id;
+}
+
+TEST(SweepJudge, TheLiveVerdictsAreThoseRecomputedFromTheStoredRows) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  auto opened = SqliteStore::open(dir.file("results.db"));
+  ASSERT_TRUE(opened.ok()) << opened.status().toString();
+  std::unique_ptr<SqliteStore> store = std::move(opened).value();
+  ResultWriter writer(*store);
+  SystemClock clock;
+  FakeDirectory workers(clock);
+  for (int i = 0; i < 8; ++i) workers.add("h" + std::to_string(i));
+  // h6 is slow as an initiator and corrupts what it receives; h7's runs fail outright. Both
+  // fail with every partner; h0..h5 are known good and retest them.
+  workers.fake("h6").behaviour.bandwidth_gbps = 10;
+  workers.fake("h6").behaviour.wrong_bytes = 5;
+  workers.fake("h7").behaviour.fail_run = unavailable("connection reset by peer");
+  OneSpecCodec codec;
+  SweepManagerOptions options;
+  options.checkpoint_seconds = 0.05;
+  options.executor.pair.lost_grace_seconds = 0.01;  // h7's run errors: no wait for a loss
+  SweepManager manager(workers, clock, *store, *store, writer, codec, floor50, options);
+
+  SweepSpec spec;
+  spec.pattern = SweepPattern::kAllPairs;
+  spec.test.message_size = 65536;
+  spec.test.iterations = 10;
+  spec.config_yaml = "thresholds: {bandwidth_gbps_min: 50}";
+  spec.retries = 0;
+  spec.localise = true;
+  auto started = manager.start(spec);
+  ASSERT_TRUE(started.ok()) << started.status().toString();
+  const std::string id = started->id;
+
+  SweepProgress p = *started;
+  uint64_t version = 0;
+  const auto give_up = clock.now() + std::chrono::seconds(120);
+  while (p.state == SweepState::kQueued || p.state == SweepState::kRunning) {
+    ASSERT_LT(clock.now(), give_up) << "the sweep did not end";
+    auto next = manager.waitForChange(id, version, clock.now() + std::chrono::seconds(1));
+    ASSERT_TRUE(next.ok()) << next.status().toString();
+    p = next->first;
+    version = next->second;
+  }
+  ASSERT_EQ(p.state, SweepState::kFinished) << p.reason;
+  EXPECT_EQ(p.verdict, "FAIL");
+  EXPECT_GT(p.retests, 0u) << "the failures were retested with known-good partners";
+
+  auto live = manager.report(id, true);
+  ASSERT_TRUE(live.ok()) << live.status().toString();
+  auto again = manager.judge(id, "", "");
+  ASSERT_TRUE(again.ok()) << again.status().toString();
+
+  // 28 pairs and the retests, every one stored and judged.
+  ASSERT_EQ(live->results.size(), 28u + p.retests);
+  ASSERT_EQ(live->verdicts.size(), live->results.size());
+  ASSERT_EQ(again->verdicts.size(), live->verdicts.size());
+  for (size_t i = 0; i < live->verdicts.size(); ++i) {
+    expectSame(live->verdicts[i], again->verdicts[i]);
+  }
+  ASSERT_EQ(again->suspects.size(), live->suspects.size());
+  for (size_t i = 0; i < live->suspects.size(); ++i) {
+    EXPECT_EQ(again->suspects[i].kind, live->suspects[i].kind);
+    EXPECT_EQ(again->suspects[i].name, live->suspects[i].name);
+    EXPECT_DOUBLE_EQ(again->suspects[i].score, live->suspects[i].score);
+    EXPECT_EQ(again->suspects[i].evidence, live->suspects[i].evidence);
+  }
+  EXPECT_EQ(again->progress.verdict, "FAIL");
+
+  // What was compared holds failures of each kind, retests among them, and the two culprits
+  // ranked first.
+  size_t fail = 0, pass = 0, retests = 0, status = 0, integrity = 0, floor = 0;
+  for (const auto& v : live->verdicts) {
+    fail += v.verdict == VerdictKind::kFail;
+    pass += v.verdict == VerdictKind::kPass;
+    retests += v.retest;
+    for (const auto& r : v.reasons) {
+      status += r.rfind("status ", 0) == 0;
+      integrity += r.rfind("integrity: ", 0) == 0;
+      floor += r.find("(bandwidth_gbps_min)") != std::string::npos;
+    }
+  }
+  EXPECT_GT(fail, 0u);
+  EXPECT_GT(pass, 0u);
+  EXPECT_EQ(retests, p.retests);
+  EXPECT_GT(status, 0u);
+  EXPECT_GT(integrity + floor, 0u);
+  ASSERT_GE(live->suspects.size(), 2u);
+  EXPECT_EQ(live->suspects[0].kind, "host");
+  EXPECT_EQ(live->suspects[1].kind, "host");
+  EXPECT_TRUE((live->suspects[0].name == "h6" && live->suspects[1].name == "h7") ||
+              (live->suspects[0].name == "h7" && live->suspects[1].name == "h6"))
+      << live->suspects[0].name << " " << live->suspects[1].name;
+  manager.shutdown();
+}
+
+}  // namespace
+}  // namespace gdrmesh::testing
