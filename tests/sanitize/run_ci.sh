@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # CI legs with sanitizers (issue #9): builds gdrmesh with AddressSanitizer+UndefinedBehavior-
-# Sanitizer (asan) or ThreadSanitizer (tsan) into build-<mode> (ccache serves the objects the
-# sources share with the main build's compile commands where it can) and runs the unit and
+# Sanitizer (asan) or ThreadSanitizer (tsan) into build-<mode> and runs the unit and
 # integration tests under it. Any report fails the leg (halt_on_error).
 #   tests/sanitize/run_ci.sh asan|tsan [ctest args...]
-# The asan build also leaves out the GPU kernels, standing in for a host without the CUDA
-# toolkit. Suppressions (tests/sanitize/*.supp) are only for uninstrumented system libraries;
-# each entry says why.
+# Both builds leave out the GPU kernels (the asan one stands in for a host without the CUDA
+# toolkit; TSan cannot see work on the GPU, and nvcc is slow) and build only the programs of
+# the unit and integration tests and the `gdrmesh` they start (gdrmesh_unit_integration_tests),
+# at -O1 -g1 (CMakeLists.txt). Suppressions (tests/sanitize/*.supp) are only for
+# uninstrumented system libraries; each entry says why.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 mode="${1:?usage: run_ci.sh asan|tsan [ctest args...]}"
@@ -14,10 +15,11 @@ shift
 build="$root/build-$mode"
 case "$mode" in
   asan) flags=(-DGDRMESH_ASAN=ON -DGDRMESH_CUDA_KERNELS=OFF) ;;
-  tsan) flags=(-DGDRMESH_TSAN=ON) ;;
+  tsan) flags=(-DGDRMESH_TSAN=ON -DGDRMESH_CUDA_KERNELS=OFF) ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
-GDRMESH_BUILD_DIR="$build" "$root/deploy/build.sh" "${flags[@]}" >"$build.log" 2>&1 ||
+GDRMESH_BUILD_DIR="$build" GDRMESH_BUILD_TARGET=gdrmesh_unit_integration_tests \
+  "$root/deploy/build.sh" "${flags[@]}" >"$build.log" 2>&1 ||
   { tail -60 "$build.log"; exit 1; }
 supp="$root/tests/sanitize"
 export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0:strict_string_checks=1"
