@@ -236,8 +236,8 @@ class EmulatedEndpoint final : public Endpoint {
     }
     if (r.type == FrameType::kReadResp) {
       if (r.length > buffer_.size()) return Status(Code::kDataLoss, "read response too long");
-      return emulated::readFull(conn_.get(), buffer_.data(), r.length, deadline, aborted_,
-                                "read response payload");
+      return emulated::readIntoRegion(conn_.get(), static_cast<uint8_t*>(buffer_.data()), r.length,
+                                      deadline, aborted_, "read response payload");
     }
     if (r.type != FrameType::kAck) return Status(Code::kDataLoss, "unexpected frame type");
     return {};
@@ -405,7 +405,7 @@ class EmulatedEndpoint final : public Endpoint {
             return reject(c, RemoteError::kOutOfRange, h.seq, deadline);
           }
           GDR_RETURN_IF_ERROR(
-              emulated::readFull(c, base + off, h.length, deadline, aborted_, "payload"));
+              emulated::readIntoRegion(c, base + off, h.length, deadline, aborted_, "payload"));
           if (h.type == FrameType::kSend) {
             std::lock_guard<std::mutex> lock(mu_);
             ++received_;
