@@ -22,13 +22,34 @@ GDRMESH_BUILD_DIR="$build" GDRMESH_BUILD_TARGET=gdrmesh_unit_integration_tests \
   "$root/deploy/build.sh" "${flags[@]}" >"$build.log" 2>&1 ||
   { tail -60 "$build.log"; exit 1; }
 supp="$root/tests/sanitize"
-export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0:strict_string_checks=1"
+# Reports go to files, one per reporting process: the integration tests start `gdrmesh`
+# coordinators and workers with their stderr in a temporary folder that is removed afterwards,
+# so a report there would otherwise be lost (and a child that halts on one may not fail a test).
+reports="$build/sanitizer-reports"
+rm -rf "$reports"
+mkdir -p "$reports"
+log="log_path=$reports/report"
+export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0:strict_string_checks=1:$log"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
-export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:report_signal_unsafe=0"
+export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:$log"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:report_signal_unsafe=0:$log"
 cd "$build"
 # Unit and integration tests; the 100k-test soak and the VM/GPU/browser suites run in the main
 # leg (their figures under a sanitizer mean nothing, and they would not fit the CI budget).
 # The quick soak's RSS check is left out too: ASan's quarantine keeps freed memory (up to
-# 256 MiB) on purpose, so RSS grows by design there.
-ctest --output-on-failure -j 2 -L 'unit|integration' -LE 'soak' -E 'WorkerSoak' --timeout 600 "$@"
+# 256 MiB) on purpose, and TSan keeps shadow memory and per-thread history, so RSS grows by
+# design under both.
+status=0
+ctest --output-on-failure -j 2 -L 'unit|integration' -LE 'soak' -E 'WorkerSoak' --timeout 600 "$@" ||
+  status=$?
+shopt -s nullglob
+found=("$reports"/report.*)
+if ((${#found[@]})); then
+  echo "run_ci: ${#found[@]} process(es) reported (test programs or the gdrmesh they started):"
+  for f in "${found[@]}"; do
+    echo "--- $f"
+    cat "$f"
+  done
+  status=1
+fi
+exit "$status"
