@@ -149,8 +149,13 @@ class EmulatedEndpoint final : public Endpoint {
     }
     peer_ = peer;
     if (spec_.role == Role::kTarget) return {};
-    GDR_ASSIGN_OR_RETURN(conn_,
+    GDR_ASSIGN_OR_RETURN(Fd conn,
                          connectTo(peer.tcp_host, peer.tcp_port, deadlineAfter(30), aborted_));
+    {
+      // abort() on another thread shuts the connection down: it must see all of it or none.
+      std::lock_guard<std::mutex> lock(mu_);
+      conn_ = std::move(conn);
+    }
     // HELLO carries the key; the target answers ACK or ERROR.
     FrameHeader h;
     h.type = FrameType::kHello;
@@ -437,10 +442,12 @@ class EmulatedEndpoint final : public Endpoint {
   std::atomic<bool> aborted_{false};
   std::atomic<uint32_t> key_{0};  // the key that opens the region (the server thread reads it)
   Fd listener_;
-  Fd conn_;  // initiator: connection to the target
+  // Initiator: connection to the target. Set under mu_ (abort() reads it from other threads);
+  // read without it on the thread that connects and runs.
+  Fd conn_;
   std::thread server_;
 
-  std::mutex mu_;  // guards server_conn_, received_, received_base_, server_error_
+  std::mutex mu_;  // guards server_conn_, received_, received_base_, server_error_; conn_ writes
   std::condition_variable cv_;
   int server_conn_ = -1;
   uint64_t received_ = 0;
