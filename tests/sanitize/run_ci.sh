@@ -33,6 +33,9 @@ export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0:strict_stri
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:$log"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:report_signal_unsafe=0:$log"
+# The integration tests' coordinators declare a worker lost after 5 missed heartbeats; 100 ms
+# heartbeats (their default) are too tight for a sanitizer build on 2 shared cores.
+export GDRMESH_TEST_HEARTBEAT_MS=1000
 cd "$build"
 # Unit and integration tests; the 100k-test soak and the VM/GPU/browser suites run in the main
 # leg (their figures under a sanitizer mean nothing, and they would not fit the CI budget).
