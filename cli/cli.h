@@ -8,9 +8,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "cli/tls_args.h"
 
@@ -60,5 +62,21 @@ void registerCertsCommands(CLI::App& app, Action* action);  // certs init, issue
 // that blocks until one arrives, then calls `on_signal`.
 void blockTerminationSignals();
 void waitForTerminationSignal(const std::function<void()>& on_signal);
+
+// Calls `on_signal` on a thread of its own at the first SIGINT/SIGTERM (blocked beforehand with
+// blockTerminationSignals()). The destructor wakes the thread when no signal came (it then skips
+// `on_signal`) and joins it, so `on_signal` never runs on objects that are gone: declare it
+// after what `on_signal` uses.
+class TerminationSignalThread {
+ public:
+  explicit TerminationSignalThread(std::function<void()> on_signal);
+  ~TerminationSignalThread();
+  TerminationSignalThread(const TerminationSignalThread&) = delete;
+  TerminationSignalThread& operator=(const TerminationSignalThread&) = delete;
+
+ private:
+  std::atomic<bool> closing_{false};
+  std::thread thread_;
+};
 
 }  // namespace gdrmesh::cli

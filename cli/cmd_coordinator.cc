@@ -272,8 +272,7 @@ int runCoordinator(const CoordinatorArgs& a) {
         retention.days);
     std::fflush(stdout);
   }
-  std::thread signals([&] { waitForTerminationSignal([&] { server.shutdown(); }); });
-  signals.detach();
+  TerminationSignalThread signals([&] { server.shutdown(); });
   server.wait();
   retainer.stop();
   http.stop();

@@ -189,14 +189,11 @@ int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;
-  std::thread signals([&] {
-    waitForTerminationSignal([&] {
-      std::lock_guard<std::mutex> lock(mu);
-      stop = true;
-      cv.notify_all();
-    });
+  TerminationSignalThread signals([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    cv.notify_all();
   });
-  signals.detach();
 
   // Progress: once all have registered, then a line whenever the figures change.
   bool all_in = false;

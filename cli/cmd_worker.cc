@@ -92,8 +92,7 @@ int runWorker(const WorkerArgs& a) {
 
   blockTerminationSignals();
   WorkerAgent agent(wo, setup->inventory, *setup->sessions);
-  std::thread signals([&] { waitForTerminationSignal([&] { agent.stop(); }); });
-  signals.detach();
+  TerminationSignalThread signals([&] { agent.stop(); });
   Status st = agent.run();
   if (!st.ok()) {
     std::fprintf(stderr, "gdrmesh worker %s: %s\n", wo.name.c_str(), st.toString().c_str());

@@ -24,4 +24,19 @@ void waitForTerminationSignal(const std::function<void()>& on_signal) {
   on_signal();
 }
 
+TerminationSignalThread::TerminationSignalThread(std::function<void()> on_signal)
+    : thread_([this, on_signal = std::move(on_signal)] {
+        waitForTerminationSignal([&] {
+          if (!closing_.load()) on_signal();
+        });
+      }) {}
+
+TerminationSignalThread::~TerminationSignalThread() {
+  closing_.store(true);
+  // Directed at the thread, where SIGTERM is blocked: its sigwait takes it. When a signal has
+  // already ended the wait, this one stays pending on the thread and goes with it.
+  pthread_kill(thread_.native_handle(), SIGTERM);
+  thread_.join();
+}
+
 }  // namespace gdrmesh::cli

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Configures and builds gdrmesh into ./build (or $GDRMESH_BUILD_DIR).
+# Configures and builds gdrmesh into ./build (or $GDRMESH_BUILD_DIR); extra arguments go to
+# cmake's configure step.
 #   CI=true turns warnings into errors.
+#   GDRMESH_BUILD_TARGET=<target> builds that target only (default: all), e.g.
+#   gdrmesh_unit_integration_tests for the sanitizer legs.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GDRMESH_BUILD_DIR:-$root/build}"
@@ -14,5 +17,5 @@ if command -v ccache >/dev/null; then
 fi
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DGDRMESH_WERROR="$werror" "${launcher[@]}" "$@" >/dev/null
-cmake --build "$build" -j "$(nproc)"
+cmake --build "$build" -j "$(nproc)" ${GDRMESH_BUILD_TARGET:+--target "$GDRMESH_BUILD_TARGET"}
 echo "build: $build/cli/gdrmesh"

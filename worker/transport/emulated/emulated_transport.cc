@@ -149,8 +149,13 @@ class EmulatedEndpoint final : public Endpoint {
     }
     peer_ = peer;
     if (spec_.role == Role::kTarget) return {};
-    GDR_ASSIGN_OR_RETURN(conn_,
+    GDR_ASSIGN_OR_RETURN(Fd conn,
                          connectTo(peer.tcp_host, peer.tcp_port, deadlineAfter(30), aborted_));
+    {
+      // abort() on another thread shuts the connection down: it must see all of it or none.
+      std::lock_guard<std::mutex> lock(mu_);
+      conn_ = std::move(conn);
+    }
     // HELLO carries the key; the target answers ACK or ERROR.
     FrameHeader h;
     h.type = FrameType::kHello;
@@ -236,8 +241,8 @@ class EmulatedEndpoint final : public Endpoint {
     }
     if (r.type == FrameType::kReadResp) {
       if (r.length > buffer_.size()) return Status(Code::kDataLoss, "read response too long");
-      return emulated::readFull(conn_.get(), buffer_.data(), r.length, deadline, aborted_,
-                                "read response payload");
+      return emulated::readIntoRegion(conn_.get(), static_cast<uint8_t*>(buffer_.data()), r.length,
+                                      deadline, aborted_, "read response payload");
     }
     if (r.type != FrameType::kAck) return Status(Code::kDataLoss, "unexpected frame type");
     return {};
@@ -405,7 +410,7 @@ class EmulatedEndpoint final : public Endpoint {
             return reject(c, RemoteError::kOutOfRange, h.seq, deadline);
           }
           GDR_RETURN_IF_ERROR(
-              emulated::readFull(c, base + off, h.length, deadline, aborted_, "payload"));
+              emulated::readIntoRegion(c, base + off, h.length, deadline, aborted_, "payload"));
           if (h.type == FrameType::kSend) {
             std::lock_guard<std::mutex> lock(mu_);
             ++received_;
@@ -437,10 +442,12 @@ class EmulatedEndpoint final : public Endpoint {
   std::atomic<bool> aborted_{false};
   std::atomic<uint32_t> key_{0};  // the key that opens the region (the server thread reads it)
   Fd listener_;
-  Fd conn_;  // initiator: connection to the target
+  // Initiator: connection to the target. Set under mu_ (abort() reads it from other threads);
+  // read without it on the thread that connects and runs.
+  Fd conn_;
   std::thread server_;
 
-  std::mutex mu_;  // guards server_conn_, received_, received_base_, server_error_
+  std::mutex mu_;  // guards server_conn_, received_, received_base_, server_error_; conn_ writes
   std::condition_variable cv_;
   int server_conn_ = -1;
   uint64_t received_ = 0;

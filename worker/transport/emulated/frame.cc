@@ -5,8 +5,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <string>
+#include <vector>
 
 namespace gdrmesh::emulated {
 namespace {
@@ -107,6 +110,37 @@ Status readFull(int fd, void* buf, size_t len, Clock::time_point deadline,
       return unavailable(std::string(what) + ": recv: " + std::strerror(errno));
     }
     GDR_RETURN_IF_ERROR(waitReady(fd, POLLIN, deadline, aborted, what));
+  }
+  return {};
+}
+
+namespace {
+
+// Copies n bytes with relaxed atomic stores: bytes up to 8-byte alignment, then words.
+void storeRelaxed(uint8_t* dst, const uint8_t* src, size_t n) {
+  for (; n > 0 && reinterpret_cast<uintptr_t>(dst) % 8 != 0; ++dst, ++src, --n) {
+    __atomic_store_n(dst, *src, __ATOMIC_RELAXED);
+  }
+  for (; n >= 8; dst += 8, src += 8, n -= 8) {
+    uint64_t word;
+    std::memcpy(&word, src, sizeof(word));
+    __atomic_store_n(reinterpret_cast<uint64_t*>(dst), word, __ATOMIC_RELAXED);
+  }
+  for (; n > 0; ++dst, ++src, --n) __atomic_store_n(dst, *src, __ATOMIC_RELAXED);
+}
+
+}  // namespace
+
+Status readIntoRegion(int fd, uint8_t* region, size_t len, Clock::time_point deadline,
+                      const std::atomic<bool>& aborted, const char* what) {
+  constexpr size_t kStaging = 64 * 1024;
+  thread_local std::vector<uint8_t> staging(kStaging);
+  while (len > 0) {
+    const size_t n = std::min(len, kStaging);
+    GDR_RETURN_IF_ERROR(readFull(fd, staging.data(), n, deadline, aborted, what));
+    storeRelaxed(region, staging.data(), n);
+    region += n;
+    len -= n;
   }
   return {};
 }

@@ -47,6 +47,12 @@ Status readFull(int fd, void* buf, size_t len, Clock::time_point deadline,
                 const std::atomic<bool>& aborted, const char* what);
 Status writeFull(int fd, const void* buf, size_t len, Clock::time_point deadline,
                  const std::atomic<bool>& aborted, const char* what);
+// Reads exactly len bytes of payload into registered memory as a NIC's DMA lands there: the
+// bytes are received into a staging buffer and stored into `region` with relaxed atomic stores,
+// so that the host may read the region while a transfer lands (RDMA allows it: a target may
+// poll its memory for a pattern or a flag) without a data race on our side.
+Status readIntoRegion(int fd, uint8_t* region, size_t len, Clock::time_point deadline,
+                      const std::atomic<bool>& aborted, const char* what);
 // Header + payload in one call where possible.
 Status writeFrame(int fd, const FrameHeader& h, const void* payload, size_t len,
                   Clock::time_point deadline, const std::atomic<bool>& aborted);
