@@ -473,8 +473,12 @@ class StatusHttpServer::Impl {
 
  private:
   void routes() {
-    // A small pool: the page is read by a few people, not served at scale.
-    server_.new_task_queue = [] { return new httplib::ThreadPool(4); };
+    // Two threads per core, 8 to 32: dozens of readers (dashboards, scripts, people) are served
+    // in parallel, and a few slow clients (bounded by the timeouts below) cannot take them all.
+    // With 4 threads, 40 concurrent readers on a 16-core host waited ~88 ms (median) for a
+    // static file (tests/fault/load/readers_load.sh).
+    const size_t threads = std::clamp<size_t>(2 * std::thread::hardware_concurrency(), 8, 32);
+    server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     // Short keep-alive so that stop() does not wait long on idle browser connections.
     server_.set_keep_alive_timeout(1);
     server_.set_read_timeout(5, 0);

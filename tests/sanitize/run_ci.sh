@@ -36,6 +36,8 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/
 # The integration tests' coordinators declare a worker lost after 5 missed heartbeats; 100 ms
 # heartbeats (their default) are too tight for a sanitizer build on 2 shared cores.
 export GDRMESH_TEST_HEARTBEAT_MS=1000
+# Scripted tests (the rogue client) scale their bounds on the coordinator's answers by this.
+export GDRMESH_TEST_TIME_SCALE=6
 cd "$build"
 # Unit and integration tests; the 100k-test soak and the VM/GPU/browser suites run in the main
 # leg (their figures under a sanitizer mean nothing, and they would not fit the CI budget).

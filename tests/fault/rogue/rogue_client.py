@@ -19,6 +19,14 @@ import tempfile
 import threading
 import time
 
+# Bounds on waits for the coordinator's answers, in seconds; the sanitizer legs run the
+# coordinator 5-15x slower and scale them (GDRMESH_TEST_TIME_SCALE, tests/sanitize/run_ci.sh).
+TIME_SCALE = float(os.environ.get("GDRMESH_TEST_TIME_SCALE", "1"))
+
+
+def bound(seconds):
+    return seconds * TIME_SCALE
+
 import grpc
 
 RESULTS = []  # (probe, ok, detail)
@@ -74,7 +82,7 @@ class RogueWorker:
     def close(self):
         self.out.put(None)
         self.call.cancel()
-        self.ended.wait(5)
+        self.ended.wait(bound(5))
 
     def _read(self):
         try:
@@ -191,19 +199,19 @@ def main():
     pb, rpc = load_stubs(args.proto_dir)
     channel = grpc.insecure_channel(args.addr, options=[
         ("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)])
-    grpc.channel_ready_future(channel).result(timeout=10)
+    grpc.channel_ready_future(channel).result(timeout=bound(10))
     control = rpc.ControlServiceStub(channel)
 
     def serving():
-        c, _ = code_of(lambda: control.ListWorkers(pb.ListWorkersRequest(), timeout=10))
+        c, _ = code_of(lambda: control.ListWorkers(pb.ListWorkersRequest(), timeout=bound(10)))
         return c == "OK"
 
     def online(name):
-        ws = control.ListWorkers(pb.ListWorkersRequest(), timeout=10).workers
+        ws = control.ListWorkers(pb.ListWorkersRequest(), timeout=bound(10)).workers
         return any(w.name == name and w.state == "online" for w in ws)
 
     def passed_count():
-        rs = control.ListResults(pb.ListResultsRequest(limit=10000), timeout=10).results
+        rs = control.ListResults(pb.ListResultsRequest(limit=10000), timeout=bound(10)).results
         return sum(1 for r in rs if r.status == pb.TEST_STATUS_PASSED)
 
     passed_before = passed_count()
@@ -213,14 +221,14 @@ def main():
                    "CancelSweep", "JudgeSweep", "ListSweeps", "ListSchedules"]:
         raw = channel.unary_unary(f"/gdrmesh.v1.ControlService/{method}",
                                   request_serializer=None, response_deserializer=None)
-        c, d = code_of(lambda: raw(b"\xff\xff\xff\xff\x0f garbage", timeout=10))
+        c, d = code_of(lambda: raw(b"\xff\xff\xff\xff\x0f garbage", timeout=bound(10)))
         probe(f"malformed {method}", c in ("INVALID_ARGUMENT", "INTERNAL") and serving(),
               f"{c} {d[:80]}")
 
     # 2. Malformed bytes on the worker stream.
     raw_stream = channel.stream_stream("/gdrmesh.v1.WorkerService/Connect",
                                        request_serializer=None, response_deserializer=None)
-    c, d = code_of(lambda: list(raw_stream(iter([b"\x0a\xff\xff\xff"]), timeout=10)))
+    c, d = code_of(lambda: list(raw_stream(iter([b"\x0a\xff\xff\xff"]), timeout=bound(10))))
     # gRPC's callback API reports an unparsable message as the end of the client's stream, so
     # the coordinator closes it like a worker that hung up (status OK): nothing registered.
     probe("malformed Connect", c in ("INVALID_ARGUMENT", "INTERNAL", "OK") and serving(),
@@ -228,7 +236,7 @@ def main():
 
     # 3. Out of order: a heartbeat before Register.
     hb = iter([pb.WorkerMessage(heartbeat=pb.Heartbeat(unix_ms=1))])
-    c, d = code_of(lambda: list(rpc.WorkerServiceStub(channel).Connect(hb, timeout=10)))
+    c, d = code_of(lambda: list(rpc.WorkerServiceStub(channel).Connect(hb, timeout=bound(10))))
     probe("heartbeat before Register", c == "INVALID_ARGUMENT" and "Register" in d, f"{c} {d[:80]}")
 
     # 4. Registrations nobody should be able to make.
@@ -247,12 +255,12 @@ def main():
     }
     for what, reg in bad.items():
         w = RogueWorker(pb, channel, reg)
-        w.ended.wait(10)
+        w.ended.wait(bound(10))
         c, d = w.status or ("NONE", "")
         probe(f"register: {what}",
               c in ("INVALID_ARGUMENT", "RESOURCE_EXHAUSTED") and len(d) < 400 and serving(),
               f"{c} {d[:100]}")
-    ws = control.ListWorkers(pb.ListWorkersRequest(), timeout=10).workers
+    ws = control.ListWorkers(pb.ListWorkersRequest(), timeout=bound(10)).workers
     probe("refused registrations left no worker behind",
           not any(w.name in ("big", "many", "lbl", "gpuname", "future") for w in ws),
           ", ".join(sorted(w.name for w in ws)))
@@ -260,7 +268,7 @@ def main():
     # 5. Impersonation of the honest worker while it is online.
     w = RogueWorker(pb, channel, pb.Register(name=args.honest_worker, protocol_version=1,
                                              inventory=inventory(pb, "impostor")))
-    w.ended.wait(10)
+    w.ended.wait(bound(10))
     c, d = w.status or ("NONE", "")
     probe("register as an online worker", c in ("ALREADY_EXISTS", "PERMISSION_DENIED")
           and online(args.honest_worker), f"{c} {d[:100]}; {args.honest_worker} still online")
@@ -268,10 +276,10 @@ def main():
     # 6. A reply to a command never sent, and a second Register, on a registered stream.
     w = RogueWorker(pb, channel, pb.Register(name="rogue-ooo", protocol_version=1,
                                              inventory=inventory(pb, "ooo")))
-    w.registered.wait(10)
+    w.registered.wait(bound(10))
     w.send(pb.WorkerMessage(reply=pb.CommandReply(request_id=987654321)))
     w.send(pb.WorkerMessage(register=pb.Register(name="rogue-ooo2", protocol_version=1)))
-    w.ended.wait(5)
+    w.ended.wait(bound(5))
     c, d = w.status or ("still open", "")
     probe("unsolicited reply and second Register", serving() and not online("rogue-ooo2"),
           f"stream: {c} {d[:80]}")
@@ -289,7 +297,7 @@ def main():
                              ("10^15 iterations", "iters", run_req(iterations=10**15)),
                              ("100000 QPs", "qps", run_req(num_qps=100000)),
                              ("1-year duration", "duration", run_req(duration_seconds=3.2e7))]:
-        c, d = code_of(lambda: control.RunTest(req, timeout=30))
+        c, d = code_of(lambda: control.RunTest(req, timeout=bound(30)))
         probe(f"RunTest {what}", c == "INVALID_ARGUMENT" and d.startswith(field) and serving(),
               f"{c} {d[:100]}")
 
@@ -306,7 +314,7 @@ def main():
                                                              transports=("verbs",))),
                              forger(pb, mode, peers)) for n in names]
         for f in fakes:
-            f.registered.wait(10)
+            f.registered.wait(bound(10))
         req = pb.RunTestRequest(
             initiator=pb.EndpointSelector(worker=names[0], memory=pb.MEMORY_KIND_CUDA, gpu=0,
                                           reg_path=pb.REG_PATH_DMABUF),
@@ -315,7 +323,7 @@ def main():
             op=pb.OP_WRITE, mode=pb.MODE_BANDWIDTH, message_size=65536, iterations=100)
         resp = None
         try:
-            resp = control.RunTest(req, timeout=60)
+            resp = control.RunTest(req, timeout=bound(60))
         except grpc.RpcError as e:
             probe(f"forgery ({mode})", False, f"RunTest failed: {e.code().name} {e.details()}")
         if resp is not None:
