@@ -19,7 +19,7 @@ RevocationList::FileStamp RevocationList::stamp(const std::string& path) {
 }
 
 Result<std::shared_ptr<RevocationList>> RevocationList::open(const std::string& path,
-                                                            const std::string& ca_pem) {
+                                                             const std::string& ca_pem) {
   std::shared_ptr<RevocationList> list(new RevocationList(path, ca_pem));
   std::lock_guard<std::mutex> lock(list->mu_);
   GDR_RETURN_IF_ERROR(list->load());
@@ -64,12 +64,12 @@ Status RevocationList::check(const CertInfo& cert) {
   std::lock_guard<std::mutex> lock(mu_);
   refresh();
   if (serials_.count(cert.serial) == 0) return {};
-  return Status(Code::kPermissionDenied,
-                "the certificate of " + cert.identity.describe() + " (serial " + cert.serial +
-                    ") is revoked",
-                "issue a new certificate: `gdrmesh certs issue --role " +
-                    std::string(toString(cert.identity.role)) + " --name " + cert.identity.name +
-                    " --force`");
+  return Status(
+      Code::kPermissionDenied,
+      "the certificate of " + cert.identity.describe() + " (serial " + cert.serial + ") is revoked",
+      "issue a new certificate: `gdrmesh certs issue --role " +
+          std::string(toString(cert.identity.role)) + " --name " + cert.identity.name +
+          " --force`");
 }
 
 uint64_t RevocationList::generation() {

@@ -37,7 +37,8 @@ class RevocationList {
   size_t size();
 
  private:
-  RevocationList(std::string path, std::string ca_pem) : path_(std::move(path)), ca_pem_(std::move(ca_pem)) {}
+  RevocationList(std::string path, std::string ca_pem)
+      : path_(std::move(path)), ca_pem_(std::move(ca_pem)) {}
   struct FileStamp {
     ino_t inode = 0;
     int64_t mtime_ns = 0;
@@ -47,8 +48,8 @@ class RevocationList {
     }
   };
   static FileStamp stamp(const std::string& path);
-  Status load();     // mu_ held
-  void refresh();    // mu_ held
+  Status load();   // mu_ held
+  void refresh();  // mu_ held
 
   const std::string path_;
   const std::string ca_pem_;
