@@ -473,11 +473,12 @@ class StatusHttpServer::Impl {
 
  private:
   void routes() {
-    // Two threads per core, 8 to 32: dozens of readers (dashboards, scripts, people) are served
+    // One thread per core, 8 to 16: dozens of readers (dashboards, scripts, people) are served
     // in parallel, and a few slow clients (bounded by the timeouts below) cannot take them all.
     // With 4 threads, 40 concurrent readers on a 16-core host waited ~88 ms (median) for a
-    // static file (tests/fault/load/readers_load.sh).
-    const size_t threads = std::clamp<size_t>(2 * std::thread::hardware_concurrency(), 8, 32);
+    // static file; with 32, readers took half the running sweep's pace and doubled the peak
+    // RSS (tests/fault/load/readers_load.sh, docs/benchmarks.md).
+    const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 8, 16);
     server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     // Short keep-alive so that stop() does not wait long on idle browser connections.
     server_.set_keep_alive_timeout(1);
