@@ -226,6 +226,27 @@ Result<Ptr<X509>> makeCert(EVP_PKEY* key,
   return Result<Ptr<X509>>(std::move(cert));
 }
 
+// The CA folder of `certs init`: its certificate (PEM and parsed) and its key, which must match.
+struct CaFolder {
+  std::string pem;
+  Ptr<X509> cert;
+  Ptr<EVP_PKEY> key;
+};
+
+Result<CaFolder> loadCa(const std::string& dir) {
+  CaFolder f;
+  GDR_ASSIGN_OR_RETURN(f.pem, readFile(dir + "/ca.pem", "--dir: CA certificate"));
+  GDR_ASSIGN_OR_RETURN(std::string key_pem, readFile(dir + "/ca.key", "--dir: CA key"));
+  GDR_ASSIGN_OR_RETURN(f.cert, readCert(f.pem, dir + "/ca.pem"));
+  GDR_ASSIGN_OR_RETURN(f.key, readKey(key_pem, dir + "/ca.key"));
+  if (X509_check_private_key(f.cert.get(), f.key.get()) != 1) {
+    ERR_clear_error();
+    return invalidArgument("--dir " + dir + ": ca.key is not the key of ca.pem",
+                           "restore the CA folder written by `gdrmesh certs init`");
+  }
+  return f;
+}
+
 std::string serialHex(const ASN1_INTEGER* serial) {
   Ptr<BIGNUM> bn(ASN1_INTEGER_to_BN(serial, nullptr));
   if (!bn) return "";
@@ -398,15 +419,10 @@ Result<std::string> issueCertificate(const IssueOptions& o) {
                              "e.g. --san coord.example.com,10.0.0.5");
     }
   }
-  GDR_ASSIGN_OR_RETURN(std::string ca_pem, readFile(o.ca_dir + "/ca.pem", "--dir: CA certificate"));
-  GDR_ASSIGN_OR_RETURN(std::string ca_key_pem, readFile(o.ca_dir + "/ca.key", "--dir: CA key"));
-  GDR_ASSIGN_OR_RETURN(Ptr<X509> ca, readCert(ca_pem, o.ca_dir + "/ca.pem"));
-  GDR_ASSIGN_OR_RETURN(Ptr<EVP_PKEY> ca_key, readKey(ca_key_pem, o.ca_dir + "/ca.key"));
-  if (X509_check_private_key(ca.get(), ca_key.get()) != 1) {
-    ERR_clear_error();
-    return invalidArgument("--dir " + o.ca_dir + ": ca.key is not the key of ca.pem",
-                           "restore the CA folder written by `gdrmesh certs init`");
-  }
+  GDR_ASSIGN_OR_RETURN(CaFolder folder, loadCa(o.ca_dir));
+  const std::string& ca_pem = folder.pem;
+  X509* ca = folder.cert.get();
+  EVP_PKEY* ca_key = folder.key.get();
   const std::string out = o.out_dir.empty() ? o.ca_dir + "/" + o.name : o.out_dir;
   GDR_RETURN_IF_ERROR(makeDir(out, "--out"));
   const TlsPaths paths = tlsDirPaths(out);
@@ -430,8 +446,8 @@ Result<std::string> issueCertificate(const IssueOptions& o) {
       o.not_before_s ? *o.not_before_s : static_cast<int64_t>(std::time(nullptr)) - 300;
   GDR_ASSIGN_OR_RETURN(
       Ptr<X509> cert,
-      makeCert(key.get(), {{"O", "gdrmesh"}, {"OU", toString(o.role)}, {"CN", o.name}}, ca.get(),
-               ca_key.get(), start, o.days, exts));
+      makeCert(key.get(), {{"O", "gdrmesh"}, {"OU", toString(o.role)}, {"CN", o.name}}, ca, ca_key,
+               start, o.days, exts));
   GDR_RETURN_IF_ERROR(writeFile(paths.key, keyPem(key.get()), 0600));
   GDR_RETURN_IF_ERROR(writeFile(paths.cert, certPem(cert.get()), 0644));
   GDR_RETURN_IF_ERROR(writeFile(paths.ca, ca_pem, 0644));
@@ -462,19 +478,14 @@ Result<RevokedSerials> loadCrl(const std::string& crl_pem, const std::string& ca
 Result<RevokeOutcome> revokeCertificate(const RevokeOptions& o) {
   if (o.ca_dir.empty()) return invalidArgument("--dir: required (the CA folder of `certs init`)");
   if (o.days < 1) return invalidArgument("--days: must be >= 1");
-  GDR_ASSIGN_OR_RETURN(std::string ca_pem, readFile(o.ca_dir + "/ca.pem", "--dir: CA certificate"));
-  GDR_ASSIGN_OR_RETURN(std::string ca_key_pem, readFile(o.ca_dir + "/ca.key", "--dir: CA key"));
-  GDR_ASSIGN_OR_RETURN(Ptr<X509> ca, readCert(ca_pem, o.ca_dir + "/ca.pem"));
-  GDR_ASSIGN_OR_RETURN(Ptr<EVP_PKEY> ca_key, readKey(ca_key_pem, o.ca_dir + "/ca.key"));
-  if (X509_check_private_key(ca.get(), ca_key.get()) != 1) {
-    ERR_clear_error();
-    return invalidArgument("--dir " + o.ca_dir + ": ca.key is not the key of ca.pem",
-                           "restore the CA folder written by `gdrmesh certs init`");
-  }
+  GDR_ASSIGN_OR_RETURN(CaFolder folder, loadCa(o.ca_dir));
+  const std::string& ca_pem = folder.pem;
+  X509* ca = folder.cert.get();
+  EVP_PKEY* ca_key = folder.key.get();
   GDR_ASSIGN_OR_RETURN(std::string cert_pem, readFile(o.cert_file, "certificate"));
   GDR_ASSIGN_OR_RETURN(Ptr<X509> cert, readCert(cert_pem, o.cert_file));
   GDR_ASSIGN_OR_RETURN(CertInfo info, parseCertificate(cert_pem, o.cert_file));
-  EVP_PKEY* ca_pub = X509_get0_pubkey(ca.get());
+  EVP_PKEY* ca_pub = X509_get0_pubkey(ca);
   if (ca_pub == nullptr || X509_verify(cert.get(), ca_pub) != 1) {
     ERR_clear_error();
     return invalidArgument(o.cert_file + ": not issued by the CA in " + o.ca_dir,
@@ -485,7 +496,7 @@ Result<RevokeOutcome> revokeCertificate(const RevokeOptions& o) {
   out.revoked = info;
   Ptr<X509_CRL> crl(X509_CRL_new());
   if (!crl || X509_CRL_set_version(crl.get(), 1) != 1 ||
-      X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(ca.get())) != 1) {
+      X509_CRL_set_issuer_name(crl.get(), X509_get_subject_name(ca)) != 1) {
     return internalError("creating the revocation list failed: " + sslError());
   }
   // Keep what the list revoked before (it must be this CA's list).
@@ -520,7 +531,7 @@ Result<RevokeOutcome> revokeCertificate(const RevokeOptions& o) {
   Ptr<ASN1_TIME> next(ASN1_TIME_set(nullptr, now + static_cast<time_t>(o.days) * 86400));
   if (!last || !next || X509_CRL_set1_lastUpdate(crl.get(), last.get()) != 1 ||
       X509_CRL_set1_nextUpdate(crl.get(), next.get()) != 1 || X509_CRL_sort(crl.get()) != 1 ||
-      X509_CRL_sign(crl.get(), ca_key.get(), EVP_sha256()) <= 0) {
+      X509_CRL_sign(crl.get(), ca_key, EVP_sha256()) <= 0) {
     return internalError("signing the revocation list failed: " + sslError());
   }
   Ptr<BIO> bio(BIO_new(BIO_s_mem()));

@@ -15,7 +15,10 @@
 
 namespace gdrmesh {
 
-namespace {
+// A named namespace, not an anonymous one: SweepManager::Active (external linkage) holds one,
+// which GCC refuses (-Wsubobject-linkage) once the sanitizer legs' unity build includes this
+// file into another.
+namespace sweep_manager_detail {
 
 // Plan indexes, one bit each (a std::set<int> of a 1024-host sweep's 523,776 tests took
 // ~25 MB).
@@ -38,7 +41,9 @@ class PlanIndexSet {
   size_t size_ = 0;
 };
 
-}  // namespace
+}  // namespace sweep_manager_detail
+
+using sweep_manager_detail::PlanIndexSet;
 
 struct SweepManager::Active {
   std::string id;
