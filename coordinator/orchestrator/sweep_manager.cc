@@ -479,10 +479,15 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
     std::shared_ptr<std::function<void()>> tick = std::make_shared<std::function<void()>>();
     std::mutex tick_mu;
     Clock::TimerId timer = 0;
-    *tick = [&, tick] {
+    // A weak reference to itself: a strong one would be a cycle, and the function would leak.
+    std::weak_ptr<std::function<void()>> self = tick;
+    *tick = [&, self] {
       checkpoint(a, false);
       std::lock_guard<std::mutex> lock(tick_mu);
-      if (running.load()) timer = clock_.schedule(clock_.after(options_.checkpoint_seconds), *tick);
+      auto again = self.lock();
+      if (running.load() && again) {
+        timer = clock_.schedule(clock_.after(options_.checkpoint_seconds), *again);
+      }
     };
     {
       std::lock_guard<std::mutex> lock(tick_mu);
