@@ -829,19 +829,33 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
       return failedPrecondition(dir.string() + " is not a directory (database " + path + ")",
                                 "pass --db a path inside a directory");
     }
+    // Refused writes: EACCES from file modes; EPERM (an immutable file, which stops root too)
+    // and EROFS (a read-only mount) from the file system.
+    const auto refused = [](int e) { return e == EACCES || e == EPERM || e == EROFS; };
+    const std::string read_only_fix =
+        " (a read-only mount: remount it read-write; an immutable file: chattr -i)";
     // WAL creates <path>-wal and <path>-shm beside the database: the directory must be writable.
-    if (::access(dir.c_str(), W_OK | X_OK) != 0 && errno == EACCES) {
+    if (::access(dir.c_str(), W_OK | X_OK) != 0 && refused(errno)) {
+      const bool ro = errno != EACCES;
       return Status(Code::kPermissionDenied,
-                    "no write permission on directory " + dir.string() + " (database " + path +
-                        "; WAL mode creates " + path + "-wal and -shm there)",
-                    "run the coordinator as a user that can write " + dir.string() +
-                        " (chown/chmod), or pass --db a path in a writable directory");
+                    (ro ? "directory " + dir.string() + " is read-only"
+                        : "no write permission on directory " + dir.string()) +
+                        " (database " + path + "; WAL mode creates " + path +
+                        "-wal and -shm there)",
+                    ro ? "make " + dir.string() + " writable" + read_only_fix +
+                             ", or pass --db a path in a writable directory"
+                       : "run the coordinator as a user that can write " + dir.string() +
+                             " (chown/chmod), or pass --db a path in a writable directory");
     }
     if (fs::exists(fs::path(path), ec) && ::access(path.c_str(), R_OK | W_OK) != 0 &&
-        errno == EACCES) {
+        refused(errno)) {
+      const bool ro = errno != EACCES;
       return Status(
-          Code::kPermissionDenied, "no read/write permission on database " + path,
-          "chown/chmod " + path + " to the coordinator's user, or pass --db another file");
+          Code::kPermissionDenied,
+          ro ? "database " + path + " is read-only"
+             : "no read/write permission on database " + path,
+          ro ? "make " + path + " writable" + read_only_fix + ", or pass --db another file"
+             : "chown/chmod " + path + " to the coordinator's user, or pass --db another file");
     }
   }
 
@@ -917,6 +931,13 @@ Status SqliteStore::configure(const SqliteStoreOptions& options) {
   GDR_RETURN_IF_ERROR(execOnce(writer_, "set synchronous", "PRAGMA synchronous = NORMAL"));
   GDR_RETURN_IF_ERROR(execOnce(writer_, "set foreign_keys", "PRAGMA foreign_keys = ON"));
   GDR_RETURN_IF_ERROR(migrate(migrations));
+  // A database that opened but cannot be written (SQLite falls back to read-only when the file
+  // refuses O_RDWR) would accept tests and keep none of their results: one write now proves it
+  // can. PRAGMA takes no bound parameters; the value is our own integer constant.
+  if (latest > 0) {
+    GDR_RETURN_IF_ERROR(execOnce(writer_, "check that the database can be written",
+                                 "PRAGMA user_version = " + std::to_string(latest)));
+  }
   return openReader(options);
 }
 
@@ -1054,12 +1075,39 @@ void SqliteStore::rollbackQuietly() noexcept {
   (void)sqlite3_step(*s);
 }
 
+namespace {
+
+// True when the file system refuses writes to the database, its WAL or its directory (a
+// read-only mount, an immutable file, file modes). SQLite does not always keep the errno of a
+// failed write (sqlite3_system_errno can be 0 after an I/O error), so it is asked directly.
+bool writeRefused(const std::string& path) {
+  const auto refused = [](const std::string& p, int mode) {
+    return ::access(p.c_str(), mode) != 0 && (errno == EACCES || errno == EPERM || errno == EROFS);
+  };
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  return refused(path, W_OK) || refused(path + "-wal", W_OK) || refused(dir, W_OK | X_OK);
+}
+
+}  // namespace
+
 Status SqliteStore::error(const Conn& c, int rc, const std::string& what) const {
   const int primary = rc & 0xff;
   const std::string msg = sqlite3_errmsg(c.db.get());
   const int sys = sqlite3_system_errno(c.db.get());
   const std::string detail =
       what + ": " + msg + " [" + sqlite3_errstr(rc) + ", code " + std::to_string(rc) + "]";
+  if (primary == SQLITE_IOERR && (sys == EPERM || sys == EROFS || sys == EACCES ||
+                                  (path_ != ":memory:" && writeRefused(path_)))) {
+    // A write refused by the file system: read-only mount, immutable file, no permission.
+    return Status(Code::kPermissionDenied,
+                  "cannot write database " + path_ + " (" + detail +
+                      (sys != 0 ? std::string(": ") + std::strerror(sys) : std::string()) +
+                      "; the file system refuses writes)",
+                  "give the coordinator's user write access to " + path_ +
+                      " and its directory (a read-only mount or an immutable file: mount it "
+                      "read-write, chattr -i), or pass --db another file");
+  }
   if (primary == SQLITE_FULL || (primary == SQLITE_IOERR && sys == ENOSPC)) {
     return Status(Code::kResourceExhausted, "database disk is full: " + path_ + " (" + detail + ")",
                   "free space on the filesystem that holds " + path_ +
