@@ -144,6 +144,10 @@ Status validatePairTestSpec(const PairTestSpec& spec, const PairTestLimits& limi
   if (spec.tx_depth == 0 || spec.tx_depth > limits.max_tx_depth) {
     return invalidArgument("tx-depth: must be in 1.." + std::to_string(limits.max_tx_depth));
   }
+  if (spec.cq_moderation > limits.max_tx_depth) {
+    return invalidArgument("cq-mod: must be in 0.." + std::to_string(limits.max_tx_depth),
+                           "signal at least once per tx-depth sends");
+  }
   // Written so that NaN (a double from the wire) fails too.
   if (!(spec.duration_seconds >= 0 && spec.duration_seconds <= limits.max_seconds)) {
     return invalidArgument("duration: must be in 0..86400 s");
@@ -160,6 +164,64 @@ Status validatePairTestSpec(const PairTestSpec& spec, const PairTestLimits& limi
   }
   if (spec.bidirectional && spec.mode == Mode::kLatency) {
     return invalidArgument("bidir: applies to bandwidth tests", "drop --bidir or use --mode bw");
+  }
+  return {};
+}
+
+Status validateSideSpec(const SideSpec& side, const PairTestLimits& limits) {
+  const EndpointSpec& e = side.endpoint;
+  if (e.test_id.empty() || e.test_id.size() > limits.max_test_id) {
+    return invalidArgument("test_id: must be 1.." + std::to_string(limits.max_test_id) +
+                           " bytes (got " + std::to_string(e.test_id.size()) + ")");
+  }
+  // A bidirectional run uses two halves of the buffer, each up to the largest message.
+  const uint64_t max_buffer = 2 * limits.max_message_size;
+  if (e.buffer_size == 0 || e.buffer_size > max_buffer) {
+    return invalidArgument("buffer_size: must be in 1.." + std::to_string(max_buffer) +
+                           " bytes (got " + std::to_string(e.buffer_size) + ")");
+  }
+  if (e.num_qps == 0 || e.num_qps > limits.max_qps) {
+    return invalidArgument("num_qps: must be in 1.." + std::to_string(limits.max_qps));
+  }
+  if (e.tx_depth == 0 || e.tx_depth > limits.max_tx_depth) {
+    return invalidArgument("tx_depth: must be in 1.." + std::to_string(limits.max_tx_depth));
+  }
+  if (e.rx_depth == 0 || e.rx_depth > limits.max_rx_depth) {
+    return invalidArgument("rx_depth: must be in 1.." + std::to_string(limits.max_rx_depth));
+  }
+  if (e.inline_size > limits.max_inline) {
+    return invalidArgument("inline_size: must be in 0.." + std::to_string(limits.max_inline));
+  }
+  if (side.memory == MemoryKind::kCuda && (side.gpu < 0 || side.gpu > limits.max_gpu_index)) {
+    return invalidArgument("gpu: a cuda side needs a GPU index in 0.." +
+                           std::to_string(limits.max_gpu_index) + " (got " +
+                           std::to_string(side.gpu) + ")");
+  }
+  return {};
+}
+
+Status validateRunSpec(const RunSpec& run, const PairTestLimits& limits) {
+  if (run.message_size == 0 || run.message_size > limits.max_message_size) {
+    return invalidArgument("message_size: must be in 1.." +
+                           std::to_string(limits.max_message_size) + " bytes");
+  }
+  if (run.iterations > limits.max_iterations) {
+    return invalidArgument("iterations: must be at most " + std::to_string(limits.max_iterations));
+  }
+  if (run.warmup_iterations > limits.max_warmup_iterations) {
+    return invalidArgument("warmup_iterations: must be at most " +
+                           std::to_string(limits.max_warmup_iterations));
+  }
+  if (run.cq_moderation > limits.max_tx_depth) {
+    return invalidArgument("cq_moderation: must be at most " + std::to_string(limits.max_tx_depth));
+  }
+  // Written so that NaN (a double from the wire) fails too.
+  if (!(run.duration_seconds >= 0 && run.duration_seconds <= limits.max_seconds)) {
+    return invalidArgument("duration_seconds: must be in 0..86400");
+  }
+  // A run's timeout is the test's timeout plus its duration (PairTestSpec::runTimeoutSeconds).
+  if (!(run.timeout_seconds >= 0 && run.timeout_seconds <= 2 * limits.max_seconds)) {
+    return invalidArgument("timeout_seconds: must be in 0..172800");
   }
   return {};
 }

@@ -3,6 +3,7 @@
 // that need no inventory are defined here, once; proto/convert is the only translator.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -109,11 +110,22 @@ struct PairTestLimits {
   uint32_t max_tx_depth = 8192;
   uint32_t max_inline = 4096;
   double max_seconds = 86400;
+  // Worker side only (validateSideSpec): what the coordinator derives, never asked for.
+  uint32_t max_rx_depth = 16384;
+  size_t max_test_id = 256;
+  int max_gpu_index = 1023;
 };
 
 // Rules that need no inventory: sizes, counts, combinations. The message names the field
 // (as the CLI spells it) and the fix.
 Status validatePairTestSpec(const PairTestSpec& spec, const PairTestLimits& limits);
+
+// What a worker accepts from its coordinator for one side of a test and one run. The
+// coordinator checked the whole test with validatePairTestSpec; a worker still refuses what no
+// valid test can ask for (defence in depth against a confused or hostile peer of the control
+// plane: a 2^60-byte buffer, 10^6 queue pairs, a NaN timeout). Errors name the field.
+Status validateSideSpec(const SideSpec& side, const PairTestLimits& limits);
+Status validateRunSpec(const RunSpec& run, const PairTestLimits& limits);
 
 // Options a transport ignores, as a note for the record ("--inline ignored by emulated"), or
 // a refusal: an option the chosen transport cannot honour is refused up front.

@@ -11,6 +11,7 @@
 #include "convert.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
 #include "security/grpc_tls.h"
+#include "worker/service/command_handler.h"
 #include "worker/service/command_pool.h"
 
 namespace gdrmesh {
@@ -146,6 +147,11 @@ void execute(const WorkerOptions& options, SessionManager& sessions,
 }
 
 }  // namespace
+
+void executeCommand(const WorkerOptions& options, SessionManager& sessions,
+                    const pb::CoordinatorCommand& cmd, pb::CommandReply* reply) {
+  execute(options, sessions, cmd, reply);
+}
 
 // One live stream to the coordinator; replies are written under a mutex since commands run
 // on the pools' threads.

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/pair_spec.h"
 #include "common/pattern.h"
 
 namespace gdrmesh {
@@ -230,6 +231,10 @@ Result<PreparedEndpoint> SessionManager::prepareOnly(const SessionSpec& spec) {
 Result<PreparedEndpoint> SessionManager::prepare(const SessionSpec& spec,
                                                  const PrepareExtras& extras) {
   const std::string& id = spec.endpoint.test_id;
+  GDR_RETURN_IF_ERROR(validateSideSpec(spec, PairTestLimits{}).withContext("prepare"));
+  if (extras.arm) {
+    GDR_RETURN_IF_ERROR(validateRunSpec(*extras.arm, PairTestLimits{}).withContext("prepare: arm"));
+  }
   if (extras.arm && !extras.peer) {
     return invalidArgument("test " + id + ": prepare with `arm` needs `peer`",
                            "send the peer's endpoint with the run to arm");
@@ -316,6 +321,7 @@ Result<uint32_t> SessionManager::connect(const std::string& test_id, const Endpo
 }
 
 Result<Measurement> SessionManager::run(const std::string& test_id, const RunSpec& spec) {
+  GDR_RETURN_IF_ERROR(validateRunSpec(spec, PairTestLimits{}).withContext("run"));
   auto s = find(test_id);
   if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
   {
@@ -354,6 +360,7 @@ Result<VerifyOutcome> SessionManager::verify(const std::string& test_id, uint64_
 }
 
 Status SessionManager::arm(const std::string& test_id, const RunSpec& spec) {
+  GDR_RETURN_IF_ERROR(validateRunSpec(spec, PairTestLimits{}).withContext("arm"));
   auto s = find(test_id);
   if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
   if (!s->connected.load()) {
@@ -385,6 +392,9 @@ Result<SideOutcome> SessionManager::finish(const std::string& test_id, const Fin
   auto s = find(test_id);
   if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
   auto result = [&]() -> Result<SideOutcome> {
+    if (!(spec.timeout_seconds >= 0 && spec.timeout_seconds <= PairTestLimits{}.max_seconds)) {
+      return invalidArgument("finish: timeout_seconds: must be in 0..86400");
+    }
     Result<Measurement> m = Status(Code::kInternal, "unset");
     {
       std::unique_lock<std::mutex> lock(s->arm_mu);
@@ -426,6 +436,7 @@ Result<SideOutcome> SessionManager::start(const std::string& test_id, const Star
   auto s = find(test_id);
   if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
   auto result = [&]() -> Result<SideOutcome> {
+    GDR_RETURN_IF_ERROR(validateRunSpec(spec.run, PairTestLimits{}).withContext("start"));
     SideOutcome out;
     GDR_ASSIGN_OR_RETURN(out.path_mtu, s->connect(spec.peer));
     GDR_ASSIGN_OR_RETURN(out.measurement, s->run(spec.run));

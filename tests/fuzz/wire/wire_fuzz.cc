@@ -7,8 +7,10 @@
 // sweep spec).
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 
+#include "common/limits.h"
 #include "coordinator/service/sweep_convert.h"
 #include "gdrmesh/v1/gdrmesh.pb.h"
 #include "proto/convert.h"
@@ -46,9 +48,23 @@ void convertCommand(const pb::CoordinatorCommand& cmd) {
 // What the coordinator converts from a worker's message (coordinator/service/).
 void convertWorkerMessage(const pb::WorkerMessage& msg) {
   switch (msg.msg_case()) {
-    case pb::WorkerMessage::kRegister:
-      (void)fromProto(msg.register_().inventory());
+    case pb::WorkerMessage::kRegister: {
+      // As the coordinator's Register handler: convert, then the registration limits; a
+      // registration they accept has a valid name, and its text cleaned for a terminal holds
+      // no control character.
+      const auto& reg = msg.register_();
+      gdrmesh::Inventory inv = fromProto(reg.inventory());
+      std::map<std::string, std::string> labels(reg.labels().begin(), reg.labels().end());
+      if (gdrmesh::checkRegistration(reg.name(), inv, labels).ok()) {
+        if (!gdrmesh::validWorkerName(reg.name())) std::abort();
+        for (const std::string& text : {inv.hostname, reg.name()}) {
+          for (unsigned char c : gdrmesh::cleanText(text)) {
+            if (c < 0x20 || c == 0x7f) std::abort();
+          }
+        }
+      }
       break;
+    }
     case pb::WorkerMessage::kReply: {
       const auto& r = msg.reply();
       (void)fromProto(r.status());

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <vector>
 
 namespace gdrmesh {
 namespace {
@@ -104,6 +105,104 @@ TEST(ValidatePairTestSpec, NanOrInfiniteDurationAndTimeoutAreRefused) {
     st = validatePairTestSpec(t, PairTestLimits{});
     EXPECT_EQ(st.code(), Code::kInvalidArgument) << bad;
     EXPECT_NE(st.message().find("timeout"), std::string::npos) << st.message();
+  }
+}
+
+TEST(ValidatePairTestSpec, CqModerationAboveTheTxDepthLimitIsRefused) {
+  PairTestSpec spec;
+  spec.initiator.worker = "a";
+  spec.target.worker = "b";
+  spec.cq_moderation = PairTestLimits{}.max_tx_depth;
+  EXPECT_TRUE(validatePairTestSpec(spec, PairTestLimits{}).ok());
+  spec.cq_moderation += 1;
+  Status st = validatePairTestSpec(spec, PairTestLimits{});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_EQ(st.message().rfind("cq-mod: ", 0), 0u) << st.message();
+}
+
+// The worker's own check of what its coordinator sends (defence in depth).
+SideSpec goodSide() {
+  SideSpec s;
+  s.endpoint.test_id = "t-1";
+  s.endpoint.buffer_size = 64 * 1024;
+  return s;
+}
+
+TEST(ValidateSideSpec, AcceptsWhatAValidTestDerivesAndNamesTheFieldOfEachRefusal) {
+  const PairTestLimits lim;
+  EXPECT_TRUE(validateSideSpec(goodSide(), lim).ok());
+  SideSpec big = goodSide();
+  big.endpoint.buffer_size = 2 * lim.max_message_size;  // a bidirectional run of the largest size
+  EXPECT_TRUE(validateSideSpec(big, lim).ok());
+  struct Case {
+    const char* field;
+    void (*mutate)(SideSpec&);
+  };
+  const Case cases[] = {
+      {"test_id", [](SideSpec& s) { s.endpoint.test_id.clear(); }},
+      {"test_id", [](SideSpec& s) { s.endpoint.test_id.assign(257, 'x'); }},
+      {"buffer_size", [](SideSpec& s) { s.endpoint.buffer_size = 0; }},
+      {"buffer_size", [](SideSpec& s) { s.endpoint.buffer_size = 1ULL << 60; }},
+      {"num_qps", [](SideSpec& s) { s.endpoint.num_qps = 0; }},
+      {"num_qps", [](SideSpec& s) { s.endpoint.num_qps = 1'000'000; }},
+      {"tx_depth", [](SideSpec& s) { s.endpoint.tx_depth = 0; }},
+      {"rx_depth", [](SideSpec& s) { s.endpoint.rx_depth = 1u << 30; }},
+      {"inline_size", [](SideSpec& s) { s.endpoint.inline_size = 1u << 20; }},
+      {"gpu",
+       [](SideSpec& s) {
+         s.memory = MemoryKind::kCuda;
+         s.gpu = -1;
+       }},
+      {"gpu",
+       [](SideSpec& s) {
+         s.memory = MemoryKind::kCuda;
+         s.gpu = 5000;
+       }},
+  };
+  for (const Case& c : cases) {
+    SideSpec s = goodSide();
+    c.mutate(s);
+    Status st = validateSideSpec(s, lim);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << c.field;
+    EXPECT_EQ(st.message().rfind(std::string(c.field) + ": ", 0), 0u) << st.message();
+  }
+}
+
+TEST(ValidateRunSpec, RefusesSizesCountsAndNonFiniteTimes) {
+  const PairTestLimits lim;
+  RunSpec ok;
+  ok.message_size = 4096;
+  EXPECT_TRUE(validateRunSpec(ok, lim).ok());
+  ok.timeout_seconds = 2 * lim.max_seconds;  // the longest test's timeout plus its duration
+  ok.duration_seconds = lim.max_seconds;
+  EXPECT_TRUE(validateRunSpec(ok, lim).ok());
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    const char* field;
+    RunSpec r;
+  };
+  std::vector<Case> cases;
+  auto add = [&](const char* f, auto mutate) {
+    RunSpec r;
+    r.message_size = 4096;
+    mutate(r);
+    cases.push_back({f, r});
+  };
+  add("message_size", [](RunSpec& r) { r.message_size = 0; });
+  add("message_size", [&](RunSpec& r) { r.message_size = lim.max_message_size + 1; });
+  add("iterations", [&](RunSpec& r) { r.iterations = lim.max_iterations + 1; });
+  add("warmup_iterations",
+      [&](RunSpec& r) { r.warmup_iterations = lim.max_warmup_iterations + 1; });
+  add("cq_moderation", [&](RunSpec& r) { r.cq_moderation = lim.max_tx_depth + 1; });
+  add("duration_seconds", [&](RunSpec& r) { r.duration_seconds = nan; });
+  add("duration_seconds", [&](RunSpec& r) { r.duration_seconds = -1; });
+  add("timeout_seconds", [&](RunSpec& r) { r.timeout_seconds = nan; });
+  add("timeout_seconds", [&](RunSpec& r) { r.timeout_seconds = inf; });
+  for (const Case& c : cases) {
+    Status st = validateRunSpec(c.r, lim);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << c.field;
+    EXPECT_EQ(st.message().rfind(std::string(c.field) + ": ", 0), 0u) << st.message();
   }
 }
 

@@ -9,11 +9,13 @@
 #include <chrono>
 #include <cstring>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/pair_spec.h"
 #include "common/pattern.h"
 #include "worker/transport/emulated/emulated_transport.h"
 
@@ -327,6 +329,32 @@ TEST(SessionTest, ArgumentsAreChecked) {
   EXPECT_EQ(w.sessions.verify("ok", 0).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(w.sessions.verify("ok", 65).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(w.sessions.active(), 1u);
+}
+
+TEST(SessionTest, WhatNoValidTestAsksForIsRefusedBeforeAnythingIsAllocated) {
+  Worker w;
+  // A buffer of 2^60 bytes would be an allocation failure at best; it is refused by its field.
+  auto huge = w.sessions.prepare(sessionSpec("huge", Role::kTarget, Op::kWrite, 1ULL << 60));
+  EXPECT_EQ(huge.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(huge.status().message().find("buffer_size"), std::string::npos)
+      << huge.status().message();
+  SessionSpec qps = sessionSpec("qps", Role::kTarget, Op::kWrite, 4096);
+  qps.endpoint.num_qps = 1'000'000;
+  EXPECT_NE(w.sessions.prepare(qps).status().message().find("num_qps"), std::string::npos);
+  EXPECT_EQ(w.sessions.active(), 0u);
+  ASSERT_TRUE(w.sessions.prepare(sessionSpec("ok", Role::kTarget, Op::kWrite, 4096)).ok());
+  RunSpec nan = runSpec(4096);
+  nan.timeout_seconds = std::numeric_limits<double>::quiet_NaN();
+  auto r = w.sessions.run("ok", nan);
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("timeout_seconds"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(w.sessions.arm("ok", nan).code(), Code::kInvalidArgument);
+  StartSpec start;
+  start.run = nan;
+  auto st = w.sessions.start("ok", start);
+  EXPECT_EQ(st.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(w.sessions.active(), 0u) << "start releases its session on every outcome";
 }
 
 TEST(SessionTest, DuplicatePrepareIsRefusedAndKeepsTheFirstSession) {
@@ -775,7 +803,7 @@ TEST_F(LeanTest, FinishTimesOutWhenTheInitiatorNeverStartsAndReleases) {
 
 TEST_F(LeanTest, PeerAbortingMidRunEndsTheArmedRunPromptly) {
   const uint64_t size = 4096;
-  RunSpec endless = runSpec(size, 1'000'000'000ULL, 60);
+  RunSpec endless = runSpec(size, PairTestLimits{}.max_iterations, 60);  // the most a worker takes
   ASSERT_TRUE(prepareLean("lean-abort", Op::kSend, size, endless));
   auto start = std::async(std::launch::async, [&] {
     return a_.sessions.start("lean-abort", startSpec(Op::kSend, size, endless));
