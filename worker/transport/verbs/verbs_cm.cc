@@ -129,14 +129,33 @@ Status VerbsEndpointImpl::createCmQp(rdma_cm_id* id, size_t q) {
   return Status();
 }
 
-// Initiator: per QP resolve address and route, create the QP, connect (private data: the QP
-// index). Target: accept num_qps connection requests, placing each at the index it carries.
+rdma_conn_param VerbsEndpointImpl::cmConnParam() const {
+  rdma_conn_param param{};
+  param.responder_resources = static_cast<uint8_t>(rd_atomic_);
+  param.initiator_depth = static_cast<uint8_t>(rd_atomic_);
+  param.retry_count = 7;
+  param.rnr_retry_count = 7;
+  return param;
+}
+
 // Outstanding reads are negotiated through the connection parameters (min of both sides).
 Status VerbsEndpointImpl::connectCm(const EndpointDesc& peer) {
   const uint64_t deadline = nowNs() + static_cast<uint64_t>(kCmConnectSeconds * 1e9);
+  qps_.assign(spec_.num_qps, nullptr);
+  GDR_RETURN_IF_ERROR(spec_.role == Role::kInitiator ? connectCmInitiator(peer, deadline)
+                                                     : acceptCm(deadline));
+  // The path MTU rdma_cm chose (from the route), for pathMtu().
+  ibv_qp_attr qa{};
+  ibv_qp_init_attr qi{};
+  if (ibv_query_qp(qps_[0], &qa, IBV_QP_PATH_MTU, &qi) == 0) {
+    path_mtu_ = mtuEnumToBytes(qa.path_mtu);
+  }
+  return Status();
+}
+
+// Per QP: resolve address and route, create the QP, connect (private data: the QP index).
+Status VerbsEndpointImpl::connectCmInitiator(const EndpointDesc& peer, uint64_t deadline) {
   const size_t nq = spec_.num_qps;
-  qps_.assign(nq, nullptr);
-  auto eventName = [](const rdma_cm_event* ev) { return std::string(rdma_event_str(ev->event)); };
   // Waits for `want` on `id`; other events are errors.
   auto expect = [&](rdma_cm_id* id, rdma_cm_event_type want, const char* what) -> Status {
     GDR_ASSIGN_OR_RETURN(rdma_cm_event * ev, nextCmEvent(deadline, what));
@@ -144,7 +163,7 @@ Status VerbsEndpointImpl::connectCm(const EndpointDesc& peer) {
       rdma_ack_cm_event(ev);
       return Status();
     }
-    const std::string got = eventName(ev);
+    const std::string got = rdma_event_str(ev->event);
     const int status = ev->status;
     rdma_ack_cm_event(ev);
     return unavailable("rdma_cm on " + dev_ + ": " + got + " (status " + std::to_string(status) +
@@ -153,100 +172,93 @@ Status VerbsEndpointImpl::connectCm(const EndpointDesc& peer) {
                        "check the peer's address and port, that it listens (use_rdma_cm on "
                        "both sides) and the route between the two (ip route get)");
   };
-  rdma_conn_param param{};
-  param.responder_resources = static_cast<uint8_t>(rd_atomic_);
-  param.initiator_depth = static_cast<uint8_t>(rd_atomic_);
-  param.retry_count = 7;
-  param.rnr_retry_count = 7;
-
-  if (spec_.role == Role::kInitiator) {
-    if (peer.tcp_host.empty() || peer.tcp_port == 0 || peer.tcp_port > 65535) {
-      return invalidArgument("peer " + peer.device + " published no rdma_cm address (" +
-                                 peer.tcp_host + ":" + std::to_string(peer.tcp_port) + ")",
-                             "set use_rdma_cm on both sides");
-    }
-    sockaddr_in dst{};
-    dst.sin_family = AF_INET;
-    dst.sin_port = htons(static_cast<uint16_t>(peer.tcp_port));
-    if (inet_pton(AF_INET, peer.tcp_host.c_str(), &dst.sin_addr) != 1) {
-      return invalidArgument("peer " + peer.device + " sent an unreadable rdma_cm address '" +
-                             peer.tcp_host + "'");
-    }
-    for (size_t q = 0; q < nq; ++q) {
-      rdma_cm_id* id = cm_ids_[q].get();
-      if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), kCmResolveMs)) {
-        return callError("rdma_resolve_addr(" + peer.tcp_host + ")", errno, dev_);
-      }
-      GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ADDR_RESOLVED, "resolving the address"));
-      if (id->verbs != vctx_) {
-        return failedPrecondition("rdma_cm on " + dev_ + ": the route from " + cm_ip_ + " to " +
-                                      peer.tcp_host + " leaves through another RDMA device",
-                                  "check `ip route get " + peer.tcp_host + " from " + cm_ip_ +
-                                      "` (two devices in one namespace need policy routing)");
-      }
-      if (rdma_resolve_route(id, kCmResolveMs)) {
-        return callError("rdma_resolve_route(" + peer.tcp_host + ")", errno, dev_);
-      }
-      GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ROUTE_RESOLVED, "resolving the route"));
-      GDR_RETURN_IF_ERROR(createCmQp(id, q));
-      const uint32_t index = static_cast<uint32_t>(q);
-      param.private_data = &index;
-      param.private_data_len = sizeof(index);
-      if (rdma_connect(id, &param)) {
-        return callError("rdma_connect(" + peer.tcp_host + ")", errno, dev_);
-      }
-      GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ESTABLISHED, "connecting"));
-    }
-  } else {
-    // Requests and ESTABLISHED events interleave (the initiator connects one QP at a time).
-    cm_ids_.resize(nq);
-    size_t accepted = 0, established = 0;
-    while (accepted < nq || established < nq) {
-      GDR_ASSIGN_OR_RETURN(rdma_cm_event * ev,
-                           nextCmEvent(deadline, "waiting for the initiator's connections"));
-      if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
-        rdma_ack_cm_event(ev);
-        ++established;
-        continue;
-      }
-      if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
-        const std::string got = eventName(ev);
-        const int status = ev->status;
-        rdma_ack_cm_event(ev);
-        return unavailable("rdma_cm on " + dev_ + ": " + got + " (status " +
-                               std::to_string(status) + ") while accepting connections on " +
-                               cm_ip_ + ":" + std::to_string(local_.tcp_port),
-                           "check the initiator's result and the route between the two");
-      }
-      rdma_cm_id* child = ev->id;
-      uint32_t index = UINT32_MAX;
-      if (ev->param.conn.private_data && ev->param.conn.private_data_len >= sizeof(index)) {
-        std::memcpy(&index, ev->param.conn.private_data, sizeof(index));
-      }
-      const uint8_t their_init = ev->param.conn.initiator_depth;
-      const uint8_t their_resp = ev->param.conn.responder_resources;
-      rdma_ack_cm_event(ev);
-      if (index >= nq || cm_ids_[index]) {
-        rdma_reject(child, nullptr, 0);
-        rdma_destroy_id(child);
-        return invalidArgument("rdma_cm on " + dev_ + ": connection request for QP index " +
-                                   std::to_string(index) + " of " + std::to_string(nq),
-                               "both sides must use the same num_qps");
-      }
-      cm_ids_[index].reset(child);
-      GDR_RETURN_IF_ERROR(createCmQp(child, index));
-      rdma_conn_param acc = param;
-      acc.responder_resources = std::min<uint8_t>(param.responder_resources, their_init);
-      acc.initiator_depth = std::min<uint8_t>(param.initiator_depth, their_resp);
-      if (rdma_accept(child, &acc)) return callError("rdma_accept", errno, dev_);
-      ++accepted;
-    }
+  rdma_conn_param param = cmConnParam();
+  if (peer.tcp_host.empty() || peer.tcp_port == 0 || peer.tcp_port > 65535) {
+    return invalidArgument("peer " + peer.device + " published no rdma_cm address (" +
+                               peer.tcp_host + ":" + std::to_string(peer.tcp_port) + ")",
+                           "set use_rdma_cm on both sides");
   }
-  // The path MTU rdma_cm chose (from the route), for pathMtu().
-  ibv_qp_attr qa{};
-  ibv_qp_init_attr qi{};
-  if (ibv_query_qp(qps_[0], &qa, IBV_QP_PATH_MTU, &qi) == 0) {
-    path_mtu_ = mtuEnumToBytes(qa.path_mtu);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(static_cast<uint16_t>(peer.tcp_port));
+  if (inet_pton(AF_INET, peer.tcp_host.c_str(), &dst.sin_addr) != 1) {
+    return invalidArgument("peer " + peer.device + " sent an unreadable rdma_cm address '" +
+                           peer.tcp_host + "'");
+  }
+  for (size_t q = 0; q < nq; ++q) {
+    rdma_cm_id* id = cm_ids_[q].get();
+    if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), kCmResolveMs)) {
+      return callError("rdma_resolve_addr(" + peer.tcp_host + ")", errno, dev_);
+    }
+    GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ADDR_RESOLVED, "resolving the address"));
+    if (id->verbs != vctx_) {
+      return failedPrecondition("rdma_cm on " + dev_ + ": the route from " + cm_ip_ + " to " +
+                                    peer.tcp_host + " leaves through another RDMA device",
+                                "check `ip route get " + peer.tcp_host + " from " + cm_ip_ +
+                                    "` (two devices in one namespace need policy routing)");
+    }
+    if (rdma_resolve_route(id, kCmResolveMs)) {
+      return callError("rdma_resolve_route(" + peer.tcp_host + ")", errno, dev_);
+    }
+    GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ROUTE_RESOLVED, "resolving the route"));
+    GDR_RETURN_IF_ERROR(createCmQp(id, q));
+    const uint32_t index = static_cast<uint32_t>(q);
+    param.private_data = &index;
+    param.private_data_len = sizeof(index);
+    if (rdma_connect(id, &param)) {
+      return callError("rdma_connect(" + peer.tcp_host + ")", errno, dev_);
+    }
+    GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ESTABLISHED, "connecting"));
+  }
+  return Status();
+}
+
+// Accepts num_qps connection requests, placing each at the QP index it carries.
+Status VerbsEndpointImpl::acceptCm(uint64_t deadline) {
+  const size_t nq = spec_.num_qps;
+  const rdma_conn_param param = cmConnParam();
+  // Requests and ESTABLISHED events interleave (the initiator connects one QP at a time).
+  cm_ids_.resize(nq);
+  size_t accepted = 0, established = 0;
+  while (accepted < nq || established < nq) {
+    GDR_ASSIGN_OR_RETURN(rdma_cm_event * ev,
+                         nextCmEvent(deadline, "waiting for the initiator's connections"));
+    if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
+      rdma_ack_cm_event(ev);
+      ++established;
+      continue;
+    }
+    if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+      const std::string got = rdma_event_str(ev->event);
+      const int status = ev->status;
+      rdma_ack_cm_event(ev);
+      return unavailable("rdma_cm on " + dev_ + ": " + got + " (status " + std::to_string(status) +
+                             ") while accepting connections on " + cm_ip_ + ":" +
+                             std::to_string(local_.tcp_port),
+                         "check the initiator's result and the route between the two");
+    }
+    rdma_cm_id* child = ev->id;
+    uint32_t index = UINT32_MAX;
+    if (ev->param.conn.private_data && ev->param.conn.private_data_len >= sizeof(index)) {
+      std::memcpy(&index, ev->param.conn.private_data, sizeof(index));
+    }
+    const uint8_t their_init = ev->param.conn.initiator_depth;
+    const uint8_t their_resp = ev->param.conn.responder_resources;
+    rdma_ack_cm_event(ev);
+    if (index >= nq || cm_ids_[index]) {
+      rdma_reject(child, nullptr, 0);
+      rdma_destroy_id(child);
+      return invalidArgument("rdma_cm on " + dev_ + ": connection request for QP index " +
+                                 std::to_string(index) + " of " + std::to_string(nq),
+                             "both sides must use the same num_qps");
+    }
+    cm_ids_[index].reset(child);
+    GDR_RETURN_IF_ERROR(createCmQp(child, index));
+    rdma_conn_param acc = param;
+    acc.responder_resources = std::min<uint8_t>(param.responder_resources, their_init);
+    acc.initiator_depth = std::min<uint8_t>(param.initiator_depth, their_resp);
+    if (rdma_accept(child, &acc)) return callError("rdma_accept", errno, dev_);
+    ++accepted;
   }
   return Status();
 }

@@ -92,6 +92,9 @@ class VerbsEndpointImpl final : public VerbsEndpoint {
   // verbs_cm.cc
   Status initCm();
   Status connectCm(const EndpointDesc& peer);
+  Status connectCmInitiator(const EndpointDesc& peer, uint64_t deadline_ns);
+  Status acceptCm(uint64_t deadline_ns);
+  rdma_conn_param cmConnParam() const;
   Status createCmQp(rdma_cm_id* id, size_t q);
   // Waits for the next event on the rdma_cm channel (abort and deadline aware). The caller acks.
   Result<rdma_cm_event*> nextCmEvent(uint64_t deadline_ns, const char* what);
