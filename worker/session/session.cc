@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/pattern.h"
+#include "worker/transport/fault_injection.h"
 
 namespace gdrmesh {
 namespace {
@@ -87,7 +88,10 @@ struct SessionManager::Session {
   Result<uint32_t> connect(const EndpointDesc& peer) {
     GDR_RETURN_IF_ERROR(endpoint->connect(peer));
     if (spec.invalidate_remote_key && spec.endpoint.role == Role::kTarget) {
-      GDR_RETURN_IF_ERROR(endpoint->invalidateRemoteAccessForTest());
+      FaultInjectable* faults = faultInjection(*endpoint);
+      if (!faults)
+        return unimplemented("remote-key invalidation is not supported by this transport");
+      GDR_RETURN_IF_ERROR(faults->invalidateRemoteAccess());
     }
     if (mirror && isSource(spec.endpoint.op, spec.endpoint.role)) {
       // Source side of the staged path: GPU -> host mirror before anything is sent.

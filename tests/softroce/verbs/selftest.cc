@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "common/pattern.h"
+#include "worker/transport/fault_injection.h"
 #include "worker/transport/verbs/verbs_transport.h"
 
 namespace gdrmesh {
@@ -156,7 +157,7 @@ enum class Fault {
   kDeregMid,        // target deregisters its MR during the run
   kAbort,           // another initiator thread calls abort()
   kPeerSilent,      // target never runs its side: the initiator must time out
-  kInvalidate,      // target calls invalidateRemoteAccessForTest() after connect
+  kInvalidate,      // target calls invalidateRemoteAccess() after connect
 };
 
 struct Case {
@@ -343,7 +344,9 @@ Outcome runSide(const Case& c, Role role, Channel& ch, const Options& opt, uint6
   o.status = exchange(ep->connect(peer));
   if (!o.status.ok()) return o;
   if (!initiator && c.fault == Fault::kInvalidate) {
-    o.status = exchange(ep->invalidateRemoteAccessForTest());
+    FaultInjectable* faults = faultInjection(*ep);
+    o.status = exchange(faults ? faults->invalidateRemoteAccess()
+                               : internalError("the verbs endpoint offers no fault injection"));
     if (!o.status.ok()) return o;
   } else if (c.fault == Fault::kInvalidate) {
     o.status = exchange(Status());
@@ -382,7 +385,8 @@ Outcome runSide(const Case& c, Role role, Channel& ch, const Options& opt, uint6
     // Fault injection during the initiator's (duration) run: a delay is the point here.
     std::this_thread::sleep_for(std::chrono::milliseconds(400));
     if (c.fault == Fault::kDeregMid) {
-      ep->deregisterForFaultTest();
+      FaultInjectable* faults = faultInjection(*ep);
+      if (faults) static_cast<void>(faults->invalidateRemoteAccess());
     } else {
       shell("/usr/bin/ip link set " + opt.down_if + " down");
     }

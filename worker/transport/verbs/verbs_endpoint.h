@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "worker/transport/fault_injection.h"
 #include "worker/transport/verbs/verbs_errors.h"
 #include "worker/transport/verbs/verbs_objects.h"
 #include "worker/transport/verbs/verbs_registration.h"
@@ -26,7 +27,7 @@
 
 namespace gdrmesh::verbs {
 
-class VerbsEndpointImpl final : public VerbsEndpoint {
+class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
  public:
   VerbsEndpointImpl(const EndpointSpec& spec, Buffer& buffer, MrRegistrar& registrar,
                     std::string sysfs_root, uint32_t max_rd_atomic)
@@ -53,9 +54,9 @@ class VerbsEndpointImpl final : public VerbsEndpoint {
 
   int gidIndex() const override { return gid_index_; }
   const std::string& registrationAttempts() const override { return reg_.attempts; }
-  void deregisterForFaultTest() override { static_cast<void>(deregisterMr()); }
   uint32_t rdAtomic() const override { return rd_atomic_; }
-  Status invalidateRemoteAccessForTest() override { return deregisterMr(); }
+  // Deregisters the MR now (the QPs stay up).
+  Status invalidateRemoteAccess() override { return deregisterMr(); }
 
  private:
   // Latency loops signal every kLatSignal-th send (below the smallest tx_depth we allow in
