@@ -63,8 +63,9 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   // practice: the send queue never fills with unreaped work requests).
   static constexpr uint64_t kLatSignal = 16;
 
+  // Marks the endpoint broken when `s` is an error (only destruction remains then).
   Status fail(Status s) {
-    broken_ = true;
+    if (!s.ok()) broken_ = true;
     return s;
   }
   Status deregisterMr();
