@@ -68,7 +68,8 @@ Options:
   -h, --help        this text
 
 Environment: GDRMESH_VM_CACHE (default ~/.cache/gdrmesh-vm) caches the kernel;
-GDRMESH_VM_KERNEL_PKG overrides the kernel package (e.g. linux-image-6.1.0-56-amd64).
+GDRMESH_VM_KERNEL_PKG overrides the kernel package (e.g. linux-image-6.1.0-56-amd64);
+GDRMESH_VM_ACCEL=tcg|kvm forces the accelerator (default: KVM when qemu can start on it).
 Exit codes: guest script's code (0..127), 2 setup error, 124 timeout,
 125 guest died without a verdict (see WORKDIR/console.log).
 EOF
@@ -595,8 +596,30 @@ cat "$BASE" "$WORKDIR/run.cpio.gz" >"$INITRD"
 T_BUILT=$(date +%s.%N)
 
 # ---------------------------------------------------------------- boot
+# KVM when /dev/kvm is usable AND qemu can start a vCPU on it: inside some VMs /dev/kvm exists
+# but qemu aborts at once ("failed to set MSR 0x10a"); a paused 2-second start tells. A qemu
+# that is still up when the probe's timeout ends (124) is a working KVM.
+# GDRMESH_VM_ACCEL=tcg|kvm skips the probe.
 ACCEL=(-accel tcg)
-if [[ -r /dev/kvm && -w /dev/kvm ]]; then ACCEL=(-accel kvm -cpu host); fi
+case "${GDRMESH_VM_ACCEL:-auto}" in
+    tcg) ;;
+    kvm) ACCEL=(-accel kvm -cpu host) ;;
+    *)
+        if [[ -r /dev/kvm && -w /dev/kvm ]]; then
+            # (in a command substitution: the shell's "Aborted" notice stays off the log)
+            probe_rc=$({
+                timeout 2 "$QEMU" -accel kvm -cpu host -display none -S -nodefaults -m 64 \
+                    </dev/null >/dev/null 2>&1
+                echo $?
+            } 2>/dev/null)
+            if [[ $probe_rc -eq 124 ]]; then
+                ACCEL=(-accel kvm -cpu host)
+            else
+                log "/dev/kvm is present but qemu cannot use it (probe exit $probe_rc): TCG"
+            fi
+        fi
+        ;;
+esac
 CONSOLE="$WORKDIR/console.log"
 : >"$CONSOLE"
 log "booting kernel $KVER (${ACCEL[1]}, mtu $MTU, timeout ${TIMEOUT}s); console: $CONSOLE"

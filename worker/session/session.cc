@@ -10,6 +10,7 @@
 
 #include "common/pair_spec.h"
 #include "common/pattern.h"
+#include "worker/transport/fault_injection.h"
 
 namespace gdrmesh {
 namespace {
@@ -88,7 +89,10 @@ struct SessionManager::Session {
   Result<uint32_t> connect(const EndpointDesc& peer) {
     GDR_RETURN_IF_ERROR(endpoint->connect(peer));
     if (spec.invalidate_remote_key && spec.endpoint.role == Role::kTarget) {
-      GDR_RETURN_IF_ERROR(endpoint->invalidateRemoteAccessForTest());
+      FaultInjectable* faults = faultInjection(*endpoint);
+      if (!faults)
+        return unimplemented("remote-key invalidation is not supported by this transport");
+      GDR_RETURN_IF_ERROR(faults->invalidateRemoteAccess());
     }
     if (mirror && isSource(spec.endpoint.op, spec.endpoint.role)) {
       // Source side of the staged path: GPU -> host mirror before anything is sent.

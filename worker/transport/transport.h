@@ -41,11 +41,7 @@ class Endpoint {
   virtual void abort() = 0;
   // Negotiated path MTU in bytes after connect(); 0 where not applicable.
   virtual uint32_t pathMtu() const { return 0; }
-  // Fault injection (tests only): revokes the peer's remote access to this endpoint's region
-  // while the connection stays up, as a peer that deregisters its memory mid-test would.
-  virtual Status invalidateRemoteAccessForTest() {
-    return unimplemented("remote-key invalidation is not supported by this transport");
-  }
+  // Fault injection is a separate capability (fault_injection.h), not part of this interface.
 };
 
 class Transport {

@@ -19,6 +19,10 @@
 # normal thread that a busy-polling process on the same CPU delays by a whole tick (4 ms at
 # HZ=250); at nice 19 the pollers yield to it at once. Same for both tools.
 #
+# Before/after: when gdrmesh_verbs_selftest_before is on PATH (run_compare.sh CMP_BEFORE_BIN),
+# every run also runs it ("before ..." lines), and the order of the three rotates by round
+# (perftest, before, after / before, after, perftest / after, perftest, before).
+#
 # Environment: CMP_ROUNDS (5), CMP_WARMUP_ROUNDS (1), CMP_BW_ITERS_64K (1000),
 # CMP_BW_ITERS_1M (100), CMP_LAT_ITERS (1000), CMP_CPU_INIT (1), CMP_CPU_TARGET (0) (-1: no
 # pinning), CMP_NICE (19; 0: none), CMP_CASES (space-separated OP:SIZE:ITERS list, default:
@@ -118,13 +122,26 @@ pt_pinned() {
     [ "$_prc" -eq 0 ]
 }
 
+BEFORE=""
+if command -v gdrmesh_verbs_selftest_before >/dev/null 2>&1; then BEFORE=1; fi
+
 # run_case OP SIZE ITERS ROUND OUT
 run_case() {
     _c_op=$1 _c_size=$2 _c_iters=$3 _c_round=$4 _c_out=$5
-    _first=pt
-    if [ $((_c_round % 2)) -eq 0 ]; then _first=gd; fi
+    if [ -n "$BEFORE" ]; then
+        case $((_c_round % 3)) in
+            1) _order="pt gb gd" ;;
+            2) _order="gb gd pt" ;;
+            *) _order="gd pt gb" ;;
+        esac
+    elif [ $((_c_round % 2)) -eq 0 ]; then
+        _order="gd pt"
+    else
+        _order="pt gd"
+    fi
+    _first=${_order%% *}
     # gdrmesh needs perftest's header: in a gdrmesh-first round it uses the previous one's
-    for _who in $_first $([ "$_first" = pt ] && echo gd || echo pt); do
+    for _who in $_order; do
         _b=$(cpu_snap)
         _k=$(cnt_snap)
         if [ "$_who" = pt ]; then
@@ -156,13 +173,18 @@ run_case() {
             _rd=${_r%%:*} _in=${_r#*:}
             _rdarg=""
             if [ "$_rd" -gt 0 ]; then _rdarg="--rd-atomic $_rd"; fi
+            _bin=gdrmesh_verbs_selftest _tag=gdrmesh
+            if [ "$_who" = gb ]; then _bin=gdrmesh_verbs_selftest_before _tag=before; fi
             # shellcheck disable=SC2086,SC2046
-            _line=$($(pin -1) gdrmesh_verbs_selftest --bench "$_c_op" "$_c_size" "$_c_iters" \
+            _line=$($(pin -1) "$_bin" --bench "$_c_op" "$_c_size" "$_c_iters" \
                 --init-dev "$RXE_B" --target-dev "$RXE_A" --tx-depth "$_tx" --cq-mod "$_cq" \
                 $_rdarg --inline "$_in" --warmup 0 --cpu-init "$CPU_I" --cpu-target "$CPU_T" 2>&1 |
                 grep '^gdrmesh op=' || echo "gdrmesh op=$_c_op size=$_c_size iters=$_c_iters status=FAILED reason=no_output")
+            _line="$_tag ${_line#gdrmesh }"
         fi
-        echo "$_line round=$_c_round first=$_first cpu=$(cpu_delta "$_b" "$(cpu_snap)") errs=$(cnt_delta "$_k" "$(cnt_snap)")" >>"$_c_out"
+        # also on the console: a run that hits the VM's timeout keeps what it measured
+        echo "$_line round=$_c_round first=$_first cpu=$(cpu_delta "$_b" "$(cpu_snap)") errs=$(cnt_delta "$_k" "$(cnt_snap)")" |
+            tee -a "$_c_out"
     done
 }
 
@@ -184,6 +206,10 @@ echo
 {
     cat "$RES.head"
     awk -f /opt/share/compare_table.awk "$RES"
+    if [ -n "$BEFORE" ]; then
+        echo
+        awk -f /opt/share/compare_before.awk "$RES"
+    fi
 } | tee /tmp/compare_table.txt
 /opt/export "$RES" compare_raw.txt
 /opt/export "$WRES" compare_warmup.txt

@@ -269,6 +269,28 @@ TEST_F(PairTest, FaultInjectionOnAShortRangeStillCorruptsDistinctBytes) {
   EXPECT_EQ(v->integrity.wrong_bytes, 3u);
 }
 
+TEST_F(PairTest, InvalidatedRemoteKeyFailsTheInitiatorNamingTheKey) {
+  // invalidate_remote_key: the target revokes the peer's access right after its connect
+  // (through the endpoint's FaultInjectable), so the initiator's first access is refused.
+  SessionSpec target = sessionSpec("rkey", Role::kTarget, Op::kWrite, 4096);
+  target.invalidate_remote_key = true;
+  const SessionSpec initiator = sessionSpec("rkey", Role::kInitiator, Op::kWrite, 4096);
+  auto pt = b_.sessions.prepare(target);
+  ASSERT_TRUE(pt.ok()) << pt.status().toString();
+  auto pi = a_.sessions.prepare(initiator);
+  ASSERT_TRUE(pi.ok()) << pi.status().toString();
+  auto ct = b_.sessions.connect("rkey", pi->desc);
+  ASSERT_TRUE(ct.ok()) << ct.status().toString();
+  Status st = a_.sessions.connect("rkey", pt->desc).status();
+  if (st.ok()) {
+    Result<Measurement> m = runBoth("rkey", runSpec(4096));
+    ASSERT_FALSE(m.ok()) << "a run against an invalidated key succeeded";
+    st = m.status();
+  }
+  EXPECT_NE(st.message().find("key"), std::string::npos) << st.toString();
+  EXPECT_NE(st.code(), Code::kInternal) << st.toString();
+}
+
 TEST(SessionTest, FaultInjectionWithoutPermissionIsRefused) {
   Worker w;  // allow_fault_injection = false
   SessionSpec s = sessionSpec("f", Role::kTarget, Op::kWrite, 4096);

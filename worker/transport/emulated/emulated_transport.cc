@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "worker/transport/emulated/frame.h"
+#include "worker/transport/fault_injection.h"
 
 namespace gdrmesh {
 namespace {
@@ -113,7 +114,7 @@ Result<Fd> connectTo(const std::string& host, uint32_t port, Clock::time_point d
   return fd;
 }
 
-class EmulatedEndpoint final : public Endpoint {
+class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
  public:
   EmulatedEndpoint(const EndpointSpec& spec, Buffer& buffer) : spec_(spec), buffer_(buffer) {}
 
@@ -190,7 +191,7 @@ class EmulatedEndpoint final : public Endpoint {
     return runBandwidth(spec, deadline, m);
   }
 
-  Status invalidateRemoteAccessForTest() override {
+  Status invalidateRemoteAccess() override {
     key_.store(key_.load() ^ 0x5A5A5A5Au);  // the key the peer holds no longer opens the region
     return {};
   }

@@ -228,8 +228,12 @@ Status completionError(ibv_wc_status status, uint32_t vendor_err, const std::str
       fix = "check the access flags and the receive buffer size on the peer";
       break;
     case IBV_WC_REM_OP_ERR:
-      cause = "the peer failed to complete the operation";
-      fix = "check the peer's logs and its receive queue";
+      cause =
+          "the peer failed to complete the operation (rxe reports a send longer than the "
+          "posted receive buffer this way)";
+      fix =
+          "check the peer's logs, its receive queue and that message_size <= its receive "
+          "buffer";
       break;
     case IBV_WC_LOC_LEN_ERR:
       cause = "message longer than the posted receive buffer";

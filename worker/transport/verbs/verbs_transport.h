@@ -28,8 +28,8 @@
 // local().qps are 0 (assigned at connect). run() is the same code as for the out-of-band mode.
 // Needs rxe/RoCE on a net device with an IPv4 address that routes to the peer (not lo).
 //
-// Fault injection: invalidateRemoteAccessForTest() (= deregisterForFaultTest()) deregisters the
-// MR while the QPs stay up. A target may still run() afterwards (write/read: nothing to do; the
+// Fault injection (fault_injection.h, FaultInjectable::invalidateRemoteAccess()) deregisters
+// the MR while the QPs stay up. A target may still run() afterwards (write/read: nothing to do; the
 // peer's accesses fail with a remote access error; send/write_imm: the receives fail); an
 // initiator's run() is refused. Destruction afterwards releases the rest as usual.
 //
@@ -64,9 +64,6 @@ class VerbsEndpoint : public Endpoint {
   virtual int gidIndex() const = 0;
   // The registration attempts that ran, e.g. "dmabuf: ...EOPNOTSUPP...; peermem: ok".
   virtual const std::string& registrationAttempts() const = 0;
-  // Fault injection for tests: deregisters the memory region now while the QPs stay up, so the
-  // peer's next access to it fails with a remote access error. Not concurrent with run().
-  virtual void deregisterForFaultTest() = 0;
   // Outstanding RDMA reads per QP in use (after the device caps).
   virtual uint32_t rdAtomic() const = 0;
 };

@@ -1,0 +1,190 @@
+// VerbsEndpointImpl: resources (device, GID, PD, MR, CQs; the QPs come from
+// verbs_connection.cc or verbs_cm.cc), the checks run() makes before a loop starts, and the
+// failed work completions.
+#include "worker/transport/verbs/verbs_endpoint.h"
+
+#include <arpa/inet.h>
+
+#include <array>
+#include <cstring>
+
+#include "worker/transport/verbs/verbs_device.h"
+#include "worker/transport/verbs/verbs_select.h"
+
+namespace gdrmesh::verbs {
+
+Status VerbsEndpointImpl::init(RegPath reg) {
+  if (spec_.num_qps == 0) return invalidArgument("num_qps must be >= 1");
+  if (spec_.tx_depth == 0 || spec_.rx_depth == 0) {
+    return invalidArgument("tx_depth and rx_depth must be >= 1");
+  }
+  if (spec_.buffer_size == 0 || spec_.buffer_size > buffer_.size()) {
+    return invalidArgument("buffer_size " + std::to_string(spec_.buffer_size) + " must be in 1.." +
+                           std::to_string(buffer_.size()) + " (the buffer " + buffer_.describe() +
+                           ")");
+  }
+  GDR_ASSIGN_OR_RETURN(OpenDevice d, openDevice(spec_.device, spec_.port));
+  ctx_ = std::move(d.ctx);
+  vctx_ = ctx_.get();
+  dev_ = d.name;
+  port_ = d.port;
+  port_attr_ = d.port_attr;
+  if (int rc = ibv_query_device(ctx_.get(), &dev_attr_)) {
+    return callError("ibv_query_device", rc, dev_);
+  }
+  roce_ = port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET;
+
+  ibv_gid gid{};
+  if (roce_ || spec_.gid_index >= 0) {
+    auto table = readGidTable(ctx_.get(), dev_, port_, port_attr_.gid_tbl_len, sysfs_root_);
+    GDR_ASSIGN_OR_RETURN(gid_index_, selectGidIndex(table, roce_, spec_.gid_index, dev_, port_));
+    if (int rc = ibv_query_gid(ctx_.get(), static_cast<uint8_t>(port_), gid_index_, &gid)) {
+      return callError("ibv_query_gid(" + std::to_string(gid_index_) + ")", rc, dev_);
+    }
+  }
+
+  if (spec_.use_rdma_cm) GDR_RETURN_IF_ERROR(initCm());
+  pd_.reset(ibv_alloc_pd(vctx_));
+  if (!pd_) return callError("ibv_alloc_pd", errno, dev_);
+  GDR_ASSIGN_OR_RETURN(reg_, registerBuffer(registrar_, pd_.get(), buffer_, reg, dev_));
+
+  const int send_cqe = static_cast<int>(spec_.tx_depth * spec_.num_qps + 16);
+  const int recv_cqe = static_cast<int>(spec_.rx_depth * spec_.num_qps + 16);
+  send_cq_.reset(ibv_create_cq(vctx_, send_cqe, nullptr, nullptr, 0));
+  if (!send_cq_) {
+    return callError("ibv_create_cq(" + std::to_string(send_cqe) + ")", errno, dev_,
+                     "lower tx_depth or num_qps");
+  }
+  recv_cq_.reset(ibv_create_cq(vctx_, recv_cqe, nullptr, nullptr, 0));
+  if (!recv_cq_) {
+    return callError("ibv_create_cq(" + std::to_string(recv_cqe) + ")", errno, dev_,
+                     "lower rx_depth or num_qps");
+  }
+  if (spec_.use_rdma_cm) {
+    // The QPs come with the connections (rdma_create_qp in connect()); the count is what the
+    // peer checks.
+    local_.qps.assign(spec_.num_qps, QpInfo{});
+  } else {
+    GDR_RETURN_IF_ERROR(createQps());
+  }
+  rd_atomic_ = std::max<uint32_t>(
+      1, std::min<uint32_t>({max_rd_atomic_, static_cast<uint32_t>(dev_attr_.max_qp_rd_atom),
+                             static_cast<uint32_t>(dev_attr_.max_qp_init_rd_atom)}));
+  local_.max_rd_atomic = rd_atomic_;  // the peer negotiates down to this (perftest's "OUT")
+
+  // Receives: send and write_imm consume them, latency uses them for the first exchange.
+  needs_recv_ = spec_.op == Op::kSend || spec_.op == Op::kWriteImm || spec_.mode == Mode::kLatency;
+  if (spec_.role == Role::kInitiator && spec_.mode == Mode::kBandwidth) {
+    // Only the reverse direction of a bidirectional run lands here.
+    recv_offset_ = spec_.buffer_size / 2;
+    recv_length_ = spec_.buffer_size - recv_offset_;
+  } else {
+    recv_offset_ = 0;
+    recv_length_ = spec_.buffer_size;
+  }
+
+  local_.transport = TransportKind::kVerbs;
+  local_.addr = reinterpret_cast<uintptr_t>(buffer_.data());
+  local_.length = buffer_.size();
+  local_.rkey = reg_.mr->rkey;
+  local_.memory = buffer_.kind();
+  local_.reg_path = reg_.path;
+  local_.device = dev_;
+  local_.port = port_;
+  local_.link_layer = roce_ ? "Ethernet" : "InfiniBand";
+  local_.lid = port_attr_.lid;
+  std::array<uint8_t, 16> raw{};
+  std::memcpy(raw.data(), gid.raw, 16);
+  local_.gid = gid_index_ >= 0 ? formatGid(raw) : std::string();
+  local_.gid_index = gid_index_;
+  local_.active_mtu = mtuEnumToBytes(port_attr_.active_mtu);
+  if (spec_.use_rdma_cm) {
+    // The rdma_cm address rides in the emulated transport's fields: the target's listening
+    // address and port, the initiator's bound address (port 0).
+    local_.tcp_host = cm_ip_;
+    local_.tcp_port = cm_listen_ ? ntohs(rdma_get_src_port(cm_listen_.get())) : 0;
+  }
+  return Status();
+}
+
+ibv_qp_init_attr VerbsEndpointImpl::qpInitAttr() const {
+  ibv_qp_init_attr attr{};
+  attr.send_cq = send_cq_.get();
+  attr.recv_cq = recv_cq_.get();
+  attr.qp_type = IBV_QPT_RC;
+  attr.cap.max_send_wr = spec_.tx_depth;
+  attr.cap.max_recv_wr = spec_.rx_depth;
+  attr.cap.max_send_sge = 1;
+  attr.cap.max_recv_sge = 1;
+  attr.cap.max_inline_data = spec_.inline_size;
+  return attr;
+}
+
+// The MR goes now; the QPs, CQs and PD stay (the PD is deallocated after the QPs at
+// destruction, with no MR left on it). A failed deregistration keeps the MR owned, so that
+// destruction tries again.
+Status VerbsEndpointImpl::deregisterMr() {
+  if (!reg_.mr) return Status();
+  ibv_mr* mr = reg_.mr.release();
+  if (int rc = registrar_.deregMr(mr)) {
+    reg_.mr.reset(mr);
+    return callError("ibv_dereg_mr", rc, dev_, "fault injection: the MR stays registered");
+  }
+  return Status();
+}
+
+Status VerbsEndpointImpl::completionFailure(const ibv_wc& wc, const char* what) {
+  // A port that went down explains most errors better than the completion status does. The
+  // QP's error can arrive before the port's state changes: after a local QP or transport
+  // error, wait for the port event.
+  return explainPortDown(ctx_.get(), port_, dev_,
+                         completionError(wc.status, wc.vendor_err, what, dev_, wc.qp_num),
+                         wc.status == IBV_WC_LOC_QP_OP_ERR || wc.status == IBV_WC_RETRY_EXC_ERR);
+}
+
+Result<Measurement> VerbsEndpointImpl::run(const RunSpec& rs) {
+  if (!connected_) return failedPrecondition("run() before connect() on " + dev_);
+  if (aborted_.load()) return Status(Code::kAborted, "endpoint on " + dev_ + " was aborted");
+  if (broken_) {
+    return failedPrecondition("endpoint on " + dev_ + " failed earlier; create a new one");
+  }
+  // After the fault injection only a target runs (its peer's accesses are what must fail).
+  if (!reg_.mr && spec_.role != Role::kTarget) {
+    return failedPrecondition("memory region on " + dev_ + " was deregistered (fault injection)",
+                              "create a new endpoint");
+  }
+  if (rs.message_size == 0 || rs.message_size > spec_.buffer_size ||
+      rs.message_size > peer_.length || rs.message_size > 0xffffffffull) {
+    return invalidArgument("message_size " + std::to_string(rs.message_size) + " must be in 1.." +
+                           std::to_string(std::min<uint64_t>(spec_.buffer_size, peer_.length)) +
+                           " (this buffer and the peer's)");
+  }
+  if (rs.bidirectional && spec_.mode == Mode::kLatency) {
+    return invalidArgument("bidirectional applies to bandwidth runs only");
+  }
+  if (rs.bidirectional && rs.message_size > spec_.buffer_size / 2) {
+    return invalidArgument(
+        "bidirectional runs need message_size <= buffer_size / 2 (the reverse "
+        "direction uses the upper half)",
+        "allocate buffer_size >= 2 * message_size");
+  }
+  if (spec_.mode == Mode::kLatency && rs.duration_seconds > 0) {
+    return invalidArgument("latency runs take a fixed iteration count, not duration_seconds");
+  }
+  if (rs.duration_seconds <= 0 && rs.iterations == 0) {
+    return invalidArgument("iterations must be >= 1 (or duration_seconds > 0)");
+  }
+  const auto before = readCounterSnapshot(sysfs_root_, dev_, port_);
+  Result<Measurement> r = spec_.mode == Mode::kBandwidth ? runBandwidth(rs) : runLatency(rs);
+  if (!r.ok() && r.status().code() == Code::kDeadlineExceeded) {
+    // A link that went down can leave the QP retrying silently (rxe does when the net device is
+    // down): the port state, not the timeout, is the cause to report.
+    return explainPortDown(ctx_.get(), port_, dev_, r.status(), false);
+  }
+  if (!r.ok()) return r;
+  const auto after = readCounterSnapshot(sysfs_root_, dev_, port_);
+  r->counters = counterDelta(before, after);
+  return r;
+}
+
+}  // namespace gdrmesh::verbs

@@ -1,0 +1,184 @@
+// VerbsEndpointImpl: one side of a pair test over RC queue pairs (internal to the verbs
+// transport; the contract is in verbs_transport.h). Its methods live in one file per job:
+//   verbs_endpoint.cc     resources (device, PD, MR, CQs, QPs), run() checks, completions
+//   verbs_connection.cc   QP state transitions and the out-of-band connect()
+//   verbs_cm.cc           the rdma_cm connection mode
+//   verbs_bandwidth.cc    the bandwidth loop
+//   verbs_latency.cc      the latency ping-pong
+// Device and port handling is in verbs_device.h, the work-request builders and the watch of the
+// busy-polling loops in verbs_work_request.h.
+#pragma once
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "worker/transport/fault_injection.h"
+#include "worker/transport/verbs/verbs_errors.h"
+#include "worker/transport/verbs/verbs_objects.h"
+#include "worker/transport/verbs/verbs_registration.h"
+#include "worker/transport/verbs/verbs_transport.h"
+#include "worker/transport/verbs/verbs_work_request.h"
+
+namespace gdrmesh::verbs {
+
+class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
+ public:
+  VerbsEndpointImpl(const EndpointSpec& spec, Buffer& buffer, MrRegistrar& registrar,
+                    std::string sysfs_root, uint32_t max_rd_atomic)
+      : spec_(spec),
+        buffer_(buffer),
+        registrar_(registrar),
+        sysfs_root_(std::move(sysfs_root)),
+        max_rd_atomic_(max_rd_atomic) {}
+
+  ~VerbsEndpointImpl() override {
+    // rdma_cm: disconnect first (the peer sees DISCONNECTED), then the members go in order.
+    for (auto& id : cm_ids_) {
+      if (id && id->qp) rdma_disconnect(id.get());
+    }
+  }
+
+  Status init(RegPath reg);
+
+  const EndpointDesc& local() const override { return local_; }
+  Status connect(const EndpointDesc& peer) override;
+  Result<Measurement> run(const RunSpec& spec) override;
+  void abort() override { aborted_.store(true); }
+  uint32_t pathMtu() const override { return path_mtu_; }
+
+  int gidIndex() const override { return gid_index_; }
+  const std::string& registrationAttempts() const override { return reg_.attempts; }
+  uint32_t rdAtomic() const override { return rd_atomic_; }
+  // Deregisters the MR now (the QPs stay up).
+  Status invalidateRemoteAccess() override { return deregisterMr(); }
+
+ private:
+  // Latency loops signal every kLatSignal-th send (below the smallest tx_depth we allow in
+  // practice: the send queue never fills with unreaped work requests).
+  static constexpr uint64_t kLatSignal = 16;
+
+  // Marks the endpoint broken when `s` is an error (only destruction remains then).
+  Status fail(Status s) {
+    if (!s.ok()) broken_ = true;
+    return s;
+  }
+  Status deregisterMr();
+  uint64_t localAddr(uint64_t off) const {
+    return reinterpret_cast<uintptr_t>(buffer_.data()) + off;
+  }
+  uint32_t lkey() const { return reg_.mr ? reg_.mr->lkey : 0; }
+  // One receive on QP q over the receive region; the completion's wr_id is q.
+  Status postRecv(size_t q) {
+    if (int rc = postReceive(qps_[q], localAddr(recv_offset_), static_cast<uint32_t>(recv_length_),
+                             lkey(), q)) {
+      return callError("ibv_post_recv", rc, dev_);
+    }
+    return Status();
+  }
+  Status postError(int rc, Op op) const {
+    return callError("ibv_post_send (" + std::string(opName(op)) + ")", rc, dev_);
+  }
+  // RC QP attributes from the spec: our CQs, tx/rx depth, one SGE, the inline size.
+  ibv_qp_init_attr qpInitAttr() const;
+  // Signalling interval of the latency loops: never more unreaped sends than the queue holds.
+  uint64_t latSignalEvery() const {
+    return std::max<uint64_t>(1, std::min<uint64_t>(kLatSignal, spec_.tx_depth));
+  }
+
+  // verbs_cm.cc
+  Status initCm();
+  Status connectCm(const EndpointDesc& peer);
+  Status connectCmInitiator(const EndpointDesc& peer, uint64_t deadline_ns);
+  Status acceptCm(uint64_t deadline_ns);
+  rdma_conn_param cmConnParam() const;
+  Status createCmQp(rdma_cm_id* id, size_t q);
+  // Waits for the next event on the rdma_cm channel (abort and deadline aware). The caller acks.
+  Result<rdma_cm_event*> nextCmEvent(uint64_t deadline_ns, const char* what);
+
+  // verbs_connection.cc
+  Status createQps();
+  Status modifyToInit(ibv_qp* qp);
+  Status modifyToRtr(ibv_qp* qp, const QpInfo& remote, const ibv_gid& dgid);
+  Status modifyToRts(ibv_qp* qp, uint32_t psn);
+
+  // Completions: OK, or the work completion's error (explained by a port that went down).
+  Status checkWc(const ibv_wc& wc, const char* what) {
+    if (wc.status == IBV_WC_SUCCESS) return Status();
+    return completionFailure(wc, what);
+  }
+  Status completionFailure(const ibv_wc& wc, const char* what);
+  Status pollOne(ibv_cq* cq, ibv_wc* wc, Watch& watch, const char* what) {
+    for (;;) {
+      int n = ibv_poll_cq(cq, 1, wc);
+      if (n > 0) return checkWc(*wc, what);
+      if (n < 0) return callError("ibv_poll_cq", EIO, dev_);
+      GDR_RETURN_IF_ERROR(watch.check(what));
+    }
+  }
+
+  // verbs_bandwidth.cc
+  struct Stream;
+  // Receive progress survives from the warm-up into the measured phase: a batch may hold
+  // messages of both.
+  struct RecvProgress {
+    std::vector<uint64_t> received;
+    std::vector<bool> final_seen;
+  };
+  Result<Measurement> runBandwidth(const RunSpec& rs);
+  Status pump(Stream& st, Watch& watch, RecvProgress& rx);
+
+  // verbs_latency.cc
+  Result<Measurement> runLatency(const RunSpec& rs);
+  // Both sides' ping-pong; the initiator records one sample per measured iteration.
+  Status pingPong(const RunSpec& rs, Watch& watch, std::vector<double>* samples);
+
+  EndpointSpec spec_;
+  Buffer& buffer_;
+  MrRegistrar& registrar_;
+  std::string sysfs_root_;
+  uint32_t max_rd_atomic_ = 16;
+  EndpointDesc local_;
+  EndpointDesc peer_;
+  std::string dev_;
+  uint32_t port_ = 1;
+  ibv_port_attr port_attr_{};
+  ibv_device_attr dev_attr_{};
+  bool roce_ = false;
+  int gid_index_ = -1;
+  std::vector<uint32_t> psns_;
+  bool needs_recv_ = false;
+  uint64_t recv_offset_ = 0;
+  uint64_t recv_length_ = 0;
+  uint32_t path_mtu_ = 0;
+  uint32_t rd_atomic_ = 1;
+  bool connected_ = false;
+  bool broken_ = false;
+  std::atomic<bool> aborted_{false};
+
+  // rdma_cm (use_rdma_cm): the event channel, the listening (target) or bound (initiator) ids,
+  // and per QP the connection's id, which owns its QP (rdma_create_qp). vctx_ is the context
+  // everything is allocated on: rdma_cm's for the bound id, ctx_ otherwise.
+  EventChannelPtr cm_channel_;
+  CmIdPtr cm_listen_;
+  std::string cm_ip_;
+
+  // Verbs objects. Destroyed in reverse order: MR (and dma-buf), QPs (rdma_cm: after a
+  // disconnect, with their ids), CQs, PD, device; then the listening id and the channel.
+  ContextPtr ctx_;
+  ibv_context* vctx_ = nullptr;
+  PdPtr pd_;
+  CqPtr send_cq_;
+  CqPtr recv_cq_;
+  std::vector<QpPtr> owned_qps_;
+  std::vector<CmIdPtr> cm_ids_;
+  std::vector<ibv_qp*> qps_;  // the QPs in use, in order (owned by owned_qps_ or cm_ids_)
+  Registration reg_;
+};
+
+}  // namespace gdrmesh::verbs

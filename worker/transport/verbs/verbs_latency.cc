@@ -1,0 +1,131 @@
+// VerbsEndpointImpl: the latency ping-pong, one loop for both sides (as perftest's *_lat).
+//   write, host memory on both sides: each side polls the last byte of its own buffer (the
+//     initiator writes v, the target answers v ^ 0x80); one exchange through the CQ first, so
+//     that both know the byte the counter starts from; the initiator restores its byte and the
+//     target's copy of it afterwards.
+//   write with GPU memory, write_imm, send: ping and pong are receive completions; sends are
+//     signalled every latSignalEvery() iterations (and the last).
+//   read: the initiator alone, one RDMA read at a time; the target has nothing to do.
+// The initiator stamps once per iteration; samples are RTT/2 (read: the whole round trip).
+#include <vector>
+
+#include "worker/transport/verbs/verbs_endpoint.h"
+
+namespace gdrmesh::verbs {
+
+Status VerbsEndpointImpl::pingPong(const RunSpec& rs, Watch& watch, std::vector<double>* samples) {
+  const bool initiator = spec_.role == Role::kInitiator;
+  if (!initiator && spec_.op == Op::kRead) return Status();
+  ibv_qp* qp = qps_[0];
+  const uint64_t s = rs.message_size;
+  const uint64_t total = rs.warmup_iterations + rs.iterations;
+  if (initiator) samples->reserve(rs.iterations);
+  SendRequest req(localAddr(0), static_cast<uint32_t>(s), lkey(), peer_.addr, peer_.rkey,
+                  spec_.op != Op::kRead && s <= spec_.inline_size);
+  const unsigned inl = req.inlineFlag();
+  ibv_wc wc{};
+  auto post = [&](ibv_wr_opcode opc, unsigned flags, uint32_t imm) -> Status {
+    if (int rc = req.post(qp, opc, flags, imm)) return postError(rc, spec_.op);
+    return Status();
+  };
+
+  // One clock read per iteration, as perftest (a stamp per post, samples from consecutive
+  // stamps): each sample covers one whole iteration, and the clock is read half as often (under
+  // emulation clock_gettime is a system call plus an HPET read, several microseconds).
+  uint64_t prev = 0;
+  auto stamp = [&](uint64_t k, double divisor) {
+    const uint64_t t = nowNs();
+    if (k > rs.warmup_iterations) samples->push_back(static_cast<double>(t - prev) / divisor);
+    prev = t;
+  };
+  if (spec_.op == Op::kRead) {
+    prev = nowNs();
+    for (uint64_t k = 1; k <= total; ++k) {
+      GDR_RETURN_IF_ERROR(post(IBV_WR_RDMA_READ, IBV_SEND_SIGNALED | inl, 0));
+      GDR_RETURN_IF_ERROR(pollOne(send_cq_.get(), &wc, watch, "RDMA read"));
+      stamp(k, 1e3);
+    }
+    return Status();
+  }
+
+  const bool poll_memory = spec_.op == Op::kWrite && buffer_.kind() == MemoryKind::kHost &&
+                           peer_.memory == MemoryKind::kHost;
+  volatile uint8_t* last = static_cast<volatile uint8_t*>(buffer_.data()) + (s - 1);
+  uint8_t base = 0;
+  if (poll_memory) {
+    // First exchange through the CQ: the initiator's byte reaches the target, so that both
+    // sides know the byte the counter starts from.
+    if (initiator) {
+      base = *last;
+    } else {
+      GDR_RETURN_IF_ERROR(pollOne(recv_cq_.get(), &wc, watch, "waiting for the first ping"));
+      GDR_RETURN_IF_ERROR(postRecv(0));
+      base = *last;
+    }
+    GDR_RETURN_IF_ERROR(post(IBV_WR_RDMA_WRITE_WITH_IMM, IBV_SEND_SIGNALED | inl, 0));
+    GDR_RETURN_IF_ERROR(pollOne(send_cq_.get(), &wc, watch, "RDMA write (sync)"));
+    if (initiator) {
+      GDR_RETURN_IF_ERROR(pollOne(recv_cq_.get(), &wc, watch, "waiting for the pong"));
+      GDR_RETURN_IF_ERROR(postRecv(0));
+    }
+  }
+  const ibv_wr_opcode opc = spec_.op == Op::kSend ? IBV_WR_SEND : IBV_WR_RDMA_WRITE_WITH_IMM;
+  const char* wait_for = initiator ? "waiting for the pong" : "waiting for the ping";
+  const uint64_t signal_every = latSignalEvery();
+  prev = nowNs();
+  for (uint64_t k = 1; k <= total; ++k) {
+    if (poll_memory) {
+      const uint8_t ping = static_cast<uint8_t>(base + k);
+      const uint8_t pong = static_cast<uint8_t>(ping ^ 0x80);
+      if (initiator) {
+        *last = ping;
+      } else {
+        while (*last != ping) GDR_RETURN_IF_ERROR(watch.check(wait_for));
+        *last = pong;
+      }
+      GDR_RETURN_IF_ERROR(post(IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED | inl, 0));
+      if (initiator) {
+        while (*last != pong) GDR_RETURN_IF_ERROR(watch.check(wait_for));
+      }
+      GDR_RETURN_IF_ERROR(pollOne(send_cq_.get(), &wc, watch, "RDMA write"));
+    } else {
+      // Selective signalling: the send completion is not on the ping-pong's critical path, so
+      // only every signal_every-th send (and the last) is signalled and reaped.
+      const bool signal = k % signal_every == 0 || k == total;
+      const unsigned flags = (signal ? IBV_SEND_SIGNALED : 0) | inl;
+      if (initiator) {
+        GDR_RETURN_IF_ERROR(post(opc, flags, static_cast<uint32_t>(k)));
+        GDR_RETURN_IF_ERROR(pollOne(recv_cq_.get(), &wc, watch, wait_for));
+      } else {
+        GDR_RETURN_IF_ERROR(pollOne(recv_cq_.get(), &wc, watch, wait_for));
+        GDR_RETURN_IF_ERROR(post(opc, flags, static_cast<uint32_t>(k)));
+      }
+      GDR_RETURN_IF_ERROR(postRecv(0));
+      if (signal) GDR_RETURN_IF_ERROR(pollOne(send_cq_.get(), &wc, watch, opName(spec_.op)));
+    }
+    if (initiator) stamp(k, 2e3);
+  }
+  if (poll_memory && initiator) {
+    // Restore the counter byte and hand the target our [0, size) intact.
+    *last = base;
+    GDR_RETURN_IF_ERROR(post(IBV_WR_RDMA_WRITE, IBV_SEND_SIGNALED, 0));
+    GDR_RETURN_IF_ERROR(pollOne(send_cq_.get(), &wc, watch, "RDMA write (restore)"));
+  }
+  return Status();
+}
+
+Result<Measurement> VerbsEndpointImpl::runLatency(const RunSpec& rs) {
+  Measurement m;
+  m.message_size = rs.message_size;
+  m.iterations = rs.iterations;
+  m.warmup_iterations = rs.warmup_iterations;
+  Watch watch(aborted_, rs.timeout_seconds, dev_);
+  std::vector<double> samples;
+  GDR_RETURN_IF_ERROR(fail(pingPong(rs, watch, &samples)));
+  if (spec_.role == Role::kTarget) return m;
+  m.has_latency = true;
+  m.lat = computeLatency(std::move(samples));
+  return m;
+}
+
+}  // namespace gdrmesh::verbs
