@@ -183,6 +183,12 @@ Status checkRegistration(const std::string& name, const Inventory& inv,
 }
 
 std::string cleanText(std::string_view s, size_t max_bytes) {
+  // Most text is short printable ASCII (a worker's host name, NIC, GID): kept as it is, without
+  // the byte-by-byte walk below (every reply of a pair test carries a few such fields).
+  if (s.size() <= max_bytes &&
+      std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7F; })) {
+    return std::string(s);
+  }
   std::string out;
   out.reserve(std::min(s.size(), max_bytes));
   size_t i = 0;

@@ -6,6 +6,8 @@
 # coordinator capacity in pair tests/s, and the span of a single pair test.
 #   tests/bench/coordinator_scale.sh [BINARY] [N=1024] [TEST_MS=10]
 # GDRMESH_TLS=1: the same over mutual TLS (a CA, coordinator, admin and simulator certificates).
+# GDRMESH_BENCH_SYSCALLS=1: also the coordinator's sendmsg/recvmsg/futex calls per pair test
+# during the sweep (perf's syscall tracepoints; needs perf and the permission to trace).
 set -euo pipefail
 bin="${1:-build/cli/gdrmesh}"
 n="${2:-1024}"
@@ -65,6 +67,12 @@ command -v sqlite3 >/dev/null && sqlite3 "$dir/r.db" "SELECT finished_ms - start
 peak=0
 ( while kill -0 $coord 2>/dev/null; do r=$(rss); echo "$r" >>"$dir/rss"; sleep 0.5; done ) &
 sampler=$!
+perfpid=""
+if [[ "${GDRMESH_BENCH_SYSCALLS:-}" == "1" ]] && command -v perf >/dev/null; then
+  perf stat -e 'syscalls:sys_enter_sendmsg,syscalls:sys_enter_recvmsg,syscalls:sys_enter_futex' \
+    -p "$coord" -o "$dir/perf.txt" 2>/dev/null &
+  perfpid=$!
+fi
 c0=$(cpu)
 w0=$(date +%s.%N)
 "$bin" sweep run --pattern all-pairs --size 64KiB --iters 10 --no-localise --retries 0 \
@@ -72,6 +80,10 @@ w0=$(date +%s.%N)
 w1=$(date +%s.%N)
 c1=$(cpu)
 kill $sampler 2>/dev/null || true
+if [[ -n "$perfpid" ]]; then
+  kill -INT "$perfpid" 2>/dev/null || true
+  wait "$perfpid" 2>/dev/null || true
+fi
 peak=$(sort -n "$dir/rss" | tail -1)
 wall=$(calc "$w1 - $w0")
 rounds=$(( n % 2 == 0 ? n - 1 : n ))
@@ -81,4 +93,25 @@ echo "all-pairs: $tests tests, $rounds rounds, wall $(printf %.1f "$wall") s, id
 echo "overhead per round: $(calc "($wall - $ideal) * 1000 / $rounds") ms"
 echo "coordinator CPU during the sweep: $(calc "($c1 - $c0) / $hz") s; capacity $(calc "int($tests / (($c1 - $c0) / $hz))") pair tests per CPU-second"
 echo "coordinator peak RSS during the sweep: $(( peak / 1024 )) MiB"
+# Where the sweep's wall time went, from the stored rows (ms resolution): planning before the
+# first test, the tests themselves (the rounds), and the end: results flushed, judge and
+# localiser until the sweep's finished_ms; then the stored report, the per-pair aggregates and
+# the CLI's start and report fetch. The rounds' own overhead is the middle part less the ideal.
+if command -v sqlite3 >/dev/null; then
+  read -r s_start first last s_fin <<<"$(sqlite3 -separator ' ' "$dir/r.db" \
+    "SELECT s.started_ms, MIN(r.started_ms), MAX(r.finished_ms), s.finished_ms FROM sweeps s
+     JOIN results r ON r.run_id = s.id WHERE s.id = (SELECT id FROM sweeps
+     ORDER BY created_ms DESC LIMIT 1)")"
+  if [[ -n "${last:-}" ]]; then
+    tests_s=$(calc "($last - $first) / 1000")
+    echo "sweep phases: planned and first test started $(calc "($first - $s_start) / 1000") s after the sweep started;" \
+      "tests $tests_s s (overhead per round in the rounds alone: $(calc "($tests_s - $ideal) * 1000 / $rounds") ms);" \
+      "last result to sweep finished (flush, judge, localiser) $(calc "($s_fin - $last) / 1000") s; outside the sweep's own span (report, aggregates, the CLI's start and report fetch) $(calc "$wall - ($s_fin - $s_start) / 1000") s"
+  fi
+fi
+if [[ -s "$dir/perf.txt" ]]; then
+  awk -v t="$tests" '/syscalls:sys_enter_/ { gsub(",", "", $1); sub("syscalls:sys_enter_", "", $2);
+    printf "%s%s %.2f", (n++ ? ", " : "coordinator syscalls per pair test: "), $2, $1 / t }
+    END { if (n) print "" }' "$dir/perf.txt"
+fi
 grep -o '"verdict": *"[A-Z]*"' "$dir/sweep.json" | head -1 || tail -3 "$dir/sweep.err"

@@ -98,6 +98,11 @@ TEST(LimitsTest, CleanTextDefusesTerminalControlAndKeepsUtf8) {
   EXPECT_EQ(cut, std::string(100, 'x') + " ...(9900 more bytes)");
   // Cut at a character boundary, never inside one.
   EXPECT_EQ(cleanText("ab\xc3\xa9", 3), "ab ...(2 more bytes)");
+  // Plain ASCII at the limit is kept whole; one byte more is cut.
+  EXPECT_EQ(cleanText(std::string(100, 'x'), 100), std::string(100, 'x'));
+  EXPECT_EQ(cleanText(std::string(101, 'x'), 100), std::string(100, 'x') + " ...(1 more bytes)");
+  EXPECT_EQ(cleanText(""), "");
+  EXPECT_EQ(cleanText(" ~"), " ~");  // the printable ends
 }
 
 }  // namespace
