@@ -22,6 +22,7 @@ build=(build-essential cmake ninja-build pkg-config git
        libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
        nlohmann-json3-dev libcli11-dev libcpp-httplib-dev clang-format ccache bc
        clang  # libFuzzer harnesses (tests/fuzz/run_ci.sh)
+       clang-tidy  # deploy/check-tidy.sh (.clang-tidy)
        curl  # the status page token test (tests/integration/trust) and tests/bench/history_queries.sh
        tzdata)  # zone database for schedules (coordinator/orchestrator/cron.h)
 # Soft-RoCE VM tests (tests/softroce): qemu, a static busybox, the rdma userspace and perftest.
