@@ -309,7 +309,7 @@ Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec&
     for (size_t i = 0; i < pairs.size(); ++i) {
       const std::string& text = pairs[i];
       const size_t colon = text.find(':');
-      auto sideOf = [](const std::string& part) {
+      auto side_of = [](const std::string& part) {
         EndpointSelector e;
         const size_t slash = part.find('/');
         e.worker = part.substr(0, slash);
@@ -321,7 +321,7 @@ Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec&
                      "'" + text + "' is not INITIATOR[/NIC]:TARGET[/NIC]",
                      "e.g. gpu-a1/mlx5_0:gpu-a2/mlx5_0");
       }
-      s.pairs.emplace_back(sideOf(text.substr(0, colon)), sideOf(text.substr(colon + 1)));
+      s.pairs.emplace_back(side_of(text.substr(0, colon)), side_of(text.substr(colon + 1)));
     }
   }
   if (node["qps"]) {
