@@ -117,7 +117,7 @@ int runTest(const ClientOptions& o, const TestArgs& a) {
 
   auto stub = connectControl(o);
   grpc::ClientContext ctx;
-  setDeadline(&ctx, spec->runTimeoutSeconds() + 120);
+  setDeadline(&ctx, spec->runTimeoutSeconds() + kRunTestRpcSlackSeconds);
   pb::RunTestResponse resp;
   auto rpc = stub->RunTest(&ctx, req, &resp);
   if (!rpc.ok()) {

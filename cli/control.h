@@ -21,6 +21,9 @@ namespace pb = ::gdrmesh::v1;
 
 std::unique_ptr<pb::ControlService::Stub> connectControl(const ClientOptions& o);
 void setDeadline(grpc::ClientContext* ctx, double seconds);
+// RunTest's deadline is the run's own timeout (PairTestSpec::runTimeoutSeconds) plus this, for
+// what surrounds the run: preparing and connecting both sides, verifying, storing the result.
+inline constexpr double kRunTestRpcSlackSeconds = 120;
 
 // True for the texts gRPC gives when the channel itself cannot reach the server ("failed to
 // connect to all addresses", "Connection refused", DNS failures, ...), as opposed to an

@@ -216,7 +216,7 @@ std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
   // Suites in the order their runs first appear; the sweep's own id first.
   std::vector<JUnitSuite> suites;
   std::map<std::string, size_t> suite_of;
-  auto suiteFor = [&](const std::string& run_id) -> JUnitSuite& {
+  auto suite_for = [&](const std::string& run_id) -> JUnitSuite& {
     std::string key = run_id.empty() ? p.id() : run_id;
     auto it = suite_of.find(key);
     if (it != suite_of.end()) return suites[it->second];
@@ -236,7 +236,7 @@ std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
     suites.push_back(std::move(s));
     return suites.back();
   };
-  suiteFor(p.id());
+  suite_for(p.id());
 
   std::map<std::string, bool> judged;
   std::map<std::string, int> seen_names;
@@ -249,7 +249,7 @@ std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
     auto it = verdict_of.find(res.test_id());
     const v1::PairVerdict* v = it == verdict_of.end() ? nullptr : it->second;
     if (v != nullptr) judged[v->test_id()] = true;
-    add(suiteFor(res.run_id()), caseFor(&res, v, cls));
+    add(suite_for(res.run_id()), caseFor(&res, v, cls));
   }
   // Verdicts without a result in the report (results not asked for, or not stored).
   for (const auto& v : report.verdicts()) {

@@ -48,6 +48,12 @@ std::string workerTransports(const WorkerView& w) {
   for (const auto& t : w.inventory.transports) out += (out.empty() ? "" : ",") + t;
   return out;
 }
+std::string workerCapabilities(const WorkerView& w) {
+  std::string out;
+  for (const auto& c : w.inventory.capabilities)
+    out += (out.empty() ? "" : " ") + capabilityCell(c);
+  return out;
+}
 std::string workerNics(const WorkerView& w) {
   std::string out;
   for (const auto& n : w.inventory.nics) {
@@ -66,13 +72,42 @@ std::string workerGpus(const WorkerView& w) {
 
 }  // namespace
 
+std::string capabilityCell(const TransportCapabilities& c) {
+  auto has = [](const auto& list, auto v) {
+    return std::find(list.begin(), list.end(), v) != list.end();
+  };
+  std::vector<std::string> parts;
+  if (has(c.memory, MemoryKind::kCuda)) {
+    std::string gpu;
+    for (RegPath p : c.reg_paths) {
+      if (p == RegPath::kHost || p == RegPath::kAuto) continue;
+      gpu += std::string(gpu.empty() ? "" : "/") + toString(p);
+    }
+    if (!gpu.empty()) parts.push_back("gpu:" + gpu);
+  }
+  const bool imm_bw = has(c.bandwidth_ops, Op::kWriteImm);
+  const bool imm_lat = has(c.latency_ops, Op::kWriteImm);
+  if (imm_bw && imm_lat) {
+    parts.emplace_back("imm");
+  } else if (imm_bw || imm_lat) {
+    parts.emplace_back(imm_bw ? "imm(bw)" : "imm(lat)");
+  }
+  if (c.rdma_cm) parts.emplace_back("cm");
+  if (c.bidirectional) parts.emplace_back("bidir");
+  if (c.max_inline > 0) parts.emplace_back("inline");
+  std::string out = std::string(toString(c.transport)) + "[";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? " " : "") + parts[i];
+  return out + "]";
+}
+
 std::string workersTable(const std::vector<WorkerView>& workers, bool notes) {
   if (workers.empty()) return "no workers registered\n";
-  std::vector<std::vector<std::string>> rows{
-      {"NAME", "STATE", "HOST", "TRANSPORTS", "NICS", "GPUS", "LAST HEARTBEAT", "NOTES"}};
+  std::vector<std::vector<std::string>> rows{{"NAME", "STATE", "HOST", "TRANSPORTS", "CAPABILITIES",
+                                              "NICS", "GPUS", "LAST HEARTBEAT", "NOTES"}};
   size_t total_notes = 0;
   for (const auto& w : workers) {
     const std::string transports = workerTransports(w), nics = workerNics(w), gpus = workerGpus(w);
+    const std::string caps = workerCapabilities(w);
     const size_t n = w.inventory.notes.size();
     total_notes += n;
     std::string note_cell = "-";
@@ -80,7 +115,7 @@ std::string workersTable(const std::vector<WorkerView>& workers, bool notes) {
       note_cell = std::to_string(n) + (n == 1 ? " note" : " notes") + (notes ? "" : " (--notes)");
     }
     rows.push_back({w.name, w.state, w.inventory.hostname, transports.empty() ? "-" : transports,
-                    nics.empty() ? "-" : nics, gpus.empty() ? "-" : gpus,
+                    caps.empty() ? "-" : caps, nics.empty() ? "-" : nics, gpus.empty() ? "-" : gpus,
                     w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : "-", note_cell});
   }
   std::string out = renderTable(rows);

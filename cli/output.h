@@ -14,6 +14,10 @@ namespace gdrmesh::cli {
 using WorkerView = WorkerStatus;
 
 nlohmann::json workersJson(const std::vector<WorkerView>& workers);
+// A transport's capabilities in a table cell: its name, then what a user picks by flag: the GPU
+// registration paths, write_imm ("imm", or "imm(bw)" when in one mode only), rdma_cm ("cm"),
+// --bidir, --inline. "verbs[gpu:dmabuf/peermem/staged imm cm bidir inline]". `-o json` has all.
+std::string capabilityCell(const TransportCapabilities& c);
 // Notes (why a transport is missing, ...) are folded to a count per worker unless `notes`.
 std::string workersTable(const std::vector<WorkerView>& workers, bool notes = false);
 std::string workersCsv(const std::vector<WorkerView>& workers);

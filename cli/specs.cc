@@ -56,11 +56,15 @@ void addTestOptions(CLI::App* cmd, TestOptions* t) {
   cmd->add_option("--src-memory", t->src_memory, "host | cuda | cuda:N, SRC side only");
   cmd->add_option("--dst-memory", t->dst_memory, "host | cuda | cuda:N, DST side only");
   cmd->add_option("--gpu", t->gpu, "GPU index of every cuda side that names none (default 0)");
-  cmd->add_option("--reg", t->reg, "auto | host | dmabuf | peermem | staged")
+  cmd->add_option("--reg", t->reg, "auto | host | dmabuf | peermem | staged, sides on cuda memory")
       ->capture_default_str();
+  cmd->add_option("--src-reg", t->src_reg, "registration path of the SRC side only (as --reg)");
+  cmd->add_option("--dst-reg", t->dst_reg, "registration path of the DST side only (as --reg)");
   cmd->add_option("--gid-index", t->gid_index, "RoCE GID index (-1: automatic)");
   cmd->add_flag("--rdma-cm", t->rdma_cm, "connect with librdmacm instead of the OOB exchange");
-  cmd->add_option("--timeout", t->timeout, "seconds before a run is abandoned (0: 120)");
+  cmd->add_option("--timeout", t->timeout,
+                  "seconds before a run is abandoned (0: " +
+                      std::to_string(static_cast<int>(kDefaultRunTimeoutSeconds)) + ")");
   cmd->add_option("--run-id", t->run_id, "group results under a run id");
   cmd->add_option("--duration", t->duration, "run for this long (30s, 2m) instead of --iters");
   cmd->add_option("--inline", t->inline_size, "max inline data in bytes (verbs)");
@@ -91,7 +95,10 @@ Result<PairTestSpec> toPairTestSpec(const TestOptions& t) {
   s.warmup_iterations = t.warmup;
   if (t.qps == 0) return invalidArgument("--qps: must be > 0", "e.g. --qps 1");
   s.num_qps = t.qps;
-  if (t.tx_depth == 0) return invalidArgument("--tx-depth: must be > 0", "e.g. --tx-depth 128");
+  if (t.tx_depth == 0) {
+    return invalidArgument("--tx-depth: must be > 0",
+                           "e.g. --tx-depth " + std::to_string(kDefaultTxDepth));
+  }
   s.tx_depth = t.tx_depth;
   if (t.transport != "auto") {
     auto tr = parseTransportKind(t.transport);
@@ -120,7 +127,10 @@ Result<PairTestSpec> toPairTestSpec(const TestOptions& t) {
   mem.src = t.src_memory;
   mem.dst = t.dst_memory;
   mem.gpu = t.gpu;
-  mem.reg = t.reg;
+  // --reg's default ("auto", shown in --help) is not a choice: --src-reg/--dst-reg may replace it.
+  mem.reg = t.reg == "auto" ? "" : t.reg;
+  mem.src_reg = t.src_reg;
+  mem.dst_reg = t.dst_reg;
   GDR_RETURN_IF_ERROR(applyMemoryOptions(mem, MemoryOptionNames{}, &s));
   return s;
 }

@@ -10,6 +10,7 @@
 
 #include "common/pair_spec.h"
 #include "common/status.h"
+#include "common/units.h"
 #include "gdrmesh/v1/gdrmesh.pb.h"
 
 namespace gdrmesh::cli {
@@ -20,10 +21,10 @@ namespace pb = ::gdrmesh::v1;
 struct TestOptions {
   std::string op = "write";
   std::string mode = "bw";
-  std::string size = "64KiB";
+  std::string size = formatSize(kDefaultMessageSize);  // "64KiB"
   uint64_t iters = kDefaultIterations;
   uint64_t warmup = kDefaultWarmupIterations;
-  uint32_t qps = 1;
+  uint32_t qps = kDefaultNumQps;
   uint32_t tx_depth = kDefaultTxDepth;
   std::string transport = "auto";
   std::string memory;      // both sides; "" = not given (host unless a side says otherwise)
@@ -31,6 +32,8 @@ struct TestOptions {
   std::string dst_memory;  // DST (target) side
   int gpu = -1;
   std::string reg = "auto";
+  std::string src_reg;  // SRC side only; "" = --reg
+  std::string dst_reg;  // DST side only; "" = --reg
   int gid_index = -1;
   bool rdma_cm = false;
   double timeout = 0;
@@ -44,8 +47,8 @@ struct TestOptions {
 };
 
 // Declares --op --mode --size --iters --warmup --qps --tx-depth --transport --memory
-// --src-memory --dst-memory --gpu --reg --gid-index --rdma-cm --timeout --duration --inline --bidir
-// --cq-mod --run-id and the hidden fault-injection flags on `cmd`.
+// --src-memory --dst-memory --gpu --reg --src-reg --dst-reg --gid-index --rdma-cm --timeout
+// --duration --inline --bidir --cq-mod --run-id and the hidden fault-injection flags on `cmd`.
 void addTestOptions(CLI::App* cmd, TestOptions* t);
 
 // The test template: everything but the worker names and NICs (left empty). Errors name the

@@ -15,11 +15,13 @@
 namespace gdrmesh {
 
 // Defaults, stated once. Every layer that needs one of these values uses the constant.
+inline constexpr uint32_t kDefaultNumQps = 1;
 inline constexpr uint32_t kDefaultTxDepth = 128;
 inline constexpr uint32_t kDefaultRxDepth = 512;
 inline constexpr uint64_t kDefaultIterations = 1000;
 inline constexpr uint64_t kDefaultWarmupIterations = 16;
 inline constexpr double kDefaultRunTimeoutSeconds = 120;
+inline constexpr uint32_t kDefaultPort = 1;  // HCA port number
 
 struct QpInfo {
   uint32_t qpn = 0;
@@ -64,13 +66,13 @@ struct EndpointSpec {
   Op op = Op::kWrite;
   Mode mode = Mode::kBandwidth;
   uint64_t buffer_size = 0;  // bytes; the largest message of any run on this endpoint
-  uint32_t num_qps = 1;
+  uint32_t num_qps = kDefaultNumQps;
   uint32_t tx_depth = kDefaultTxDepth;  // outstanding sends per QP (bandwidth)
   uint32_t rx_depth = kDefaultRxDepth;  // posted receives per QP (send/recv, write_imm)
   uint32_t inline_size = 0;             // max inline data; 0 = none
   // Verbs only.
   std::string device;  // "" = first active device
-  uint32_t port = 1;
+  uint32_t port = kDefaultPort;
   int gid_index = -1;        // -1 = automatic (RoCE v2, IPv4-mapped where present)
   bool use_rdma_cm = false;  // connect through librdmacm instead of the out-of-band exchange
   // Emulated only: address the target listens on.

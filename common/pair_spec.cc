@@ -21,16 +21,31 @@ Status checkSide(const EndpointSelector& s, const std::string& field) {
     return invalidArgument(field + ": gpu " + std::to_string(s.gpu) + " is not an index",
                            "use --gpu 0, 1, ...");
   }
-  if (s.memory != MemoryKind::kCuda &&
-      (s.reg == RegPath::kDmabuf || s.reg == RegPath::kPeermem || s.reg == RegPath::kStaged)) {
-    return invalidArgument(field + ": registration path " + std::string(toString(s.reg)) +
-                               " applies to GPU memory only",
-                           "add --memory cuda or use --reg host");
-  }
-  return {};
+  return resolveRegPath(s.memory, s.reg, field).status();
+}
+
+bool isGpuRegPath(RegPath p) {
+  return p == RegPath::kDmabuf || p == RegPath::kPeermem || p == RegPath::kStaged;
 }
 
 }  // namespace
+
+Result<RegPath> resolveRegPath(MemoryKind memory, RegPath requested, const std::string& field) {
+  if (memory != MemoryKind::kCuda && isGpuRegPath(requested)) {
+    return invalidArgument(field + ": registration path " + std::string(toString(requested)) +
+                               " applies to GPU memory only",
+                           "put that side on cuda memory, or register it as host (or auto)");
+  }
+  if (memory == MemoryKind::kCuda && requested == RegPath::kHost) {
+    return invalidArgument(field + ": registration path host does not apply to GPU memory",
+                           "use auto, dmabuf, peermem or staged for a side on cuda memory");
+  }
+  return effectiveRegPath(memory, requested);
+}
+
+RegPath effectiveRegPath(MemoryKind memory, RegPath requested) {
+  return memory != MemoryKind::kCuda && requested == RegPath::kAuto ? RegPath::kHost : requested;
+}
 
 Result<MemoryChoice> parseMemoryChoice(const std::string& text, const std::string& field) {
   const std::string fix = "write host, cuda or cuda:N (N: the GPU index, e.g. cuda:0)";
@@ -57,6 +72,19 @@ std::string memoryText(MemoryKind kind, int gpu) {
   return std::string(toString(kind)) + ":" + std::to_string(gpu < 0 ? 0 : gpu);
 }
 
+namespace {
+
+Result<RegPath> parseRegOption(const std::string& text, const std::string& name) {
+  auto reg = text.empty() ? std::optional<RegPath>(RegPath::kAuto) : parseRegPath(text);
+  if (!reg) {
+    return invalidArgument(name + ": '" + text + "' is not a registration path",
+                           "use one of auto, host, dmabuf, peermem, staged");
+  }
+  return *reg;
+}
+
+}  // namespace
+
 Status applyMemoryOptions(const MemoryOptions& o, const MemoryOptionNames& names,
                           PairTestSpec* spec) {
   const std::string& is = names.assign;
@@ -67,11 +95,15 @@ Status applyMemoryOptions(const MemoryOptions& o, const MemoryOptionNames& names
         "give " + names.both + is + "M for both sides, or " + names.src + is + "M and/or " +
             names.dst + is + "M, e.g. " + names.src + is + "host " + names.dst + is + "cuda:0");
   }
-  auto reg = o.reg.empty() ? std::optional<RegPath>(RegPath::kAuto) : parseRegPath(o.reg);
-  if (!reg) {
-    return invalidArgument(names.reg + ": '" + o.reg + "' is not a registration path",
-                           "use one of auto, host, dmabuf, peermem, staged");
+  if (!o.reg.empty() && (!o.src_reg.empty() || !o.dst_reg.empty())) {
+    const std::string& side = o.src_reg.empty() ? names.dst_reg : names.src_reg;
+    return invalidArgument(
+        side + ": cannot be combined with " + names.reg + " (which sets both sides)",
+        "give " + names.reg + is + "R for both sides, or " + names.src_reg + is + "R and/or " +
+            names.dst_reg + is + "R, e.g. " + names.src_reg + is + "staged " + names.dst_reg + is +
+            "dmabuf");
   }
+  GDR_ASSIGN_OR_RETURN(const RegPath reg, parseRegOption(o.reg, names.reg));
   if (o.gpu < -1) {
     return invalidArgument(names.gpu + ": " + std::to_string(o.gpu) + " is not a GPU index",
                            "use " + names.gpu + " 0, 1, ...");
@@ -79,12 +111,15 @@ Status applyMemoryOptions(const MemoryOptions& o, const MemoryOptionNames& names
   struct Side {
     const std::string* text;
     const std::string* name;
+    const std::string* reg_text;  // this side's own path ("" = none)
+    const std::string* reg_name;
     EndpointSelector* sel;
   };
-  const Side sides[] = {{o.both.empty() ? &o.src : &o.both,
-                         o.both.empty() ? &names.src : &names.both, &spec->initiator},
-                        {o.both.empty() ? &o.dst : &o.both,
-                         o.both.empty() ? &names.dst : &names.both, &spec->target}};
+  const Side sides[] = {
+      {o.both.empty() ? &o.src : &o.both, o.both.empty() ? &names.src : &names.both, &o.src_reg,
+       &names.src_reg, &spec->initiator},
+      {o.both.empty() ? &o.dst : &o.both, o.both.empty() ? &names.dst : &names.both, &o.dst_reg,
+       &names.dst_reg, &spec->target}};
   bool any_cuda = false;
   for (const Side& side : sides) {
     MemoryChoice c;
@@ -100,11 +135,20 @@ Status applyMemoryOptions(const MemoryOptions& o, const MemoryOptionNames& names
       }
       side.sel->memory = MemoryKind::kCuda;
       side.sel->gpu = c.gpu >= 0 ? c.gpu : std::max(0, o.gpu);
-      side.sel->reg = *reg;
     } else {
       side.sel->memory = MemoryKind::kHost;
       side.sel->gpu = -1;
-      side.sel->reg = RegPath::kHost;
+    }
+    if (side.reg_text->empty()) {
+      // --reg is the path of the GPU sides; host sides register host memory.
+      side.sel->reg =
+          effectiveRegPath(side.sel->memory, c.kind == MemoryKind::kCuda ? reg : RegPath::kAuto);
+      if (c.kind == MemoryKind::kCuda) {
+        GDR_RETURN_IF_ERROR(resolveRegPath(side.sel->memory, reg, names.reg).status());
+      }
+    } else {
+      GDR_ASSIGN_OR_RETURN(const RegPath own, parseRegOption(*side.reg_text, *side.reg_name));
+      GDR_ASSIGN_OR_RETURN(side.sel->reg, resolveRegPath(side.sel->memory, own, *side.reg_name));
     }
   }
   if (!any_cuda && o.gpu >= 0) {
@@ -112,8 +156,7 @@ Status applyMemoryOptions(const MemoryOptions& o, const MemoryOptionNames& names
                            "add " + names.both + is + "cuda (or " + names.src + is + "cuda:N / " +
                                names.dst + is + "cuda:N), or drop " + names.gpu);
   }
-  if (!any_cuda &&
-      (*reg == RegPath::kDmabuf || *reg == RegPath::kPeermem || *reg == RegPath::kStaged)) {
+  if (!any_cuda && isGpuRegPath(reg)) {
     return invalidArgument(
         names.reg + ": " + o.reg + " applies to GPU memory only, and no side uses cuda memory",
         "add " + names.both + is + "cuda (or " + names.src + is + "cuda:N / " + names.dst + is +

@@ -29,7 +29,7 @@ struct FaultInjection {
   bool invalidate_remote_key = false;
 };
 
-inline constexpr uint64_t kDefaultMessageSize = 64 * 1024;
+inline constexpr uint64_t kDefaultMessageSize = uint64_t{64} * 1024;
 
 struct PairTestSpec {
   EndpointSelector initiator;
@@ -39,7 +39,7 @@ struct PairTestSpec {
   uint64_t message_size = kDefaultMessageSize;
   uint64_t iterations = kDefaultIterations;
   uint64_t warmup_iterations = kDefaultWarmupIterations;
-  uint32_t num_qps = 1;
+  uint32_t num_qps = kDefaultNumQps;
   uint32_t tx_depth = kDefaultTxDepth;
   std::optional<TransportKind> transport;  // nullopt = the best both sides have
   int gid_index = -1;                      // -1 = automatic
@@ -80,13 +80,17 @@ std::string memoryText(MemoryKind kind, int gpu);
 //   side on cuda memory is refused. A cuda side with no index anywhere uses GPU 0.
 // - `reg` (--reg) is the registration path of the sides on GPU memory; sides on host memory
 //   register host memory. A GPU path (dmabuf, peermem, staged) with no side on cuda memory is
-//   refused.
+//   refused. `src_reg` / `dst_reg` (--src-reg / --dst-reg) set one side's path each (host -> GPU
+//   over dmabuf, GPU -> host staged, ...); `reg` with either of them is refused, and a side's
+//   own path must suit that side's memory (resolveRegPath).
 struct MemoryOptions {
   std::string both;
   std::string src;
   std::string dst;
   int gpu = -1;
-  std::string reg;  // "" = auto
+  std::string reg;      // "" = auto
+  std::string src_reg;  // "" = `reg`
+  std::string dst_reg;  // "" = `reg`
 };
 // How the options are spelled where they were given, for the errors.
 struct MemoryOptionNames {
@@ -96,11 +100,22 @@ struct MemoryOptionNames {
   std::string gpu = "--gpu";
   std::string reg = "--reg";
   std::string assign = " ";  // between a name and its value in the fixes: " " or ": "
+  std::string src_reg = "--src-reg";
+  std::string dst_reg = "--dst-reg";
 };
 // Sets spec->initiator's and spec->target's memory, gpu and reg from `o`. Errors name the
 // options (as `names` spells them) and the fix.
 Status applyMemoryOptions(const MemoryOptions& o, const MemoryOptionNames& names,
                           PairTestSpec* spec);
+
+// The registration-path rule, stated once (the CLI, sweep specs and the cluster config through
+// applyMemoryOptions, the coordinator through validatePairTestSpec, the worker when it
+// prepares a side): host memory registers as `host` (`auto` means host there); GPU memory takes
+// `auto` (the transport picks), `dmabuf`, `peermem` or `staged`, never `host`. Returns the path
+// the side asks for (kHost for host memory); the error names `field` and the fix.
+Result<RegPath> resolveRegPath(MemoryKind memory, RegPath requested, const std::string& field);
+// resolveRegPath's answer for a request known to be valid: host memory's `auto` is `host`.
+RegPath effectiveRegPath(MemoryKind memory, RegPath requested);
 
 struct PairTestLimits {
   uint64_t max_message_size = 1ULL << 30;  // 1 GiB

@@ -117,7 +117,10 @@ class [[nodiscard]] Result {
 // Assigns the value of a Result expression to lhs or returns its Status.
 #define GDR_ASSIGN_OR_RETURN(lhs, expr) \
   GDR_ASSIGN_OR_RETURN_IMPL(GDR_CONCAT(gdr_result_, __LINE__), lhs, expr)
+// NOLINTBEGIN(bugprone-macro-parentheses): `lhs` may be a declaration ("const auto x") and
+// `tmp` is a name being declared; neither can be parenthesised.
 #define GDR_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                              \
   if (!tmp.ok()) return tmp.status();             \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

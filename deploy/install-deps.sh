@@ -23,6 +23,7 @@ build=(build-essential cmake ninja-build pkg-config git
        nlohmann-json3-dev libcli11-dev libcpp-httplib-dev clang-format ccache bc
        clang  # libFuzzer harnesses (tests/fuzz/run_ci.sh)
        e2fsprogs  # chattr: the read-only database fault test (tests/fault/readonly)
+       clang-tidy  # deploy/check-tidy.sh (.clang-tidy)
        curl  # the status page token test (tests/integration/trust) and tests/bench/history_queries.sh
        tzdata)  # zone database for schedules (coordinator/orchestrator/cron.h)
 # Soft-RoCE VM tests (tests/softroce): qemu, a static busybox, the rdma userspace and perftest.

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The test command (README, .ci/run): installs dependencies, builds, checks formatting, and
-# runs every test suite with ctest. Suites that cannot run on this machine (no GPU, no browser,
-# no qemu) skip with their reason, visibly.
+# The test command (README, .ci/run): installs dependencies, builds, checks formatting, runs
+# clang-tidy, and runs every test suite with ctest. Suites that cannot run on this machine (no
+# GPU, no browser, no qemu) skip with their reason, visibly.
 #   deploy/test.sh [ctest args...]      e.g. deploy/test.sh -L unit
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/deploy/install-deps.sh"
 "$root/deploy/build.sh"
 "$root/deploy/check-format.sh"
+# clang-tidy over our sources with the build's compile commands (.clang-tidy has the checks).
+"$root/deploy/check-tidy.sh"
 build="${GDRMESH_BUILD_DIR:-$root/build}"
 cd "$build"
 ctest --output-on-failure -j 2 "$@"

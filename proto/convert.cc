@@ -705,12 +705,12 @@ SideSpec fromProto(const pb::EndpointSpec& in) {
   e.op = fromProto(in.op());
   e.mode = fromProto(in.mode());
   e.buffer_size = in.buffer_size();
-  e.num_qps = in.num_qps() == 0 ? 1 : in.num_qps();
+  e.num_qps = in.num_qps() == 0 ? kDefaultNumQps : in.num_qps();
   e.tx_depth = in.tx_depth() == 0 ? kDefaultTxDepth : in.tx_depth();
   e.rx_depth = in.rx_depth() == 0 ? kDefaultRxDepth : in.rx_depth();
   e.inline_size = in.inline_size();
   e.device = in.device();
-  e.port = in.port() == 0 ? 1 : in.port();
+  e.port = in.port() == 0 ? kDefaultPort : in.port();
   e.gid_index = in.gid_index();
   e.use_rdma_cm = in.use_rdma_cm();
   s.transport = fromProto(in.transport());
@@ -798,7 +798,7 @@ PairTestSpec fromProto(const pb::RunTestRequest& in) {
   // Zero on the wire means "default" for counts that cannot be zero.
   s.iterations = in.iterations() == 0 ? kDefaultIterations : in.iterations();
   s.warmup_iterations = in.warmup_iterations();
-  s.num_qps = in.num_qps() == 0 ? 1 : in.num_qps();
+  s.num_qps = in.num_qps() == 0 ? kDefaultNumQps : in.num_qps();
   s.tx_depth = in.tx_depth() == 0 ? kDefaultTxDepth : in.tx_depth();
   if (in.transport() != pb::TRANSPORT_UNSPECIFIED) s.transport = fromProto(in.transport());
   s.gid_index = in.gid_index();

@@ -525,7 +525,7 @@ Result<RevokeOutcome> revokeCertificate(const RevokeOptions& o) {
       return internalError("adding serial " + hex +
                            " to the revocation list failed: " + sslError());
     }
-    r.release();  // owned by the CRL now
+    static_cast<void>(r.release());  // owned by the CRL now
   }
   Ptr<ASN1_TIME> last(ASN1_TIME_set(nullptr, now));
   Ptr<ASN1_TIME> next(ASN1_TIME_set(nullptr, now + static_cast<time_t>(o.days) * 86400));

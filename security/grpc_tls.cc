@@ -48,7 +48,8 @@ Result<PeerIdentity> peerIdentity(const grpc::AuthContext* ctx, RevocationList* 
   return info.identity;
 }
 
-std::string tlsFailureHint(const std::string& m, bool client_uses_tls) {
+std::string tlsFailureHint(const std::string& grpc_message, bool client_uses_tls) {
+  const std::string& m = grpc_message;
   auto has = [&m](const char* t) { return m.find(t) != std::string::npos; };
   if (client_uses_tls && has("wrong version number")) {
     return "the coordinator answered in plaintext: it runs with --insecure; use --insecure "

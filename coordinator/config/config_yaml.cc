@@ -194,12 +194,16 @@ Status Parser::thresholds(const YAML::Node& node, const std::string& path, Thres
 }
 
 Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec& s) const {
-  GDR_RETURN_IF_ERROR(checkMap(
-      node, path,
-      {"name",      "pattern",  "size",       "sizes",           "iters",   "warmup", "op",
-       "mode",      "memory",   "src_memory", "dst_memory",      "gpu",     "reg",    "transport",
-       "direction", "rounds",   "seed",       "hosts",           "exclude", "select", "pairs",
-       "qps",       "duration", "timeout",    "max_concurrency", "retries"}));
+  GDR_RETURN_IF_ERROR(checkMap(node, path, {"name",       "pattern",    "size",
+                                            "sizes",      "iters",      "warmup",
+                                            "op",         "mode",       "memory",
+                                            "src_memory", "dst_memory", "gpu",
+                                            "reg",        "src_reg",    "dst_reg",
+                                            "transport",  "direction",  "rounds",
+                                            "seed",       "hosts",      "exclude",
+                                            "select",     "pairs",      "qps",
+                                            "duration",   "timeout",    "max_concurrency",
+                                            "retries"}));
   PairTestSpec& t = s.test;
   if (node["name"]) {
     GDR_ASSIGN_OR_RETURN(s.name, string(node["name"], join(path, "name")));
@@ -252,7 +256,9 @@ Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec&
     for (auto [key, out] : {std::pair<const char*, std::string*>{"memory", &mem.both},
                             {"src_memory", &mem.src},
                             {"dst_memory", &mem.dst},
-                            {"reg", &mem.reg}}) {
+                            {"reg", &mem.reg},
+                            {"src_reg", &mem.src_reg},
+                            {"dst_reg", &mem.dst_reg}}) {
       if (!node[key]) continue;
       GDR_ASSIGN_OR_RETURN(*out, string(node[key], join(path, key)));
       if (first == nullptr) first = key;
@@ -262,8 +268,11 @@ Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec&
       mem.gpu = static_cast<int>(g);
       if (first == nullptr) first = "gpu";
     }
-    const Status st = applyMemoryOptions(
-        mem, MemoryOptionNames{"memory", "src_memory", "dst_memory", "gpu", "reg", ": "}, &t);
+    const Status st =
+        applyMemoryOptions(mem,
+                           MemoryOptionNames{"memory", "src_memory", "dst_memory", "gpu", "reg",
+                                             ": ", "src_reg", "dst_reg"},
+                           &t);
     // (A YAML::Node is a reference: assigning one to another would rewrite the document.)
     if (!st.ok()) return rebase(first != nullptr ? node[first] : node, path, st, "");
   }
@@ -300,7 +309,7 @@ Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec&
     for (size_t i = 0; i < pairs.size(); ++i) {
       const std::string& text = pairs[i];
       const size_t colon = text.find(':');
-      auto sideOf = [](const std::string& part) {
+      auto side_of = [](const std::string& part) {
         EndpointSelector e;
         const size_t slash = part.find('/');
         e.worker = part.substr(0, slash);
@@ -312,7 +321,7 @@ Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec&
                      "'" + text + "' is not INITIATOR[/NIC]:TARGET[/NIC]",
                      "e.g. gpu-a1/mlx5_0:gpu-a2/mlx5_0");
       }
-      s.pairs.emplace_back(sideOf(text.substr(0, colon)), sideOf(text.substr(colon + 1)));
+      s.pairs.emplace_back(side_of(text.substr(0, colon)), side_of(text.substr(colon + 1)));
     }
   }
   if (node["qps"]) {

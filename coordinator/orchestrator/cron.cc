@@ -228,7 +228,7 @@ std::optional<int64_t> nextMatchCivil(const CronExpr& e, int64_t lo, int64_t hi)
         const int from = h == mod / 60 ? mod % 60 : 0;
         const uint64_t m = e.minutes & (~uint64_t{0} << from);
         if (m != 0) {
-          const int64_t found = day * 1440 + h * 60 + __builtin_ctzll(m);
+          const int64_t found = day * 1440 + static_cast<int64_t>(h) * 60 + __builtin_ctzll(m);
           if (found < hi) return found;
           return std::nullopt;
         }
@@ -363,7 +363,7 @@ int64_t ruleDay(int64_t year, const TimeZone::DateRule& d) {
       break;
   }
   const int64_t first = daysFromCivil(year, d.month, 1);
-  int64_t day = first + (d.day - weekdayOf(first) + 7) % 7 + (d.week - 1) * 7;
+  int64_t day = first + (d.day - weekdayOf(first) + 7) % 7 + static_cast<int64_t>(d.week - 1) * 7;
   while (day >= first + daysInMonth(year, d.month)) day -= 7;
   return day;
 }
@@ -409,15 +409,15 @@ bool readHeader(TzifReader& r, const std::string& bytes, TzifHeader* h) {
   h->timecnt = r.u32();
   h->typecnt = r.u32();
   h->charcnt = r.u32();
-  const uint32_t kMax = 1u << 20;
+  constexpr uint32_t kMax = 1u << 20;
   return h->typecnt >= 1 && h->typecnt <= 256 && h->timecnt < kMax && h->leapcnt < kMax &&
          h->charcnt < kMax && (h->isutcnt == 0 || h->isutcnt == h->typecnt) &&
          (h->isstdcnt == 0 || h->isstdcnt == h->typecnt);
 }
 
 size_t bodySize(const TzifHeader& h, size_t time_size) {
-  return h.timecnt * (time_size + 1) + h.typecnt * 6 + h.charcnt + h.leapcnt * (time_size + 4) +
-         h.isstdcnt + h.isutcnt;
+  return h.timecnt * (time_size + 1) + size_t{h.typecnt} * 6 + h.charcnt +
+         h.leapcnt * (time_size + 4) + h.isstdcnt + h.isutcnt;
 }
 
 bool validZoneName(const std::string& name) {

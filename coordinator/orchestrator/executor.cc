@@ -145,14 +145,14 @@ void Executor::kick() {
   draining_ = false;
 }
 
-void Executor::start(size_t i) {
+void Executor::start(size_t slot) {
   int index;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ++slots_[i].attempts;
-    index = slots_[i].index;
+    ++slots_[slot].attempts;
+    index = slots_[slot].index;
   }
-  const PairTestSpec spec = tasks_.spec(i);
+  const PairTestSpec spec = tasks_.spec(slot);
   PairEndpoints ep;
   ep.initiator = workers_.get(spec.initiator.worker);
   ep.target = workers_.get(spec.target.worker);
@@ -161,16 +161,16 @@ void Executor::start(size_t i) {
   const std::string test_id = newTestId(clock_.unixMs());
   if (callbacks_.on_start) callbacks_.on_start(index, test_id);
   runPairTest(spec, ep, clock_, options_.pair, test_id, newSeed(),
-              [this, i](PairTestOutcome o) { finished(i, std::move(o)); });
+              [this, slot](PairTestOutcome o) { finished(slot, std::move(o)); });
 }
 
-void Executor::finished(size_t i, PairTestOutcome outcome) {
+void Executor::finished(size_t slot, PairTestOutcome outcome) {
   std::vector<size_t> candidates;
   bool report = false;
   int index = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Slot& s = slots_[i];
+    Slot& s = slots_[slot];
     s.running = false;
     --running_;
     const bool failed =
@@ -178,7 +178,7 @@ void Executor::finished(size_t i, PairTestOutcome outcome) {
     if (failed && outcome.transient && s.attempts <= options_.retries && !cancelled_) {
       // Retry: the slot keeps its place at the head of its queues.
       ++progress_.retried;
-      candidates.push_back(i);
+      candidates.push_back(slot);
     } else {
       s.finished = true;
       report = true;
@@ -187,7 +187,7 @@ void Executor::finished(size_t i, PairTestOutcome outcome) {
       if (outcome.result.status == TestStatus::kSkipped) ++progress_.skipped;
       for (uint32_t r : s.resources) {
         auto& q = queues_[r];
-        if (!q.empty() && q.front() == i) q.pop_front();
+        if (!q.empty() && q.front() == slot) q.pop_front();
         if (!q.empty()) candidates.push_back(q.front());
       }
     }

@@ -87,7 +87,9 @@ ComparisonRow classify(const Key& key, const TestResult* a, const TestResult* b,
   }
   if (a == nullptr) {
     row.change = ChangeKind::kNew;
-    row.reason = std::string("only in B (") + toString(b->status) + ")";
+    // (Callers pass at least one side; a key with neither has nothing to read.)
+    row.reason =
+        std::string("only in B (") + (b != nullptr ? toString(b->status) : "no result") + ")";
     return row;
   }
   if (b == nullptr) {

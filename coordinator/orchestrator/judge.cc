@@ -173,12 +173,12 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
       it->second = i;
     }
   }
-  auto pairName = [&rows](const JudgeRow& r) {
+  auto pair_name = [&rows](const JudgeRow& r) {
     return rows.endpointName(r.initiator) + "->" + rows.endpointName(r.target);
   };
   // Thresholds per worker, each looked up once.
   std::vector<std::optional<Thresholds>> thresholds(rows.strings().size());
-  auto thresholdsOf = [&](uint32_t worker) -> const Thresholds& {
+  auto thresholds_of = [&](uint32_t worker) -> const Thresholds& {
     auto& t = thresholds[worker];
     if (!t) t = config.thresholdsFor(rows.str(worker), labelsOf(ctx, rows.str(worker)));
     return *t;
@@ -214,7 +214,7 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
     }
 
     const Thresholds t =
-        stricterOf(thresholdsOf(r.initiator.worker), thresholdsOf(r.target.worker));
+        stricterOf(thresholds_of(r.initiator.worker), thresholds_of(r.target.worker));
 
     if (r.integrity_checked && r.wrong_bytes > 0) {
       why.push_back("integrity: " + std::to_string(r.wrong_bytes) + " wrong bytes of " +
@@ -225,7 +225,7 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
       const auto it = baseline.find(baselineKey(r, keyOf(r.initiator), keyOf(r.target)));
       if (it != baseline.end()) base = &baseline_rows[it->second];
     }
-    auto baseId = [&] { return std::string(baseline_rows.testId(*base)); };
+    auto base_id = [&] { return std::string(baseline_rows.testId(*base)); };
 
     if (r.has_bandwidth) {
       const double bw = r.bw_avg_gbps;
@@ -247,7 +247,7 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
       if (t.best_pair_fraction_min && best && best->value > 0 &&
           bw / best->value < *t.best_pair_fraction_min) {
         why.push_back(fig + " is " + fixed2(bw / best->value) + " of the best pair's " +
-                      fixed1(best->value) + " Gb/s (" + pairName(rows[best->row]) + ") < " +
+                      fixed1(best->value) + " Gb/s (" + pair_name(rows[best->row]) + ") < " +
                       compact(*t.best_pair_fraction_min) + " (best_pair_fraction_min)");
       }
       if (t.gpu_host_ratio_min && r.usesCuda()) {
@@ -268,7 +268,7 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
         const double drop = 1.0 - bw / was;
         if (drop > *t.regression_tolerance) {
           why.push_back(fig + " is " + percent(drop) + " below baseline " + fixed1(was) +
-                        " Gb/s (" + baseId() + ") > " + percent(*t.regression_tolerance) +
+                        " Gb/s (" + base_id() + ") > " + percent(*t.regression_tolerance) +
                         " (regression_tolerance)");
         }
       }
@@ -284,7 +284,7 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
       if (t.lowest_latency_factor_max && lowest && lowest->value > 0 &&
           lat / lowest->value > *t.lowest_latency_factor_max) {
         why.push_back(fig + " is " + fixed2(lat / lowest->value) + "x the lowest " +
-                      fixed2(lowest->value) + " us (" + pairName(rows[lowest->row]) + ") > " +
+                      fixed2(lowest->value) + " us (" + pair_name(rows[lowest->row]) + ") > " +
                       compact(*t.lowest_latency_factor_max) + "x (lowest_latency_factor_max)");
       }
       if (t.regression_tolerance && base && base->has_latency && base->lat_median_us > 0) {
@@ -292,7 +292,7 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
         const double rise = lat / was - 1.0;
         if (rise > *t.regression_tolerance) {
           why.push_back(fig + " is " + percent(rise) + " above baseline " + fixed2(was) + " us (" +
-                        baseId() + ") > " + percent(*t.regression_tolerance) +
+                        base_id() + ") > " + percent(*t.regression_tolerance) +
                         " (regression_tolerance)");
         }
       }

@@ -263,7 +263,7 @@ std::vector<Suspect> localiseAnalysis(const Analysis& an) {
   // Links: failing pairs that no strong suspect and no failed retest explains. A link is
   // named by its endpoints in name order; counted by their ids.
   using LinkKey = std::pair<std::pair<uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>;
-  auto linkOf = [](const Judged& j) {
+  auto link_of = [](const Judged& j) {
     auto x = std::make_pair(j.a.host, j.a.nic), y = std::make_pair(j.b.host, j.b.nic);
     if (y < x) std::swap(x, y);
     return LinkKey{x, y};
@@ -273,7 +273,7 @@ std::vector<Suspect> localiseAnalysis(const Analysis& an) {
     if (j.loopback() || !j.failed) continue;
     if (an.isStrong(j.a.host) || an.isStrong(j.b.host)) continue;
     if (an.failedRetests(j.a.host) > 0 || an.failedRetests(j.b.host) > 0) continue;
-    const LinkKey key = linkOf(j);
+    const LinkKey key = link_of(j);
     if (links.count(key)) continue;
     std::string x = an.name(j.a), y = an.name(j.b);
     if (y < x) std::swap(x, y);
@@ -297,7 +297,7 @@ std::vector<Suspect> localiseAnalysis(const Analysis& an) {
     for (const auto& [key, s] : links) link_tests[key];
     for (const auto& j : an.tests) {
       if (j.loopback()) continue;
-      auto it = link_tests.find(linkOf(j));
+      auto it = link_tests.find(link_of(j));
       if (it == link_tests.end()) continue;
       ++it->second.second;
       if (j.failed) ++it->second.first;

@@ -45,7 +45,7 @@ Status Scheduler::validate(const std::vector<ScheduleConfig>& schedules,
 }
 
 Scheduler::Scheduler(Clock& clock, SweepStarter& starter, ScheduleLog& log,
-                     std::vector<ScheduleConfig> schedules, std::string zoneinfo_dir)
+                     std::vector<ScheduleConfig> schedules, const std::string& zoneinfo_dir)
     : clock_(clock), starter_(starter), log_(log) {
   std::set<std::string> names;
   entries_.resize(schedules.size());

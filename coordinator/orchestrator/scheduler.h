@@ -80,7 +80,7 @@ class Scheduler {
 
   Scheduler(Clock& clock, SweepStarter& starter, ScheduleLog& log,
             std::vector<ScheduleConfig> schedules,
-            std::string zoneinfo_dir = TimeZone::kDefaultZoneinfoDir);
+            const std::string& zoneinfo_dir = TimeZone::kDefaultZoneinfoDir);
   ~Scheduler();  // stop()
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

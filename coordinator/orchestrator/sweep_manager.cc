@@ -203,7 +203,7 @@ Result<std::vector<PlannedTest>> SweepManager::planAll(
   return all;
 }
 
-Result<SweepProgress> SweepManager::start(SweepSpec spec) {
+Result<SweepProgress> SweepManager::start(const SweepSpec& spec) {
   auto config = configOf(spec);
   if (!config.ok()) return config.status();
   auto a = std::make_shared<Active>();
@@ -440,14 +440,14 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
     }
   }
 
-  auto runTasks = [&](size_t from) {
+  auto run_tasks = [&](size_t from) {
     // The plan indexes still to run; each test's spec is made when it starts. a->plan,
     // templates and template_of change only on this thread, between runs.
     auto pending = std::make_shared<std::vector<int>>();
     for (size_t i = from; i < a->plan.size(); ++i) {
       if (!a->done.count(static_cast<int>(i))) pending->push_back(static_cast<int>(i));
     }
-    auto specOf = [a](int i) {
+    auto spec_of = [a](int i) {
       const auto k = static_cast<size_t>(i);
       return specFor(a->templates[static_cast<size_t>(a->template_of[k])], a->plan[k], a->id);
     };
@@ -460,7 +460,7 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
     ExecutorTasks tasks;
     tasks.count = pending->size();
     tasks.index = [pending](size_t j) { return (*pending)[j]; };
-    tasks.spec = [pending, specOf](size_t j) { return specOf((*pending)[j]); };
+    tasks.spec = [pending, spec_of](size_t j) { return spec_of((*pending)[j]); };
     tasks.resources = [pending, a](size_t j) {
       const PlannedTest& t = a->plan[static_cast<size_t>((*pending)[j])];
       return resourceKeys(t.initiator, t.target);
@@ -518,7 +518,7 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
     a->executor = nullptr;
   };
 
-  runTasks(0);
+  run_tasks(0);
 
   // Retests with known-good partners, then the verdicts.
   bool cancelled;
@@ -543,7 +543,7 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       a->retests = static_cast<uint32_t>(retests.size());
       publish(a);
     }
-    if (!retests.empty()) runTasks(a->plan_size);
+    if (!retests.empty()) run_tasks(a->plan_size);
   }
   writer_.flush();
 
@@ -769,6 +769,8 @@ namespace {
 // twice and parses several times faster than through a DOM. The rules are those of a DOM read:
 // a field of the wrong type takes its default, a later duplicate key wins, anything that is not
 // a verdict, suspect or note is skipped, and text that is not a JSON object gives nothing.
+// NOLINTBEGIN(readability-identifier-naming): nlohmann::json's SAX interface names the
+// handler's methods (number_integer, start_object, parse_error, ...) and its `json` alias.
 class ReportSax {
  public:
   using json = nlohmann::json;
@@ -802,19 +804,28 @@ class ReportSax {
     if (!inElementField()) return true;
     scalar();  // defaults first; a string field then takes the value
     if (element_ == Element::kVerdict) {
-      if (field_ == "test_id") verdict_.test_id = std::move(v);
-      if (field_ == "src") verdict_.src = std::move(v);
-      if (field_ == "dst") verdict_.dst = std::move(v);
-      if (field_ == "verdict") {
+      // One field per call: `v` is moved at most once.
+      if (field_ == "test_id") {
+        verdict_.test_id = std::move(v);
+      } else if (field_ == "src") {
+        verdict_.src = std::move(v);
+      } else if (field_ == "dst") {
+        verdict_.dst = std::move(v);
+      } else if (field_ == "verdict") {
         verdict_.verdict = v == "PASS"   ? VerdictKind::kPass
                            : v == "FAIL" ? VerdictKind::kFail
                                          : VerdictKind::kSkip;
+      } else if (field_ == "unit") {
+        verdict_.unit = std::move(v);
+      } else if (field_ == "topo_class") {
+        verdict_.topo_class = std::move(v);
       }
-      if (field_ == "unit") verdict_.unit = std::move(v);
-      if (field_ == "topo_class") verdict_.topo_class = std::move(v);
     } else if (element_ == Element::kSuspect) {
-      if (field_ == "kind") suspect_.kind = std::move(v);
-      if (field_ == "name") suspect_.name = std::move(v);
+      if (field_ == "kind") {
+        suspect_.kind = std::move(v);
+      } else if (field_ == "name") {
+        suspect_.name = std::move(v);
+      }
     }
     return true;
   }
@@ -854,8 +865,11 @@ class ReportSax {
   bool end_array() {
     --depth_;
     if (depth_ == 3 && in_list_) {
-      if (element_ == Element::kVerdict) verdict_.reasons = std::move(list_);
-      if (element_ == Element::kSuspect) suspect_.evidence = std::move(list_);
+      if (element_ == Element::kVerdict) {
+        verdict_.reasons = std::move(list_);
+      } else if (element_ == Element::kSuspect) {
+        suspect_.evidence = std::move(list_);
+      }
       list_.clear();
       in_list_ = false;
     }
@@ -933,6 +947,7 @@ class ReportSax {
   PairVerdict verdict_;
   Suspect suspect_;
 };
+// NOLINTEND(readability-identifier-naming)
 
 }  // namespace
 

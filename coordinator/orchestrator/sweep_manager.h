@@ -89,7 +89,7 @@ class SweepManager {
   ~SweepManager();
 
   // Validates, plans and starts (or queues) a sweep. Errors name the field and the fix.
-  Result<SweepProgress> start(SweepSpec spec);
+  Result<SweepProgress> start(const SweepSpec& spec);
   Result<SweepProgress> cancel(const std::string& id);
   Result<SweepProgress> progress(const std::string& id);
   Result<SweepReportData> report(const std::string& id, bool with_results);

@@ -85,10 +85,11 @@ void GrpcWorkerChannel::release(const std::string& test_id, const std::string& r
   pb::CoordinatorCommand cmd;
   cmd.mutable_release()->set_test_id(test_id);
   cmd.mutable_release()->set_reason(reason);
-  link_->call(std::move(cmd), deadline, [done = std::move(done)](Result<pb::CommandReply> r) {
-    if (!r.ok()) return done(r.status());
-    done(true);
-  });
+  link_->call(std::move(cmd), deadline,
+              [done = std::move(done)](const Result<pb::CommandReply>& r) {
+                if (!r.ok()) return done(r.status());
+                done(true);
+              });
 }
 
 void GrpcWorkerChannel::start(const StartCommand& c, Deadline deadline, Done<SideOutcome> done) {

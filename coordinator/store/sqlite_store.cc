@@ -744,6 +744,7 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
        "per-sweep aggregates (kept by retention), pair and covering run indexes",
        {
            // Pair history (SRC -> DST, newest first) straight from the index.
+           // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one statement over two lines
            "CREATE INDEX results_pair_started ON results (initiator_worker, target_worker, "
            "started_ms)",
            // A sweep's counts (done, failed, skipped) from the index alone, without reading
@@ -1069,10 +1070,15 @@ Status SqliteStore::commit() {
 
 void SqliteStore::rollbackQuietly() noexcept {
   if (sqlite3_get_autocommit(writer_.db.get())) return;  // already rolled back (e.g. FULL)
-  Result<sqlite3_stmt*> s = statement(writer_, "rollback", "ROLLBACK");
-  if (!s.ok()) return;
-  StmtScope scope(*s);
-  (void)sqlite3_step(*s);
+  // Preparing the statement allocates; out of memory here must not terminate the process (a
+  // transaction left open fails the next BEGIN, with the reason).
+  try {
+    Result<sqlite3_stmt*> s = statement(writer_, "rollback", "ROLLBACK");
+    if (!s.ok()) return;
+    StmtScope scope(*s);
+    (void)sqlite3_step(*s);
+  } catch (...) {  // nothing more to do in a quiet rollback
+  }
 }
 
 namespace {
@@ -1780,7 +1786,8 @@ Result<std::vector<SweepTestStart>> SqliteStore::unfinishedSweepTests(const std:
   return out;
 }
 
-Status SqliteStore::markTestStarted(const TestResult& t) {
+Status SqliteStore::markTestStarted(const TestResult& started) {
+  const TestResult& t = started;
   if (t.test_id.empty()) {
     return invalidArgument("test_id is empty", "mark a test with its id (newTestId)");
   }
@@ -1880,7 +1887,7 @@ Status SqliteStore::spoolResult(const TestResult& result) {
   std::lock_guard<std::mutex> lock(spool_mu_);
   const bool existed = ::access(path.c_str(), F_OK) == 0;
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  auto ioError = [&](const char* what) {
+  auto io_error = [&](const char* what) {
     const int e = errno;
     return Status(e == ENOSPC || e == EDQUOT ? Code::kResourceExhausted : Code::kUnavailable,
                   std::string("cannot ") + what + " spool file " + path + " (" + std::strerror(e) +
@@ -1888,14 +1895,14 @@ Status SqliteStore::spoolResult(const TestResult& result) {
                   "free space on (or make writable) the disk that holds " + path_ +
                       "; results held in memory are lost if the coordinator is killed");
   };
-  if (fd < 0) return ioError("open");
+  if (fd < 0) return io_error("open");
   const char* p = enc.line.data();
   size_t left = enc.line.size();
   while (left > 0) {
     const ssize_t n = ::write(fd, p, left);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      Status st = ioError("append to");
+      Status st = io_error("append to");
       // Leave no partial record behind: cut the file back to where this record began.
       struct stat sb {};
       if (::fstat(fd, &sb) == 0) {
@@ -1908,7 +1915,7 @@ Status SqliteStore::spoolResult(const TestResult& result) {
     left -= static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0) {
-    Status st = ioError("sync");
+    Status st = io_error("sync");
     ::close(fd);
     return st;
   }

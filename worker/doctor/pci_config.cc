@@ -50,7 +50,7 @@ AcsState readAcs(const std::string& sysfs_root, const std::string& bus_id) {
 }
 
 std::string acsBitsToString(uint16_t control) {
-  static const char* kNames[] = {"SV", "TB", "RR", "CR", "UF", "EC", "DT"};
+  static const char* const kNames[] = {"SV", "TB", "RR", "CR", "UF", "EC", "DT"};
   std::string out;
   for (int i = 0; i < 7; ++i) {
     if (control & (1u << i)) out += (out.empty() ? "" : " ") + std::string(kNames[i]);

@@ -19,6 +19,8 @@
 namespace gdrmesh {
 
 // Driver API types, ABI-compatible with cuda.h (opaque handles are pointers).
+// NOLINTBEGIN(readability-identifier-naming): cuda.h's own names (CUDA_SUCCESS, ...), so that
+// the code reads as NVIDIA's documentation does and a grep for a CUDA name finds it.
 namespace cu {
 using CUresult = int;
 using CUdevice = int;
@@ -71,6 +73,7 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 124;
 inline constexpr int CU_POINTER_ATTRIBUTE_SYNC_MEMOPS = 6;
 inline constexpr int CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 1;
 }  // namespace cu
+// NOLINTEND(readability-identifier-naming)
 
 // One method per driver entry point, same arguments and CUresult return as the driver
 // (the versioned _v2 entry points where cuda.h maps the plain name to one).

@@ -33,9 +33,11 @@ class ScopedContext {
   Status status_;
 };
 
+// NOLINTBEGIN(bugprone-macro-parentheses): `scope` is the name of the variable it declares.
 #define GDR_CUDA_SCOPE(scope)               \
   ScopedContext scope(api_, ctx_, where()); \
   if (!scope.status().ok()) return scope.status()
+// NOLINTEND(bugprone-macro-parentheses)
 
 size_t alignUp(size_t v, size_t a) {
   return (v + a - 1) / a * a;
@@ -166,7 +168,9 @@ CudaBuffer::~CudaBuffer() {
 }
 
 void* CudaBuffer::data() {
-  return reinterpret_cast<void*>(static_cast<uintptr_t>(dptr_));
+  // The driver hands out device addresses as integers (CUdeviceptr); this is that address.
+  return reinterpret_cast<void*>(  // NOLINT(performance-no-int-to-ptr): see above
+      static_cast<uintptr_t>(dptr_));
 }
 
 std::string CudaBuffer::describe() const {

@@ -9,6 +9,9 @@ namespace gdrmesh {
 
 using namespace cu;  // NOLINT(google-build-using-namespace): driver vocabulary only
 
+// NOLINTBEGIN(readability-identifier-naming): each entry point keeps cuda.h's name without
+// the cu prefix (cuDriverGetVersion -> driverGetVersion), so that the table reads as the
+// driver's documentation and GDR_CU_FORWARD maps a CudaApi method to its entry one to one.
 struct CudaDriver::Table {
   CUresult (*init)(unsigned) = nullptr;
   CUresult (*driverGetVersion)(int*) = nullptr;
@@ -42,6 +45,7 @@ struct CudaDriver::Table {
   CUresult (*getErrorName)(CUresult, const char**) = nullptr;
   CUresult (*getErrorString)(CUresult, const char**) = nullptr;
 };
+// NOLINTEND(readability-identifier-naming)
 
 namespace {
 
@@ -60,10 +64,9 @@ bool resolve(void* handle, const char* name, Fn* out) {
 
 CudaDriver::CudaDriver() : table_(std::make_unique<Table>()) {}
 
-CudaDriver::~CudaDriver() {
-  // libcuda is never unloaded: the driver keeps threads and atexit handlers that outlive
-  // dlclose, and unloading it while contexts exist crashes at exit.
-}
+// libcuda is never unloaded: the driver keeps threads and atexit handlers that outlive
+// dlclose, and unloading it while contexts exist crashes at exit.
+CudaDriver::~CudaDriver() = default;
 
 std::unique_ptr<CudaDriver> CudaDriver::open(const std::string& library) {
   std::unique_ptr<CudaDriver> d(new CudaDriver());

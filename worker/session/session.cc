@@ -282,23 +282,15 @@ SessionManager::prepareReserved(const SessionSpec& spec) {
                                                    spec.numa_node));
   const uint64_t seed = ownSeed(spec);
   GDR_RETURN_IF_ERROR(s->buffer->fill(seed, 0, s->buffer->size()));
-  RegPath reg = spec.reg;
-  if (spec.memory == MemoryKind::kHost) {
-    if (reg == RegPath::kDmabuf || reg == RegPath::kPeermem || reg == RegPath::kStaged) {
-      return invalidArgument(
-          std::string("reg_path: '") + toString(reg) + "' applies to GPU memory only",
-          "use --reg host (or auto) with --memory host");
-    }
-    reg = RegPath::kHost;
-  } else if (reg == RegPath::kStaged) {
+  // The one registration-path rule (common/pair_spec.h), for a request that did not come
+  // through the coordinator's checks.
+  GDR_ASSIGN_OR_RETURN(const RegPath reg, resolveRegPath(spec.memory, spec.reg, "reg_path"));
+  if (reg == RegPath::kStaged) {
     // Staged: the NIC (or the emulated transport) works on a host mirror; copies to and from
     // the GPU are timed and reported. Never GPUDirect.
     GDR_ASSIGN_OR_RETURN(s->mirror, memory_.allocate(MemoryKind::kHost, -1,
                                                      spec.endpoint.buffer_size, spec.numa_node));
     GDR_RETURN_IF_ERROR(s->mirror->fill(seed, 0, s->mirror->size()));
-  } else if (reg == RegPath::kHost) {
-    return invalidArgument("reg_path: 'host' does not apply to GPU memory",
-                           "use --reg auto, dmabuf, peermem or staged");
   }
   RegPath wire_reg = s->mirror ? RegPath::kHost : reg;
   GDR_ASSIGN_OR_RETURN(s->endpoint, transport.createEndpoint(spec.endpoint, s->wire(), wire_reg));

@@ -82,7 +82,7 @@ Result<SimFault> parseSimFault(std::string_view spec) {
   if (f.worker.empty() || (parts[1].find('/') != std::string::npos && f.nic.empty())) {
     return invalidArgument(where + ": empty worker or NIC name", usage);
   }
-  auto noNic = [&]() -> Status {
+  auto no_nic = [&]() -> Status {
     if (!f.nic.empty()) return invalidArgument(where + ": " + kind + " applies to a worker", usage);
     return {};
   };
@@ -97,7 +97,7 @@ Result<SimFault> parseSimFault(std::string_view spec) {
     f.kind = SimFault::Kind::kFail;
   } else if (kind == "flap") {
     if (parts.size() != 3) return invalidArgument(where + ": expected flap:WORKER:P", usage);
-    GDR_RETURN_IF_ERROR(noNic());
+    GDR_RETURN_IF_ERROR(no_nic());
     GDR_ASSIGN_OR_RETURN(f.probability, parseNumber(parts[2], where + " P"));
     if (f.probability < 0 || f.probability > 1) {
       return invalidArgument(where + ": P must be within [0, 1]");
@@ -105,14 +105,14 @@ Result<SimFault> parseSimFault(std::string_view spec) {
     f.kind = SimFault::Kind::kFlap;
   } else if (kind == "mute") {
     if (parts.size() > 3) return invalidArgument(where + ": expected mute:WORKER[:AFTER_N]", usage);
-    GDR_RETURN_IF_ERROR(noNic());
+    GDR_RETURN_IF_ERROR(no_nic());
     if (parts.size() == 3) {
       GDR_ASSIGN_OR_RETURN(f.after_n, parseCount(parts[2], where + " AFTER_N"));
     }
     f.kind = SimFault::Kind::kMute;
   } else if (kind == "drop") {
     if (parts.size() != 3) return invalidArgument(where + ": expected drop:WORKER:AFTER_N", usage);
-    GDR_RETURN_IF_ERROR(noNic());
+    GDR_RETURN_IF_ERROR(no_nic());
     GDR_ASSIGN_OR_RETURN(f.after_n, parseCount(parts[2], where + " AFTER_N"));
     f.kind = SimFault::Kind::kDrop;
   } else {

@@ -50,7 +50,7 @@ std::string pciId(int bus) {
   return buf;
 }
 
-const char* kFix =
+const char* const kFix =
     "a simulated fault (--sim-fault); restart the simulated workers without it to clear it";
 
 }  // namespace

@@ -26,6 +26,7 @@
 
 #include "common/units.h"
 #include "coordinator/http/status_http_server.h"
+#include "tests/support/temp_dir.h"
 
 namespace gdrmesh {
 namespace {
@@ -800,22 +801,12 @@ std::string findChromium() {
   return "";
 }
 
-struct TempDir {
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "gdrmesh-browser-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) != nullptr) path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path.empty()) std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
+using testing::TempDir;
 
 // Runs chromium headless with `mode_args`; returns stdout. stderr goes to a file in `dir`.
 std::string runChromium(const std::string& chromium, const TempDir& dir,
                         const std::string& mode_args, const std::string& url, int* exit_code) {
-  const std::string profile = dir.path + "/profile-" + std::to_string(std::rand());
+  const std::string profile = dir.path() + "/profile-" + std::to_string(std::rand());
   std::filesystem::create_directories(profile);
   const std::string cmd =
       "timeout 120 '" + chromium +
@@ -825,7 +816,7 @@ std::string runChromium(const std::string& chromium, const TempDir& dir,
       // Console messages and uncaught errors go to the log, where consoleLines() finds them.
       "--enable-logging=stderr --v=0 "
       "--user-data-dir='" +
-      profile + "' " + mode_args + " '" + url + "' 2>>'" + dir.path + "/chromium.log'";
+      profile + "' " + mode_args + " '" + url + "' 2>>'" + dir.path() + "/chromium.log'";
   std::string out;
   FILE* f = popen(cmd.c_str(), "r");
   if (f == nullptr) {
@@ -877,14 +868,14 @@ TEST_F(StatusPageTest, ChromiumRendersWorkersAndResults) {
                     "GDRMESH_CHROMIUM to a Chromium/Chrome binary)";
   }
   TempDir dir;
-  ASSERT_FALSE(dir.path.empty());
+  ASSERT_TRUE(dir.ok());
   const std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/";
   int rc = 0;
   const std::string dom =
       runChromium(chromium, dir, "--virtual-time-budget=5000 --dump-dom", url, &rc);
-  ASSERT_EQ(rc, 0) << "chromium failed; its log:\n" << readFile(dir.path + "/chromium.log");
+  ASSERT_EQ(rc, 0) << "chromium failed; its log:\n" << readFile(dir.path() + "/chromium.log");
   ASSERT_THAT(dom, HasSubstr("<table id=\"results\"")) << "no page rendered; chromium log:\n"
-                                                       << readFile(dir.path + "/chromium.log");
+                                                       << readFile(dir.path() + "/chromium.log");
 
   // The JS ran and filled both tables (the "Loading" placeholders are gone).
   const std::vector<std::string> absent{"Loading", "Cannot refresh", "[object"};
@@ -909,7 +900,7 @@ TEST_F(StatusPageTest, ChromiumRendersWorkersAndResults) {
       "min_bw_gbps: 97.50 Gb/s is below 150 Gb/s", "data-js-errors=\"0\""};
   const std::string missing = missingIn(dom, present, absent);
   EXPECT_TRUE(missing.empty()) << missing << "rendered DOM:\n" << dom;
-  EXPECT_EQ(consoleLines(readFile(dir.path + "/chromium.log")), "");
+  EXPECT_EQ(consoleLines(readFile(dir.path() + "/chromium.log")), "");
 
   // A screenshot at 1280 px for people to look at (kept in the build directory).
   const std::string png = std::string(GDRMESH_BROWSER_OUT_DIR) + "/status_page.png";
@@ -917,7 +908,7 @@ TEST_F(StatusPageTest, ChromiumRendersWorkersAndResults) {
   runChromium(chromium, dir,
               "--window-size=1280,900 --virtual-time-budget=5000 --screenshot='" + png + "'", url,
               &rc);
-  EXPECT_EQ(rc, 0) << readFile(dir.path + "/chromium.log");
+  EXPECT_EQ(rc, 0) << readFile(dir.path() + "/chromium.log");
   EXPECT_TRUE(std::filesystem::exists(png)) << "no screenshot at " << png;
   std::printf("status page screenshot: %s\n", png.c_str());
 }
@@ -930,7 +921,7 @@ TEST_F(StatusPageTest, ChromiumDrawsA1024HostSweepOnOneCanvas) {
   int rc = 0;
   const std::string dom =
       runChromium(chromium, dir, "--virtual-time-budget=8000 --dump-dom", url, &rc);
-  ASSERT_EQ(rc, 0) << readFile(dir.path + "/chromium.log");
+  ASSERT_EQ(rc, 0) << readFile(dir.path() + "/chromium.log");
   const std::string missing = missingIn(dom,
                                         {"data-hosts=\"1024\"", "data-drawn=\"1\"",
                                          "data-js-errors=\"0\"", "id=\"shown-sweep\">sw-big<"},
@@ -938,7 +929,7 @@ TEST_F(StatusPageTest, ChromiumDrawsA1024HostSweepOnOneCanvas) {
   EXPECT_TRUE(missing.empty()) << missing;
   // No DOM node per cell: the page stays small.
   EXPECT_LT(dom.size(), 200000u);
-  EXPECT_EQ(consoleLines(readFile(dir.path + "/chromium.log")), "");
+  EXPECT_EQ(consoleLines(readFile(dir.path() + "/chromium.log")), "");
   const std::string png = std::string(GDRMESH_BROWSER_OUT_DIR) + "/sweep_1024_hosts.png";
   runChromium(chromium, dir,
               "--window-size=1280,1400 --virtual-time-budget=8000 --screenshot='" + png + "'", url,
@@ -1005,29 +996,29 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
   const std::string bin = env_bin != nullptr && *env_bin != '\0' ? env_bin : GDRMESH_BINARY_PATH;
   ASSERT_EQ(access(bin.c_str(), X_OK), 0) << bin;
   TempDir dir;
-  ASSERT_FALSE(dir.path.empty());
+  ASSERT_TRUE(dir.ok());
 
   Child coord(
-      {bin, "coordinator", "--listen", "127.0.0.1:0", "--db", dir.path + "/r.db", "--port-file",
-       dir.path + "/port", "--http", "127.0.0.1:0", "--heartbeat-ms", "200", "--insecure"},
-      dir.path + "/coordinator.log");
+      {bin, "coordinator", "--listen", "127.0.0.1:0", "--db", dir.path() + "/r.db", "--port-file",
+       dir.path() + "/port", "--http", "127.0.0.1:0", "--heartbeat-ms", "200", "--insecure"},
+      dir.path() + "/coordinator.log");
   ASSERT_GT(coord.pid, 0);
   int grpc_port = 0, http_port = 0;
   const std::string marker = "status page on http://127.0.0.1:";
   ASSERT_TRUE(waitFor(30, [&] {
-    const std::string port = readFile(dir.path + "/port");
-    const std::string log = readFile(dir.path + "/coordinator.log");
+    const std::string port = readFile(dir.path() + "/port");
+    const std::string log = readFile(dir.path() + "/coordinator.log");
     const size_t at = log.find(marker);
     if (port.empty() || at == std::string::npos) return false;
     grpc_port = std::atoi(port.c_str());
     http_port = std::atoi(log.c_str() + at + marker.size());
     return grpc_port > 0 && http_port > 0;
-  })) << readFile(dir.path + "/coordinator.log");
+  })) << readFile(dir.path() + "/coordinator.log");
   const std::string addr = "127.0.0.1:" + std::to_string(grpc_port);
 
   Child workers({bin, "worker", "--simulate", "4", "--sim-fault", "fail:sim-0002", "--coordinator",
                  addr, "--insecure"},
-                dir.path + "/workers.log");
+                dir.path() + "/workers.log");
   ASSERT_GT(workers.pid, 0);
   ASSERT_TRUE(waitFor(30, [&] {
     json w = httpJson(http_port, "/api/workers");
@@ -1036,15 +1027,15 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
       for (const auto& x : w) online += str(x, "state") == "online" ? 1 : 0;
     }
     return online == 4;
-  })) << readFile(dir.path + "/workers.log");
+  })) << readFile(dir.path() + "/workers.log");
 
   // The sweep: all pairs of 4 workers; every pair with sim-0002 fails. Its exit status says FAIL.
   const std::string sweep_cmd = "timeout 120 '" + bin +
                                 "' sweep run --pattern all-pairs --insecure " + "--coordinator " +
-                                addr + " >'" + dir.path + "/sweep.out' 2>&1";
+                                addr + " >'" + dir.path() + "/sweep.out' 2>&1";
   (void)std::system(sweep_cmd.c_str());
   json latest = httpJson(http_port, "/api/sweeps/latest");
-  ASSERT_TRUE(latest.is_object()) << readFile(dir.path + "/sweep.out");
+  ASSERT_TRUE(latest.is_object()) << readFile(dir.path() + "/sweep.out");
   ASSERT_EQ(latest["progress"]["state"], "finished") << latest.dump(2);
   EXPECT_EQ(latest["progress"]["verdict"], "FAIL");
   ASSERT_FALSE(latest["suspects"].empty()) << latest.dump(2);
@@ -1077,7 +1068,7 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
   const std::string url = "http://127.0.0.1:" + std::to_string(http_port) + "/";
   int rc = 0;
   std::string dom = runChromium(chromium, dir, "--virtual-time-budget=6000 --dump-dom", url, &rc);
-  ASSERT_EQ(rc, 0) << readFile(dir.path + "/chromium.log");
+  ASSERT_EQ(rc, 0) << readFile(dir.path() + "/chromium.log");
   const std::string id = str(latest["progress"], "id");
   std::string missing =
       missingIn(dom,
@@ -1092,7 +1083,7 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
   const std::string pair_url =
       url + "#sweep=" + id + "&pair=" + fail_src + "%3E" + fail_dst;  // '>' between the two
   dom = runChromium(chromium, dir, "--virtual-time-budget=6000 --dump-dom", pair_url, &rc);
-  ASSERT_EQ(rc, 0) << readFile(dir.path + "/chromium.log");
+  ASSERT_EQ(rc, 0) << readFile(dir.path() + "/chromium.log");
   missing = missingIn(
       dom,
       {"data-src=\"" + fail_src + "\" data-dst=\"" + fail_dst + "\"", "id=\"pair-reasons\"",
@@ -1102,7 +1093,7 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
       {"aria-live=\"polite\" hidden", "No stored runs", "Cannot refresh", "data-points=\"0\"",
        "No results for this pair", "Loading the history"});
   EXPECT_TRUE(missing.empty()) << missing << "rendered DOM:\n" << dom;
-  EXPECT_EQ(consoleLines(readFile(dir.path + "/chromium.log")), "");
+  EXPECT_EQ(consoleLines(readFile(dir.path() + "/chromium.log")), "");
 
   const std::string out = GDRMESH_BROWSER_OUT_DIR;
   for (const auto& [name, u] : std::vector<std::pair<std::string, std::string>>{
@@ -1123,22 +1114,22 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
   std::filesystem::remove(report);
   const std::string report_cmd = "timeout 60 '" + bin + "' report " + id +
                                  " --format html --coordinator " + addr + " --out '" + report +
-                                 "' >'" + dir.path + "/report.out' 2>&1";
-  ASSERT_EQ(std::system(report_cmd.c_str()), 0) << readFile(dir.path + "/report.out");
+                                 "' >'" + dir.path() + "/report.out' 2>&1";
+  ASSERT_EQ(std::system(report_cmd.c_str()), 0) << readFile(dir.path() + "/report.out");
   const std::string html = readFile(report);
   EXPECT_THAT(html, Not(HasSubstr("http://")));
   EXPECT_THAT(html, Not(HasSubstr("https://")));
-  std::filesystem::remove(dir.path + "/chromium.log");  // this page's console only
+  std::filesystem::remove(dir.path() + "/chromium.log");  // this page's console only
   const std::string report_url = "file://" + report;
   dom = runChromium(chromium, dir, "--virtual-time-budget=3000 --dump-dom", report_url, &rc);
-  ASSERT_EQ(rc, 0) << readFile(dir.path + "/chromium.log");
+  ASSERT_EQ(rc, 0) << readFile(dir.path() + "/chromium.log");
   missing = missingIn(dom,
                       {"id=\"verdict\" class=\"verdict fail\">FAIL<", "<td class=\"cf\"",
                        "id=\"failures", "<td>" + fail_src + "</td><td>" + fail_dst + "</td>",
                        "id=\"suspects\"", top, "id=\"environment\"", "sim-0003"},
                       {"no stored inventory"});
   EXPECT_TRUE(missing.empty()) << missing << "rendered DOM:\n" << dom;
-  EXPECT_EQ(consoleLines(readFile(dir.path + "/chromium.log")), "");
+  EXPECT_EQ(consoleLines(readFile(dir.path() + "/chromium.log")), "");
   const std::string png = out + "/acceptance_report.png";
   std::filesystem::remove(png);
   runChromium(chromium, dir,

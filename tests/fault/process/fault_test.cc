@@ -1,5 +1,5 @@
 // Faults with real processes (issue #9): a real coordinator, real workers and a real SQLite
-// file (tests/integration/cluster/local_cluster.h), and the faults done to them for real:
+// file (tests/support/local_cluster.h), and the faults done to them for real:
 // kill -9, SIGSTOP, a coordinator killed and restarted on its database.
 //
 // Every wait is a poll with a deadline on an observable state (the workers list, the database
@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
-#include "tests/integration/cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 
 namespace gdrmesh::testing {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <chrono>
 
-#include "tests/integration/cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 #include "tests/support/stream_worker.h"
 
 namespace gdrmesh::testing {

@@ -4,7 +4,7 @@
 // as GPUDirect. Skips where the machine has no GPU.
 #include <gtest/gtest.h>
 
-#include "tests/integration/cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 
 namespace gdrmesh::testing {
 namespace {

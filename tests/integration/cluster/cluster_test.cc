@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
-#include "tests/integration/cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 
 namespace gdrmesh::testing {
 namespace {

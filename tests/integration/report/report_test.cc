@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "tests/integration/cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 
 namespace gdrmesh::testing {
 namespace {

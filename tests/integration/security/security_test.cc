@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
-#include "tests/integration/cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 
 namespace gdrmesh::testing {
 namespace {

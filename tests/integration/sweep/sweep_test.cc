@@ -10,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-#include "tests/integration/cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 
 namespace gdrmesh::testing {
 namespace {

@@ -16,7 +16,7 @@
 #include <regex>
 #include <thread>
 
-#include "tests/integration/cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 #include "tests/support/stream_worker.h"
 
 namespace gdrmesh::testing {

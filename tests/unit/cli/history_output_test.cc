@@ -4,8 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/output.h"
+#include "common/capabilities.h"
 
 namespace gdrmesh::cli {
 namespace {
@@ -229,6 +234,42 @@ TEST(ResultWhole, EachGpuSideSaysWhetherItWasGpuDirect) {
   EXPECT_THAT(t.substr(target), HasSubstr("registration staged"));
   EXPECT_THAT(t.substr(target), HasSubstr("GPUDirect no"));
   EXPECT_THAT(t, HasSubstr("gpudirect  no"));
+}
+
+TEST(WorkersTable, ShowsEachTransportsCapabilities) {
+  EXPECT_EQ(capabilityCell(verbsCapabilities()),
+            "verbs[gpu:dmabuf/peermem/staged imm cm bidir inline]");
+  EXPECT_EQ(capabilityCell(emulatedCapabilities()), "emulated[gpu:staged imm(bw)]");
+  TransportCapabilities host_only;
+  host_only.transport = TransportKind::kEmulated;
+  host_only.memory = {MemoryKind::kHost};
+  host_only.reg_paths = {RegPath::kHost};
+  host_only.bandwidth_ops = {Op::kWrite};
+  EXPECT_EQ(capabilityCell(host_only), "emulated[]");
+
+  WorkerView w;
+  w.name = "h1";
+  w.state = "online";
+  w.inventory.hostname = "n1";
+  w.inventory.transports = {"verbs", "emulated"};
+  w.inventory.capabilities = {verbsCapabilities(), emulatedCapabilities()};
+  WorkerView old;  // a worker from before capabilities were reported
+  old.name = "h2";
+  old.state = "online";
+  old.inventory.hostname = "n2";
+  old.inventory.transports = {"emulated"};
+  const std::string t = workersTable({w, old});
+  EXPECT_THAT(t, HasSubstr("CAPABILITIES"));
+  EXPECT_THAT(t, HasSubstr("verbs[gpu:dmabuf/peermem/staged imm cm bidir inline] "
+                           "emulated[gpu:staged imm(bw)]"));
+  // h2's row: NAME STATE HOST TRANSPORTS CAPABILITIES ..., with no capabilities to show.
+  const size_t h2 = t.find("\nh2 ");
+  ASSERT_NE(h2, std::string::npos) << t;
+  std::istringstream row(t.substr(h2 + 1, t.find('\n', h2 + 1) - h2 - 1));
+  std::vector<std::string> cells{std::istream_iterator<std::string>(row), {}};
+  ASSERT_GE(cells.size(), 5u) << t;
+  EXPECT_EQ(cells[3], "emulated") << t;
+  EXPECT_EQ(cells[4], "-") << t;
 }
 
 TEST(WorkersTable, NotesAreFoldedToACountUnlessAsked) {

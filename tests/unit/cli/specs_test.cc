@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace gdrmesh::cli {
 namespace {
 
@@ -147,6 +150,80 @@ TEST(TestOptions, ContradictoryMemoryFlagsAreRefusedNamingBoth) {
         t.gpu = 0;
       },
       {"--gpu"});
+}
+
+TEST(TestOptions, EachSideChoosesItsOwnRegistrationPath) {
+  // Host -> GPU over dma-buf, and GPU (staged) -> GPU (peermem): each side keeps its own path.
+  TestOptions t;
+  t.src_memory = "host";
+  t.dst_memory = "cuda:1";
+  t.dst_reg = "dmabuf";
+  auto s = toPairTestSpec(t);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ(s->initiator.reg, RegPath::kHost);
+  EXPECT_EQ(s->target.reg, RegPath::kDmabuf);
+  EXPECT_EQ(s->target.gpu, 1);
+
+  TestOptions g;
+  g.memory = "cuda";
+  g.src_reg = "staged";
+  g.dst_reg = "peermem";
+  s = toPairTestSpec(g);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ(s->initiator.reg, RegPath::kStaged);
+  EXPECT_EQ(s->target.reg, RegPath::kPeermem);
+
+  TestOptions one;  // a side without its own path keeps --reg's default (auto)
+  one.memory = "cuda";
+  one.dst_reg = "dmabuf";
+  s = toPairTestSpec(one);
+  ASSERT_TRUE(s.ok()) << s.status().toString();
+  EXPECT_EQ(s->initiator.reg, RegPath::kAuto);
+  EXPECT_EQ(s->target.reg, RegPath::kDmabuf);
+
+  TestOptions host;  // "host" is a host side's own path
+  host.src_reg = "host";
+  EXPECT_TRUE(toPairTestSpec(host).ok());
+}
+
+TEST(TestOptions, PerSideRegistrationRefusalsNameTheFlag) {
+  auto refuse = [](auto mutate, const std::vector<std::string>& words) {
+    TestOptions t;
+    mutate(t);
+    auto s = toPairTestSpec(t);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
+    for (const auto& w : words) {
+      EXPECT_NE(s.status().message().find(w), std::string::npos)
+          << w << ": " << s.status().toString();
+    }
+  };
+  refuse(
+      [](TestOptions& t) {
+        t.memory = "cuda";
+        t.reg = "dmabuf";
+        t.src_reg = "staged";
+      },
+      {"--src-reg", "--reg"});
+  refuse(
+      [](TestOptions& t) {
+        t.dst_memory = "cuda";
+        t.src_reg = "dmabuf";  // SRC is on host memory
+      },
+      {"--src-reg", "dmabuf", "GPU memory only"});
+  refuse(
+      [](TestOptions& t) {
+        t.src_memory = "cuda";
+        t.src_reg = "host";
+      },
+      {"--src-reg", "host", "does not apply to GPU memory"});
+  refuse([](TestOptions& t) { t.dst_reg = "gpudirect"; }, {"--dst-reg", "gpudirect"});
+  refuse(
+      [](TestOptions& t) {
+        t.memory = "cuda";
+        t.reg = "host";  // --reg is the GPU sides' path
+      },
+      {"--reg", "does not apply to GPU memory"});
 }
 
 TEST(ParseEndpoint, WorkerAndOptionalNic) {

@@ -47,6 +47,61 @@ TEST(MemoryOptions, NamesAreThoseOfTheCaller) {
   EXPECT_NE(st.fix().find("src_memory: host dst_memory: cuda:0"), std::string::npos) << st.fix();
 }
 
+// The one registration-path rule: which paths suit which memory, and what `auto` becomes.
+TEST(RegPathRule, EachPathSuitsItsMemory) {
+  const MemoryKind host = MemoryKind::kHost, cuda = MemoryKind::kCuda;
+  EXPECT_EQ(*resolveRegPath(host, RegPath::kAuto, "f"), RegPath::kHost);
+  EXPECT_EQ(*resolveRegPath(host, RegPath::kHost, "f"), RegPath::kHost);
+  EXPECT_EQ(*resolveRegPath(cuda, RegPath::kAuto, "f"), RegPath::kAuto);  // the transport picks
+  for (RegPath gpu_path : {RegPath::kDmabuf, RegPath::kPeermem, RegPath::kStaged}) {
+    EXPECT_EQ(*resolveRegPath(cuda, gpu_path, "f"), gpu_path);
+    auto r = resolveRegPath(host, gpu_path, "--src-reg");
+    ASSERT_FALSE(r.ok()) << toString(gpu_path);
+    EXPECT_EQ(r.status().message().rfind("--src-reg: ", 0), 0u) << r.status().toString();
+    EXPECT_NE(r.status().message().find("GPU memory only"), std::string::npos);
+  }
+  auto r = resolveRegPath(cuda, RegPath::kHost, "target");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("does not apply to GPU memory"), std::string::npos);
+  EXPECT_EQ(effectiveRegPath(host, RegPath::kAuto), RegPath::kHost);
+  EXPECT_EQ(effectiveRegPath(cuda, RegPath::kAuto), RegPath::kAuto);
+}
+
+// The coordinator's check is the same rule: a request from the wire with host registration on a
+// GPU side, or a GPU path on a host side, is refused before any worker is asked.
+TEST(RegPathRule, ValidatePairTestSpecAppliesIt) {
+  PairTestSpec s;
+  s.initiator.worker = "a";
+  s.target.worker = "b";
+  ASSERT_TRUE(validatePairTestSpec(s, PairTestLimits{}).ok());
+  s.target.memory = MemoryKind::kCuda;
+  s.target.reg = RegPath::kHost;
+  EXPECT_FALSE(validatePairTestSpec(s, PairTestLimits{}).ok());
+  s.target.reg = RegPath::kDmabuf;
+  EXPECT_TRUE(validatePairTestSpec(s, PairTestLimits{}).ok());
+  s.initiator.reg = RegPath::kStaged;  // host memory
+  const Status st = validatePairTestSpec(s, PairTestLimits{});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("initiator: ", 0), 0u) << st.toString();
+}
+
+TEST(MemoryOptions, PerSideRegistrationNamesAreThoseOfTheCaller) {
+  MemoryOptionNames yaml{"memory", "src_memory", "dst_memory", "gpu",
+                         "reg",    ": ",         "src_reg",    "dst_reg"};
+  MemoryOptions o;
+  o.both = "cuda";
+  o.reg = "dmabuf";
+  o.dst_reg = "staged";
+  PairTestSpec s;
+  Status st = applyMemoryOptions(o, yaml, &s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message().rfind("dst_reg: cannot be combined with reg", 0), 0u) << st.toString();
+  o.reg.clear();
+  ASSERT_TRUE(applyMemoryOptions(o, yaml, &s).ok());
+  EXPECT_EQ(s.initiator.reg, RegPath::kAuto);
+  EXPECT_EQ(s.target.reg, RegPath::kStaged);
+}
+
 TEST(MemoryOptions, NothingGivenIsHostOnBothSides) {
   PairTestSpec s;
   s.initiator.memory = s.target.memory = MemoryKind::kCuda;  // overwritten

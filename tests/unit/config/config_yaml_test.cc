@@ -154,6 +154,10 @@ const BadCase kBad[] = {
      "sweeps[0].reg: dmabuf applies to GPU memory only", "memory: cuda"},
     {"memory_with_src_memory", "sweeps:\n  - memory: cuda\n    src_memory: host\n",
      "sweeps[0].src_memory: cannot be combined with memory", "dst_memory: cuda:0"},
+    {"reg_with_src_reg", "sweeps:\n  - memory: cuda\n    reg: dmabuf\n    src_reg: staged\n",
+     "sweeps[0].src_reg: cannot be combined with reg", "dst_reg: dmabuf"},
+    {"gpu_path_on_host_side", "sweeps:\n  - dst_memory: cuda\n    src_reg: peermem\n",
+     "sweeps[0].src_reg: registration path peermem applies to GPU memory only", "cuda memory"},
     {"gpu_contradicts_side", "sweeps:\n  - dst_memory: cuda:1\n    gpu: 0\n",
      "sweeps[0].gpu: 0 contradicts dst_memory: cuda:1", "drop gpu"},
     {"bad_side_memory", "sweeps:\n  - src_memory: cuda:x\n",
@@ -199,6 +203,19 @@ TEST(ConfigYaml, EachSideChoosesItsOwnMemory) {
   EXPECT_EQ(m.initiator.gpu, 3);
   EXPECT_EQ(m.target.gpu, 3);
   EXPECT_EQ(m.target.memory, MemoryKind::kCuda);
+}
+
+TEST(ConfigYaml, EachSideChoosesItsOwnRegistrationPath) {
+  auto c = parseClusterConfig(
+      "sweeps:\n  - memory: cuda\n    src_reg: staged\n    dst_reg: dmabuf\n"
+      "  - src_memory: host\n    dst_memory: cuda:1\n    dst_reg: peermem\n",
+      "x");
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  ASSERT_EQ(c->sweeps.size(), 2u);
+  EXPECT_EQ(c->sweeps[0].test.initiator.reg, RegPath::kStaged);
+  EXPECT_EQ(c->sweeps[0].test.target.reg, RegPath::kDmabuf);
+  EXPECT_EQ(c->sweeps[1].test.initiator.reg, RegPath::kHost);
+  EXPECT_EQ(c->sweeps[1].test.target.reg, RegPath::kPeermem);
 }
 
 TEST(ConfigYaml, PairsAndListsParse) {

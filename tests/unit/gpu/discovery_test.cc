@@ -7,35 +7,16 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/temp_dir.h"
 #include "tests/unit/gpu/fake_cuda_api.h"
 #include "worker/gpu/cuda_buffer.h"
 
 namespace gdrmesh {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::FakeCudaApi;
 using testing::FakeDevice;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "gdrmesh-gpu-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  void write(const std::string& rel, const std::string& text) const {
-    fs::create_directories(fs::path(path_ + "/" + rel).parent_path());
-    std::ofstream(path_ + "/" + rel) << text;
-  }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 TEST(GpuDiscoveryTest, FillsEveryFieldFromTheDriverAndSysfs) {
   FakeCudaApi api;

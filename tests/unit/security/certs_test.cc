@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "security/revocation.h"
-#include "tests/unit/store/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace gdrmesh {
 namespace {

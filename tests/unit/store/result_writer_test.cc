@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "coordinator/store/sqlite_store.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/store/store_contract_test.h"
-#include "tests/unit/store/temp_dir.h"
 
 namespace gdrmesh::testing {
 namespace {

@@ -14,7 +14,7 @@
 #include "common/clock.h"
 #include "coordinator/config/config_yaml.h"
 #include "coordinator/store/sqlite_store.h"
-#include "tests/unit/store/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace gdrmesh::testing {
 namespace {

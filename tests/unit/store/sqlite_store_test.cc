@@ -18,8 +18,8 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/temp_dir.h"
 #include "tests/unit/store/store_contract_test.h"
-#include "tests/unit/store/temp_dir.h"
 
 namespace gdrmesh::testing {
 namespace {

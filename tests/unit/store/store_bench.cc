@@ -11,7 +11,7 @@
 
 #include "coordinator/store/result_writer.h"
 #include "coordinator/store/sqlite_store.h"
-#include "tests/unit/store/temp_dir.h"
+#include "tests/support/temp_dir.h"
 
 namespace gdrmesh {
 namespace {

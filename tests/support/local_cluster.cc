@@ -1,4 +1,4 @@
-#include "tests/integration/cluster/local_cluster.h"
+#include "tests/support/local_cluster.h"
 
 #include <signal.h>
 #include <sqlite3.h>
