@@ -545,28 +545,31 @@ void toProto(const EndpointDesc& d, pb::EndpointDesc* out) {
   out->set_rkey(d.rkey);
   out->set_memory(toProto(d.memory));
   out->set_reg_path(toProto(d.reg_path));
-  switch (d.transport) {
-    case TransportKind::kVerbs: {
-      auto* v = out->mutable_verbs();
-      v->set_device(d.device);
-      v->set_port(d.port);
-      v->set_link_layer(d.link_layer);
-      v->set_lid(d.lid);
-      v->set_gid(d.gid);
-      v->set_gid_index(d.gid_index);
-      v->set_active_mtu(d.active_mtu);
-      v->set_max_rd_atomic(d.max_rd_atomic);
-      for (const auto& q : d.qps) {
-        auto* pq = v->add_qps();
-        pq->set_qpn(q.qpn);
-        pq->set_psn(q.psn);
-      }
-      v->set_cm_host(d.tcp_host);
-      v->set_cm_port(d.tcp_port);
-      break;
+  // The NIC's part: verbs, and the NIC a simulated worker plays.
+  const auto nic = [&d](pb::VerbsEndpoint* v) {
+    v->set_device(d.device);
+    v->set_port(d.port);
+    v->set_link_layer(d.link_layer);
+    v->set_lid(d.lid);
+    v->set_gid(d.gid);
+    v->set_gid_index(d.gid_index);
+    v->set_active_mtu(d.active_mtu);
+    v->set_max_rd_atomic(d.max_rd_atomic);
+    for (const auto& q : d.qps) {
+      auto* pq = v->add_qps();
+      pq->set_qpn(q.qpn);
+      pq->set_psn(q.psn);
     }
+  };
+  switch (d.transport) {
+    case TransportKind::kVerbs:
+      nic(out->mutable_verbs());
+      out->mutable_verbs()->set_cm_host(d.tcp_host);
+      out->mutable_verbs()->set_cm_port(d.tcp_port);
+      break;
     case TransportKind::kSimulated:
       out->mutable_simulated()->set_worker(d.tcp_host);
+      nic(out->mutable_simulated()->mutable_nic());
       break;
     case TransportKind::kEmulated:
       out->mutable_emulated()->set_tcp_host(d.tcp_host);
@@ -603,28 +606,30 @@ EndpointDesc fromProto(const pb::EndpointDesc& in) {
   d.rkey = in.rkey();
   d.memory = fromProto(in.memory());
   d.reg_path = fromProto(in.reg_path(), RegPath::kHost);
+  const auto nic = [&d](const pb::VerbsEndpoint& v) {
+    d.device = cleanText(v.device(), 256);
+    d.port = v.port();
+    d.link_layer = cleanText(v.link_layer(), 256);
+    d.lid = v.lid();
+    d.gid = cleanText(v.gid(), 256);
+    d.gid_index = v.gid_index();
+    d.active_mtu = v.active_mtu();
+    d.max_rd_atomic = v.max_rd_atomic();
+    for (const auto& q : v.qps()) d.qps.push_back({q.qpn(), q.psn()});
+  };
   switch (in.transport_fields_case()) {
-    case pb::EndpointDesc::kVerbs: {
-      const auto& v = in.verbs();
-      d.device = cleanText(v.device(), 256);
-      d.port = v.port();
-      d.link_layer = cleanText(v.link_layer(), 256);
-      d.lid = v.lid();
-      d.gid = cleanText(v.gid(), 256);
-      d.gid_index = v.gid_index();
-      d.active_mtu = v.active_mtu();
-      d.max_rd_atomic = v.max_rd_atomic();
-      for (const auto& q : v.qps()) d.qps.push_back({q.qpn(), q.psn()});
-      d.tcp_host = cleanText(v.cm_host(), 256);
-      d.tcp_port = v.cm_port();
+    case pb::EndpointDesc::kVerbs:
+      nic(in.verbs());
+      d.tcp_host = cleanText(in.verbs().cm_host(), 256);
+      d.tcp_port = in.verbs().cm_port();
       break;
-    }
     case pb::EndpointDesc::kEmulated:
       d.tcp_host = cleanText(in.emulated().tcp_host(), 256);
       d.tcp_port = in.emulated().tcp_port();
       break;
     case pb::EndpointDesc::kSimulated:
       d.tcp_host = cleanText(in.simulated().worker(), 256);
+      nic(in.simulated().nic());
       break;
     case pb::EndpointDesc::TRANSPORT_FIELDS_NOT_SET:  // an earlier v1 writer: the flat fields
       d.tcp_host = cleanText(in.tcp_host(), 256);

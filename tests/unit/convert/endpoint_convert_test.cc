@@ -72,13 +72,18 @@ TEST(EndpointConvert, EachTransportWritesItsOwnPartOfTheOneofAndRoundTrips) {
   EXPECT_EQ(ep.emulated().tcp_port(), 5555u);
   expectSame(fromProto(ep), e);
 
-  EndpointDesc s;
+  // A simulated worker plays a NIC: its device and QPs travel too (the peer's fault lookup
+  // names "sim-0042/mlx5_0").
+  EndpointDesc s = verbsDesc();
   s.transport = TransportKind::kSimulated;
   s.tcp_host = "sim-0042";
+  s.tcp_port = 0;
+  s.device = "mlx5_0";
   pb::EndpointDesc sp;
   toProto(s, &sp);
   ASSERT_EQ(sp.transport_fields_case(), pb::EndpointDesc::kSimulated);
   EXPECT_EQ(sp.simulated().worker(), "sim-0042");
+  EXPECT_EQ(sp.simulated().nic().device(), "mlx5_0");
   expectSame(fromProto(sp), s);
 }
 
