@@ -545,8 +545,9 @@ void toProto(const EndpointDesc& d, pb::EndpointDesc* out) {
   out->set_rkey(d.rkey);
   out->set_memory(toProto(d.memory));
   out->set_reg_path(toProto(d.reg_path));
-  // The NIC's part: verbs, and the NIC a simulated worker plays.
-  const auto nic = [&d](pb::VerbsEndpoint* v) {
+  // The NIC's part: verbs, the NIC a simulated worker plays, and the legacy flat fields (the
+  // same field names on VerbsEndpoint and EndpointDesc).
+  const auto nic = [&d](auto* v) {
     v->set_device(d.device);
     v->set_port(d.port);
     v->set_link_layer(d.link_layer);
@@ -579,19 +580,7 @@ void toProto(const EndpointDesc& d, pb::EndpointDesc* out) {
   // Legacy flat fields (deprecated; v2 drops them).
   out->set_tcp_host(d.tcp_host);
   out->set_tcp_port(d.tcp_port);
-  out->set_device(d.device);
-  out->set_port(d.port);
-  out->set_link_layer(d.link_layer);
-  out->set_lid(d.lid);
-  out->set_gid(d.gid);
-  out->set_gid_index(d.gid_index);
-  out->set_active_mtu(d.active_mtu);
-  out->set_max_rd_atomic(d.max_rd_atomic);
-  for (const auto& q : d.qps) {
-    auto* pq = out->add_qps();
-    pq->set_qpn(q.qpn);
-    pq->set_psn(q.psn);
-  }
+  nic(out);
   out->set_buffer(d.buffer);
   out->set_gpu(d.gpu);
   out->set_gpu_pci(d.gpu_pci);
@@ -606,7 +595,7 @@ EndpointDesc fromProto(const pb::EndpointDesc& in) {
   d.rkey = in.rkey();
   d.memory = fromProto(in.memory());
   d.reg_path = fromProto(in.reg_path(), RegPath::kHost);
-  const auto nic = [&d](const pb::VerbsEndpoint& v) {
+  const auto nic = [&d](const auto& v) {  // VerbsEndpoint, or the legacy flat fields
     d.device = cleanText(v.device(), 256);
     d.port = v.port();
     d.link_layer = cleanText(v.link_layer(), 256);
@@ -634,15 +623,7 @@ EndpointDesc fromProto(const pb::EndpointDesc& in) {
     case pb::EndpointDesc::TRANSPORT_FIELDS_NOT_SET:  // an earlier v1 writer: the flat fields
       d.tcp_host = cleanText(in.tcp_host(), 256);
       d.tcp_port = in.tcp_port();
-      d.device = cleanText(in.device(), 256);
-      d.port = in.port();
-      d.link_layer = cleanText(in.link_layer(), 256);
-      d.lid = in.lid();
-      d.gid = cleanText(in.gid(), 256);
-      d.gid_index = in.gid_index();
-      d.active_mtu = in.active_mtu();
-      d.max_rd_atomic = in.max_rd_atomic();
-      for (const auto& q : in.qps()) d.qps.push_back({q.qpn(), q.psn()});
+      nic(in);
       break;
   }
   d.buffer = cleanText(in.buffer(), 256);
