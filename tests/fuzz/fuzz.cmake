@@ -10,7 +10,7 @@
 include_guard(GLOBAL)
 
 option(GDRMESH_FUZZ "Build the libFuzzer harnesses in tests/fuzz (clang only)" OFF)
-set(GDRMESH_FUZZ_SECONDS 20 CACHE STRING "Seconds each fuzz ctest runs its harness")
+set(GDRMESH_FUZZ_SECONDS 10 CACHE STRING "Seconds each fuzz ctest runs its harness")
 
 set(fuzz_ok FALSE)
 if(NOT GDRMESH_FUZZ)

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # CI leg for the libFuzzer harnesses (tests/fuzz/): configures a clang build dir with
 # GDRMESH_FUZZ=ON, builds only the fuzz targets, runs `ctest -L fuzz` (each harness fuzzes a
-# copy of its seed corpus for GDRMESH_FUZZ_SECONDS, default 20) and prints each harness's
-# executions. Exit status: non-zero when a build fails or a harness finds a crash; the crash
-# input is kept under BUILD_DIR/fuzz-runs/<name>/artifacts/.
+# copy of its seed corpus for GDRMESH_FUZZ_SECONDS, default 10; JOBS harnesses at a time, each
+# harness one process) and prints each harness's executions. Exit status: non-zero when a
+# build fails or a harness finds a crash; the crash input is kept under
+# BUILD_DIR/fuzz-runs/<name>/artifacts/.
 #
-#   tests/fuzz/run_ci.sh                      build dir build-fuzz, 20 s per harness
+#   tests/fuzz/run_ci.sh                      build dir build-fuzz, 10 s per harness, 2 at a time
 #   BUILD_DIR=/tmp/bf FUZZ_SECONDS=60 JOBS=8 tests/fuzz/run_ci.sh
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${BUILD_DIR:-$root/build-fuzz}
-seconds=${FUZZ_SECONDS:-20}
+seconds=${FUZZ_SECONDS:-10}
 jobs=${JOBS:-2}
 
 for tool in clang clang++ cmake ninja; do
@@ -37,7 +38,7 @@ echo "run_ci: building ${targets[*]}"
 ninja -C "$build" -j"$jobs" "${targets[@]}"
 
 rc=0
-ctest --test-dir "$build" -L fuzz --output-on-failure || rc=$?
+ctest --test-dir "$build" -L fuzz -j "$jobs" --output-on-failure || rc=$?
 
 echo "run_ci: executions per harness (${seconds} s each)"
 for h in "${harnesses[@]}"; do

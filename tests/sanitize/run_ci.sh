@@ -37,7 +37,7 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/
 # heartbeats (their default) are too tight for a sanitizer build on 2 shared cores.
 export GDRMESH_TEST_HEARTBEAT_MS=1000
 # Scripted tests (the rogue client) scale their bounds on the coordinator's answers by this.
-export GDRMESH_TEST_TIME_SCALE=6
+export GDRMESH_TEST_TIME_SCALE=10
 cd "$build"
 # Unit and integration tests; the 100k-test soak and the VM/GPU/browser suites run in the main
 # leg (their figures under a sanitizer mean nothing, and they would not fit the CI budget).

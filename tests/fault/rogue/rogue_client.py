@@ -30,11 +30,16 @@ def bound(seconds):
 import grpc
 
 RESULTS = []  # (probe, ok, detail)
+_LAST = [time.monotonic()]
 
 
 def probe(name, ok, detail):
+    """Records one probe's verdict; each line shows the seconds since the previous one, so a
+    slow answer (a bound hit under a sanitizer) is told apart from a wrong one."""
+    now = time.monotonic()
     RESULTS.append((name, ok, detail))
-    print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
+    print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail} [{now - _LAST[0]:.1f} s]", flush=True)
+    _LAST[0] = now
 
 
 def load_stubs(proto_dir):
@@ -203,7 +208,9 @@ def main():
     control = rpc.ControlServiceStub(channel)
 
     def serving():
-        c, _ = code_of(lambda: control.ListWorkers(pb.ListWorkersRequest(), timeout=bound(10)))
+        c, d = code_of(lambda: control.ListWorkers(pb.ListWorkersRequest(), timeout=bound(10)))
+        if c != "OK":
+            print(f"     (not serving: ListWorkers {c} {d[:100]})", flush=True)
         return c == "OK"
 
     def online(name):
@@ -256,7 +263,7 @@ def main():
     for what, reg in bad.items():
         w = RogueWorker(pb, channel, reg)
         w.ended.wait(bound(10))
-        c, d = w.status or ("NONE", "")
+        c, d = w.status or ("NONE", f"no answer within {bound(10):.0f} s")
         probe(f"register: {what}",
               c in ("INVALID_ARGUMENT", "RESOURCE_EXHAUSTED") and len(d) < 400 and serving(),
               f"{c} {d[:100]}")
