@@ -598,7 +598,9 @@ T_BUILT=$(date +%s.%N)
 # ---------------------------------------------------------------- boot
 # KVM when /dev/kvm is usable AND qemu can start a vCPU on it: inside some VMs /dev/kvm exists
 # but qemu aborts at once ("failed to set MSR 0x10a"); a paused 2-second start tells. A qemu
-# that is still up when the probe's timeout ends (124) is a working KVM.
+# that is still up when the probe's timeout ends (124) is a working KVM. (Tried on such a host,
+# 2026-11-25: `-cpu host,-arch-capabilities` or `-cpu qemu64` pass this probe, but the guest
+# kernel then hangs right after its decompressor, so TCG stays the fallback there.)
 # GDRMESH_VM_ACCEL=tcg|kvm skips the probe.
 ACCEL=(-accel tcg)
 case "${GDRMESH_VM_ACCEL:-auto}" in
