@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/measurement.h"
@@ -28,21 +29,15 @@ struct QpInfo {
   uint32_t psn = 0;
 };
 
-// What one side tells the other, through the coordinator. Fields a transport does not use stay
-// at their defaults.
-struct EndpointDesc {
-  TransportKind transport = TransportKind::kEmulated;
-  // The remote region: base address (verbs: virtual address or 0 for zero-based MRs),
-  // length and key (verbs: rkey; emulated: a random 32-bit key).
-  uint64_t addr = 0;
-  uint64_t length = 0;
-  uint32_t rkey = 0;
-  MemoryKind memory = MemoryKind::kHost;
-  RegPath reg_path = RegPath::kHost;  // the path that was used (never kAuto)
-  // Emulated transport: where the target listens ("127.0.0.1", port).
+// The per-transport part of an endpoint description (the proto's `transport_fields` oneof).
+// Emulated transport: where the target listens ("127.0.0.1", port).
+struct EmulatedDesc {
   std::string tcp_host;
   uint32_t tcp_port = 0;
-  // Verbs.
+};
+
+// Verbs: the port and queue pairs the peer connects to.
+struct VerbsDesc {
   std::string device;      // "rxe0"
   uint32_t port = 0;       // HCA port number
   std::string link_layer;  // "InfiniBand" or "Ethernet"
@@ -52,12 +47,56 @@ struct EndpointDesc {
   uint32_t active_mtu = 0;     // bytes (256..4096), the local port's active MTU
   uint32_t max_rd_atomic = 0;  // outstanding RDMA reads this side accepts; 0 = not said
   std::vector<QpInfo> qps;     // one per QP, in order
+  // rdma_cm only: the target's listening address and port (the initiator: its bound address,
+  // port 0); empty when the queue pairs are connected out of band.
+  std::string cm_host;
+  uint32_t cm_port = 0;
+};
+
+// Simulated worker: which worker this side is (the peer looks its faults up by it) and the
+// NIC it plays.
+struct SimulatedDesc {
+  std::string worker;
+  VerbsDesc nic;
+};
+
+// What one side tells the other, through the coordinator: the remote region, the transport's
+// own part (one of the three above; which one says the transport), and what the records show.
+struct EndpointDesc {
+  // The remote region: base address (verbs: virtual address or 0 for zero-based MRs),
+  // length and key (verbs: rkey; emulated: a random 32-bit key).
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t rkey = 0;
+  MemoryKind memory = MemoryKind::kHost;
+  RegPath reg_path = RegPath::kHost;  // the path that was used (never kAuto)
+  std::variant<EmulatedDesc, VerbsDesc, SimulatedDesc> fields;
   // Filled by the worker for records: where the buffer is ("host:numa0", "gpu:1"), the GPU it
   // is on (-1: host memory), its PCI id and the GPU-NIC PCIe path class ("PIX" .. "SYS").
   std::string buffer;
   int gpu = -1;
   std::string gpu_pci;
   std::string topo_class;
+
+  TransportKind transport() const {
+    if (std::holds_alternative<VerbsDesc>(fields)) return TransportKind::kVerbs;
+    if (std::holds_alternative<SimulatedDesc>(fields)) return TransportKind::kSimulated;
+    return TransportKind::kEmulated;
+  }
+  // The transport's part when it is a `T`, else null.
+  template <class T>
+  T* as() {
+    return std::get_if<T>(&fields);
+  }
+  template <class T>
+  const T* as() const {
+    return std::get_if<T>(&fields);
+  }
+  // The NIC's part: verbs, or the NIC a simulated worker plays; null for emulated.
+  const VerbsDesc* nic() const {
+    if (const auto* s = as<SimulatedDesc>()) return &s->nic;
+    return as<VerbsDesc>();
+  }
 };
 
 struct EndpointSpec {

@@ -538,49 +538,72 @@ Status fromProto(const pb::CommandStatus& in) {
 
 // The per-transport fields live in `transport_fields`; the flat v1 fields are written too for
 // readers of earlier v1 releases (the migration note in gdrmesh.proto).
+namespace {
+
+// The NIC's part, into the wire's VerbsEndpoint or the legacy flat fields of EndpointDesc (the same
+// field names on both).
+template <class P>
+void nicToProto(const VerbsDesc& n, P* v) {
+  v->set_device(n.device);
+  v->set_port(n.port);
+  v->set_link_layer(n.link_layer);
+  v->set_lid(n.lid);
+  v->set_gid(n.gid);
+  v->set_gid_index(n.gid_index);
+  v->set_active_mtu(n.active_mtu);
+  v->set_max_rd_atomic(n.max_rd_atomic);
+  for (const auto& q : n.qps) {
+    auto* pq = v->add_qps();
+    pq->set_qpn(q.qpn);
+    pq->set_psn(q.psn);
+  }
+}
+
+template <class P>
+VerbsDesc nicFromProto(const P& v) {  // the wire's VerbsEndpoint, or the legacy flat fields
+  VerbsDesc n;
+  n.device = cleanText(v.device(), 256);
+  n.port = v.port();
+  n.link_layer = cleanText(v.link_layer(), 256);
+  n.lid = v.lid();
+  n.gid = cleanText(v.gid(), 256);
+  n.gid_index = v.gid_index();
+  n.active_mtu = v.active_mtu();
+  n.max_rd_atomic = v.max_rd_atomic();
+  for (const auto& q : v.qps()) n.qps.push_back({q.qpn(), q.psn()});
+  return n;
+}
+
+}  // namespace
+
 void toProto(const EndpointDesc& d, pb::EndpointDesc* out) {
-  out->set_transport(toProto(d.transport));
+  out->set_transport(toProto(d.transport()));
   out->set_addr(d.addr);
   out->set_length(d.length);
   out->set_rkey(d.rkey);
   out->set_memory(toProto(d.memory));
   out->set_reg_path(toProto(d.reg_path));
-  // The NIC's part: verbs, the NIC a simulated worker plays, and the legacy flat fields (the
-  // same field names on VerbsEndpoint and EndpointDesc).
-  const auto nic = [&d](auto* v) {
-    v->set_device(d.device);
-    v->set_port(d.port);
-    v->set_link_layer(d.link_layer);
-    v->set_lid(d.lid);
-    v->set_gid(d.gid);
-    v->set_gid_index(d.gid_index);
-    v->set_active_mtu(d.active_mtu);
-    v->set_max_rd_atomic(d.max_rd_atomic);
-    for (const auto& q : d.qps) {
-      auto* pq = v->add_qps();
-      pq->set_qpn(q.qpn);
-      pq->set_psn(q.psn);
-    }
-  };
-  switch (d.transport) {
-    case TransportKind::kVerbs:
-      nic(out->mutable_verbs());
-      out->mutable_verbs()->set_cm_host(d.tcp_host);
-      out->mutable_verbs()->set_cm_port(d.tcp_port);
-      break;
-    case TransportKind::kSimulated:
-      out->mutable_simulated()->set_worker(d.tcp_host);
-      nic(out->mutable_simulated()->mutable_nic());
-      break;
-    case TransportKind::kEmulated:
-      out->mutable_emulated()->set_tcp_host(d.tcp_host);
-      out->mutable_emulated()->set_tcp_port(d.tcp_port);
-      break;
+  // The oneof, and the legacy flat fields (deprecated; v2 drops them) for earlier v1 readers:
+  // tcp_host/tcp_port carried the emulated address, rdma_cm's address and the simulated
+  // worker's name.
+  if (const auto* e = d.as<EmulatedDesc>()) {
+    out->mutable_emulated()->set_tcp_host(e->tcp_host);
+    out->mutable_emulated()->set_tcp_port(e->tcp_port);
+    out->set_tcp_host(e->tcp_host);
+    out->set_tcp_port(e->tcp_port);
+  } else if (const auto* v = d.as<VerbsDesc>()) {
+    nicToProto(*v, out->mutable_verbs());
+    out->mutable_verbs()->set_cm_host(v->cm_host);
+    out->mutable_verbs()->set_cm_port(v->cm_port);
+    out->set_tcp_host(v->cm_host);
+    out->set_tcp_port(v->cm_port);
+    nicToProto(*v, out);
+  } else if (const auto* sim = d.as<SimulatedDesc>()) {
+    out->mutable_simulated()->set_worker(sim->worker);
+    nicToProto(sim->nic, out->mutable_simulated()->mutable_nic());
+    out->set_tcp_host(sim->worker);
+    nicToProto(sim->nic, out);
   }
-  // Legacy flat fields (deprecated; v2 drops them).
-  out->set_tcp_host(d.tcp_host);
-  out->set_tcp_port(d.tcp_port);
-  nic(out);
   out->set_buffer(d.buffer);
   out->set_gpu(d.gpu);
   out->set_gpu_pci(d.gpu_pci);
@@ -589,42 +612,46 @@ void toProto(const EndpointDesc& d, pb::EndpointDesc* out) {
 
 EndpointDesc fromProto(const pb::EndpointDesc& in) {
   EndpointDesc d;
-  d.transport = fromProto(in.transport());
   d.addr = in.addr();
   d.length = in.length();
   d.rkey = in.rkey();
   d.memory = fromProto(in.memory());
   d.reg_path = fromProto(in.reg_path(), RegPath::kHost);
-  const auto nic = [&d](const auto& v) {  // VerbsEndpoint, or the legacy flat fields
-    d.device = cleanText(v.device(), 256);
-    d.port = v.port();
-    d.link_layer = cleanText(v.link_layer(), 256);
-    d.lid = v.lid();
-    d.gid = cleanText(v.gid(), 256);
-    d.gid_index = v.gid_index();
-    d.active_mtu = v.active_mtu();
-    d.max_rd_atomic = v.max_rd_atomic();
-    for (const auto& q : v.qps()) d.qps.push_back({q.qpn(), q.psn()});
-  };
   switch (in.transport_fields_case()) {
-    case pb::EndpointDesc::kVerbs:
-      nic(in.verbs());
-      d.tcp_host = cleanText(in.verbs().cm_host(), 256);
-      d.tcp_port = in.verbs().cm_port();
+    case pb::EndpointDesc::kVerbs: {
+      VerbsDesc v = nicFromProto(in.verbs());
+      v.cm_host = cleanText(in.verbs().cm_host(), 256);
+      v.cm_port = in.verbs().cm_port();
+      d.fields = std::move(v);
       break;
+    }
     case pb::EndpointDesc::kEmulated:
-      d.tcp_host = cleanText(in.emulated().tcp_host(), 256);
-      d.tcp_port = in.emulated().tcp_port();
+      d.fields = EmulatedDesc{cleanText(in.emulated().tcp_host(), 256), in.emulated().tcp_port()};
       break;
     case pb::EndpointDesc::kSimulated:
-      d.tcp_host = cleanText(in.simulated().worker(), 256);
-      nic(in.simulated().nic());
+      d.fields = SimulatedDesc{cleanText(in.simulated().worker(), 256),
+                               nicFromProto(in.simulated().nic())};
       break;
-    case pb::EndpointDesc::TRANSPORT_FIELDS_NOT_SET:  // an earlier v1 writer: the flat fields
-      d.tcp_host = cleanText(in.tcp_host(), 256);
-      d.tcp_port = in.tcp_port();
-      nic(in);
+    case pb::EndpointDesc::TRANSPORT_FIELDS_NOT_SET: {
+      // An earlier v1 writer: the transport field says which part the flat fields hold.
+      const std::string host = cleanText(in.tcp_host(), 256);
+      switch (fromProto(in.transport())) {
+        case TransportKind::kVerbs: {
+          VerbsDesc v = nicFromProto(in);
+          v.cm_host = host;
+          v.cm_port = in.tcp_port();
+          d.fields = std::move(v);
+          break;
+        }
+        case TransportKind::kSimulated:
+          d.fields = SimulatedDesc{host, nicFromProto(in)};
+          break;
+        case TransportKind::kEmulated:
+          d.fields = EmulatedDesc{host, in.tcp_port()};
+          break;
+      }
       break;
+    }
   }
   d.buffer = cleanText(in.buffer(), 256);
   d.gpu = in.gpu();

@@ -186,9 +186,11 @@ RunSpec PairTestRun::runSpec() const {
 void PairTestRun::record(const EndpointDesc& d, EndpointRecord* e) {
   e->reg_path = d.reg_path == RegPath::kAuto ? RegPath::kHost : d.reg_path;
   e->memory = d.memory;
-  if (!d.device.empty()) e->nic = d.device;
-  e->port = static_cast<int>(d.port);
-  e->gid_index = d.gid_index;
+  if (const VerbsDesc* nic = d.nic()) {  // verbs, or the NIC a simulated worker plays
+    if (!nic->device.empty()) e->nic = nic->device;
+    e->port = static_cast<int>(nic->port);
+    e->gid_index = nic->gid_index;
+  }
   if (!d.topo_class.empty()) e->topo_class = d.topo_class;
   if (!d.gpu_pci.empty()) e->gpu_pci = d.gpu_pci;
 }

@@ -165,11 +165,22 @@ void FakeWorkerChannel::prepare(const PrepareCommand& c, Deadline deadline,
                           return b.fail_prepare;
                         }
                         EndpointDesc d;
-                        d.transport = side.transport;
                         d.memory = side.memory;
                         d.reg_path = side.reg == RegPath::kAuto ? RegPath::kHost : side.reg;
-                        d.device = side.endpoint.device.empty() ? "mlx5_0" : side.endpoint.device;
-                        d.port = 1;
+                        VerbsDesc nic;
+                        nic.device = side.endpoint.device.empty() ? "mlx5_0" : side.endpoint.device;
+                        nic.port = 1;
+                        switch (side.transport) {
+                          case TransportKind::kVerbs:
+                            d.fields = std::move(nic);
+                            break;
+                          case TransportKind::kSimulated:
+                            d.fields = SimulatedDesc{"fake", std::move(nic)};
+                            break;
+                          case TransportKind::kEmulated:
+                            d.fields = EmulatedDesc{"127.0.0.1", 1};
+                            break;
+                        }
                         return d;
                       });
 }

@@ -78,14 +78,16 @@ void execute(const WorkerOptions& options, SessionManager& sessions,
       if (req.has_arm()) extras.arm = fromProto(req.arm());
       auto r = sessions.prepare(spec, extras);
       if (r.ok()) {
-        auto* p = reply->mutable_prepare()->mutable_local();
-        toProto(r->desc, p);
-        p->set_buffer(r->buffer);
-        p->set_reg_path(toProto(r->reg_path));
-        p->set_gpu(req.spec().gpu());
+        // The transport's description plus what the records show: where the buffer is, the
+        // registration path used, the GPU and its PCIe path class to the NIC.
+        EndpointDesc d = std::move(r->desc);
+        d.buffer = r->buffer;
+        d.reg_path = r->reg_path;
+        d.gpu = req.spec().gpu();
         if (options.topo_class) {
-          p->set_topo_class(options.topo_class(req.spec().gpu(), r->desc.device));
+          d.topo_class = options.topo_class(d.gpu, d.nic() ? d.nic()->device : std::string());
         }
+        toProto(d, reply->mutable_prepare()->mutable_local());
       }
       st = r.status();
       break;

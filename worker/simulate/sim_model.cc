@@ -191,19 +191,20 @@ Result<EndpointDesc> SimWorkerModel::prepare(const SideSpec& spec) {
   }
   if (spec.endpoint.test_id.empty()) return invalidArgument("prepare: empty test id");
   EndpointDesc d;
-  d.transport = TransportKind::kSimulated;
+  SimulatedDesc& sim = d.fields.emplace<SimulatedDesc>();
+  sim.worker = name_;  // who this endpoint is, for the peer's fault lookup
+  VerbsDesc& n = sim.nic;
   d.memory = spec.memory;
   d.length = spec.endpoint.buffer_size;
   d.addr = 0;
   d.rkey = static_cast<uint32_t>(mix64(fnv1a(spec.seed, spec.endpoint.test_id + name_)));
-  d.tcp_host = name_;  // who this endpoint is, for the peer's fault lookup
-  d.port = 1;
-  d.link_layer = "InfiniBand";
-  d.active_mtu = 4096;
-  d.gid_index = 0;
-  d.qps.resize(std::max<uint32_t>(1, spec.endpoint.num_qps));
-  for (size_t q = 0; q < d.qps.size(); ++q) {
-    d.qps[q] = {static_cast<uint32_t>(0x100 + q), static_cast<uint32_t>(d.rkey & 0xffffff)};
+  n.port = 1;
+  n.link_layer = "InfiniBand";
+  n.active_mtu = 4096;
+  n.gid_index = 0;
+  n.qps.resize(std::max<uint32_t>(1, spec.endpoint.num_qps));
+  for (size_t q = 0; q < n.qps.size(); ++q) {
+    n.qps[q] = {static_cast<uint32_t>(0x100 + q), static_cast<uint32_t>(d.rkey & 0xffffff)};
   }
   if (spec.memory == MemoryKind::kCuda) {
     if (spec.gpu < 0 || spec.gpu >= static_cast<int>(inventory_.gpus.size())) {
@@ -217,26 +218,26 @@ Result<EndpointDesc> SimWorkerModel::prepare(const SideSpec& spec) {
     d.gpu = spec.gpu;
     d.gpu_pci = g.pci_bus_id;
     d.buffer = "gpu:" + std::to_string(spec.gpu);
-    d.device = spec.endpoint.device.empty() ? g.nearest_nic : spec.endpoint.device;
+    n.device = spec.endpoint.device.empty() ? g.nearest_nic : spec.endpoint.device;
     d.reg_path =
         spec.reg == RegPath::kAuto || spec.reg == RegPath::kHost ? RegPath::kDmabuf : spec.reg;
-    d.topo_class = d.device == g.nearest_nic ? "PIX" : "SYS";
+    d.topo_class = n.device == g.nearest_nic ? "PIX" : "SYS";
   } else {
-    d.device = spec.endpoint.device.empty() ? inventory_.nics.front().name : spec.endpoint.device;
+    n.device = spec.endpoint.device.empty() ? inventory_.nics.front().name : spec.endpoint.device;
     d.reg_path = RegPath::kHost;
     d.buffer = "host:numa0";
   }
   const Nic* nic = nullptr;
-  for (const auto& n : inventory_.nics) {
-    if (n.name == d.device) nic = &n;
+  for (const auto& candidate : inventory_.nics) {
+    if (candidate.name == n.device) nic = &candidate;
   }
   if (nic == nullptr) {
-    return notFound("NIC " + d.device + " on simulated worker " + name_,
+    return notFound("NIC " + n.device + " on simulated worker " + name_,
                     "simulated NICs are mlx5_0 .. mlx5_" + std::to_string(config_.nics - 1));
   }
   if (d.buffer.rfind("host:", 0) == 0) d.buffer = "host:numa" + std::to_string(nic->numa_node);
-  d.lid = nic->ports.front().lid;
-  d.gid = nic->ports.front().gids.front().gid;
+  n.lid = nic->ports.front().lid;
+  n.gid = nic->ports.front().gids.front().gid;
   std::lock_guard<std::mutex> lock(mu_);
   Session& s = sessions_[spec.endpoint.test_id];
   s = Session{};
@@ -246,24 +247,27 @@ Result<EndpointDesc> SimWorkerModel::prepare(const SideSpec& spec) {
 }
 
 Result<uint32_t> SimWorkerModel::connect(const std::string& test_id, const EndpointDesc& peer) {
-  if (peer.transport != TransportKind::kSimulated) {
+  const auto* sim = peer.as<SimulatedDesc>();
+  if (sim == nullptr) {
     return failedPrecondition("connect: the peer of test " + test_id + " is not simulated (" +
-                                  toString(peer.transport) + ")",
+                                  toString(peer.transport()) + ")",
                               "pair simulated workers only with simulated workers");
   }
   std::lock_guard<std::mutex> lock(mu_);
   GDR_ASSIGN_OR_RETURN(Session * s, find(test_id, "connect"));
   s->peer = peer;
-  return std::min<uint32_t>(4096, peer.active_mtu == 0 ? 4096 : peer.active_mtu);
+  return std::min<uint32_t>(4096, sim->nic.active_mtu == 0 ? 4096 : sim->nic.active_mtu);
 }
 
 Result<Measurement> SimWorkerModel::measure(const std::string& test_id, const Session& s,
                                             const RunSpec& run) const {
-  GDR_RETURN_IF_ERROR(faults_.testFault(test_id, name_, s.local.device));
-  double factor = faults_.slowFactor(name_, s.local.device);
+  const std::string& device = s.local.nic()->device;
+  GDR_RETURN_IF_ERROR(faults_.testFault(test_id, name_, device));
+  double factor = faults_.slowFactor(name_, device);
   if (s.peer) {
-    GDR_RETURN_IF_ERROR(faults_.testFault(test_id, s.peer->tcp_host, s.peer->device));
-    factor *= faults_.slowFactor(s.peer->tcp_host, s.peer->device);
+    const auto& peer = std::get<SimulatedDesc>(s.peer->fields);  // checked in connect()
+    GDR_RETURN_IF_ERROR(faults_.testFault(test_id, peer.worker, peer.nic.device));
+    factor *= faults_.slowFactor(peer.worker, peer.nic.device);
   }
   Measurement m;
   m.message_size = run.message_size;
@@ -402,7 +406,7 @@ SimAnswer<SideOutcome> SimWorkerModel::finish(const std::string& test_id, bool v
   }
   o.verified = verify;
   if (verify) o.integrity = integrity(s, verify_length);
-  o.path_mtu = s.peer ? std::min<uint32_t>(4096, s.peer->active_mtu) : 0;
+  o.path_mtu = s.peer ? std::min<uint32_t>(4096, s.peer->nic()->active_mtu) : 0;
   return {at, o};
 }
 

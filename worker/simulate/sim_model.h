@@ -8,7 +8,7 @@
 // It is never RDMA and never GPUDirect, whatever memory or registration path was asked for.
 //
 // The peer of a test is known from its EndpointDesc: a simulated endpoint carries its worker's
-// name in tcp_host and its NIC in device, so faults apply to every test touching a faulty
+// name and the NIC it plays (SimulatedDesc), so faults apply to every test touching a faulty
 // worker or NIC, on both sides.
 //
 // Thread contract: SimFaults is immutable and shared by every worker. SimWorkerModel methods are

@@ -77,6 +77,12 @@ void shapePeer(pb::EndpointDesc* peer, const pb::EndpointDesc& listener) {
     peer->set_tcp_port(refusedPort());
   }
   peer->set_tcp_host("127.0.0.1");
+  // Current writers send the oneof, which wins over the flat fields: steer its emulated part
+  // alike (another transport's part is left as the input chose it: refused at connect).
+  if (peer->transport_fields_case() == pb::EndpointDesc::kEmulated) {
+    peer->mutable_emulated()->set_tcp_host(peer->tcp_host());
+    peer->mutable_emulated()->set_tcp_port(peer->tcp_port());
+  }
 }
 
 // Scales down what the limits allow; leaves what they refuse.

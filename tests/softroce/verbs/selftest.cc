@@ -96,42 +96,43 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 std::string encodeDesc(const EndpointDesc& d) {
+  const VerbsDesc& v = std::get<VerbsDesc>(d.fields);
   std::string q;
-  for (const auto& i : d.qps)
+  for (const auto& i : v.qps)
     q += (q.empty() ? "" : ",") + std::to_string(i.qpn) + ":" + std::to_string(i.psn);
   return std::to_string(d.addr) + ";" + std::to_string(d.length) + ";" + std::to_string(d.rkey) +
          ";" + std::to_string(static_cast<int>(d.memory)) + ";" +
-         std::to_string(static_cast<int>(d.reg_path)) + ";" + d.device + ";" +
-         std::to_string(d.port) + ";" + d.link_layer + ";" + std::to_string(d.lid) + ";" + d.gid +
-         ";" + std::to_string(d.gid_index) + ";" + std::to_string(d.active_mtu) + ";" + q + ";" +
-         d.tcp_host + ";" + std::to_string(d.tcp_port);
+         std::to_string(static_cast<int>(d.reg_path)) + ";" + v.device + ";" +
+         std::to_string(v.port) + ";" + v.link_layer + ";" + std::to_string(v.lid) + ";" + v.gid +
+         ";" + std::to_string(v.gid_index) + ";" + std::to_string(v.active_mtu) + ";" + q + ";" +
+         v.cm_host + ";" + std::to_string(v.cm_port);
 }
 
 bool decodeDesc(const std::string& s, EndpointDesc* d) {
   auto f = split(s, ';');
   if (f.size() != 15) return false;
-  d->transport = TransportKind::kVerbs;
+  VerbsDesc& v = d->fields.emplace<VerbsDesc>();
   d->addr = std::stoull(f[0]);
   d->length = std::stoull(f[1]);
   d->rkey = static_cast<uint32_t>(std::stoul(f[2]));
   d->memory = static_cast<MemoryKind>(std::stoi(f[3]));
   d->reg_path = static_cast<RegPath>(std::stoi(f[4]));
-  d->device = f[5];
-  d->port = static_cast<uint32_t>(std::stoul(f[6]));
-  d->link_layer = f[7];
-  d->lid = static_cast<uint32_t>(std::stoul(f[8]));
-  d->gid = f[9];
-  d->gid_index = std::stoi(f[10]);
-  d->active_mtu = static_cast<uint32_t>(std::stoul(f[11]));
-  d->tcp_host = f[13];
-  d->tcp_port = static_cast<uint32_t>(std::stoul(f[14]));
-  d->qps.clear();
+  v.device = f[5];
+  v.port = static_cast<uint32_t>(std::stoul(f[6]));
+  v.link_layer = f[7];
+  v.lid = static_cast<uint32_t>(std::stoul(f[8]));
+  v.gid = f[9];
+  v.gid_index = std::stoi(f[10]);
+  v.active_mtu = static_cast<uint32_t>(std::stoul(f[11]));
+  v.cm_host = f[13];
+  v.cm_port = static_cast<uint32_t>(std::stoul(f[14]));
+  v.qps.clear();
   if (!f[12].empty()) {
     for (const auto& qp : split(f[12], ',')) {
       auto parts = split(qp, ':');
       if (parts.size() != 2) return false;
-      d->qps.push_back(QpInfo{static_cast<uint32_t>(std::stoul(parts[0])),
-                              static_cast<uint32_t>(std::stoul(parts[1]))});
+      v.qps.push_back(QpInfo{static_cast<uint32_t>(std::stoul(parts[0])),
+                             static_cast<uint32_t>(std::stoul(parts[1]))});
     }
   }
   return true;

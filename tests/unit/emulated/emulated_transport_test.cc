@@ -105,11 +105,9 @@ class SilentPeer {
   }
   EndpointDesc desc() const {
     EndpointDesc d;
-    d.transport = TransportKind::kEmulated;
     d.rkey = 1234567;
     d.length = 1 << 20;
-    d.tcp_host = "127.0.0.1";
-    d.tcp_port = port_;
+    d.fields = EmulatedDesc{"127.0.0.1", port_};
     return d;
   }
   std::atomic<bool> got_hello{false};
@@ -231,7 +229,7 @@ TEST(EmulatedTransportTest, PeerOfAnotherTransportIsRefused) {
   auto init = t.createEndpoint(spec(Role::kInitiator), *buf, RegPath::kAuto);
   ASSERT_TRUE(init.ok());
   EndpointDesc verbs;
-  verbs.transport = TransportKind::kVerbs;
+  verbs.fields = VerbsDesc{};
   Status st = (*init)->connect(verbs);
   EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.toString();
 }
@@ -244,8 +242,7 @@ TEST(EmulatedTransportTest, ConnectToAClosedPortFailsWithUnavailable) {
   auto init = t.createEndpoint(spec(Role::kInitiator), *buf, RegPath::kAuto);
   ASSERT_TRUE(init.ok());
   EndpointDesc d;
-  d.tcp_host = "127.0.0.1";
-  d.tcp_port = port;
+  d.fields = EmulatedDesc{"127.0.0.1", port};
   d.rkey = 1;
   auto done = std::async(std::launch::async, [&] { return (*init)->connect(d); });
   ASSERT_EQ(done.wait_for(kPrompt), std::future_status::ready);
@@ -303,7 +300,7 @@ TEST(EmulatedTransportTest, TargetChecksTheKeyOnTheWire) {
   auto target = t.createEndpoint(spec(Role::kTarget), *buf, RegPath::kAuto);
   ASSERT_TRUE(target.ok());
   const EndpointDesc d = (*target)->local();
-  Fd c = connectLoopback(d.tcp_port);
+  Fd c = connectLoopback(d.as<EmulatedDesc>()->tcp_port);
   FrameHeader hello;
   hello.type = FrameType::kHello;
   hello.key = d.rkey + 2;  // rkey is odd, so this differs and is non-zero
@@ -322,7 +319,7 @@ TEST(EmulatedTransportTest, TargetRefusesAWriteBeyondItsRegionAndKeepsItsBuffer)
   auto target = t.createEndpoint(spec(Role::kTarget), *buf, RegPath::kAuto);
   ASSERT_TRUE(target.ok());
   const EndpointDesc d = (*target)->local();
-  Fd c = connectLoopback(d.tcp_port);
+  Fd c = connectLoopback(d.as<EmulatedDesc>()->tcp_port);
   FrameHeader w;
   w.type = FrameType::kWrite;
   w.key = d.rkey;
@@ -350,7 +347,7 @@ TEST(EmulatedTransportTest, ANonGdrmeshPeerFailsTheTargetsRunPromptly) {
   rs.iterations = 10;
   rs.timeout_seconds = 30;
   auto run = std::async(std::launch::async, [&] { return ep.run(rs); });
-  Fd c = connectLoopback(ep.local().tcp_port);
+  Fd c = connectLoopback(ep.local().as<EmulatedDesc>()->tcp_port);
   const char junk[FrameHeader::kSize] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   ASSERT_EQ(::send(c.get(), junk, sizeof(junk), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(junk)));
   const bool returned = run.wait_for(kPrompt) == std::future_status::ready;

@@ -305,7 +305,7 @@ TEST_P(TransportContractTest, LocalDescriptionNamesTransportAndRegion) {
   ASSERT_OK(pair.create(*transport_, GetParam(), Op::kWrite, Mode::kBandwidth, 8192, 12288));
   for (Side* side : {&pair.initiator, &pair.target}) {
     const EndpointDesc& d = side->endpoint->local();
-    EXPECT_EQ(d.transport, transport_->kind());
+    EXPECT_EQ(d.transport(), transport_->kind());
     EXPECT_EQ(d.length, side->buffer->size());
     EXPECT_EQ(d.memory, MemoryKind::kHost);
     EXPECT_NE(d.reg_path, RegPath::kAuto) << "local().reg_path must hold the path that ran";

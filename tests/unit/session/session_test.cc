@@ -898,7 +898,7 @@ TEST_F(LeanTest, ProtocolMisuseIsRefusedWithTheReason) {
   // A peer that cannot be connected: prepare fails and leaves nothing behind.
   ASSERT_TRUE(a_.sessions.prepare(sessionSpec("m4", Role::kInitiator, Op::kWrite, 64)).ok());
   StartSpec wrong;
-  wrong.peer.transport = TransportKind::kVerbs;
+  wrong.peer.fields = VerbsDesc{};
   wrong.run = rs;
   EXPECT_EQ(a_.sessions.start("m4", wrong).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(a_.sessions.active(), 0u);

@@ -290,6 +290,8 @@ TEST(SimWorkersTest, AnswersTheLeanSequenceAfterTheSimulatedTime) {
   EXPECT_EQ(desc.device(), "mlx5_0");
   EXPECT_EQ(desc.reg_path(), pb::REG_PATH_HOST);
   EXPECT_EQ(desc.tcp_host(), "sim-0000");
+  EXPECT_EQ(desc.simulated().worker(), "sim-0000");
+  EXPECT_EQ(desc.simulated().nic().device(), "mlx5_0");
   ASSERT_TRUE(p.tgt_prepare->status().ok()) << p.tgt_prepare->status().message();
   ASSERT_TRUE(p.start->status().ok()) << p.start->status().message();
   EXPECT_GE(p.start_seconds, 0.019);

@@ -124,7 +124,6 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
   }
 
   Status init() {
-    desc_.transport = TransportKind::kEmulated;
     desc_.addr = 0;
     desc_.length = buffer_.size();
     desc_.memory = MemoryKind::kHost;
@@ -135,8 +134,7 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
     if (spec_.role == Role::kTarget) {
       uint16_t port = 0;
       GDR_ASSIGN_OR_RETURN(listener_, listenOn(spec_.listen_host, &port));
-      desc_.tcp_host = spec_.listen_host;
-      desc_.tcp_port = port;
+      desc_.fields = EmulatedDesc{spec_.listen_host, port};
       server_ = std::thread([this] { serve(); });
     }
     return {};
@@ -145,13 +143,15 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
   const EndpointDesc& local() const override { return desc_; }
 
   Status connect(const EndpointDesc& peer) override {
-    if (peer.transport != TransportKind::kEmulated) {
-      return invalidArgument("peer endpoint is not an emulated endpoint");
+    const auto* where = peer.as<EmulatedDesc>();
+    if (where == nullptr) {
+      return invalidArgument(std::string("peer endpoint is not an emulated endpoint (it is ") +
+                             toString(peer.transport()) + ")");
     }
     peer_ = peer;
     if (spec_.role == Role::kTarget) return {};
     GDR_ASSIGN_OR_RETURN(Fd conn,
-                         connectTo(peer.tcp_host, peer.tcp_port, deadlineAfter(30), aborted_));
+                         connectTo(where->tcp_host, where->tcp_port, deadlineAfter(30), aborted_));
     {
       // abort() on another thread shuts the connection down: it must see all of it or none.
       std::lock_guard<std::mutex> lock(mu_);

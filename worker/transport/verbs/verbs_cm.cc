@@ -139,7 +139,7 @@ rdma_conn_param VerbsEndpointImpl::cmConnParam() const {
 }
 
 // Outstanding reads are negotiated through the connection parameters (min of both sides).
-Status VerbsEndpointImpl::connectCm(const EndpointDesc& peer) {
+Status VerbsEndpointImpl::connectCm(const VerbsDesc& peer) {
   const uint64_t deadline = nowNs() + static_cast<uint64_t>(kCmConnectSeconds * 1e9);
   qps_.assign(spec_.num_qps, nullptr);
   GDR_RETURN_IF_ERROR(spec_.role == Role::kInitiator ? connectCmInitiator(peer, deadline)
@@ -154,7 +154,7 @@ Status VerbsEndpointImpl::connectCm(const EndpointDesc& peer) {
 }
 
 // Per QP: resolve address and route, create the QP, connect (private data: the QP index).
-Status VerbsEndpointImpl::connectCmInitiator(const EndpointDesc& peer, uint64_t deadline) {
+Status VerbsEndpointImpl::connectCmInitiator(const VerbsDesc& peer, uint64_t deadline) {
   const size_t nq = spec_.num_qps;
   // Waits for `want` on `id`; other events are errors.
   auto expect = [&](rdma_cm_id* id, rdma_cm_event_type want, const char* what) -> Status {
@@ -167,38 +167,38 @@ Status VerbsEndpointImpl::connectCmInitiator(const EndpointDesc& peer, uint64_t 
     const int status = ev->status;
     rdma_ack_cm_event(ev);
     return unavailable("rdma_cm on " + dev_ + ": " + got + " (status " + std::to_string(status) +
-                           ") while " + what + " with " + peer.tcp_host + ":" +
-                           std::to_string(peer.tcp_port),
+                           ") while " + what + " with " + peer.cm_host + ":" +
+                           std::to_string(peer.cm_port),
                        "check the peer's address and port, that it listens (use_rdma_cm on "
                        "both sides) and the route between the two (ip route get)");
   };
   rdma_conn_param param = cmConnParam();
-  if (peer.tcp_host.empty() || peer.tcp_port == 0 || peer.tcp_port > 65535) {
+  if (peer.cm_host.empty() || peer.cm_port == 0 || peer.cm_port > 65535) {
     return invalidArgument("peer " + peer.device + " published no rdma_cm address (" +
-                               peer.tcp_host + ":" + std::to_string(peer.tcp_port) + ")",
+                               peer.cm_host + ":" + std::to_string(peer.cm_port) + ")",
                            "set use_rdma_cm on both sides");
   }
   sockaddr_in dst{};
   dst.sin_family = AF_INET;
-  dst.sin_port = htons(static_cast<uint16_t>(peer.tcp_port));
-  if (inet_pton(AF_INET, peer.tcp_host.c_str(), &dst.sin_addr) != 1) {
+  dst.sin_port = htons(static_cast<uint16_t>(peer.cm_port));
+  if (inet_pton(AF_INET, peer.cm_host.c_str(), &dst.sin_addr) != 1) {
     return invalidArgument("peer " + peer.device + " sent an unreadable rdma_cm address '" +
-                           peer.tcp_host + "'");
+                           peer.cm_host + "'");
   }
   for (size_t q = 0; q < nq; ++q) {
     rdma_cm_id* id = cm_ids_[q].get();
     if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), kCmResolveMs)) {
-      return callError("rdma_resolve_addr(" + peer.tcp_host + ")", errno, dev_);
+      return callError("rdma_resolve_addr(" + peer.cm_host + ")", errno, dev_);
     }
     GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ADDR_RESOLVED, "resolving the address"));
     if (id->verbs != vctx_) {
       return failedPrecondition("rdma_cm on " + dev_ + ": the route from " + cm_ip_ + " to " +
-                                    peer.tcp_host + " leaves through another RDMA device",
-                                "check `ip route get " + peer.tcp_host + " from " + cm_ip_ +
+                                    peer.cm_host + " leaves through another RDMA device",
+                                "check `ip route get " + peer.cm_host + " from " + cm_ip_ +
                                     "` (two devices in one namespace need policy routing)");
     }
     if (rdma_resolve_route(id, kCmResolveMs)) {
-      return callError("rdma_resolve_route(" + peer.tcp_host + ")", errno, dev_);
+      return callError("rdma_resolve_route(" + peer.cm_host + ")", errno, dev_);
     }
     GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ROUTE_RESOLVED, "resolving the route"));
     GDR_RETURN_IF_ERROR(createCmQp(id, q));
@@ -206,7 +206,7 @@ Status VerbsEndpointImpl::connectCmInitiator(const EndpointDesc& peer, uint64_t 
     param.private_data = &index;
     param.private_data_len = sizeof(index);
     if (rdma_connect(id, &param)) {
-      return callError("rdma_connect(" + peer.tcp_host + ")", errno, dev_);
+      return callError("rdma_connect(" + peer.cm_host + ")", errno, dev_);
     }
     GDR_RETURN_IF_ERROR(expect(id, RDMA_CM_EVENT_ESTABLISHED, "connecting"));
   }
@@ -234,7 +234,7 @@ Status VerbsEndpointImpl::acceptCm(uint64_t deadline) {
       rdma_ack_cm_event(ev);
       return unavailable("rdma_cm on " + dev_ + ": " + got + " (status " + std::to_string(status) +
                              ") while accepting connections on " + cm_ip_ + ":" +
-                             std::to_string(local_.tcp_port),
+                             std::to_string(localNic().cm_port),
                          "check the initiator's result and the route between the two");
     }
     rdma_cm_id* child = ev->id;

@@ -24,7 +24,7 @@ Status VerbsEndpointImpl::createQps() {
                            "; lower tx_depth/rx_depth or inline_size");
     }
     psns_.push_back(rng() & 0xffffff);
-    local_.qps.push_back(QpInfo{qp->qp_num, psns_.back()});
+    localNic().qps.push_back(QpInfo{qp->qp_num, psns_.back()});
     qps_.push_back(qp.get());
     owned_qps_.push_back(std::move(qp));
   }
@@ -39,7 +39,7 @@ Status VerbsEndpointImpl::modifyToInit(ibv_qp* qp) {
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE;
   if (int rc = ibv_modify_qp(
           qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-    return modifyQpError("INIT", rc, dev_, gid_index_, 0, peer_.gid);
+    return modifyQpError("INIT", rc, dev_, gid_index_, 0, peer_nic_.gid);
   }
   return Status();
 }
@@ -52,7 +52,7 @@ Status VerbsEndpointImpl::modifyToRtr(ibv_qp* qp, const QpInfo& remote, const ib
   a.rq_psn = remote.psn;
   a.max_dest_rd_atomic = static_cast<uint8_t>(rd_atomic_);
   a.min_rnr_timer = 12;
-  a.ah_attr.dlid = static_cast<uint16_t>(peer_.lid);
+  a.ah_attr.dlid = static_cast<uint16_t>(peer_nic_.lid);
   a.ah_attr.sl = 0;
   a.ah_attr.src_path_bits = 0;
   a.ah_attr.port_num = static_cast<uint8_t>(port_);
@@ -68,7 +68,7 @@ Status VerbsEndpointImpl::modifyToRtr(ibv_qp* qp, const QpInfo& remote, const ib
           ibv_modify_qp(qp, &a,
                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                             IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
-    return modifyQpError("RTR", rc, dev_, gid_index_, path_mtu_, peer_.gid);
+    return modifyQpError("RTR", rc, dev_, gid_index_, path_mtu_, peer_nic_.gid);
   }
   return Status();
 }
@@ -84,18 +84,20 @@ Status VerbsEndpointImpl::modifyToRts(ibv_qp* qp, uint32_t psn) {
   if (int rc = ibv_modify_qp(qp, &a,
                              IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
-    return modifyQpError("RTS", rc, dev_, gid_index_, path_mtu_, peer_.gid);
+    return modifyQpError("RTS", rc, dev_, gid_index_, path_mtu_, peer_nic_.gid);
   }
   return Status();
 }
 
-Status VerbsEndpointImpl::connect(const EndpointDesc& peer) {
+Status VerbsEndpointImpl::connect(const EndpointDesc& peer_desc) {
   if (connected_) return failedPrecondition("connect() called twice on " + dev_);
   if (aborted_.load()) return Status(Code::kAborted, "aborted before connect on " + dev_);
-  if (peer.transport != TransportKind::kVerbs) {
-    return invalidArgument(std::string("peer description is for the ") + toString(peer.transport) +
-                           " transport, not verbs");
+  const VerbsDesc* nic = peer_desc.as<VerbsDesc>();
+  if (nic == nullptr) {
+    return invalidArgument(std::string("peer description is for the ") +
+                           toString(peer_desc.transport()) + " transport, not verbs");
   }
+  const VerbsDesc& peer = *nic;
   if (peer.max_rd_atomic > 0) rd_atomic_ = std::min(rd_atomic_, peer.max_rd_atomic);
   if (peer.qps.size() != spec_.num_qps) {
     return invalidArgument("peer " + peer.device + " has " + std::to_string(peer.qps.size()) +
@@ -103,10 +105,11 @@ Status VerbsEndpointImpl::connect(const EndpointDesc& peer) {
                            "both sides must use the same num_qps");
   }
   if ((peer.link_layer == "Ethernet") != roce_) {
-    return invalidArgument("link layers differ: " + dev_ + " is " + local_.link_layer + ", peer " +
-                           peer.device + " is " + peer.link_layer);
+    return invalidArgument("link layers differ: " + dev_ + " is " + localNic().link_layer +
+                           ", peer " + peer.device + " is " + peer.link_layer);
   }
-  peer_ = peer;
+  peer_ = peer_desc;
+  peer_nic_ = peer;
   if (spec_.use_rdma_cm) {
     GDR_RETURN_IF_ERROR(fail(connectCm(peer)));
     broken_ = false;
@@ -114,7 +117,7 @@ Status VerbsEndpointImpl::connect(const EndpointDesc& peer) {
     return Status();
   }
   GDR_ASSIGN_OR_RETURN(path_mtu_,
-                       negotiatePathMtu(local_.active_mtu, peer.active_mtu, peer.device));
+                       negotiatePathMtu(localNic().active_mtu, peer.active_mtu, peer.device));
   ibv_gid dgid{};
   if (roce_ || gid_index_ >= 0) {
     std::array<uint8_t, 16> raw{};

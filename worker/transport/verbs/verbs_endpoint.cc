@@ -63,14 +63,14 @@ Status VerbsEndpointImpl::init(RegPath reg) {
   if (spec_.use_rdma_cm) {
     // The QPs come with the connections (rdma_create_qp in connect()); the count is what the
     // peer checks.
-    local_.qps.assign(spec_.num_qps, QpInfo{});
+    localNic().qps.assign(spec_.num_qps, QpInfo{});
   } else {
     GDR_RETURN_IF_ERROR(createQps());
   }
   rd_atomic_ = std::max<uint32_t>(
       1, std::min<uint32_t>({max_rd_atomic_, static_cast<uint32_t>(dev_attr_.max_qp_rd_atom),
                              static_cast<uint32_t>(dev_attr_.max_qp_init_rd_atom)}));
-  local_.max_rd_atomic = rd_atomic_;  // the peer negotiates down to this (perftest's "OUT")
+  localNic().max_rd_atomic = rd_atomic_;  // the peer negotiates down to this (perftest's "OUT")
 
   // Receives: send and write_imm consume them, latency uses them for the first exchange.
   needs_recv_ = spec_.op == Op::kSend || spec_.op == Op::kWriteImm || spec_.mode == Mode::kLatency;
@@ -83,26 +83,26 @@ Status VerbsEndpointImpl::init(RegPath reg) {
     recv_length_ = spec_.buffer_size;
   }
 
-  local_.transport = TransportKind::kVerbs;
   local_.addr = reinterpret_cast<uintptr_t>(buffer_.data());
   local_.length = buffer_.size();
   local_.rkey = reg_.mr->rkey;
   local_.memory = buffer_.kind();
   local_.reg_path = reg_.path;
-  local_.device = dev_;
-  local_.port = port_;
-  local_.link_layer = roce_ ? "Ethernet" : "InfiniBand";
-  local_.lid = port_attr_.lid;
+  VerbsDesc& nic = localNic();
+  nic.device = dev_;
+  nic.port = port_;
+  nic.link_layer = roce_ ? "Ethernet" : "InfiniBand";
+  nic.lid = port_attr_.lid;
   std::array<uint8_t, 16> raw{};
   std::memcpy(raw.data(), gid.raw, 16);
-  local_.gid = gid_index_ >= 0 ? formatGid(raw) : std::string();
-  local_.gid_index = gid_index_;
-  local_.active_mtu = mtuEnumToBytes(port_attr_.active_mtu);
+  nic.gid = gid_index_ >= 0 ? formatGid(raw) : std::string();
+  nic.gid_index = gid_index_;
+  nic.active_mtu = mtuEnumToBytes(port_attr_.active_mtu);
   if (spec_.use_rdma_cm) {
-    // The rdma_cm address rides in the emulated transport's fields: the target's listening
-    // address and port, the initiator's bound address (port 0).
-    local_.tcp_host = cm_ip_;
-    local_.tcp_port = cm_listen_ ? ntohs(rdma_get_src_port(cm_listen_.get())) : 0;
+    // rdma_cm's own fields: the target's listening address and port, the initiator's bound
+    // address (port 0).
+    nic.cm_host = cm_ip_;
+    nic.cm_port = cm_listen_ ? ntohs(rdma_get_src_port(cm_listen_.get())) : 0;
   }
   return Status();
 }

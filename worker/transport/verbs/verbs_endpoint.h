@@ -35,7 +35,9 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
         buffer_(buffer),
         registrar_(registrar),
         sysfs_root_(std::move(sysfs_root)),
-        max_rd_atomic_(max_rd_atomic) {}
+        max_rd_atomic_(max_rd_atomic) {
+    local_.fields.emplace<VerbsDesc>();
+  }
 
   ~VerbsEndpointImpl() override {
     // rdma_cm: disconnect first (the peer sees DISCONNECTED), then the members go in order.
@@ -93,8 +95,8 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
 
   // verbs_cm.cc
   Status initCm();
-  Status connectCm(const EndpointDesc& peer);
-  Status connectCmInitiator(const EndpointDesc& peer, uint64_t deadline_ns);
+  Status connectCm(const VerbsDesc& peer);
+  Status connectCmInitiator(const VerbsDesc& peer, uint64_t deadline_ns);
   Status acceptCm(uint64_t deadline_ns);
   rdma_conn_param cmConnParam() const;
   Status createCmQp(rdma_cm_id* id, size_t q);
@@ -143,8 +145,12 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   MrRegistrar& registrar_;
   std::string sysfs_root_;
   uint32_t max_rd_atomic_ = 16;
+  // What this side publishes; its transport part is always a VerbsDesc (localNic()).
   EndpointDesc local_;
   EndpointDesc peer_;
+  VerbsDesc peer_nic_;  // the peer's verbs part, once connect() accepted it
+
+  VerbsDesc& localNic() { return std::get<VerbsDesc>(local_.fields); }
   std::string dev_;
   uint32_t port_ = 1;
   ibv_port_attr port_attr_{};

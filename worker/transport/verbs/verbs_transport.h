@@ -21,8 +21,9 @@
 // destruction remains.
 // rdma_cm mode (EndpointSpec::use_rdma_cm, perftest -R): the target binds an rdma_cm id to the
 // IPv4 address of its selected GID (RoCE v2, ::ffff:a.b.c.d) with port 0 and listens; local()
-// carries that address in tcp_host/tcp_port (the initiator's: its own address, port 0). The
-// initiator resolves address and route and connects one id per QP (private data: the QP index);
+// carries that address in its VerbsDesc's cm_host/cm_port (the initiator's: its own address,
+// port 0). The initiator resolves address and route and connects one id per QP (private data:
+// the QP index);
 // QPs are created with rdma_create_qp on rdma_cm's verbs context, on which the PD, CQs and MR
 // live too; outstanding reads are negotiated in the connection parameters. The QP numbers in
 // local().qps are 0 (assigned at connect). run() is the same code as for the out-of-band mode.
