@@ -347,7 +347,8 @@ void writeSummary(const ReportInput& in, const std::vector<std::string>& hosts, 
                               ? p.tests_done - p.tests_failed - p.tests_skipped
                               : 0;
   double secs = p.elapsed_seconds;
-  if (p.finished_ms > 0 && p.started_ms > 0) secs = (p.finished_ms - p.started_ms) / 1e3;
+  if (p.finished_ms > 0 && p.started_ms > 0)
+    secs = static_cast<double>(p.finished_ms - p.started_ms) / 1e3;
 
   w.heading("Summary");
   std::vector<Row> rows;
@@ -480,6 +481,7 @@ void writeSuspects(const ReportInput& in, Writer& w) {
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Suspect* a, const Suspect* b) { return a->score > b->score; });
   std::vector<ListItem> items;
+  items.reserve(ranked.size());
   for (const auto* s : ranked) {
     items.push_back({s->kind + " " + s->name + " (score " + num(s->score) + ")", s->evidence, ""});
   }
