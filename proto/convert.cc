@@ -538,53 +538,53 @@ Status fromProto(const pb::CommandStatus& in) {
 
 // The per-transport fields live in `transport_fields`; the flat v1 fields are written too for
 // readers of earlier v1 releases (the migration note in gdrmesh.proto).
-void toProto(const EndpointDesc& d, pb::EndpointDesc* out) {
-  out->set_transport(toProto(d.transport));
-  out->set_addr(d.addr);
-  out->set_length(d.length);
-  out->set_rkey(d.rkey);
-  out->set_memory(toProto(d.memory));
-  out->set_reg_path(toProto(d.reg_path));
+void toProto(const EndpointDesc& in, pb::EndpointDesc* out) {
+  out->set_transport(toProto(in.transport));
+  out->set_addr(in.addr);
+  out->set_length(in.length);
+  out->set_rkey(in.rkey);
+  out->set_memory(toProto(in.memory));
+  out->set_reg_path(toProto(in.reg_path));
   // The NIC's part: verbs, the NIC a simulated worker plays, and the legacy flat fields (the
   // same field names on VerbsEndpoint and EndpointDesc).
-  const auto nic = [&d](auto* v) {
-    v->set_device(d.device);
-    v->set_port(d.port);
-    v->set_link_layer(d.link_layer);
-    v->set_lid(d.lid);
-    v->set_gid(d.gid);
-    v->set_gid_index(d.gid_index);
-    v->set_active_mtu(d.active_mtu);
-    v->set_max_rd_atomic(d.max_rd_atomic);
-    for (const auto& q : d.qps) {
+  const auto nic = [&in](auto* v) {
+    v->set_device(in.device);
+    v->set_port(in.port);
+    v->set_link_layer(in.link_layer);
+    v->set_lid(in.lid);
+    v->set_gid(in.gid);
+    v->set_gid_index(in.gid_index);
+    v->set_active_mtu(in.active_mtu);
+    v->set_max_rd_atomic(in.max_rd_atomic);
+    for (const auto& q : in.qps) {
       auto* pq = v->add_qps();
       pq->set_qpn(q.qpn);
       pq->set_psn(q.psn);
     }
   };
-  switch (d.transport) {
+  switch (in.transport) {
     case TransportKind::kVerbs:
       nic(out->mutable_verbs());
-      out->mutable_verbs()->set_cm_host(d.tcp_host);
-      out->mutable_verbs()->set_cm_port(d.tcp_port);
+      out->mutable_verbs()->set_cm_host(in.tcp_host);
+      out->mutable_verbs()->set_cm_port(in.tcp_port);
       break;
     case TransportKind::kSimulated:
-      out->mutable_simulated()->set_worker(d.tcp_host);
+      out->mutable_simulated()->set_worker(in.tcp_host);
       nic(out->mutable_simulated()->mutable_nic());
       break;
     case TransportKind::kEmulated:
-      out->mutable_emulated()->set_tcp_host(d.tcp_host);
-      out->mutable_emulated()->set_tcp_port(d.tcp_port);
+      out->mutable_emulated()->set_tcp_host(in.tcp_host);
+      out->mutable_emulated()->set_tcp_port(in.tcp_port);
       break;
   }
   // Legacy flat fields (deprecated; v2 drops them).
-  out->set_tcp_host(d.tcp_host);
-  out->set_tcp_port(d.tcp_port);
+  out->set_tcp_host(in.tcp_host);
+  out->set_tcp_port(in.tcp_port);
   nic(out);
-  out->set_buffer(d.buffer);
-  out->set_gpu(d.gpu);
-  out->set_gpu_pci(d.gpu_pci);
-  out->set_topo_class(d.topo_class);
+  out->set_buffer(in.buffer);
+  out->set_gpu(in.gpu);
+  out->set_gpu_pci(in.gpu_pci);
+  out->set_topo_class(in.topo_class);
 }
 
 EndpointDesc fromProto(const pb::EndpointDesc& in) {

@@ -48,7 +48,7 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
 
   const EndpointDesc& local() const override { return local_; }
   Status connect(const EndpointDesc& peer) override;
-  Result<Measurement> run(const RunSpec& spec) override;
+  Result<Measurement> run(const RunSpec& rs) override;
   void abort() override { aborted_.store(true); }
   uint32_t pathMtu() const override { return path_mtu_; }
 
