@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs clang-tidy (Debian's clang-tidy 14; the checks are in .clang-tidy at the root, each
-# disable explained there) over every C++ source of ours in the build's compile_commands.json,
-# in parallel, and fails on any finding. Generated code (the build folder: protobuf, embedded
-# web assets) and third-party headers are not checked; headers are checked once per including
-# source, limited to our folders (the header filter below).
-#   deploy/check-tidy.sh                  every source (after deploy/build.sh)
+# disable explained there) over every production C++ source of ours in the build's
+# compile_commands.json (test sources not yet: not_yet below says why), in parallel, and fails
+# on any finding. Generated code (the build folder: protobuf, embedded web assets) and
+# third-party headers are not checked; headers are checked once per including source, limited
+# to our folders (the header filter below).
+#   deploy/check-tidy.sh                  every production source (after deploy/build.sh)
 #   deploy/check-tidy.sh cli/output.cc    just these sources
 #   GDRMESH_BUILD_DIR=<dir>               the build whose compile_commands.json to use
 #   GDRMESH_TIDY_JOBS=<n>                 parallel clang-tidy processes (default: nproc)

@@ -56,8 +56,9 @@ std::string orDash(const std::string& s) {
 struct Cell {
   std::string text;
   std::string cls;
-  Cell(std::string t) : text(std::move(t)) {}  // NOLINT: rows read as lists of strings
-  Cell(const char* t) : text(t) {}             // NOLINT
+  // Implicit on purpose: rows read as lists of strings ({"Sweep", p.id}).
+  Cell(std::string t) : text(std::move(t)) {}  // NOLINT(google-explicit-constructor): see above
+  Cell(const char* t) : text(t) {}             // NOLINT(google-explicit-constructor): see above
   Cell(std::string t, std::string c) : text(std::move(t)), cls(std::move(c)) {}
 };
 using Row = std::vector<Cell>;

@@ -29,9 +29,9 @@ namespace gdrmesh::verbs {
 
 class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
  public:
-  VerbsEndpointImpl(const EndpointSpec& spec, Buffer& buffer, MrRegistrar& registrar,
+  VerbsEndpointImpl(EndpointSpec spec, Buffer& buffer, MrRegistrar& registrar,
                     std::string sysfs_root, uint32_t max_rd_atomic)
-      : spec_(spec),
+      : spec_(std::move(spec)),
         buffer_(buffer),
         registrar_(registrar),
         sysfs_root_(std::move(sysfs_root)),
