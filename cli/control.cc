@@ -38,16 +38,16 @@ bool isConnectionFailure(grpc::StatusCode code, const std::string& message) {
     return false;
   }
   // Texts of grpc 1.51's client channel when no connection could be made.
-  static const char* kTexts[] = {"failed to connect to all addresses",
-                                 "connections to all backends failing",
-                                 "Connection refused",
-                                 "DNS resolution failed",
-                                 "Name resolution failure",
-                                 "Socket closed",
-                                 "Connection reset by peer",
-                                 "No route to host",
-                                 "empty address list",
-                                 "Waiting for LB pick"};
+  static const char* const kTexts[] = {"failed to connect to all addresses",
+                                       "connections to all backends failing",
+                                       "Connection refused",
+                                       "DNS resolution failed",
+                                       "Name resolution failure",
+                                       "Socket closed",
+                                       "Connection reset by peer",
+                                       "No route to host",
+                                       "empty address list",
+                                       "Waiting for LB pick"};
   for (const char* t : kTexts) {
     if (message.find(t) != std::string::npos) return true;
   }
@@ -204,7 +204,7 @@ class SignalWatcher {
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
-    timespec tick{0, 100 * 1000 * 1000};
+    timespec tick{0, 100L * 1000 * 1000};
     while (!stop_) {
       int sig = sigtimedwait(&set, nullptr, &tick);
       if (sig == SIGINT || sig == SIGTERM) {

@@ -1,9 +1,12 @@
 // gdrmesh: is GPUDirect RDMA really working across the fleet, and how fast?
 #include <cstdio>
+#include <exception>
 
 #include "cli/cli.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{"gdrmesh: GPUDirect RDMA acceptance tests and fabric sweeps", "gdrmesh"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gdrmesh 0.1.0");
@@ -25,4 +28,20 @@ int main(int argc, char** argv) {
   }
   if (!gdrmesh::cli::prepareClientOptions()) return gdrmesh::cli::kExitUsage;
   return action ? action() : gdrmesh::cli::kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // An exception that reaches here is a bug of ours (fabric faults are results): say so and
+  // exit with kExitInternal instead of std::terminate's abort.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gdrmesh: internal error: %s (report this as a gdrmesh bug)\n", e.what());
+  } catch (...) {
+    std::fputs("gdrmesh: internal error: unknown exception (report this as a gdrmesh bug)\n",
+               stderr);
+  }
+  return gdrmesh::cli::kExitInternal;
 }

@@ -588,6 +588,7 @@ std::string messagesCsv(const std::vector<const google::protobuf::Message*>& rec
     std::vector<std::pair<std::string, std::string>> fields;
     flatten(nlohmann::ordered_json::parse(protoJson(prototype), nullptr, false), "", &fields);
     std::vector<std::string> header;
+    header.reserve(fields.size());
     for (const auto& f : fields) header.push_back(f.first);
     return csvRows({header});
   }
@@ -693,7 +694,7 @@ std::string resultWhole(const TestResult& r) {
   o << "\n";
   o << "row id     " << r.id << "\n";
   o << "started    " << formatRfc3339(r.started_ms) << "  finished " << formatRfc3339(r.finished_ms)
-    << "  (" << fmt((r.finished_ms - r.started_ms) / 1e3, 3) << " s)\n";
+    << "  (" << fmt(static_cast<double>(r.finished_ms - r.started_ms) / 1e3, 3) << " s)\n";
   o << "test       " << toString(r.op) << " " << toString(r.mode) << ", "
     << formatSize(r.message_size) << " (" << r.message_size << " B) x " << r.iterations << ", "
     << r.num_qps << " QP";

@@ -35,6 +35,7 @@ TerminationSignalThread::~TerminationSignalThread() {
   closing_.store(true);
   // Directed at the thread, where SIGTERM is blocked: its sigwait takes it. When a signal has
   // already ended the wait, this one stays pending on the thread and goes with it.
+  // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread): SIGTERM is blocked there, sigwait takes it
   pthread_kill(thread_.native_handle(), SIGTERM);
   thread_.join();
 }

@@ -37,9 +37,9 @@ bool envSet(const char* name) {
 
 }  // namespace
 
-Result<std::optional<TlsMaterial>> resolveTls(const TlsArgs& given,
+Result<std::optional<TlsMaterial>> resolveTls(const TlsArgs& args,
                                               const std::vector<PeerRole>& roles, CertInfo* info) {
-  TlsArgs a = given;
+  TlsArgs a = args;
   // A flag on the command line beats the environment: `--insecure` with GDRMESH_TLS_DIR set,
   // or `--tls-dir` with GDRMESH_INSECURE=1 set, means the flag.
   const char* env_dir = std::getenv("GDRMESH_TLS_DIR");

@@ -77,11 +77,11 @@ Status parseWorkerLabel(const std::string& text, std::string* key, std::string* 
     }
     return true;
   };
-  auto alnumAt = [](const std::string& s, size_t i) {
+  auto alnum_at = [](const std::string& s, size_t i) {
     const char c = s[i];
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
   };
-  if (k.empty() || k.size() > kMaxLabelKey || !charset(k, "._-") || !alnumAt(k, 0)) {
+  if (k.empty() || k.size() > kMaxLabelKey || !charset(k, "._-") || !alnum_at(k, 0)) {
     return invalidArgument("--label '" + text + "': key '" + k + "' must be 1.." +
                                std::to_string(kMaxLabelKey) +
                                " characters of A-Z a-z 0-9 . _ -, starting with a letter or digit",

@@ -536,12 +536,10 @@ Status fromProto(const pb::CommandStatus& in) {
 
 // ------------------------------------------------------------------ one side of a pair test
 
-// The per-transport fields live in `transport_fields`; the flat v1 fields are written too for
-// readers of earlier v1 releases (the migration note in gdrmesh.proto).
 namespace {
 
-// The NIC's part, into the wire's VerbsEndpoint or the legacy flat fields of EndpointDesc (the same
-// field names on both).
+// The NIC's part, into the wire's VerbsEndpoint or the legacy flat fields of EndpointDesc
+// (the same field names on both).
 template <class P>
 void nicToProto(const VerbsDesc& n, P* v) {
   v->set_device(n.device);
@@ -576,38 +574,40 @@ VerbsDesc nicFromProto(const P& v) {  // the wire's VerbsEndpoint, or the legacy
 
 }  // namespace
 
-void toProto(const EndpointDesc& d, pb::EndpointDesc* out) {
-  out->set_transport(toProto(d.transport()));
-  out->set_addr(d.addr);
-  out->set_length(d.length);
-  out->set_rkey(d.rkey);
-  out->set_memory(toProto(d.memory));
-  out->set_reg_path(toProto(d.reg_path));
+// The per-transport fields live in `transport_fields`; the flat v1 fields are written too for
+// readers of earlier v1 releases (the migration note in gdrmesh.proto).
+void toProto(const EndpointDesc& in, pb::EndpointDesc* out) {
+  out->set_transport(toProto(in.transport()));
+  out->set_addr(in.addr);
+  out->set_length(in.length);
+  out->set_rkey(in.rkey);
+  out->set_memory(toProto(in.memory));
+  out->set_reg_path(toProto(in.reg_path));
   // The oneof, and the legacy flat fields (deprecated; v2 drops them) for earlier v1 readers:
   // tcp_host/tcp_port carried the emulated address, rdma_cm's address and the simulated
   // worker's name.
-  if (const auto* e = d.as<EmulatedDesc>()) {
+  if (const auto* e = in.as<EmulatedDesc>()) {
     out->mutable_emulated()->set_tcp_host(e->tcp_host);
     out->mutable_emulated()->set_tcp_port(e->tcp_port);
     out->set_tcp_host(e->tcp_host);
     out->set_tcp_port(e->tcp_port);
-  } else if (const auto* v = d.as<VerbsDesc>()) {
+  } else if (const auto* v = in.as<VerbsDesc>()) {
     nicToProto(*v, out->mutable_verbs());
     out->mutable_verbs()->set_cm_host(v->cm_host);
     out->mutable_verbs()->set_cm_port(v->cm_port);
     out->set_tcp_host(v->cm_host);
     out->set_tcp_port(v->cm_port);
     nicToProto(*v, out);
-  } else if (const auto* sim = d.as<SimulatedDesc>()) {
+  } else if (const auto* sim = in.as<SimulatedDesc>()) {
     out->mutable_simulated()->set_worker(sim->worker);
     nicToProto(sim->nic, out->mutable_simulated()->mutable_nic());
     out->set_tcp_host(sim->worker);
     nicToProto(sim->nic, out);
   }
-  out->set_buffer(d.buffer);
-  out->set_gpu(d.gpu);
-  out->set_gpu_pci(d.gpu_pci);
-  out->set_topo_class(d.topo_class);
+  out->set_buffer(in.buffer);
+  out->set_gpu(in.gpu);
+  out->set_gpu_pci(in.gpu_pci);
+  out->set_topo_class(in.topo_class);
 }
 
 EndpointDesc fromProto(const pb::EndpointDesc& in) {

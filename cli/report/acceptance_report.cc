@@ -56,8 +56,9 @@ std::string orDash(const std::string& s) {
 struct Cell {
   std::string text;
   std::string cls;
-  Cell(std::string t) : text(std::move(t)) {}  // NOLINT: rows read as lists of strings
-  Cell(const char* t) : text(t) {}             // NOLINT
+  // Implicit on purpose: rows read as lists of strings ({"Sweep", p.id}).
+  Cell(std::string t) : text(std::move(t)) {}  // NOLINT(google-explicit-constructor): see above
+  Cell(const char* t) : text(t) {}             // NOLINT(google-explicit-constructor): see above
   Cell(std::string t, std::string c) : text(std::move(t)), cls(std::move(c)) {}
 };
 using Row = std::vector<Cell>;
@@ -347,7 +348,8 @@ void writeSummary(const ReportInput& in, const std::vector<std::string>& hosts, 
                               ? p.tests_done - p.tests_failed - p.tests_skipped
                               : 0;
   double secs = p.elapsed_seconds;
-  if (p.finished_ms > 0 && p.started_ms > 0) secs = (p.finished_ms - p.started_ms) / 1e3;
+  if (p.finished_ms > 0 && p.started_ms > 0)
+    secs = static_cast<double>(p.finished_ms - p.started_ms) / 1e3;
 
   w.heading("Summary");
   std::vector<Row> rows;
@@ -480,6 +482,7 @@ void writeSuspects(const ReportInput& in, Writer& w) {
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Suspect* a, const Suspect* b) { return a->score > b->score; });
   std::vector<ListItem> items;
+  items.reserve(ranked.size());
   for (const auto* s : ranked) {
     items.push_back({s->kind + " " + s->name + " (score " + num(s->score) + ")", s->evidence, ""});
   }

@@ -202,6 +202,7 @@ HostSelection selectHosts(const Matrix& m, const std::vector<Suspect>& suspects,
   }
   // Suspects name hosts ("h3"), NICs ("h3/mlx5_1") and links ("a/x<->b/y"); best first.
   std::vector<const Suspect*> ranked;
+  ranked.reserve(suspects.size());
   for (const auto& s : suspects) ranked.push_back(&s);
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Suspect* a, const Suspect* b) { return a->score > b->score; });

@@ -376,11 +376,12 @@ std::string metricsText(const std::vector<WorkerSummary>& workers,
   promHeader(out, "gdrmesh_last_sweep_timestamp_seconds",
              "When the newest ended sweep ended (Unix time).", "gauge");
   const int64_t end_ms = p.finished_ms > 0 ? p.finished_ms : p.started_ms;
-  out += "gdrmesh_last_sweep_timestamp_seconds " + promNumber(end_ms / 1000.0) + "\n";
+  out += "gdrmesh_last_sweep_timestamp_seconds " +
+         promNumber(static_cast<double>(end_ms) / 1000.0) + "\n";
   promHeader(out, "gdrmesh_last_sweep_duration_seconds", "How long the newest ended sweep ran.",
              "gauge");
   const double duration = p.finished_ms > p.started_ms && p.started_ms > 0
-                              ? (p.finished_ms - p.started_ms) / 1000.0
+                              ? static_cast<double>(p.finished_ms - p.started_ms) / 1000.0
                               : p.elapsed_seconds;
   out += "gdrmesh_last_sweep_duration_seconds " + promNumber(duration) + "\n";
   promHeader(out, "gdrmesh_last_sweep_tests",
@@ -484,7 +485,7 @@ class StatusHttpServer::Impl {
     server_.set_keep_alive_timeout(1);
     server_.set_read_timeout(5, 0);
     server_.set_write_timeout(5, 0);
-    server_.set_payload_max_length(64 * 1024);
+    server_.set_payload_max_length(size_t{64} * 1024);
     // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port
     // without an error: keep only SO_REUSEADDR (restart while old connections linger).
     server_.set_socket_options([](socket_t sock) {
@@ -496,7 +497,7 @@ class StatusHttpServer::Impl {
                                  {"X-Frame-Options", "DENY"},
                                  {"Referrer-Policy", "no-referrer"}});
     server_.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        [](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {
           std::string what = "unknown exception";
           try {
             std::rethrow_exception(ep);

@@ -86,7 +86,7 @@ nlohmann::json sweepProgressJson(const SweepProgress& p);
 // GET /api/sweeps/ID: progress, one page of verdicts (all, only FAIL, or none) with
 // verdicts_page{offset, limit, total, next_offset}, verdict_counts, suspects, notes, matrix.
 // (VerdictFilter and VerdictPage: coordinator/http/api_query.h.)
-nlohmann::json sweepJson(const SweepReportData& report, VerdictFilter verdicts,
+nlohmann::json sweepJson(const SweepReportData& report, VerdictFilter filter,
                          VerdictPage page = {});
 // The compact matrix of a sweep: {hosts[], cells[[src, dst, verdict, value, unit, reason]],
 // best{unit: value}}, src and dst indexing hosts (WORKER, or WORKER/NIC when results name NICs).

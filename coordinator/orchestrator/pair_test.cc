@@ -47,9 +47,13 @@ bool transientCode(Code c) {
 // The state of one running pair test. Owned by the callbacks that are still pending.
 class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
  public:
-  PairTestRun(const PairTestSpec& spec, const PairEndpoints& ep, Clock& clock,
-              const PairTestOptions& options, std::function<void(PairTestOutcome)> done)
-      : spec_(spec), ep_(ep), clock_(clock), options_(options), done_(std::move(done)) {}
+  PairTestRun(PairTestSpec spec, PairEndpoints ep, Clock& clock, const PairTestOptions& options,
+              std::function<void(PairTestOutcome)> done)
+      : spec_(std::move(spec)),
+        ep_(std::move(ep)),
+        clock_(clock),
+        options_(options),
+        done_(std::move(done)) {}
 
   void begin(std::string test_id, uint64_t seed);
 
@@ -97,7 +101,7 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   void addOutcome(const SideOutcome& o);
   // Sealed test: checks the destination's digest against the source's pattern; on a mismatch
   // reveals the seed to the destination so it counts and locates the wrong bytes. Then `then`.
-  void checkSealed(std::function<void()> then);
+  void checkSealed(const std::function<void()>& then);
   // Rejects figures no link could produce (verbs): above the ports' active rate. "" when fine.
   std::string impossibleFigures() const;
 
@@ -205,7 +209,7 @@ void PairTestRun::begin(std::string test_id, uint64_t seed) {
   r_.message_size = spec_.message_size;
   r_.iterations = spec_.iterations;
   r_.num_qps = spec_.num_qps;
-  auto fillRecord = [](const WorkerStatus& w, const EndpointSelector& s, EndpointRecord* e) {
+  auto fill_record = [](const WorkerStatus& w, const EndpointSelector& s, EndpointRecord* e) {
     e->worker = w.name;
     e->host = w.inventory.hostname;
     e->nic = s.device;
@@ -217,17 +221,17 @@ void PairTestRun::begin(std::string test_id, uint64_t seed) {
     e->reg_path = s.memory == MemoryKind::kHost && s.reg == RegPath::kAuto ? RegPath::kHost : s.reg;
   };
   // An unknown worker (removed since the plan was made) is offline with no inventory.
-  auto orOffline = [](const std::shared_ptr<const WorkerStatus>& w, const std::string& name) {
+  auto or_offline = [](const std::shared_ptr<const WorkerStatus>& w, const std::string& name) {
     if (w) return w;
     auto off = std::make_shared<WorkerStatus>();
     off->name = name;
     off->state = "offline";
     return std::shared_ptr<const WorkerStatus>(off);
   };
-  ep_.initiator = orOffline(ep_.initiator, spec_.initiator.worker);
-  ep_.target = orOffline(ep_.target, spec_.target.worker);
-  fillRecord(*ep_.initiator, spec_.initiator, &r_.initiator);
-  fillRecord(*ep_.target, spec_.target, &r_.target);
+  ep_.initiator = or_offline(ep_.initiator, spec_.initiator.worker);
+  ep_.target = or_offline(ep_.target, spec_.target.worker);
+  fill_record(*ep_.initiator, spec_.initiator, &r_.initiator);
+  fill_record(*ep_.target, spec_.target, &r_.target);
 
   auto t = chooseTransport(spec_, ep_.initiator->inventory, ep_.target->inventory);
   transport_ = t ? *t : (spec_.transport ? *spec_.transport : TransportKind::kEmulated);
@@ -365,7 +369,7 @@ void PairTestRun::leanFinish() {
   });
 }
 
-void PairTestRun::checkSealed(std::function<void()> then) {
+void PairTestRun::checkSealed(const std::function<void()>& then) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!sealed_) {
     // Simulated workers: nothing moved, nothing sealed; a digest proves nothing.
@@ -433,7 +437,7 @@ std::string PairTestRun::impossibleFigures() const {
   if (transport_ != TransportKind::kVerbs || !r_.measurement.has_bandwidth) return "";
   const auto& bw = r_.measurement.bw;
   const double directions = spec_.bidirectional ? 2.0 : 1.0;
-  auto portRate = [](const WorkerStatus& w, const std::string& nic) {
+  auto port_rate = [](const WorkerStatus& w, const std::string& nic) {
     double rate = 0;
     for (const auto& n : w.inventory.nics) {
       if (!nic.empty() && n.name != nic) continue;
@@ -441,8 +445,8 @@ std::string PairTestRun::impossibleFigures() const {
     }
     return rate;
   };
-  const double ini_rate = portRate(*ep_.initiator, r_.initiator.nic);
-  const double tgt_rate = portRate(*ep_.target, r_.target.nic);
+  const double ini_rate = port_rate(*ep_.initiator, r_.initiator.nic);
+  const double tgt_rate = port_rate(*ep_.target, r_.target.nic);
   const double link = std::min(ini_rate, tgt_rate);
   char buf[320];
   if (link > 0 && bw.avg_gbps > link * directions * 1.05) {
@@ -520,7 +524,7 @@ void PairTestRun::classicConnect() {
     pending_ = 2;
   }
   Self self = shared_from_this();
-  auto onReply = [self](Role role, Result<SideOutcome> o) {
+  auto on_reply = [self](Role role, Result<SideOutcome> o) {
     if (o.ok() && role == Role::kInitiator) {
       std::lock_guard<std::mutex> lock(self->mu_);
       self->r_.path_mtu = static_cast<int>(o->path_mtu);
@@ -528,9 +532,9 @@ void PairTestRun::classicConnect() {
     self->joinPhase("connect", role, o.status(), &PairTestRun::classicRun);
   };
   tgt().connect(tgt_sid_, ini_desc_, cmdDeadline(),
-                [onReply](Result<SideOutcome> o) { onReply(Role::kTarget, o); });
+                [on_reply](Result<SideOutcome> o) { on_reply(Role::kTarget, std::move(o)); });
   ini().connect(r_.test_id, tgt_desc_, cmdDeadline(),
-                [onReply](Result<SideOutcome> o) { onReply(Role::kInitiator, o); });
+                [on_reply](Result<SideOutcome> o) { on_reply(Role::kInitiator, std::move(o)); });
 }
 
 void PairTestRun::classicRun() {
@@ -540,7 +544,7 @@ void PairTestRun::classicRun() {
     pending_ = 2;
   }
   Self self = shared_from_this();
-  auto onReply = [self](Role role, Result<SideOutcome> o) {
+  auto on_reply = [self](Role role, Result<SideOutcome> o) {
     const bool is_ini = role == Role::kInitiator;
     bool abort_other = false;
     {
@@ -555,15 +559,15 @@ void PairTestRun::classicRun() {
     if (abort_other) {
       auto& other = is_ini ? self->tgt() : self->ini();
       other.release(is_ini ? self->tgt_sid_ : self->r_.test_id, "peer failed", self->cmdDeadline(),
-                    [](Result<bool>) {});
+                    [](const Result<bool>&) {});
     }
     self->joinPhase("run", role, o.status(), &PairTestRun::classicVerify);
   };
   RunSpec rs = runSpec();
   tgt().run(tgt_sid_, rs, runDeadline(),
-            [onReply](Result<SideOutcome> o) { onReply(Role::kTarget, o); });
+            [on_reply](Result<SideOutcome> o) { on_reply(Role::kTarget, std::move(o)); });
   ini().run(r_.test_id, rs, runDeadline(),
-            [onReply](Result<SideOutcome> o) { onReply(Role::kInitiator, o); });
+            [on_reply](Result<SideOutcome> o) { on_reply(Role::kInitiator, std::move(o)); });
 }
 
 void PairTestRun::classicVerify() {
@@ -603,8 +607,8 @@ void PairTestRun::releaseAll(const std::string& why) {
     ini_prepared_ = tgt_prepared_ = false;
   }
   // Fire and forget: the result does not wait for the releases.
-  if (tgt_p) tgt().release(tgt_sid_, why, cmdDeadline(), [](Result<bool>) {});
-  if (ini_p) ini().release(r_.test_id, why, cmdDeadline(), [](Result<bool>) {});
+  if (tgt_p) tgt().release(tgt_sid_, why, cmdDeadline(), [](const Result<bool>&) {});
+  if (ini_p) ini().release(r_.test_id, why, cmdDeadline(), [](const Result<bool>&) {});
 }
 
 void PairTestRun::fail(const std::string& phase, const std::string& worker, const Status& st) {
@@ -699,8 +703,8 @@ void PairTestRun::complete(TestStatus status, std::string reason, bool transient
     out.result = r_;
   }
   out.transient = transient;
-  static const bool trace = std::getenv("GDRMESH_TRACE_PAIR") != nullptr;
-  if (trace) {
+  static const bool kTrace = std::getenv("GDRMESH_TRACE_PAIR") != nullptr;
+  if (kTrace) {
     std::lock_guard<std::mutex> lock(mu_);
     std::string line = "pair " + r_.test_id + ":";
     for (size_t i = 1; i < trace_.size(); ++i) {

@@ -16,10 +16,12 @@ WorkerLink::WorkerLink(std::string worker, Clock& clock, Writer writer,
 void WorkerLink::call(v1::CoordinatorCommand command, Clock::TimePoint deadline, Callback done) {
   uint64_t id = 0;
   Status lost;
+  Callback fail_now;  // the callback, when the worker is already lost
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (lost_reason_) {
       lost = unavailable("worker lost: " + worker_ + " " + *lost_reason_);
+      fail_now = std::move(done);
     } else {
       id = next_id_++;
       Pending p;
@@ -28,7 +30,7 @@ void WorkerLink::call(v1::CoordinatorCommand command, Clock::TimePoint deadline,
     }
   }
   if (!lost.ok()) {
-    done(lost);  // outside the lock: the callback may call again
+    fail_now(lost);  // outside the lock: the callback may call again
     return;
   }
   // The timer holds a weak reference: a link that is gone has nothing left to expire.

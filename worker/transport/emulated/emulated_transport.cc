@@ -116,7 +116,7 @@ Result<Fd> connectTo(const std::string& host, uint32_t port, Clock::time_point d
 
 class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
  public:
-  EmulatedEndpoint(const EndpointSpec& spec, Buffer& buffer) : spec_(spec), buffer_(buffer) {}
+  EmulatedEndpoint(EndpointSpec spec, Buffer& buffer) : spec_(std::move(spec)), buffer_(buffer) {}
 
   ~EmulatedEndpoint() override {
     abort();

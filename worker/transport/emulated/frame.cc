@@ -133,7 +133,7 @@ void storeRelaxed(uint8_t* dst, const uint8_t* src, size_t n) {
 
 Status readIntoRegion(int fd, uint8_t* region, size_t len, Clock::time_point deadline,
                       const std::atomic<bool>& aborted, const char* what) {
-  constexpr size_t kStaging = 64 * 1024;
+  constexpr size_t kStaging = size_t{64} * 1024;
   thread_local std::vector<uint8_t> staging(kStaging);
   while (len > 0) {
     const size_t n = std::min(len, kStaging);

@@ -29,9 +29,9 @@ namespace gdrmesh::verbs {
 
 class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
  public:
-  VerbsEndpointImpl(const EndpointSpec& spec, Buffer& buffer, MrRegistrar& registrar,
+  VerbsEndpointImpl(EndpointSpec spec, Buffer& buffer, MrRegistrar& registrar,
                     std::string sysfs_root, uint32_t max_rd_atomic)
-      : spec_(spec),
+      : spec_(std::move(spec)),
         buffer_(buffer),
         registrar_(registrar),
         sysfs_root_(std::move(sysfs_root)),
@@ -50,7 +50,7 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
 
   const EndpointDesc& local() const override { return local_; }
   Status connect(const EndpointDesc& peer) override;
-  Result<Measurement> run(const RunSpec& spec) override;
+  Result<Measurement> run(const RunSpec& rs) override;
   void abort() override { aborted_.store(true); }
   uint32_t pathMtu() const override { return path_mtu_; }
 

@@ -69,7 +69,7 @@ const char* toString(GidType t) {
 Result<int> selectGidIndex(const std::vector<GidCandidate>& table, bool is_roce, int override_index,
                            const std::string& device, uint32_t port) {
   const std::string where = device + " port " + std::to_string(port);
-  auto describeTable = [&] {
+  auto describe_table = [&] {
     std::string s;
     for (const auto& g : table) {
       if (isZeroGid(g.raw)) continue;
@@ -85,7 +85,7 @@ Result<int> selectGidIndex(const std::vector<GidCandidate>& table, bool is_roce,
       return g.index;
     }
     return invalidArgument("gid_index " + std::to_string(override_index) + " on " + where +
-                               " is empty or out of range; the table holds: " + describeTable(),
+                               " is empty or out of range; the table holds: " + describe_table(),
                            "pick an index from `show_gids` / /sys/class/infiniband/" + device +
                                "/ports/" + std::to_string(port) +
                                "/gids, or leave gid_index at -1 (automatic)");
@@ -116,7 +116,7 @@ Result<int> selectGidIndex(const std::vector<GidCandidate>& table, bool is_roce,
   }
   if (best < 0) {
     return failedPrecondition(
-        "no usable RoCE GID on " + where + " (" + describeTable() + ")",
+        "no usable RoCE GID on " + where + " (" + describe_table() + ")",
         "give the bound net device an IP address (ip addr add ... dev <netdev>) so that the "
         "driver creates a RoCE v2 IPv4-mapped GID");
   }
