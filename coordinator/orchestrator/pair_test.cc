@@ -148,6 +148,28 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   }
 };
 
+// An unknown worker (removed since the plan was made) is offline with no inventory.
+std::shared_ptr<const WorkerStatus> orOffline(std::shared_ptr<const WorkerStatus> w,
+                                              const std::string& name) {
+  if (w) return w;
+  auto off = std::make_shared<WorkerStatus>();
+  off->name = name;
+  off->state = "offline";
+  return off;
+}
+
+void fillRecord(const WorkerStatus& w, const EndpointSelector& s, EndpointRecord* e) {
+  e->worker = w.name;
+  e->host = w.inventory.hostname;
+  e->nic = s.device;
+  e->memory = s.memory;
+  e->gpu = s.memory == MemoryKind::kCuda ? std::max(0, s.gpu) : -1;
+  if (e->gpu >= 0 && e->gpu < static_cast<int>(w.inventory.gpus.size())) {
+    e->gpu_pci = w.inventory.gpus[static_cast<size_t>(e->gpu)].pci_bus_id;
+  }
+  e->reg_path = s.memory == MemoryKind::kHost && s.reg == RegPath::kAuto ? RegPath::kHost : s.reg;
+}
+
 SideSpec PairTestRun::sideSpec(Role role) const {
   const EndpointSelector& s = role == Role::kInitiator ? spec_.initiator : spec_.target;
   SideSpec side;
@@ -200,42 +222,11 @@ void PairTestRun::record(const EndpointDesc& d, EndpointRecord* e) {
 }
 
 void PairTestRun::begin(std::string test_id, uint64_t seed) {
-  r_.test_id = std::move(test_id);
+  ep_.initiator = orOffline(ep_.initiator, spec_.initiator.worker);
+  ep_.target = orOffline(ep_.target, spec_.target.worker);
+  r_ = startedResult(spec_, ep_, std::move(test_id), clock_.unixMs());
   tgt_sid_ = spec_.initiator.worker == spec_.target.worker ? r_.test_id + ".target" : r_.test_id;
-  r_.run_id = spec_.run_id;
-  r_.started_ms = clock_.unixMs();
-  r_.op = spec_.op;
-  r_.mode = spec_.mode;
-  r_.message_size = spec_.message_size;
-  r_.iterations = spec_.iterations;
-  r_.num_qps = spec_.num_qps;
-  auto fill_record = [](const WorkerStatus& w, const EndpointSelector& s, EndpointRecord* e) {
-    e->worker = w.name;
-    e->host = w.inventory.hostname;
-    e->nic = s.device;
-    e->memory = s.memory;
-    e->gpu = s.memory == MemoryKind::kCuda ? std::max(0, s.gpu) : -1;
-    if (e->gpu >= 0 && e->gpu < static_cast<int>(w.inventory.gpus.size())) {
-      e->gpu_pci = w.inventory.gpus[static_cast<size_t>(e->gpu)].pci_bus_id;
-    }
-    e->reg_path = s.memory == MemoryKind::kHost && s.reg == RegPath::kAuto ? RegPath::kHost : s.reg;
-  };
-  // An unknown worker (removed since the plan was made) is offline with no inventory.
-  auto or_offline = [](const std::shared_ptr<const WorkerStatus>& w, const std::string& name) {
-    if (w) return w;
-    auto off = std::make_shared<WorkerStatus>();
-    off->name = name;
-    off->state = "offline";
-    return std::shared_ptr<const WorkerStatus>(off);
-  };
-  ep_.initiator = or_offline(ep_.initiator, spec_.initiator.worker);
-  ep_.target = or_offline(ep_.target, spec_.target.worker);
-  fill_record(*ep_.initiator, spec_.initiator, &r_.initiator);
-  fill_record(*ep_.target, spec_.target, &r_.target);
-
-  auto t = chooseTransport(spec_, ep_.initiator->inventory, ep_.target->inventory);
-  transport_ = t ? *t : (spec_.transport ? *spec_.transport : TransportKind::kEmulated);
-  r_.transport = transport_;
+  transport_ = r_.transport;
   for (const WorkerStatus* w : {ep_.initiator.get(), ep_.target.get()}) {
     const bool is_ini = w == ep_.initiator.get();
     const auto& sel = is_ini ? spec_.initiator : spec_.target;
@@ -732,6 +723,26 @@ void PairTestRun::complete(TestStatus status, std::string reason, bool transient
 }
 
 }  // namespace
+
+TestResult startedResult(const PairTestSpec& spec, const PairEndpoints& endpoints,
+                         std::string test_id, int64_t started_ms) {
+  TestResult r;
+  r.test_id = std::move(test_id);
+  r.run_id = spec.run_id;
+  r.started_ms = started_ms;
+  r.op = spec.op;
+  r.mode = spec.mode;
+  r.message_size = spec.message_size;
+  r.iterations = spec.iterations;
+  r.num_qps = spec.num_qps;
+  const auto ini = orOffline(endpoints.initiator, spec.initiator.worker);
+  const auto tgt = orOffline(endpoints.target, spec.target.worker);
+  fillRecord(*ini, spec.initiator, &r.initiator);
+  fillRecord(*tgt, spec.target, &r.target);
+  r.transport = chooseTransport(spec, ini->inventory, tgt->inventory)
+                    .value_or(spec.transport.value_or(TransportKind::kEmulated));
+  return r;
+}
 
 Status checkPairAgainstInventory(const PairTestSpec& spec, const WorkerStatus& initiator,
                                  const WorkerStatus& target) {

@@ -64,6 +64,13 @@ Status checkPairAgainstInventory(const PairTestSpec& spec, const WorkerStatus& i
 std::optional<TransportKind> chooseTransport(const PairTestSpec& spec, const Inventory& initiator,
                                              const Inventory& target);
 
+// The row a pair test starts from: what was asked (op, mode, size, iterations, QPs), both
+// endpoints as asked (worker, host, NIC, memory, GPU, registration path) and the transport it
+// will use. runPairTest fills in the rest; RunTest stores it as the test's started marker
+// (a coordinator killed mid-test records it as interrupted at its next start).
+TestResult startedResult(const PairTestSpec& spec, const PairEndpoints& endpoints,
+                         std::string test_id, int64_t started_ms);
+
 // Runs one pair test; `done` is called exactly once, from any thread.
 void runPairTest(const PairTestSpec& spec, const PairEndpoints& endpoints, Clock& clock,
                  const PairTestOptions& options, std::string test_id, uint64_t seed,

@@ -412,21 +412,7 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     // stored, the next start records the test as interrupted instead of losing it.
     const int64_t started_ms = s_.clock_.unixMs();
     const std::string test_id = newTestId(started_ms);
-    TestResult started;
-    started.test_id = test_id;
-    started.run_id = spec.run_id;
-    started.started_ms = started_ms;
-    started.op = spec.op;
-    started.mode = spec.mode;
-    started.transport = chooseTransport(spec, ini->inventory, tgt->inventory)
-                            .value_or(spec.transport.value_or(TransportKind::kEmulated));
-    started.message_size = spec.message_size;
-    started.iterations = spec.iterations;
-    started.num_qps = spec.num_qps;
-    started.initiator.worker = ini->name;
-    started.initiator.host = ini->inventory.hostname;
-    started.target.worker = tgt->name;
-    started.target.host = tgt->inventory.hostname;
+    const TestResult started = startedResult(spec, ep, test_id, started_ms);
     Status marked = s_.store_.markTestStarted(started);
     if (!marked.ok()) {
       std::fprintf(stderr, "gdrmesh coordinator: test %s runs unmarked: %s\n", test_id.c_str(),
