@@ -501,6 +501,11 @@ bool SimulatedWorkers::waitRegistered(int n, std::chrono::milliseconds timeout) 
   return impl_->cv.wait_for(lock, timeout, [&] { return impl_->ever_registered >= n; });
 }
 
+bool SimulatedWorkers::waitDropped(int n, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return impl_->cv.wait_for(lock, timeout, [&] { return impl_->dropped >= n; });
+}
+
 SimStats SimulatedWorkers::stats() const {
   SimStats s;
   s.workers = impl_->config.count;

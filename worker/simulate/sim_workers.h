@@ -55,6 +55,9 @@ class SimulatedWorkers {
 
   // Blocks until `n` workers have registered at least once, or `timeout`; true when they have.
   bool waitRegistered(int n, std::chrono::milliseconds timeout);
+  // Blocks until `n` streams have been closed by a drop fault, or `timeout`; true when they
+  // have. (The coordinator sees a dropped stream end before this side has counted it.)
+  bool waitDropped(int n, std::chrono::milliseconds timeout);
   SimStats stats() const;
   const std::vector<std::string>& names() const;
 
