@@ -39,7 +39,7 @@ Status VerbsEndpointImpl::modifyToInit(ibv_qp* qp) {
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE;
   if (int rc = ibv_modify_qp(
           qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-    return modifyQpError("INIT", rc, dev_, gid_index_, 0, peer_nic_.gid);
+    return modifyQpError("INIT", rc, dev_, gid_index_, 0, peerNic().gid);
   }
   return Status();
 }
@@ -52,7 +52,7 @@ Status VerbsEndpointImpl::modifyToRtr(ibv_qp* qp, const QpInfo& remote, const ib
   a.rq_psn = remote.psn;
   a.max_dest_rd_atomic = static_cast<uint8_t>(rd_atomic_);
   a.min_rnr_timer = 12;
-  a.ah_attr.dlid = static_cast<uint16_t>(peer_nic_.lid);
+  a.ah_attr.dlid = static_cast<uint16_t>(peerNic().lid);
   a.ah_attr.sl = 0;
   a.ah_attr.src_path_bits = 0;
   a.ah_attr.port_num = static_cast<uint8_t>(port_);
@@ -68,7 +68,7 @@ Status VerbsEndpointImpl::modifyToRtr(ibv_qp* qp, const QpInfo& remote, const ib
           ibv_modify_qp(qp, &a,
                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                             IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
-    return modifyQpError("RTR", rc, dev_, gid_index_, path_mtu_, peer_nic_.gid);
+    return modifyQpError("RTR", rc, dev_, gid_index_, path_mtu_, peerNic().gid);
   }
   return Status();
 }
@@ -84,7 +84,7 @@ Status VerbsEndpointImpl::modifyToRts(ibv_qp* qp, uint32_t psn) {
   if (int rc = ibv_modify_qp(qp, &a,
                              IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
-    return modifyQpError("RTS", rc, dev_, gid_index_, path_mtu_, peer_nic_.gid);
+    return modifyQpError("RTS", rc, dev_, gid_index_, path_mtu_, peerNic().gid);
   }
   return Status();
 }
@@ -109,7 +109,6 @@ Status VerbsEndpointImpl::connect(const EndpointDesc& peer_desc) {
                            ", peer " + peer.device + " is " + peer.link_layer);
   }
   peer_ = peer_desc;
-  peer_nic_ = peer;
   if (spec_.use_rdma_cm) {
     GDR_RETURN_IF_ERROR(fail(connectCm(peer)));
     broken_ = false;

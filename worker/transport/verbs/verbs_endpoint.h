@@ -147,10 +147,12 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   uint32_t max_rd_atomic_ = 16;
   // What this side publishes; its transport part is always a VerbsDesc (localNic()).
   EndpointDesc local_;
-  EndpointDesc peer_;
-  VerbsDesc peer_nic_;  // the peer's verbs part, once connect() accepted it
+  EndpointDesc peer_;  // set by connect() once its part is known to be verbs
 
   VerbsDesc& localNic() { return std::get<VerbsDesc>(local_.fields); }
+  // The peer's verbs part; valid from connect() on (it refuses any other part).
+  const VerbsDesc& peerNic() const { return std::get<VerbsDesc>(peer_.fields); }
+
   std::string dev_;
   uint32_t port_ = 1;
   ibv_port_attr port_attr_{};
