@@ -406,7 +406,8 @@ SimAnswer<SideOutcome> SimWorkerModel::finish(const std::string& test_id, bool v
   }
   o.verified = verify;
   if (verify) o.integrity = integrity(s, verify_length);
-  o.path_mtu = s.peer ? std::min<uint32_t>(4096, s.peer->nic()->active_mtu) : 0;
+  const VerbsDesc* peer_nic = s.peer ? s.peer->nic() : nullptr;
+  o.path_mtu = peer_nic ? std::min<uint32_t>(4096, peer_nic->active_mtu) : 0;
   return {at, o};
 }
 
