@@ -121,6 +121,8 @@ class SweepManager {
                                            uint64_t* seed,
                                            const std::set<std::string>& assume_online);
   SweepProgress snapshot(const Active& a) const;
+  // The state others see: running until an ended sweep's report is stored.
+  static SweepState visibleState(const Active& a);
   // The live snapshot when the sweep is recent, else from the stored row (`rec`; nullopt:
   // kNotFound) and the store's counts.
   Result<SweepProgress> progressOf(const std::string& id, const std::optional<SweepRecord>& rec);

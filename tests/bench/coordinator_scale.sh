@@ -46,7 +46,9 @@ while [[ $(online) -lt $n ]]; do sleep 0.2; done
 t1=$(date +%s.%N)
 echo "registration: $n simulated workers online in $(calc "$t1 - $t0") s"
 
-cpu() { awk '{print $14 + $15}' "/proc/$coord/stat"; }
+cpu() { awk '{print $14 + $15}' "/proc/${1:-$coord}/stat"; }
+# The whole machine's busy jiffies (all cores), to tell a saturated host from an idle one.
+busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$coord/status"; }
 hz=$(getconf CLK_TCK)
 c0=$(cpu); sleep 5; c1=$(cpu)
@@ -73,12 +75,39 @@ if [[ "${GDRMESH_BENCH_SYSCALLS:-}" == "1" ]] && command -v perf >/dev/null; the
     -p "$coord" -o "$dir/perf.txt" 2>/dev/null &
   perfpid=$!
 fi
+# GDRMESH_BENCH_THREADS=1: the busiest threads of the coordinator and of the simulated workers
+# over 5 s in the sweep's first rounds (% of one core each, by thread name): one thread near
+# 100 % is a serial bottleneck that the process's total CPU hides.
+threads_sample() {
+  local pid=$1
+  for t in /proc/"$pid"/task/*; do
+    awk -v tid="${t##*/}" '{ sub(/^[^)]*\) /, ""); print tid, $12 + $13 }' "$t/stat" 2>/dev/null
+  done
+}
+threads_top() {  # label, "before" samples, "after" samples, pid
+  join <(sort <<<"$2") <(sort <<<"$3") | while read -r tid a b; do
+    echo "$(( (b - a) * 100 / hz / 5 )) $(cat /proc/"$4"/task/"$tid"/comm 2>/dev/null || echo "?")"
+  done | sort -rn | head -8 | awk -v l="$1" '{ printf "%s%s %d%%", (n++ ? ", " : l ": "), $2, $1 }
+    END { print "" }'
+}
+if [[ "${GDRMESH_BENCH_THREADS:-}" == "1" ]]; then
+  ( sleep 3
+    cb="$(threads_sample "$coord")"; sb="$(threads_sample "$sim")"
+    sleep 5
+    ca="$(threads_sample "$coord")"; sa="$(threads_sample "$sim")"
+    threads_top "coordinator's busiest threads" "$cb" "$ca" "$coord" >"$dir/threads.txt"
+    threads_top "simulated workers' busiest threads" "$sb" "$sa" "$sim" >>"$dir/threads.txt" ) &
+fi
 c0=$(cpu)
+s0=$(cpu "$sim")
+b0=$(busy)
 w0=$(date +%s.%N)
 "$bin" sweep run --pattern all-pairs --size 64KiB --iters 10 --no-localise --retries 0 \
-  -o json >"$dir/sweep.json" 2>"$dir/sweep.err" || true
+  -o json >"$dir/sweep.json" 2>"$dir/sweep.err" || echo "sweep run: exit status $?"
 w1=$(date +%s.%N)
 c1=$(cpu)
+s1=$(cpu "$sim")
+b1=$(busy)
 kill $sampler 2>/dev/null || true
 if [[ -n "$perfpid" ]]; then
   kill -INT "$perfpid" 2>/dev/null || true
@@ -93,11 +122,18 @@ echo "all-pairs: $tests tests, $rounds rounds, wall $(printf %.1f "$wall") s, id
 echo "overhead per round: $(calc "($wall - $ideal) * 1000 / $rounds") ms"
 echo "coordinator CPU during the sweep: $(calc "($c1 - $c0) / $hz") s; capacity $(calc "int($tests / (($c1 - $c0) / $hz))") pair tests per CPU-second"
 echo "coordinator peak RSS during the sweep: $(( peak / 1024 )) MiB"
+echo "simulated workers' CPU during the sweep: $(calc "($s1 - $s0) / $hz") s; machine busy $(calc "($b1 - $b0) / $hz / $wall / $(nproc) * 100") % of $(nproc) cores"
 # Where the sweep's wall time went, from the stored rows (ms resolution): planning before the
 # first test, the tests themselves (the rounds), and the end: results flushed, judge and
 # localiser until the sweep's finished_ms; then the stored report, the per-pair aggregates and
 # the CLI's start and report fetch. The rounds' own overhead is the middle part less the ideal.
 if command -v sqlite3 >/dev/null; then
+  # The sweep's row gets its finished_ms from the store's writer, which may come after the CLI
+  # has its report: wait for it (up to 10 s).
+  for _ in $(seq 100); do
+    [[ "$(sqlite3 "$dir/r.db" "SELECT finished_ms > 0 FROM sweeps ORDER BY created_ms DESC LIMIT 1")" == 1 ]] && break
+    sleep 0.1
+  done
   read -r s_start first last s_fin <<<"$(sqlite3 -separator ' ' "$dir/r.db" \
     "SELECT s.started_ms, MIN(r.started_ms), MAX(r.finished_ms), s.finished_ms FROM sweeps s
      JOIN results r ON r.run_id = s.id WHERE s.id = (SELECT id FROM sweeps
@@ -109,9 +145,11 @@ if command -v sqlite3 >/dev/null; then
       "last result to sweep finished (flush, judge, localiser) $(calc "($s_fin - $last) / 1000") s; outside the sweep's own span (report, aggregates, the CLI's start and report fetch) $(calc "$wall - ($s_fin - $s_start) / 1000") s"
   fi
 fi
+[[ -s "$dir/threads.txt" ]] && cat "$dir/threads.txt"
 if [[ -s "$dir/perf.txt" ]]; then
   awk -v t="$tests" '/syscalls:sys_enter_/ { gsub(",", "", $1); sub("syscalls:sys_enter_", "", $2);
     printf "%s%s %.2f", (n++ ? ", " : "coordinator syscalls per pair test: "), $2, $1 / t }
     END { if (n) print "" }' "$dir/perf.txt"
 fi
+echo "report printed by the CLI: $(wc -c <"$dir/sweep.json") bytes, $(grep -c '"test_id"' "$dir/sweep.json" || true) verdicts"
 grep -o '"verdict": *"[A-Z]*"' "$dir/sweep.json" | head -1 || tail -3 "$dir/sweep.err"

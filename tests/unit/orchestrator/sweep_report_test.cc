@@ -2,6 +2,7 @@
 // byte-for-byte the format a whole-document dump gave (reports stored before still parse).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "coordinator/orchestrator/sweep_manager.h"
@@ -81,6 +82,52 @@ TEST(SweepReportTest, WrittenAsTheWholeDocumentDumpWasAndReadBack) {
   EXPECT_EQ(back.suspects[0].evidence, suspects[0].evidence);
   EXPECT_DOUBLE_EQ(back.suspects[1].score, 0.25);
   EXPECT_EQ(back.notes, notes);
+}
+
+// The field-by-field writer against the DOM dump where they could part: numbers nlohmann
+// formats its own way (NaN and infinities become null, integral doubles keep ".0", exponents),
+// every byte that needs or might need escaping, and empty strings and lists.
+TEST(SweepReportTest, NumbersAndEscapesAsTheDomDumpWritesThem) {
+  const std::vector<double> values = {0.0,
+                                      -0.0,
+                                      25.0,
+                                      1e-7,
+                                      1.5e300,
+                                      -3.25,
+                                      0.1 + 0.2,
+                                      std::numeric_limits<double>::quiet_NaN(),
+                                      std::numeric_limits<double>::infinity(),
+                                      -std::numeric_limits<double>::infinity(),
+                                      std::numeric_limits<double>::denorm_min()};
+  const std::vector<std::string> texts = {
+      "",         "plain",       "tab\there",      std::string("nul\0in", 6),
+      "\x01\x1f", "del\x7f",     "quote\"",        "back\\slash",
+      "/slash",   "caf\xc3\xa9", "\xe2\x9c\x93 ok"};
+  std::vector<PairVerdict> verdicts;
+  for (size_t i = 0; i < values.size() * texts.size(); ++i) {
+    PairVerdict v;
+    v.value = values[i % values.size()];
+    const std::string& t = texts[i % texts.size()];
+    v.test_id = t;
+    v.src = texts[(i + 1) % texts.size()];
+    v.dst = texts[(i + 2) % texts.size()];
+    v.unit = t;
+    v.topo_class = t;
+    if (i % 2) v.reasons = {t, texts[(i + 3) % texts.size()]};
+    v.message_size = i % 3 ? std::numeric_limits<uint64_t>::max() : i;
+    v.verdict = i % 2 ? VerdictKind::kPass : VerdictKind::kFail;
+    v.retest = i % 5 == 0;
+    verdicts.push_back(v);
+  }
+  EXPECT_EQ(sweepReportJson(verdicts, {}, texts), domDump(verdicts, {}, texts));
+}
+
+// Invalid UTF-8 is refused as the DOM dump refused it (the workers' texts are cleaned before).
+TEST(SweepReportTest, InvalidUtf8IsRefusedAsBefore) {
+  PairVerdict v;
+  v.src = "bad\xff";
+  EXPECT_THROW(domDump({v}, {}, {}), nlohmann::json::type_error);
+  EXPECT_THROW(sweepReportJson({v}, {}, {}), nlohmann::json::type_error);
 }
 
 TEST(SweepReportTest, AnEmptyReportRoundTrips) {

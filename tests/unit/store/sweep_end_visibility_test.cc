@@ -1,0 +1,168 @@
+// The end of a sweep is seen only with its report: while the final report is being stored,
+// followers, progress and lists still show the sweep running; once it is stored they see the
+// end, and the report they fetch holds every verdict. Found at 1024 hosts: a follower woken by
+// the 100 ms progress tick read "finished" while the 100 MB report was still being written,
+// and the CLI printed a report without verdicts.
+//
+// A store decorator holds the final report's write until the test has looked; the fakes
+// answer on a SystemClock; every wait is on a latch or on waitForChange, never a sleep.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "coordinator/orchestrator/sweep_manager.h"
+#include "coordinator/store/result_writer.h"
+#include "coordinator/store/sqlite_store.h"
+#include "tests/support/fake_worker_channel.h"
+#include "tests/support/temp_dir.h"
+
+namespace gdrmesh::testing {
+namespace {
+
+class EmptyCodec final : public SweepCodec {
+ public:
+  std::string encode(const SweepSpec& /*spec*/) const override { return "{}"; }
+  Result<SweepSpec> decode(const std::string& /*text*/) const override { return SweepSpec{}; }
+};
+
+// Forwards to a real store; the first updateSweep that carries a report waits until release().
+class GatedSweepStore final : public SweepStore {
+ public:
+  explicit GatedSweepStore(SweepStore& inner) : inner_(inner) {}
+
+  // Blocks until the final report's write has begun (and is held).
+  bool waitHeld(std::chrono::seconds limit) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, limit, [&] { return held_; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+  Status updateSweep(const SweepRecord& sweep) override {
+    if (!sweep.report_json.empty()) {
+      std::unique_lock<std::mutex> lock(mu_);
+      held_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return released_; });
+    }
+    return inner_.updateSweep(sweep);
+  }
+  Status createSweep(const SweepRecord& sweep) override { return inner_.createSweep(sweep); }
+  Result<std::optional<SweepRecord>> getSweep(const std::string& id, bool with_report) override {
+    return inner_.getSweep(id, with_report);
+  }
+  Result<std::vector<SweepRecord>> listSweeps(uint32_t limit, const std::string& state) override {
+    return inner_.listSweeps(limit, state);
+  }
+  Status markSweepTestStarted(const std::string& sweep_id, const SweepTestStart& start) override {
+    return inner_.markSweepTestStarted(sweep_id, start);
+  }
+  Result<std::vector<SweepTestStart>> unfinishedSweepTests(const std::string& sweep_id) override {
+    return inner_.unfinishedSweepTests(sweep_id);
+  }
+  Status recordScheduleRun(const ScheduleRun& run) override {
+    return inner_.recordScheduleRun(run);
+  }
+  Result<std::vector<ScheduleRun>> scheduleRuns(const std::string& schedule,
+                                                uint32_t limit) override {
+    return inner_.scheduleRuns(schedule, limit);
+  }
+  Status aggregateSweep(const std::string& sweep_id, uint32_t plan_size) override {
+    return inner_.aggregateSweep(sweep_id, plan_size);
+  }
+  Result<SweepTotals> sweepTotals(const std::string& sweep_id, uint32_t plan_size) override {
+    return inner_.sweepTotals(sweep_id, plan_size);
+  }
+  Result<std::vector<SweepRecord>> sweepsWithoutAggregates(int64_t created_before_ms,
+                                                           uint32_t limit) override {
+    return inner_.sweepsWithoutAggregates(created_before_ms, limit);
+  }
+  Result<std::vector<PairAggregate>> sweepAggregates(const std::string& sweep_id) override {
+    return inner_.sweepAggregates(sweep_id);
+  }
+  Result<std::vector<PairAggregate>> pairHistory(const std::string& src, const std::string& dst,
+                                                 int64_t before_ms, uint32_t limit) override {
+    return inner_.pairHistory(src, dst, before_ms, limit);
+  }
+
+ private:
+  SweepStore& inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false;
+  bool released_ = false;
+};
+
+TEST(SweepEndVisibility, TheEndIsSeenOnlyWithItsStoredReport) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  auto opened = SqliteStore::open(dir.file("results.db"));
+  ASSERT_TRUE(opened.ok()) << opened.status().toString();
+  std::unique_ptr<SqliteStore> store = std::move(opened).value();
+  GatedSweepStore gated(*store);
+  ResultWriter writer(*store);
+  SystemClock clock;
+  FakeDirectory workers(clock);
+  for (int i = 0; i < 4; ++i) workers.add("h" + std::to_string(i));
+  EmptyCodec codec;
+  SweepManager manager(workers, clock, gated, *store, writer, codec, nullptr,
+                       SweepManagerOptions{});
+
+  SweepSpec spec;
+  spec.pattern = SweepPattern::kAllPairs;
+  spec.test.message_size = 65536;
+  spec.test.iterations = 10;
+  spec.retries = 0;
+  spec.localise = false;
+  auto started = manager.start(spec);
+  ASSERT_TRUE(started.ok()) << started.status().toString();
+  const std::string id = started->id;
+
+  // Every test has run and the report's write has begun: still running to everyone.
+  ASSERT_TRUE(gated.waitHeld(std::chrono::seconds(60))) << "the final report was never written";
+  auto during = manager.progress(id);
+  ASSERT_TRUE(during.ok()) << during.status().toString();
+  EXPECT_EQ(during->state, SweepState::kRunning);
+  EXPECT_EQ(during->tests_done, 6u);
+  EXPECT_EQ(during->verdict, "");
+  EXPECT_EQ(during->finished_ms, 0);
+  auto woken = manager.waitForChange(id, 0, clock.now() + std::chrono::milliseconds(1));
+  ASSERT_TRUE(woken.ok());
+  EXPECT_EQ(woken->first.state, SweepState::kRunning);
+  auto listed = manager.list(10);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].state, SweepState::kRunning);
+
+  // Stored: the end is seen, and the report holds the six verdicts.
+  gated.release();
+  SweepProgress p = woken->first;
+  uint64_t version = woken->second;
+  const auto give_up = clock.now() + std::chrono::seconds(60);
+  while (p.state == SweepState::kRunning) {
+    ASSERT_LT(clock.now(), give_up) << "the sweep did not end after its report was stored";
+    auto next = manager.waitForChange(id, version, clock.now() + std::chrono::seconds(1));
+    ASSERT_TRUE(next.ok()) << next.status().toString();
+    p = next->first;
+    version = next->second;
+  }
+  EXPECT_EQ(p.state, SweepState::kFinished) << p.reason;
+  EXPECT_EQ(p.verdict, "PASS");
+  EXPECT_GT(p.finished_ms, 0);
+  auto report = manager.report(id, false);
+  ASSERT_TRUE(report.ok()) << report.status().toString();
+  EXPECT_EQ(report->verdicts.size(), 6u);
+  manager.shutdown();
+}
+
+}  // namespace
+}  // namespace gdrmesh::testing
