@@ -19,17 +19,12 @@
 #include "coordinator/orchestrator/sweep_manager.h"
 #include "coordinator/store/result_writer.h"
 #include "coordinator/store/sqlite_store.h"
+#include "tests/support/empty_sweep_codec.h"
 #include "tests/support/fake_worker_channel.h"
 #include "tests/support/temp_dir.h"
 
 namespace gdrmesh::testing {
 namespace {
-
-class EmptyCodec final : public SweepCodec {
- public:
-  std::string encode(const SweepSpec& /*spec*/) const override { return "{}"; }
-  Result<SweepSpec> decode(const std::string& /*text*/) const override { return SweepSpec{}; }
-};
 
 // Forwards to a real store; the first updateSweep that carries a report waits until release().
 class GatedSweepStore final : public SweepStore {
