@@ -6,9 +6,11 @@
 //   write with GPU memory, write_imm, send: ping and pong are receive completions; sends are
 //     signalled every latSignalEvery() iterations (and the last).
 //   read: the initiator alone, one RDMA read at a time; the target has nothing to do.
-// The initiator stamps once per iteration; samples are RTT/2 (read: the whole round trip).
+// The initiator stamps once per iteration (tick_clock.h: the TSC where the kernel trusts it);
+// samples are RTT/2 (read: the whole round trip).
 #include <vector>
 
+#include "worker/transport/verbs/tick_clock.h"
 #include "worker/transport/verbs/verbs_endpoint.h"
 
 namespace gdrmesh::verbs {
@@ -30,21 +32,29 @@ Status VerbsEndpointImpl::pingPong(const RunSpec& rs, Watch& watch, std::vector<
   };
 
   // One clock read per iteration, as perftest (a stamp per post, samples from consecutive
-  // stamps): each sample covers one whole iteration, and the clock is read half as often (under
-  // emulation clock_gettime is a system call plus an HPET read, several microseconds).
+  // stamps): each sample covers one whole iteration, and the clock is read half as often.
+  // Samples are kept in ticks and converted once the span's tick rate is known.
+  TickClock clock;
   uint64_t prev = 0;
-  auto stamp = [&](uint64_t k, double divisor) {
-    const uint64_t t = nowNs();
-    if (k > rs.warmup_iterations) samples->push_back(static_cast<double>(t - prev) / divisor);
+  auto stamp = [&](uint64_t k) {
+    const uint64_t t = clock.ticks();
+    if (k > rs.warmup_iterations) samples->push_back(static_cast<double>(t - prev));
     prev = t;
   };
+  auto toMicroseconds = [&](double per_sample) {
+    clock.end();
+    const double scale = clock.nsPerTick() / (1e3 * per_sample);
+    for (double& x : *samples) x *= scale;
+  };
   if (spec_.op == Op::kRead) {
-    prev = nowNs();
+    clock.begin();
+    prev = clock.ticks();
     for (uint64_t k = 1; k <= total; ++k) {
       GDR_RETURN_IF_ERROR(post(IBV_WR_RDMA_READ, IBV_SEND_SIGNALED | inl, 0));
       GDR_RETURN_IF_ERROR(pollOne(send_cq_.get(), &wc, watch, "RDMA read"));
-      stamp(k, 1e3);
+      stamp(k);
     }
+    toMicroseconds(1.0);
     return Status();
   }
 
@@ -72,7 +82,8 @@ Status VerbsEndpointImpl::pingPong(const RunSpec& rs, Watch& watch, std::vector<
   const ibv_wr_opcode opc = spec_.op == Op::kSend ? IBV_WR_SEND : IBV_WR_RDMA_WRITE_WITH_IMM;
   const char* wait_for = initiator ? "waiting for the pong" : "waiting for the ping";
   const uint64_t signal_every = latSignalEvery();
-  prev = nowNs();
+  clock.begin();
+  prev = clock.ticks();
   for (uint64_t k = 1; k <= total; ++k) {
     if (poll_memory) {
       const uint8_t ping = static_cast<uint8_t>(base + k);
@@ -103,8 +114,9 @@ Status VerbsEndpointImpl::pingPong(const RunSpec& rs, Watch& watch, std::vector<
       GDR_RETURN_IF_ERROR(postRecv(0));
       if (signal) GDR_RETURN_IF_ERROR(pollOne(send_cq_.get(), &wc, watch, opName(spec_.op)));
     }
-    if (initiator) stamp(k, 2e3);
+    if (initiator) stamp(k);
   }
+  if (initiator) toMicroseconds(2.0);  // a sample is a round trip: half is the latency
   if (poll_memory && initiator) {
     // Restore the counter byte and hand the target our [0, size) intact.
     *last = base;
