@@ -67,7 +67,7 @@ int runAccept(const ClientOptions& o, const AcceptArgs& a) {
   }
   pb::SweepReport report;
   bool fetched = false;
-  rc = followAndFetch(o, *stub, started.id(), true, &report, &fetched);
+  rc = followAndFetch(o, *stub, started.id(), true, pb::VERDICTS_ALL, &report, &fetched);
   if (!fetched) {
     // Still leave CI a document that fails, saying why.
     *report.mutable_progress() = started;

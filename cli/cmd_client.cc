@@ -78,7 +78,7 @@ int runSizeSweep(const ClientOptions& o, const TestArgs& a, const pb::RunTestReq
   if (rc != kExitOk) return rc;
   pb::SweepReport report;
   bool fetched = false;
-  rc = followAndFetch(o, *stub, started.id(), true, &report, &fetched);
+  rc = followAndFetch(o, *stub, started.id(), true, pb::VERDICTS_NONE, &report, &fetched);
   if (!fetched) return rc;
   std::vector<TestResult> rows;
   for (const auto& r : report.results()) rows.push_back(convert::fromProto(r));

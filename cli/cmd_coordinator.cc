@@ -59,7 +59,7 @@ class CoordinatorStatusSource final : public StatusSource {
   }
   // Without results: the page reads those through results(run_id = the sweep id).
   Result<SweepReportData> sweep(const std::string& id) override {
-    return server_.sweeps().report(id, false);
+    return server_.sweeps().report(id);
   }
   Result<std::vector<TestResult>> history(const HistoryQuery& q) override {
     return server_.history().history(q);

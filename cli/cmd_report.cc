@@ -99,23 +99,8 @@ int runReport(const ReportArgs& a) {
   o.coordinator = a.coordinator;
   auto stub = connectControl(o);
   pb::SweepReport resp;
-  grpc::Status st;
-  for (bool with_results : {true, false}) {
-    grpc::ClientContext ctx;
-    setDeadline(&ctx, 120);
-    pb::SweepIdRequest req;
-    req.set_id(a.id);
-    req.set_with_results(with_results);
-    resp.Clear();
-    st = stub->GetSweep(&ctx, req, &resp);
-    // A sweep too large for one message: the report still has every verdict, without the
-    // per-result figures.
-    if (st.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) break;
-    std::fprintf(stderr,
-                 "gdrmesh report: the results of sweep %s do not fit one message; the report "
-                 "shows the verdicts without the measured figures\n",
-                 a.id.c_str());
-  }
+  // Page by page: a 1024-host all-pairs has 523,776 verdicts and as many results.
+  grpc::Status st = fetchSweepReport(*stub, a.id, true, pb::VERDICTS_ALL, &resp);
   if (!st.ok()) return reportRpcError(o, "GetSweep", st);
   std::string workers_error;
   auto workers = listWorkersQuietly(*stub, &workers_error);

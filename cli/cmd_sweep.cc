@@ -41,11 +41,31 @@ std::vector<std::string> namedWorkers(const pb::SweepSpec& spec) {
   return out;
 }
 
+// --verdicts: which verdicts a report is fetched with. By default a table shows the failing
+// ones (the counts give the rest), JSON and CSV hold them all.
+const std::vector<std::string> kVerdictChoices{"all", "failed", "none"};
+
+pb::VerdictFilter verdictFilter(const std::string& choice, const ClientOptions& o,
+                                bool table_default_all) {
+  if (choice == "all") return pb::VERDICTS_ALL;
+  if (choice == "failed") return pb::VERDICTS_FAILED;
+  if (choice == "none") return pb::VERDICTS_NONE;
+  return o.output == "table" && !table_default_all ? pb::VERDICTS_FAILED : pb::VERDICTS_ALL;
+}
+
+void addVerdictsOption(CLI::App* cmd, std::string* choice, const char* table_default) {
+  cmd->add_option("--verdicts", *choice,
+                  std::string("which verdicts to fetch and print: all | failed | none (default: ") +
+                      table_default + " in a table, all with -o json/csv; counts cover all)")
+      ->check(CLI::IsMember(kVerdictChoices));
+}
+
 int followReport(const ClientOptions& o, pb::ControlService::Stub& stub, const std::string& id,
-                 bool with_results) {
+                 bool with_results, const std::string& verdicts) {
   pb::SweepReport report;
   bool fetched = false;
-  int rc = followAndFetch(o, stub, id, with_results, &report, &fetched);
+  int rc = followAndFetch(o, stub, id, with_results, verdictFilter(verdicts, o, false), &report,
+                          &fetched);
   if (fetched) printReport(o, report, ReportOptions{false, with_results});
   return rc;
 }
@@ -54,6 +74,7 @@ struct RunArgs {
   SweepArgs sweep;
   TestOptions test;
   bool results = false;
+  std::string verdicts;
 };
 
 int runSweep(const ClientOptions& o, const RunArgs& a) {
@@ -85,13 +106,14 @@ int runSweep(const ClientOptions& o, const RunArgs& a) {
     std::fprintf(stderr, "follow it with `gdrmesh sweep follow %s`\n", started.id().c_str());
     return kExitOk;
   }
-  return followReport(o, *stub, started.id(), a.results);
+  return followReport(o, *stub, started.id(), a.results, a.verdicts);
 }
 
-int runFollow(const ClientOptions& o, const std::string& id, bool results) {
+int runFollow(const ClientOptions& o, const std::string& id, bool results,
+              const std::string& verdicts) {
   blockTerminationSignals();
   auto stub = connectControl(o);
-  return followReport(o, *stub, id, results);
+  return followReport(o, *stub, id, results, verdicts);
 }
 
 int runCancel(const ClientOptions& o, const std::string& id) {
@@ -122,6 +144,7 @@ struct ShowArgs {
   bool results = false;
   bool matrix = false;
   size_t max_hosts = 40;
+  std::string verdicts;
 };
 
 int runShow(const ClientOptions& o, const std::string& id, const ShowArgs& a) {
@@ -130,14 +153,13 @@ int runShow(const ClientOptions& o, const std::string& id, const ShowArgs& a) {
     return usage("sweep show", invalidArgument("--matrix: the matrix is drawn as text",
                                                "drop -o json/csv (they hold every verdict)"));
   }
+  if (a.matrix && !a.verdicts.empty() && a.verdicts != "all") {
+    return usage("sweep show", invalidArgument("--matrix: the matrix is drawn from every verdict",
+                                               "drop --verdicts " + a.verdicts));
+  }
   auto stub = connectControl(o);
-  grpc::ClientContext ctx;
-  setDeadline(&ctx, 60);
-  pb::SweepIdRequest req;
-  req.set_id(id);
-  req.set_with_results(results);
   pb::SweepReport resp;
-  auto st = stub->GetSweep(&ctx, req, &resp);
+  auto st = fetchSweepReport(*stub, id, results, verdictFilter(a.verdicts, o, a.matrix), &resp);
   if (!st.ok()) return reportRpcError(o, "GetSweep", st);
   if (o.output == "csv") {
     std::cout << verdictsCsv(resp);
@@ -157,6 +179,7 @@ struct JudgeArgs {
   std::string id;
   std::string config;
   std::string baseline;
+  std::string verdicts;
 };
 
 int runJudge(const ClientOptions& o, const JudgeArgs& a) {
@@ -168,13 +191,12 @@ int runJudge(const ClientOptions& o, const JudgeArgs& a) {
     if (!t.ok()) return usage("sweep judge", t.status());
     req.set_config_yaml(*t);
   }
+  req.mutable_page()->set_verdicts(verdictFilter(a.verdicts, o, true));
   auto stub = connectControl(o);
-  grpc::ClientContext ctx;
-  setDeadline(&ctx, 120);
   pb::SweepReport resp;
-  auto st = stub->JudgeSweep(&ctx, req, &resp);
+  auto st = fetchJudgedSweep(*stub, req, &resp);
   if (!st.ok()) return reportRpcError(o, "JudgeSweep", st);
-  printReport(o, resp, ReportOptions{true, false});
+  printReport(o, resp, ReportOptions{req.page().verdicts() == pb::VERDICTS_ALL, false});
   return kExitOk;
 }
 
@@ -276,6 +298,7 @@ void registerSweepCommands(CLI::App& app, Action* action) {
     cmd->add_option("--name", s.name, "free text stored with the sweep");
     cmd->add_flag("--detach", s.detach, "print the sweep id and return; the sweep goes on");
     cmd->add_flag("--results", a->results, "also print every result at the end");
+    addVerdictsOption(cmd, &a->verdicts, "failed");
     addTestOptions(cmd, &a->test);
     cmd->callback([action, o, a] { *action = [o, a] { return runSweep(*o, *a); }; });
   }
@@ -284,9 +307,11 @@ void registerSweepCommands(CLI::App& app, Action* action) {
     std::shared_ptr<std::string> id;
     auto* cmd = idCommand(sweep, "follow", "Follow a running sweep to its verdict", &o, &id);
     auto results = std::make_shared<bool>(false);
+    auto verdicts = std::make_shared<std::string>();
     cmd->add_flag("--results", *results, "also print every result at the end");
-    cmd->callback([action, o, id, results] {
-      *action = [o, id, results] { return runFollow(*o, *id, *results); };
+    addVerdictsOption(cmd, verdicts.get(), "failed");
+    cmd->callback([action, o, id, results, verdicts] {
+      *action = [o, id, results, verdicts] { return runFollow(*o, *id, *results, *verdicts); };
     });
   }
   {
@@ -309,6 +334,7 @@ void registerSweepCommands(CLI::App& app, Action* action) {
                     "--matrix: draw all hosts up to this many, else only those with failures, "
                     "skips or suspects (at most 128)")
         ->capture_default_str();
+    addVerdictsOption(cmd, &a->verdicts, "failed (all with --matrix)");
     cmd->callback([action, o, id, a] { *action = [o, id, a] { return runShow(*o, *id, *a); }; });
   }
   {
@@ -320,6 +346,7 @@ void registerSweepCommands(CLI::App& app, Action* action) {
     cmd->add_option("ID", a->id, "sweep id")->required();
     cmd->add_option("--config", a->config, "cluster config (YAML); default the sweep's own");
     cmd->add_option("--baseline", a->baseline, "compare with this sweep id, or `previous`");
+    addVerdictsOption(cmd, &a->verdicts, "all");
     cmd->callback([action, o, a] { *action = [o, a] { return runJudge(*o, *a); }; });
   }
   {

@@ -328,19 +328,79 @@ int startSweep(const ClientOptions& o, pb::ControlService::Stub& stub, const pb:
   return kExitOk;
 }
 
+namespace {
+
+// Appends a later page to what the first page started; true when another page of verdicts
+// follows (a coordinator older than paging sends them all and leaves verdicts_matching 0).
+bool appendPage(pb::SweepReport&& page, uint64_t offset, bool first, pb::SweepReport* report) {
+  const uint64_t end = offset + static_cast<uint64_t>(page.verdicts_size());
+  const bool more = page.verdicts_size() > 0 && end < page.verdicts_matching();
+  if (first) {
+    *report = std::move(page);
+  } else {
+    for (auto& v : *page.mutable_verdicts()) *report->add_verdicts() = std::move(v);
+    for (auto& r : *page.mutable_results()) *report->add_results() = std::move(r);
+  }
+  return more;
+}
+
+}  // namespace
+
+grpc::Status fetchSweepReport(pb::ControlService::Stub& stub, const std::string& id,
+                              bool with_results, pb::VerdictFilter verdicts,
+                              pb::SweepReport* report, ReportPaging paging) {
+  pb::SweepIdRequest req;
+  req.set_id(id);
+  req.set_with_results(with_results);
+  req.set_results_limit(paging.results);
+  req.mutable_page()->set_verdicts(verdicts);
+  req.mutable_page()->set_verdict_limit(paging.verdicts);
+  for (bool first = true;; first = false) {
+    grpc::ClientContext ctx;
+    setDeadline(&ctx, 60);
+    pb::SweepReport page;
+    auto st = stub.GetSweep(&ctx, req, &page);
+    if (!st.ok()) return st;
+    const uint64_t offset = req.page().verdict_offset();
+    const uint64_t got = static_cast<uint64_t>(page.verdicts_size());
+    std::string results_next = req.with_results() ? page.results_next() : "";
+    const bool more_verdicts = appendPage(std::move(page), offset, first, report);
+    if (!more_verdicts && results_next.empty()) break;
+    req.mutable_page()->set_verdict_offset(offset + got);
+    if (!more_verdicts) req.mutable_page()->set_verdicts(pb::VERDICTS_NONE);
+    req.set_with_results(!results_next.empty());
+    req.set_results_after(std::move(results_next));
+  }
+  report->clear_results_next();
+  return grpc::Status::OK;
+}
+
+grpc::Status fetchJudgedSweep(pb::ControlService::Stub& stub, pb::JudgeSweepRequest req,
+                              pb::SweepReport* report, ReportPaging paging) {
+  req.mutable_page()->set_verdict_limit(paging.verdicts);
+  for (bool first = true;; first = false) {
+    grpc::ClientContext ctx;
+    setDeadline(&ctx, 120);
+    pb::SweepReport page;
+    auto st = stub.JudgeSweep(&ctx, req, &page);
+    if (!st.ok()) return st;
+    const uint64_t offset = req.page().verdict_offset();
+    const uint64_t got = static_cast<uint64_t>(page.verdicts_size());
+    if (!appendPage(std::move(page), offset, first, report)) break;
+    req.mutable_page()->set_verdict_offset(offset + got);
+  }
+  return grpc::Status::OK;
+}
+
 int followAndFetch(const ClientOptions& o, pb::ControlService::Stub& stub, const std::string& id,
-                   bool with_results, pb::SweepReport* report, bool* fetched) {
+                   bool with_results, pb::VerdictFilter verdicts, pb::SweepReport* report,
+                   bool* fetched) {
   *fetched = false;
   ProgressPrinter printer;
   auto f = followSweep(stub, id, [&](const pb::SweepProgress& p) { printer.update(p); });
   printer.finish();
   if (f.interrupted || !f.status.ok()) return sweepExitCode(o, f, id);
-  grpc::ClientContext ctx;
-  setDeadline(&ctx, 60);
-  pb::SweepIdRequest req;
-  req.set_id(id);
-  req.set_with_results(with_results);
-  auto st = stub.GetSweep(&ctx, req, report);
+  auto st = fetchSweepReport(stub, id, with_results, verdicts, report);
   if (!st.ok()) return reportRpcError(o, "GetSweep", st);
   *fetched = true;
   // The report's progress is the final word (the stream may have ended early).

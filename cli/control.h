@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "common/limits.h"
 #include "common/status.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
 
@@ -96,10 +97,26 @@ int sweepExitCode(const ClientOptions& o, const FollowOutcome& f, const std::str
 int startSweep(const ClientOptions& o, pb::ControlService::Stub& stub, const pb::SweepSpec& spec,
                const std::vector<std::string>& named_workers, pb::SweepProgress* started);
 
-// Follows sweep `id` with progress on stderr, then fetches its report (GetSweep, with the
-// results when `with_results`) into `report` unless following was interrupted or failed.
-// Returns sweepExitCode(); `fetched` says whether `report` was filled.
+// Reads sweep `id`'s report into `report` page by page (kReportVerdictsPerPage verdicts and
+// kReportResultsPerPage results a message): the verdicts `verdicts` keeps and, with
+// `with_results`, every result, each in plan order; the counts cover every verdict.
+struct ReportPaging {
+  uint32_t verdicts = kReportVerdictsPerPage;
+  uint32_t results = kReportResultsPerPage;
+};
+grpc::Status fetchSweepReport(pb::ControlService::Stub& stub, const std::string& id,
+                              bool with_results, pb::VerdictFilter verdicts,
+                              pb::SweepReport* report, ReportPaging paging = {});
+// The same for JudgeSweep (`req`'s page limit is set here); the coordinator judges again for
+// every page.
+grpc::Status fetchJudgedSweep(pb::ControlService::Stub& stub, pb::JudgeSweepRequest req,
+                              pb::SweepReport* report, ReportPaging paging = {});
+
+// Follows sweep `id` with progress on stderr, then fetches its report (fetchSweepReport) into
+// `report` unless following was interrupted or failed. Returns sweepExitCode(); `fetched` says
+// whether `report` was filled.
 int followAndFetch(const ClientOptions& o, pb::ControlService::Stub& stub, const std::string& id,
-                   bool with_results, pb::SweepReport* report, bool* fetched);
+                   bool with_results, pb::VerdictFilter verdicts, pb::SweepReport* report,
+                   bool* fetched);
 
 }  // namespace gdrmesh::cli

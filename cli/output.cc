@@ -340,9 +340,14 @@ std::string sweepReportText(const v1::SweepReport& r, const ReportOptions& opts)
 
   std::vector<std::vector<std::string>> t{
       {"VERDICT", "SRC", "DST", "SIZE", "VALUE", "CLASS", "REASONS"}};
-  size_t failing = 0;
+  // The counts cover every verdict when the report holds a page of them (a coordinator older
+  // than paging sends none, and every verdict).
+  const auto& c = r.verdict_counts();
+  const bool counted = c.pass() + c.fail() + c.skip() > 0;
+  uint64_t failing = counted ? c.fail() : 0;
+  const uint64_t total = counted ? c.pass() + c.fail() + c.skip() : r.verdicts_size();
   for (const auto& v : r.verdicts()) {
-    if (v.verdict() == "FAIL") ++failing;
+    if (!counted && v.verdict() == "FAIL") ++failing;
     if (!opts.all_verdicts && v.verdict() != "FAIL") continue;
     std::string value = v.unit().empty() ? "-" : fmt(v.value(), 2) + " " + v.unit();
     t.push_back({v.verdict() + (v.retest() ? " (retest)" : ""), v.src(), v.dst(),
@@ -350,11 +355,12 @@ std::string sweepReportText(const v1::SweepReport& r, const ReportOptions& opts)
                  v.reasons().empty() ? "-" : joined(v.reasons(), "; ")});
   }
   if (opts.all_verdicts) {
-    o << "\nverdicts (" << r.verdicts_size() << ", " << failing << " failing)\n";
+    o << "\nverdicts (" << total << ", " << failing << " failing)\n";
     o << (t.size() > 1 ? renderTable(t) : "no verdicts\n");
   } else if (failing > 0) {
-    o << "\nfailing verdicts (" << failing << " of " << r.verdicts_size() << ")\n"
-      << renderTable(t);
+    o << "\nfailing verdicts (" << failing << " of " << total << ")\n";
+    // Fetched with --verdicts none: the counts without the rows.
+    o << (t.size() > 1 ? renderTable(t) : "(not fetched: --verdicts failed or all)\n");
   }
   if (r.suspects_size() > 0) {
     std::vector<const v1::Suspect*> ranked;

@@ -35,6 +35,10 @@ struct RegistrationLimits {
 // below it (gRPC servers and clients set their message limits from these).
 inline constexpr int kMaxWorkerMessageBytes = 4 << 20;
 inline constexpr int kMaxControlMessageBytes = 256 << 20;
+// The CLI reads a sweep's report in pages of at most these (about 25 MB and 35 MB a message at
+// the largest: a 1024-host all-pairs has 523,776 of each).
+inline constexpr uint32_t kReportVerdictsPerPage = 100000;
+inline constexpr uint32_t kReportResultsPerPage = 50000;
 
 bool validWorkerName(std::string_view name, size_t max_len = RegistrationLimits{}.name);
 // kInvalidArgument naming `field` when `value` is longer than `max_bytes` or holds a control

@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "coordinator/orchestrator/history.h"
+#include "coordinator/orchestrator/sweep_types.h"
 #include "coordinator/store/store.h"
 
 namespace gdrmesh {
@@ -31,12 +32,9 @@ inline constexpr uint32_t kApiResultsDefaultLimit = 50;
 inline constexpr uint32_t kApiSummaryDefaultLimit = 500;
 inline constexpr uint32_t kApiSweepsDefaultLimit = 20;
 
-// GET /api/sweeps/ID: which verdicts, and which page of them.
-enum class VerdictFilter { kAll, kFailed, kNone };
-struct VerdictPage {
-  uint64_t offset = 0;  // among the verdicts the filter keeps, in report order
-  uint32_t limit = 1000;
-};
+// GET /api/sweeps/ID: which verdicts, and which page of them (VerdictFilter, VerdictPage:
+// coordinator/orchestrator/sweep_types.h); 1000 verdicts unless the query says.
+inline constexpr uint32_t kApiSweepVerdictsDefaultLimit = 1000;
 
 template <typename T>
 using ParsedQuery = std::variant<T, ParamError>;
@@ -60,7 +58,7 @@ ParsedQuery<uint32_t> parseLimitOnly(const QueryParams& p, uint32_t default_limi
 // /api/sweeps/ID: verdicts (all), offset (0), limit (1000).
 struct SweepQuery {
   VerdictFilter filter = VerdictFilter::kAll;
-  VerdictPage page;
+  VerdictPage page{0, kApiSweepVerdictsDefaultLimit};
 };
 ParsedQuery<SweepQuery> parseSweepQuery(const QueryParams& p);
 

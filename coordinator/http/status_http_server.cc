@@ -319,14 +319,10 @@ json sweepJson(const SweepReportData& report, VerdictFilter filter, VerdictPage 
   json j;
   j["progress"] = sweepProgressJson(report.progress);
   j["verdicts"] = json::array();
-  uint32_t counts[3] = {0, 0, 0};  // PASS, FAIL, SKIP
-  uint64_t matching = 0;           // verdicts the filter keeps, on any page
-  for (const auto& v : report.verdicts) {
-    ++counts[v.verdict == VerdictKind::kPass ? 0 : v.verdict == VerdictKind::kFail ? 1 : 2];
-    if (filter == VerdictFilter::kNone) continue;
-    if (filter == VerdictFilter::kFailed && v.verdict != VerdictKind::kFail) continue;
-    const uint64_t at = matching++;
-    if (at < page.offset || at - page.offset >= page.limit) continue;
+  VerdictCounts counts;
+  std::vector<PairVerdict> shown;
+  const uint64_t matching = selectVerdicts(report.verdicts, filter, page, &counts, &shown);
+  for (const auto& v : shown) {
     j["verdicts"].push_back({{"test_id", v.test_id},
                              {"src", v.src},
                              {"dst", v.dst},
@@ -338,12 +334,12 @@ json sweepJson(const SweepReportData& report, VerdictFilter filter, VerdictPage 
                              {"topo_class", v.topo_class},
                              {"retest", v.retest}});
   }
-  const uint64_t end = page.offset + j["verdicts"].size();
+  const uint64_t end = page.offset + shown.size();
   j["verdicts_page"] = {{"offset", page.offset},
                         {"limit", page.limit},
                         {"total", matching},
                         {"next_offset", end < matching ? json(end) : json(nullptr)}};
-  json counts_json{{"PASS", counts[0]}, {"FAIL", counts[1]}, {"SKIP", counts[2]}};
+  json counts_json{{"PASS", counts.pass}, {"FAIL", counts.fail}, {"SKIP", counts.skip}};
   j["verdict_counts"] = std::move(counts_json);
   j["suspects"] = json::array();
   for (const auto& s : report.suspects) {

@@ -85,7 +85,8 @@ nlohmann::json summaryJson(const std::vector<WorkerSummary>& workers,
 nlohmann::json sweepProgressJson(const SweepProgress& p);
 // GET /api/sweeps/ID: progress, one page of verdicts (all, only FAIL, or none) with
 // verdicts_page{offset, limit, total, next_offset}, verdict_counts, suspects, notes, matrix.
-// (VerdictFilter and VerdictPage: coordinator/http/api_query.h.)
+// (VerdictFilter and VerdictPage: coordinator/orchestrator/sweep_types.h; no limit unless
+// `page` says.)
 nlohmann::json sweepJson(const SweepReportData& report, VerdictFilter filter,
                          VerdictPage page = {});
 // The compact matrix of a sweep: {hosts[], cells[[src, dst, verdict, value, unit, reason]],

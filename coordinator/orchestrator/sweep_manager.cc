@@ -1,13 +1,16 @@
 #include "coordinator/orchestrator/sweep_manager.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <string_view>
 
 #include "common/capabilities.h"
+#include "common/limits.h"
 #include "common/units.h"
 #include "coordinator/orchestrator/judge.h"
 #include "coordinator/orchestrator/localiser.h"
@@ -1076,7 +1079,38 @@ Result<std::shared_ptr<const SweepManager::ParsedReport>> SweepManager::parsedRe
   return std::shared_ptr<const ParsedReport>(std::move(parsed));
 }
 
-Result<SweepReportData> SweepManager::report(const std::string& id, bool with_results) {
+namespace {
+
+// The results cursor: "PLAN_INDEX:ROW_ID" of the last result of the page before.
+std::string resultsCursor(const TestResult& last) {
+  return std::to_string(last.plan_index) + ":" + std::to_string(last.id);
+}
+
+std::optional<int64_t> parseInt64(std::string_view text) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return v;
+}
+
+Status parseResultsCursor(const std::string& text, ResultQuery* q) {
+  const auto bad = [&] {
+    return invalidArgument("results_after '" + cleanText(text, 40) + "' is not a results cursor",
+                           "pass the results_next of the page before, or \"\" for the first");
+  };
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return bad();
+  const auto plan = parseInt64(std::string_view(text).substr(0, colon));
+  const auto row = parseInt64(std::string_view(text).substr(colon + 1));
+  if (!plan || !row || *plan < -1 || *row < 0) return bad();
+  q->after_plan_index = *plan;
+  q->after_id = *row;
+  return Status::okStatus();
+}
+
+}  // namespace
+
+Result<SweepReportData> SweepManager::report(const std::string& id, const SweepReportQuery& query) {
   SweepReportData d;
   // The sweep row without its report; the report (megabytes for a large sweep) is read and
   // parsed once per revision of an ended sweep and kept in a small cache (the status page asks
@@ -1087,7 +1121,8 @@ Result<SweepReportData> SweepManager::report(const std::string& id, bool with_re
   if (*rec) {
     GDR_ASSIGN_OR_RETURN(std::shared_ptr<const ParsedReport> parsed, parsedReport(**rec));
     d.spec = parsed->spec;
-    d.verdicts = parsed->verdicts;
+    d.verdicts_matching = selectVerdicts(parsed->verdicts, query.verdicts, query.page,
+                                         &d.verdict_counts, &d.verdicts);
     d.suspects = parsed->suspects;
     d.notes = parsed->notes;
   }
@@ -1096,20 +1131,28 @@ Result<SweepReportData> SweepManager::report(const std::string& id, bool with_re
     auto it = recent_.find(id);
     if (it != recent_.end() && d.notes.empty()) d.notes = it->second->notes;
   }
-  if (with_results) {
+  if (query.with_results) {
     ResultQuery q;
     q.run_id = id;
-    q.limit = 0;
+    q.plan_order = true;
+    q.limit = query.results_limit;
+    if (!query.results_after.empty())
+      GDR_RETURN_IF_ERROR(parseResultsCursor(query.results_after, &q));
     GDR_ASSIGN_OR_RETURN(d.results, results_.queryResults(q));
-    std::sort(d.results.begin(), d.results.end(),
-              [](const TestResult& x, const TestResult& y) { return x.plan_index < y.plan_index; });
+    if (query.results_limit > 0 && d.results.size() == query.results_limit) {
+      d.results_next = resultsCursor(d.results.back());
+    }
   }
   return d;
 }
 
 Result<SweepReportData> SweepManager::judge(const std::string& id, const std::string& config_yaml,
-                                            const std::string& baseline) {
-  GDR_ASSIGN_OR_RETURN(SweepReportData d, report(id, true));
+                                            const std::string& baseline, VerdictFilter filter,
+                                            VerdictPage page) {
+  SweepReportQuery all_results;
+  all_results.with_results = true;
+  all_results.verdicts = VerdictFilter::kNone;
+  GDR_ASSIGN_OR_RETURN(SweepReportData d, report(id, all_results));
   auto rec = sweeps_.getSweep(id, false);
   if (!rec.ok()) return rec.status();
   // The plan proper (tests_total counts the retests too): results beyond it are retests.
@@ -1134,12 +1177,16 @@ Result<SweepReportData> SweepManager::judge(const std::string& id, const std::st
   rows.sortByPlanIndex();
   const JudgeVerdicts verdicts = judgeSweepRows(rows, config, base);
   d.suspects = localise(rows, verdicts);
-  d.verdicts = verdictsOf(rows, verdicts);
+  const std::vector<PairVerdict> all = verdictsOf(rows, verdicts);
   bool pass = true;
-  for (const auto& v : d.verdicts) {
+  for (const auto& v : all) {
     if (v.verdict == VerdictKind::kFail && !v.retest) pass = false;
   }
   d.progress.verdict = pass ? "PASS" : "FAIL";
+  d.results.clear();
+  d.verdict_counts = {};
+  d.verdicts.clear();
+  d.verdicts_matching = selectVerdicts(all, filter, page, &d.verdict_counts, &d.verdicts);
   return d;
 }
 

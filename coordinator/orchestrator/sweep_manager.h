@@ -45,13 +45,26 @@ class SweepCodec {
   virtual Result<SweepSpec> decode(const std::string& text) const = 0;
 };
 
+// What a reader asks of a sweep's report. A 1024-host all-pairs has 523,776 verdicts and
+// results (about 130 MB of verdicts alone): readers page through them.
+struct SweepReportQuery {
+  bool with_results = false;
+  uint32_t results_limit = 0;  // 0 = all
+  std::string results_after;   // SweepReportData::results_next of the page before; "" = first
+  VerdictFilter verdicts = VerdictFilter::kAll;
+  VerdictPage page;
+};
+
 struct SweepReportData {
   SweepProgress progress;
   SweepSpec spec;
-  std::vector<TestResult> results;  // filled when asked for
-  std::vector<PairVerdict> verdicts;
+  std::vector<TestResult> results;    // the page of them asked for, in plan order
+  std::vector<PairVerdict> verdicts;  // the page of them asked for, in plan order
   std::vector<Suspect> suspects;
   std::vector<std::string> notes;
+  VerdictCounts verdict_counts;    // over every verdict
+  uint64_t verdicts_matching = 0;  // verdicts the filter keeps, on every page
+  std::string results_next;        // the cursor of the next page of results; "" = no more
 };
 
 // The report a finished sweep stores (SweepRecord::report_json): verdicts, suspects, notes.
@@ -92,10 +105,12 @@ class SweepManager {
   Result<SweepProgress> start(const SweepSpec& spec);
   Result<SweepProgress> cancel(const std::string& id);
   Result<SweepProgress> progress(const std::string& id);
-  Result<SweepReportData> report(const std::string& id, bool with_results);
-  // Recomputes verdicts from the stored rows: same rows and config, same answer.
+  Result<SweepReportData> report(const std::string& id, const SweepReportQuery& query = {});
+  // Recomputes verdicts from the stored rows: same rows and config, same answer. The result
+  // carries the page of verdicts `page` asks for and no results.
   Result<SweepReportData> judge(const std::string& id, const std::string& config_yaml,
-                                const std::string& baseline);
+                                const std::string& baseline, VerdictFilter filter = {},
+                                VerdictPage page = {});
   Result<std::vector<SweepProgress>> list(uint32_t limit);
   bool running() const;
   // Blocks until the sweep's progress changes after `version` or the deadline passes; returns

@@ -70,4 +70,18 @@ bool speaksBetter(const PairVerdict& a, const PairVerdict& b) {
   return a.message_size > b.message_size;
 }
 
+uint64_t selectVerdicts(const std::vector<PairVerdict>& all, VerdictFilter filter, VerdictPage page,
+                        VerdictCounts* counts, std::vector<PairVerdict>* page_out) {
+  uint64_t matching = 0;
+  for (const auto& v : all) {
+    if (counts) counts->add(v.verdict);
+    if (filter == VerdictFilter::kNone) continue;
+    if (filter == VerdictFilter::kFailed && v.verdict != VerdictKind::kFail) continue;
+    const uint64_t at = matching++;
+    if (at < page.offset || (page.limit > 0 && at - page.offset >= page.limit)) continue;
+    if (page_out) page_out->push_back(v);
+  }
+  return matching;
+}
+
 }  // namespace gdrmesh

@@ -104,6 +104,25 @@ struct PairVerdict {
 // matrix and report use this one rule.
 bool speaksBetter(const PairVerdict& a, const PairVerdict& b);
 
+// Which of a report's verdicts a reader asks for, and which page of them (the CLI through
+// GetSweep and JudgeSweep, the status page through /api/sweeps/ID).
+enum class VerdictFilter { kAll, kFailed, kNone };  // kFailed: FAIL only
+struct VerdictPage {
+  uint64_t offset = 0;  // among the verdicts the filter keeps, in report order
+  uint32_t limit = 0;   // 0 = no limit
+};
+// How many verdicts of each kind a report has, on every page.
+struct VerdictCounts {
+  uint64_t pass = 0, fail = 0, skip = 0;
+  void add(VerdictKind v) {
+    ++(v == VerdictKind::kPass ? pass : v == VerdictKind::kFail ? fail : skip);
+  }
+};
+// Counts `all` and copies the page of the verdicts that `filter` keeps into `page_out`;
+// returns how many the filter keeps on all pages.
+uint64_t selectVerdicts(const std::vector<PairVerdict>& all, VerdictFilter filter, VerdictPage page,
+                        VerdictCounts* counts, std::vector<PairVerdict>* page_out);
+
 // A localisation suspect, ranked by score (higher = more likely at fault).
 struct Suspect {
   std::string kind;  // host | nic | link

@@ -521,7 +521,9 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
   grpc::Status GetSweep(grpc::ServerContext* ctx, const pb::SweepIdRequest* req,
                         pb::SweepReport* resp) override {
     if (auto st = allow(ctx, Access::kRead, "GetSweep"); !st.ok()) return st;
-    auto r = s_.sweep_manager_->report(req->id(), req->with_results());
+    auto q = convert::fromProto(*req);
+    if (!q.ok()) return toGrpc(q.status());
+    auto r = s_.sweep_manager_->report(req->id(), *q);
     if (!r.ok()) return toGrpc(r.status());
     convert::toProto(*r, resp);
     return grpc::Status::OK;
@@ -560,7 +562,10 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
   grpc::Status JudgeSweep(grpc::ServerContext* ctx, const pb::JudgeSweepRequest* req,
                           pb::SweepReport* resp) override {
     if (auto st = allow(ctx, Access::kAdmin, "JudgeSweep"); !st.ok()) return st;
-    auto r = s_.sweep_manager_->judge(req->id(), req->config_yaml(), req->baseline());
+    VerdictFilter filter{};
+    VerdictPage page;
+    if (auto st = convert::fromProto(req->page(), &filter, &page); !st.ok()) return toGrpc(st);
+    auto r = s_.sweep_manager_->judge(req->id(), req->config_yaml(), req->baseline(), filter, page);
     if (!r.ok()) return toGrpc(r.status());
     convert::toProto(*r, resp);
     return grpc::Status::OK;

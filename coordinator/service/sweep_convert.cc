@@ -236,6 +236,41 @@ void toProto(const SweepReportData& in, v1::SweepReport* out) {
   for (const auto& v : in.verdicts) toProto(v, out->add_verdicts());
   for (const auto& s : in.suspects) toProto(s, out->add_suspects());
   for (const auto& n : in.notes) out->add_notes(n);
+  out->mutable_verdict_counts()->set_pass(in.verdict_counts.pass);
+  out->mutable_verdict_counts()->set_fail(in.verdict_counts.fail);
+  out->mutable_verdict_counts()->set_skip(in.verdict_counts.skip);
+  out->set_verdicts_matching(in.verdicts_matching);
+  out->set_results_next(in.results_next);
+}
+
+Status fromProto(const v1::SweepReportPage& in, VerdictFilter* filter, VerdictPage* page) {
+  switch (in.verdicts()) {
+    case v1::VERDICTS_ALL:
+      *filter = VerdictFilter::kAll;
+      break;
+    case v1::VERDICTS_FAILED:
+      *filter = VerdictFilter::kFailed;
+      break;
+    case v1::VERDICTS_NONE:
+      *filter = VerdictFilter::kNone;
+      break;
+    default:
+      return invalidArgument(
+          "page.verdicts " + std::to_string(in.verdicts()) + " is not a verdict filter",
+          "use VERDICTS_ALL, VERDICTS_FAILED or VERDICTS_NONE");
+  }
+  page->offset = in.verdict_offset();
+  page->limit = in.verdict_limit();
+  return Status::okStatus();
+}
+
+Result<SweepReportQuery> fromProto(const v1::SweepIdRequest& in) {
+  SweepReportQuery q;
+  q.with_results = in.with_results();
+  q.results_limit = in.results_limit();
+  q.results_after = in.results_after();
+  GDR_RETURN_IF_ERROR(fromProto(in.page(), &q.verdicts, &q.page));
+  return q;
 }
 
 SweepProgress fromProto(const v1::SweepProgress& in) {
@@ -303,6 +338,11 @@ SweepReportData fromProto(const v1::SweepReport& in, std::string* spec_error) {
   for (const auto& x : in.verdicts()) r.verdicts.push_back(fromProto(x));
   for (const auto& x : in.suspects()) r.suspects.push_back(fromProto(x));
   r.notes.assign(in.notes().begin(), in.notes().end());
+  r.verdict_counts.pass = in.verdict_counts().pass();
+  r.verdict_counts.fail = in.verdict_counts().fail();
+  r.verdict_counts.skip = in.verdict_counts().skip();
+  r.verdicts_matching = in.verdicts_matching();
+  r.results_next = in.results_next();
   return r;
 }
 

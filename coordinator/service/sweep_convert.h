@@ -17,6 +17,9 @@ void toProto(const SweepProgress& in, v1::SweepProgress* out);
 void toProto(const PairVerdict& in, v1::PairVerdict* out);
 void toProto(const Suspect& in, v1::Suspect* out);
 void toProto(const SweepReportData& in, v1::SweepReport* out);
+// GetSweep's and JudgeSweep's requests: which verdicts and results, which page.
+Result<SweepReportQuery> fromProto(const v1::SweepIdRequest& in);
+Status fromProto(const v1::SweepReportPage& in, VerdictFilter* filter, VerdictPage* page);
 
 // Wire -> domain for clients that render reports (`gdrmesh report`, `sweep show --matrix`).
 // Lenient: an unknown state or verdict keeps the default; the stored spec is converted with

@@ -1278,6 +1278,16 @@ struct QuerySql {
 // stops after `limit` rows instead of sorting every match; SqliteStoreTest checks the plans.
 QuerySql queryResultsSql(const ResultQuery& query) {
   QuerySql q{"query_results", ""};
+  if (query.plan_order) {
+    // From results_run_plan_status (run_id, plan_index, status): the index gives plan order,
+    // and only rows sharing a plan index (a test stored twice) are sorted by id.
+    // `plan_index >= :ap` bounds the index range, the rest breaks ties.
+    q.name += "+plan";
+    q.sql = "SELECT " + selectColumns() +
+            " FROM results WHERE run_id = :run AND plan_index >= :ap AND (plan_index > :ap OR "
+            "id > :aid) ORDER BY plan_index, id LIMIT :limit";
+    return q;
+  }
   std::string filters = "started_ms >= :since";
   if (query.status) {
     q.name += "+status";
@@ -1309,17 +1319,28 @@ QuerySql queryResultsSql(const ResultQuery& query) {
 }  // namespace
 
 Result<std::vector<TestResult>> SqliteStore::queryResults(const ResultQuery& query) {
+  if (query.plan_order && query.run_id.empty()) {
+    return invalidArgument("results in plan order: no run_id",
+                           "give the sweep's id as run_id (plan order is one sweep's)");
+  }
   const QuerySql q = queryResultsSql(query);
   Conn& c = reader();
   std::lock_guard<std::mutex> lock(c.mu);
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(c, q.name, q.sql));
   StmtScope scope(s);
-  int rc = bindInt(s, ":since", query.since_ms);
-  if (rc == SQLITE_OK && !query.worker.empty()) rc = bindText(s, ":worker", query.worker);
-  if (rc == SQLITE_OK && query.status) rc = bindText(s, ":status", toString(*query.status));
-  if (rc == SQLITE_OK && !query.run_id.empty()) rc = bindText(s, ":run", query.run_id);
-  if (rc == SQLITE_OK && query.before_id > 0) rc = bindInt(s, ":bs", query.before_started_ms);
-  if (rc == SQLITE_OK && query.before_id > 0) rc = bindInt(s, ":bid", query.before_id);
+  int rc = SQLITE_OK;
+  if (query.plan_order) {
+    rc = bindText(s, ":run", query.run_id);
+    if (rc == SQLITE_OK) rc = bindInt(s, ":ap", query.after_plan_index);
+    if (rc == SQLITE_OK) rc = bindInt(s, ":aid", query.after_id);
+  } else {
+    rc = bindInt(s, ":since", query.since_ms);
+    if (rc == SQLITE_OK && !query.worker.empty()) rc = bindText(s, ":worker", query.worker);
+    if (rc == SQLITE_OK && query.status) rc = bindText(s, ":status", toString(*query.status));
+    if (rc == SQLITE_OK && !query.run_id.empty()) rc = bindText(s, ":run", query.run_id);
+    if (rc == SQLITE_OK && query.before_id > 0) rc = bindInt(s, ":bs", query.before_started_ms);
+    if (rc == SQLITE_OK && query.before_id > 0) rc = bindInt(s, ":bid", query.before_id);
+  }
   // limit 0 means no limit (LIMIT -1 in SQLite).
   if (rc == SQLITE_OK) rc = bindInt(s, ":limit", query.limit == 0 ? -1 : int64_t{query.limit});
   if (rc != SQLITE_OK) return error(c, rc, q.name + " (bind)");

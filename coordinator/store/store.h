@@ -26,6 +26,12 @@ struct ResultQuery {
   // i.e. the next page after a page whose last row had these; before_id 0 = from the newest.
   int64_t before_started_ms = 0;
   int64_t before_id = 0;
+  // One sweep's rows in plan order instead (run_id required; worker, status, since and
+  // before_* do not apply): the rows after (after_plan_index, after_id) in (plan_index, id)
+  // order, i.e. the next page after a page whose last row had these.
+  bool plan_order = false;
+  int64_t after_plan_index = std::numeric_limits<int64_t>::min();
+  int64_t after_id = 0;
 };
 
 // The results of one pair of workers over time (ResultStore::queryHistory).

@@ -153,3 +153,11 @@ if [[ -s "$dir/perf.txt" ]]; then
 fi
 echo "report printed by the CLI: $(wc -c <"$dir/sweep.json") bytes, $(grep -c '"test_id"' "$dir/sweep.json" || true) verdicts"
 grep -o '"verdict": *"[A-Z]*"' "$dir/sweep.json" | head -1 || tail -3 "$dir/sweep.err"
+# What an operator reads at a terminal: the table fetches the failing verdicts and the counts.
+sweep_id=$(grep -o '"id": *"[^"]*"' "$dir/sweep.json" | head -1 | sed 's/.*: *"\(.*\)"/\1/')
+if [[ -n "$sweep_id" ]]; then
+  v0=$(date +%s.%N)
+  "$bin" sweep show "$sweep_id" >"$dir/show.txt" 2>&1 || echo "sweep show: exit status $?"
+  v1=$(date +%s.%N)
+  echo "sweep show (table): $(calc "$v1 - $v0") s, $(wc -c <"$dir/show.txt") bytes; $(grep -m1 -o 'failing verdicts ([0-9]* of [0-9]*)' "$dir/show.txt" || grep -m1 '^tests' "$dir/show.txt")"
+fi

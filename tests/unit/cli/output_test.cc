@@ -117,6 +117,22 @@ TEST(SweepReportText, FailingVerdictsAndRankedSuspects) {
   EXPECT_NE(all.find("190.50 Gb/s"), std::string::npos) << all;
 }
 
+// A page of failing verdicts (what the table fetches): the counts speak for every verdict.
+TEST(SweepReportText, CountsCoverVerdictsNotFetched) {
+  v1::SweepReport r = sampleReport();
+  r.mutable_verdicts()->DeleteSubrange(0, 1);  // the PASS was not fetched
+  r.mutable_verdict_counts()->set_pass(523'700);
+  r.mutable_verdict_counts()->set_fail(76);
+  r.set_verdicts_matching(76);
+  std::string text = sweepReportText(r, ReportOptions{});
+  EXPECT_NE(text.find("failing verdicts (76 of 523776)"), std::string::npos) << text;
+  EXPECT_NE(text.find("below the class minimum"), std::string::npos) << text;
+  r.clear_verdicts();  // --verdicts none
+  text = sweepReportText(r, ReportOptions{});
+  EXPECT_NE(text.find("failing verdicts (76 of 523776)"), std::string::npos) << text;
+  EXPECT_NE(text.find("not fetched"), std::string::npos) << text;
+}
+
 TEST(SchedulesTable, LocalAndUtcTimes) {
   setenv("TZ", "UTC", 1);
   tzset();

@@ -704,6 +704,66 @@ TEST_F(SqliteStoreTest, QueryResultsNeverSortsTheMatchingRows) {
   EXPECT_THAT(text, HasSubstr("results_target_started"));
 }
 
+// A sweep's rows in plan order, page by page (GetSweep's results): from results_run_plan_status;
+// ties on plan_index broken by the row id; the keyset resumes exactly after a page.
+TEST_F(SqliteStoreTest, PlanOrderPagesWalkOneSweepInPlanOrder) {
+  auto store = openOk();
+  ASSERT_NE(store, nullptr);
+  std::vector<std::string> want;
+  for (int i = 0; i < 30; ++i) {
+    // Inserted out of plan order, two rows at plan index 7 (a retest stored under it), and a
+    // row of another run between them.
+    const int plan = (i * 11) % 29;
+    TestResult r = makeResult("t" + std::to_string(i), "w1", "w2", i, TestStatus::kPassed, "run-a");
+    r.plan_index = plan;
+    ASSERT_TRUE(store->insertResult(r).ok());
+    TestResult other =
+        makeResult("o" + std::to_string(i), "w1", "w2", i, TestStatus::kPassed, "run-b");
+    other.plan_index = plan;
+    ASSERT_TRUE(store->insertResult(other).ok());
+  }
+  ResultQuery all;
+  all.run_id = "run-a";
+  all.plan_order = true;
+  all.limit = 0;
+  auto whole = store->queryResults(all);
+  ASSERT_TRUE(whole.ok()) << whole.status().toString();
+  ASSERT_EQ(whole->size(), 30u);
+  for (size_t i = 1; i < whole->size(); ++i) {
+    const auto& a = (*whole)[i - 1];
+    const auto& b = (*whole)[i];
+    EXPECT_TRUE(a.plan_index < b.plan_index || (a.plan_index == b.plan_index && a.id < b.id)) << i;
+    EXPECT_EQ(b.run_id, "run-a");
+  }
+  std::vector<std::string> paged;
+  ResultQuery q = all;
+  q.limit = 4;
+  for (int pages = 0; pages < 20; ++pages) {
+    auto page = store->queryResults(q);
+    ASSERT_TRUE(page.ok()) << page.status().toString();
+    for (const auto& r : *page) paged.push_back(r.test_id);
+    if (page->size() < q.limit) break;
+    q.after_plan_index = page->back().plan_index;
+    q.after_id = page->back().id;
+  }
+  std::vector<std::string> whole_ids;
+  for (const auto& r : *whole) whole_ids.push_back(r.test_id);
+  EXPECT_EQ(paged, whole_ids);
+  auto plan = store->explainQueryResultsForTesting(all);
+  ASSERT_TRUE(plan.ok());
+  std::string text;
+  for (const std::string& line : *plan) text += line + "\n";
+  // The index gives plan order; only rows that share a plan index are sorted by id (the
+  // "right part"), never the whole sweep.
+  EXPECT_THAT(text, HasSubstr("USING INDEX results_run_plan_status"));
+  EXPECT_THAT(text, Not(HasSubstr("TEMP B-TREE FOR ORDER BY")));
+  ResultQuery no_run;
+  no_run.plan_order = true;
+  auto refused = store->queryResults(no_run);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("run_id"));
+}
+
 TEST_F(SqliteStoreTest, HistoryAndCountQueriesUseTheirIndexes) {
   auto store = openOk();
   ASSERT_NE(store, nullptr);

@@ -153,7 +153,7 @@ TEST(SweepEndVisibility, TheEndIsSeenOnlyWithItsStoredReport) {
   EXPECT_EQ(p.state, SweepState::kFinished) << p.reason;
   EXPECT_EQ(p.verdict, "PASS");
   EXPECT_GT(p.finished_ms, 0);
-  auto report = manager.report(id, false);
+  auto report = manager.report(id);
   ASSERT_TRUE(report.ok()) << report.status().toString();
   EXPECT_EQ(report->verdicts.size(), 6u);
   manager.shutdown();

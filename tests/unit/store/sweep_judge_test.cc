@@ -106,7 +106,9 @@ TEST(SweepJudge, TheLiveVerdictsAreThoseRecomputedFromTheStoredRows) {
   EXPECT_EQ(p.verdict, "FAIL");
   EXPECT_GT(p.retests, 0u) << "the failures were retested with known-good partners";
 
-  auto live = manager.report(id, true);
+  SweepReportQuery with_results;
+  with_results.with_results = true;
+  auto live = manager.report(id, with_results);
   ASSERT_TRUE(live.ok()) << live.status().toString();
   auto again = manager.judge(id, "", "");
   ASSERT_TRUE(again.ok()) << again.status().toString();
@@ -151,6 +153,60 @@ TEST(SweepJudge, TheLiveVerdictsAreThoseRecomputedFromTheStoredRows) {
   EXPECT_TRUE((live->suspects[0].name == "h6" && live->suspects[1].name == "h7") ||
               (live->suspects[0].name == "h7" && live->suspects[1].name == "h6"))
       << live->suspects[0].name << " " << live->suspects[1].name;
+
+  // Readers page: the counts cover every verdict whatever the page; pages of 3 results and
+  // of 2 failing verdicts, walked to the end, give the same rows in the same order as one
+  // whole read; the judge pages the same way.
+  EXPECT_EQ(live->verdict_counts.fail, fail);
+  EXPECT_EQ(live->verdict_counts.pass, pass);
+  EXPECT_EQ(live->verdicts_matching, live->verdicts.size());
+  EXPECT_TRUE(live->results_next.empty());
+  std::vector<TestResult> paged_results;
+  std::vector<PairVerdict> paged_failing;
+  SweepReportQuery q;
+  q.with_results = true;
+  q.results_limit = 3;
+  q.verdicts = VerdictFilter::kFailed;
+  q.page.limit = 2;
+  for (int pages = 0;; ++pages) {
+    ASSERT_LT(pages, 100) << "paging does not end";
+    auto page = manager.report(id, q);
+    ASSERT_TRUE(page.ok()) << page.status().toString();
+    EXPECT_EQ(page->verdict_counts.fail, fail);
+    EXPECT_EQ(page->verdict_counts.pass, pass);
+    EXPECT_EQ(page->verdicts_matching, fail);
+    EXPECT_LE(page->results.size(), 3u);
+    EXPECT_LE(page->verdicts.size(), 2u);
+    paged_results.insert(paged_results.end(), page->results.begin(), page->results.end());
+    paged_failing.insert(paged_failing.end(), page->verdicts.begin(), page->verdicts.end());
+    q.page.offset += page->verdicts.size();
+    q.results_after = page->results_next;
+    if (q.results_after.empty() && q.page.offset >= page->verdicts_matching) break;
+    if (q.results_after.empty()) q.with_results = false;
+  }
+  ASSERT_EQ(paged_results.size(), live->results.size());
+  for (size_t i = 0; i < paged_results.size(); ++i) {
+    EXPECT_EQ(paged_results[i].test_id, live->results[i].test_id) << i;
+  }
+  std::vector<PairVerdict> live_failing;
+  for (const auto& v : live->verdicts) {
+    if (v.verdict == VerdictKind::kFail) live_failing.push_back(v);
+  }
+  ASSERT_EQ(paged_failing.size(), live_failing.size());
+  for (size_t i = 0; i < live_failing.size(); ++i) expectSame(paged_failing[i], live_failing[i]);
+  ASSERT_GE(live_failing.size(), 2u);
+  auto judged_page = manager.judge(id, "", "", VerdictFilter::kFailed, VerdictPage{1, 2});
+  ASSERT_TRUE(judged_page.ok()) << judged_page.status().toString();
+  EXPECT_TRUE(judged_page->results.empty()) << "the judge's report carries no results";
+  EXPECT_EQ(judged_page->verdicts_matching, fail);
+  ASSERT_EQ(judged_page->verdicts.size(), std::min<size_t>(2, fail - 1));
+  expectSame(judged_page->verdicts[0], live_failing[1]);
+  q = SweepReportQuery{};
+  q.with_results = true;
+  q.results_after = "12";
+  auto bad = manager.report(id, q);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("results_after"), std::string::npos);
   manager.shutdown();
 }
 

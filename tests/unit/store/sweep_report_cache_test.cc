@@ -73,7 +73,7 @@ class SweepReportCacheTest : public ::testing::Test {
 TEST_F(SweepReportCacheTest, ANewRevisionOfAnEndedSweepIsNeverServedStale) {
   SweepRecord rec = finished({verdict("a", "b", VerdictKind::kPass)});
   ASSERT_TRUE(store_->createSweep(rec).ok());
-  auto first = manager_->report("s-cache", false);
+  auto first = manager_->report("s-cache");
   ASSERT_TRUE(first.ok()) << first.status().toString();
   ASSERT_EQ(first->verdicts.size(), 1u);
   EXPECT_EQ(first->verdicts[0].verdict, VerdictKind::kPass);
@@ -84,13 +84,13 @@ TEST_F(SweepReportCacheTest, ANewRevisionOfAnEndedSweepIsNeverServedStale) {
   ASSERT_EQ(rec.report_json.size(),
             finished({verdict("a", "b", VerdictKind::kPass)}).report_json.size());
   ASSERT_TRUE(store_->updateSweep(rec).ok());
-  auto second = manager_->report("s-cache", false);
+  auto second = manager_->report("s-cache");
   ASSERT_TRUE(second.ok()) << second.status().toString();
   ASSERT_EQ(second->verdicts.size(), 1u);
   EXPECT_EQ(second->verdicts[0].verdict, VerdictKind::kFail);
 
   // Served again (from the cache) with the same content.
-  auto third = manager_->report("s-cache", false);
+  auto third = manager_->report("s-cache");
   ASSERT_TRUE(third.ok());
   ASSERT_EQ(third->verdicts.size(), 1u);
   EXPECT_EQ(third->verdicts[0].verdict, VerdictKind::kFail);
@@ -102,7 +102,7 @@ TEST_F(SweepReportCacheTest, ASweepWithoutAReportHasNoVerdicts) {
   rec.report_json.clear();
   rec.state = "interrupted";
   ASSERT_TRUE(store_->createSweep(rec).ok());
-  auto r = manager_->report("s-cache", false);
+  auto r = manager_->report("s-cache");
   ASSERT_TRUE(r.ok()) << r.status().toString();
   EXPECT_TRUE(r->verdicts.empty());
   EXPECT_EQ(r->progress.state, SweepState::kInterrupted);
