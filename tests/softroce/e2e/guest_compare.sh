@@ -2,7 +2,7 @@
 # Guest script (tests/softroce/vm.sh): perftest against gdrmesh itself (coordinator + two
 # workers + CLI, QP information exchanged over gRPC) on the same rxe devices, in one boot,
 # alternating case by case and round by round. The host turns the lines into a table
-# (compare_table.py). Knobs: ROUNDS, GD_EXTRA (extra `gdrmesh test` flags), PT_EXTRA.
+# (compare_table.py). Knobs: ROUNDS, CASES, GD_EXTRA (extra `gdrmesh test` flags), PT_EXTRA.
 set -u
 # shellcheck source=/dev/null
 . /opt/share/lib_perftest.sh
@@ -22,17 +22,33 @@ PT_CLIENT_PREFIX=$(pfx 1)
 export PT_SERVER_PREFIX PT_CLIENT_PREFIX
 cluster_start_worker a "$PT_CLIENT_PREFIX"
 cluster_start_worker b "$PT_SERVER_PREFIX"
-cluster_wait_online 2
+# An older build (run_compare.sh BEFORE_BIN=...): its own two workers, c and d, placed alike,
+# run right after a/b in every case and round; only the data path's process differs.
+BEFORE=0
+if command -v gdrmesh_before >/dev/null 2>&1; then
+  BEFORE=1
+  CLUSTER_BIN=gdrmesh_before cluster_start_worker c "$PT_CLIENT_PREFIX"
+  CLUSTER_BIN=gdrmesh_before cluster_start_worker d "$PT_SERVER_PREFIX"
+fi
+cluster_wait_online $((2 + 2 * BEFORE))
 
 : >/tmp/compare.txt
 gd() {  # gd CASE SIZE ITERS ROUND ARGS...
   c=$1 size=$2 iters=$3 round=$4
   shift 4
-  # shellcheck disable=SC2086
-  $G test a/"$RXE_B" b/"$RXE_A" --transport verbs --size "$size" --iters "$iters" "$@" \
-    ${GD_EXTRA:-} -o json >/tmp/gd.json 2>/tmp/gd.err
-  id=$(grep -o '"test_id": "[^"]*"' /tmp/gd.json | head -1 | cut -d'"' -f4)
-  echo "gdrmesh case=$c size=$size iters=$iters round=$round test_id=$id" >>/tmp/compare.txt
+  for pair in "gdrmesh a b" "gdrmesh_before c d"; do
+    # shellcheck disable=SC2086
+    set -- $pair "$@"
+    tool=$1 ini=$2 tgt=$3
+    shift 3
+    if [ "$tool" = gdrmesh ] || [ "$BEFORE" = 1 ]; then
+      # shellcheck disable=SC2086
+      $G test "$ini/$RXE_B" "$tgt/$RXE_A" --transport verbs --size "$size" --iters "$iters" "$@" \
+        ${GD_EXTRA:-} -o json >/tmp/gd.json 2>/tmp/gd.err
+      id=$(grep -o '"test_id": "[^"]*"' /tmp/gd.json | head -1 | cut -d'"' -f4)
+      echo "$tool case=$c size=$size iters=$iters round=$round test_id=$id" >>/tmp/compare.txt
+    fi
+  done
 }
 pt() {  # pt CASE SIZE ITERS ROUND
   line=$("pt_$1" "$2" "$3")
@@ -46,6 +62,11 @@ while [ $r -le "$ROUNDS" ]; do
     # shellcheck disable=SC2086
     set -- $spec
     c=$1 size=$2 iters=$3
+    # CASES: only these (e.g. "write_lat send_lat"); default every case.
+    case " ${CASES:-all} " in
+      " all " | *" $c "*) ;;
+      *) continue ;;
+    esac
     op=${c%_*}
     mode=${c#*_}
     # perftest's parameters on rxe, as its own header prints them: CQ moderation 1, no warm-up,

@@ -28,7 +28,8 @@ cluster_start_worker() {
   _prefix=$2
   shift 2
   # shellcheck disable=SC2086 # the prefix is a command and its arguments
-  $_prefix gdrmesh worker --name "$_name" --no-cuda "$@" >"/tmp/worker-$_name.log" 2>&1 &
+  # CLUSTER_BIN: another gdrmesh build for this worker (guest_compare.sh's before binary).
+  $_prefix "${CLUSTER_BIN:-gdrmesh}" worker --name "$_name" --no-cuda "$@" >"/tmp/worker-$_name.log" 2>&1 &
 }
 
 cluster_wait_online() {

@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,8 +19,9 @@ namespace {
 // 23 verdicts (every fifth one FAIL) and 17 results; pages as the coordinator does.
 class PagingCoordinator final : public pb::ControlService::Service {
  public:
-  bool old_coordinator = false;  // ignores paging: everything in one message
-  int get_calls = 0, judge_calls = 0;
+  // Set and read across gRPC's threads (an uninstrumented library under TSan): atomics.
+  std::atomic<bool> old_coordinator{false};  // ignores paging: everything in one message
+  std::atomic<int> get_calls{0}, judge_calls{0};
 
   PagingCoordinator() {
     for (int i = 0; i < 23; ++i) {
@@ -111,7 +113,7 @@ class ReportPagingTest : public ::testing::Test {
 TEST_F(ReportPagingTest, EveryVerdictAndResultOnceInOrderOverManyPages) {
   pb::SweepReport whole;
   ASSERT_TRUE(fetchSweepReport(*stub_, "s", true, pb::VERDICTS_ALL, &whole, {1000, 1000}).ok());
-  EXPECT_EQ(service_.get_calls, 1);
+  EXPECT_EQ(service_.get_calls.load(), 1);
   ASSERT_EQ(whole.verdicts_size(), 23);
   ASSERT_EQ(whole.results_size(), 17);
 
@@ -119,7 +121,7 @@ TEST_F(ReportPagingTest, EveryVerdictAndResultOnceInOrderOverManyPages) {
   pb::SweepReport paged;
   ASSERT_TRUE(fetchSweepReport(*stub_, "s", true, pb::VERDICTS_ALL, &paged, {4, 3}).ok());
   EXPECT_EQ(ids(paged), ids(whole));
-  EXPECT_EQ(service_.get_calls, 6) << "ceil(23/4) pages of verdicts, ceil(17/3) of results";
+  EXPECT_EQ(service_.get_calls.load(), 6) << "ceil(23/4) pages of verdicts, ceil(17/3) of results";
   EXPECT_EQ(paged.verdict_counts().fail(), 5u);
   EXPECT_EQ(paged.verdict_counts().pass(), 18u);
   EXPECT_TRUE(paged.results_next().empty());
@@ -137,7 +139,7 @@ TEST_F(ReportPagingTest, FailedOnlyAndNoneKeepTheCounts) {
   ASSERT_TRUE(fetchSweepReport(*stub_, "s", true, pb::VERDICTS_NONE, &none, {2, 10}).ok());
   EXPECT_EQ(none.verdicts_size(), 0);
   EXPECT_EQ(none.results_size(), 17);
-  EXPECT_EQ(service_.get_calls, 2);
+  EXPECT_EQ(service_.get_calls.load(), 2);
   EXPECT_EQ(none.verdict_counts().fail(), 5u);
 }
 
@@ -147,7 +149,7 @@ TEST_F(ReportPagingTest, JudgedSweepPages) {
   req.mutable_page()->set_verdicts(pb::VERDICTS_ALL);
   pb::SweepReport judged;
   ASSERT_TRUE(fetchJudgedSweep(*stub_, req, &judged, {5, 0}).ok());
-  EXPECT_EQ(service_.judge_calls, 5);
+  EXPECT_EQ(service_.judge_calls.load(), 5);
   ASSERT_EQ(judged.verdicts_size(), 23);
   EXPECT_EQ(judged.verdicts(22).test_id(), "v22");
 }
@@ -156,7 +158,7 @@ TEST_F(ReportPagingTest, ACoordinatorOlderThanPagingIsReadInOneCall) {
   service_.old_coordinator = true;
   pb::SweepReport r;
   ASSERT_TRUE(fetchSweepReport(*stub_, "s", true, pb::VERDICTS_FAILED, &r, {4, 3}).ok());
-  EXPECT_EQ(service_.get_calls, 1);
+  EXPECT_EQ(service_.get_calls.load(), 1);
   EXPECT_EQ(r.verdicts_size(), 23);
   EXPECT_EQ(r.results_size(), 17);
 }

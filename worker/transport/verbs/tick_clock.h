@@ -38,13 +38,13 @@ inline bool tscUsable(std::string_view clocksource) {
 
 // The host's answer, read once per process.
 inline bool hostTscUsable() {
-  static const bool usable = [] {
+  static const bool kUsable = [] {
     std::ifstream f("/sys/devices/system/clocksource/clocksource0/current_clocksource");
     std::string text;
     std::getline(f, text);
     return tscUsable(text);
   }();
-  return usable;
+  return kUsable;
 }
 
 class TickClock {

@@ -41,7 +41,7 @@ Status VerbsEndpointImpl::pingPong(const RunSpec& rs, Watch& watch, std::vector<
     if (k > rs.warmup_iterations) samples->push_back(static_cast<double>(t - prev));
     prev = t;
   };
-  auto toMicroseconds = [&](double per_sample) {
+  auto to_microseconds = [&](double per_sample) {
     clock.end();
     const double scale = clock.nsPerTick() / (1e3 * per_sample);
     for (double& x : *samples) x *= scale;
@@ -54,7 +54,7 @@ Status VerbsEndpointImpl::pingPong(const RunSpec& rs, Watch& watch, std::vector<
       GDR_RETURN_IF_ERROR(pollOne(send_cq_.get(), &wc, watch, "RDMA read"));
       stamp(k);
     }
-    toMicroseconds(1.0);
+    to_microseconds(1.0);
     return Status();
   }
 
@@ -116,7 +116,7 @@ Status VerbsEndpointImpl::pingPong(const RunSpec& rs, Watch& watch, std::vector<
     }
     if (initiator) stamp(k);
   }
-  if (initiator) toMicroseconds(2.0);  // a sample is a round trip: half is the latency
+  if (initiator) to_microseconds(2.0);  // a sample is a round trip: half is the latency
   if (poll_memory && initiator) {
     // Restore the counter byte and hand the target our [0, size) intact.
     *last = base;
