@@ -56,6 +56,7 @@ TransportCapabilities emulatedCapabilities() {
   // GPU memory only through a pinned host mirror: the TCP stream moves host memory.
   c.memory = {MemoryKind::kHost, MemoryKind::kCuda};
   c.reg_paths = {RegPath::kHost, RegPath::kStaged};
+  c.end_signal = true;  // an END frame on the data connection
   return c;
 }
 
@@ -72,6 +73,7 @@ TransportCapabilities verbsCapabilities() {
   c.rdma_cm = true;
   c.gid_index = true;
   c.bidirectional = true;
+  c.end_signal = true;  // a zero-byte SEND with immediate data after the last completion
   return c;
 }
 
@@ -83,6 +85,7 @@ TransportCapabilities simulatedCapabilities() {
   c.memory = {MemoryKind::kHost, MemoryKind::kCuda};
   c.reg_paths = {RegPath::kHost, RegPath::kDmabuf, RegPath::kPeermem, RegPath::kStaged};
   c.bidirectional = true;
+  c.end_signal = true;  // the simulated initiator's run ending tells its simulated target
   return c;
 }
 

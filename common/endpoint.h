@@ -128,6 +128,11 @@ struct RunSpec {
   uint32_t cq_moderation = 0;   // signal every Nth send; 0 = transport default
   double timeout_seconds =
       kDefaultRunTimeoutSeconds;  // run() gives up with kDeadlineExceeded after this
+  // The initiator, after its measured loop (all its operations complete, outside the measured
+  // part), tells the target over the data path that the run is over; the target's run returns
+  // only then. Without it a write/read target returns at once and learns of the end from the
+  // coordinator. Set only when both sides' transport has TransportCapabilities::end_signal.
+  bool end_signal = false;
 };
 
 // What the coordinator asks one worker to prepare: one side of a pair test.

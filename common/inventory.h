@@ -74,6 +74,10 @@ struct TransportCapabilities {
   bool rdma_cm = false;            // --rdma-cm
   bool gid_index = false;          // --gid-index
   bool bidirectional = false;      // --bidir
+  // The initiator signals the end of its run over the data path (RunSpec::end_signal) and the
+  // target's armed run ends on it; the worker then answers a prepare's finish by itself
+  // (a pair test takes three commands instead of four).
+  bool end_signal = false;
 };
 
 struct Inventory {

@@ -166,6 +166,7 @@ void capabilitiesToProto(const TransportCapabilities& in, pb::TransportCapabilit
   out->set_rdma_cm(in.rdma_cm);
   out->set_gid_index(in.gid_index);
   out->set_bidirectional(in.bidirectional);
+  out->set_end_signal(in.end_signal);
 }
 
 // Values this build does not know (a newer worker's) are left out: a capability is only
@@ -198,6 +199,7 @@ TransportCapabilities capabilitiesFromProto(const pb::TransportCapabilities& in)
   out.max_inline = in.max_inline();
   out.rdma_cm = in.rdma_cm();
   out.gid_index = in.gid_index();
+  out.end_signal = in.end_signal();
   out.bidirectional = in.bidirectional();
   return out;
 }
@@ -668,6 +670,7 @@ void toProto(const RunSpec& in, pb::RunSpec* out) {
   out->set_bidirectional(in.bidirectional);
   out->set_cq_moderation(in.cq_moderation);
   out->set_timeout_seconds(in.timeout_seconds);
+  out->set_end_signal(in.end_signal);
 }
 
 RunSpec fromProto(const pb::RunSpec& in) {
@@ -679,6 +682,7 @@ RunSpec fromProto(const pb::RunSpec& in) {
   r.bidirectional = in.bidirectional();
   r.cq_moderation = in.cq_moderation();
   r.timeout_seconds = in.timeout_seconds() > 0 ? in.timeout_seconds() : kDefaultRunTimeoutSeconds;
+  r.end_signal = in.end_signal();
   return r;
 }
 

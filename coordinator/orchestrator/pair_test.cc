@@ -23,6 +23,15 @@ bool hasTransport(const Inventory& inv, TransportKind t) {
          inv.transports.end();
 }
 
+// Whether `inv`'s worker signals the end of a run over `t`'s data path (and answers a finish
+// sent with its prepare). Never assumed: a worker from before it says nothing.
+bool signalsEnd(const Inventory& inv, TransportKind t) {
+  for (const auto& c : inv.capabilities) {
+    if (c.transport == t) return c.end_signal;
+  }
+  return false;
+}
+
 std::string noteFor(const Inventory& inv, const std::string& prefix) {
   for (const auto& n : inv.notes) {
     if (n.rfind(prefix, 0) == 0) return n;
@@ -74,6 +83,12 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   void leanPrepareTarget();
   void leanStart();
   void leanFinish();
+  // Three commands (end_signal_): the target's finish rides with its prepare, and its reply
+  // and the initiator's start reply may come in either order; the test ends when both have.
+  void onStarted(Result<SideOutcome> o);
+  void onFinished(Result<SideOutcome> o);
+  void leanJoined();
+  void leanPassed();
   // Classic protocol.
   void classicPrepare();
   void classicConnect();
@@ -133,6 +148,9 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   };
   std::optional<Grace> grace_;
   uint64_t seed_ = 1;
+  // Both workers signal the end over the data path: three commands per test (see above).
+  bool end_signal_ = false;
+  std::optional<Result<SideOutcome>> started_, finished_reply_;  // end_signal_: replies so far
   // Sealed test (neither side simulated): each side's own pattern, drawn here; a destination
   // never learns its source's seed before it has reported a digest of what landed.
   bool sealed_ = false;
@@ -199,6 +217,7 @@ SideSpec PairTestRun::sideSpec(Role role) const {
 
 RunSpec PairTestRun::runSpec() const {
   RunSpec rs;
+  rs.end_signal = end_signal_;
   rs.message_size = spec_.message_size;
   rs.iterations = spec_.iterations;
   rs.warmup_iterations = spec_.warmup_iterations;
@@ -256,6 +275,8 @@ void PairTestRun::begin(std::string test_id, uint64_t seed) {
     }
   }
   seed_ = seed;
+  end_signal_ = signalsEnd(ep_.initiator->inventory, transport_) &&
+                signalsEnd(ep_.target->inventory, transport_);
   sealed_ = !ep_.initiator->simulated && !ep_.target->simulated;
   if (sealed_) {
     ini_fill_ = unpredictableSeed();
@@ -294,7 +315,7 @@ void PairTestRun::leanPrepareTarget() {
   }
   c.arm = runSpec();
   Self self = shared_from_this();
-  tgt().prepare(c, cmdDeadline(), [self](Result<EndpointDesc> d) {
+  auto prepared = [self](Result<EndpointDesc> d) {
     if (!d.ok()) return self->fail("prepare", self->ep_.target->name, d.status());
     self->mark("target prepared+armed");
     {
@@ -302,7 +323,18 @@ void PairTestRun::leanPrepareTarget() {
       self->recordPrepared(Role::kTarget, *d);
     }
     self->leanStart();
-  });
+  };
+  if (!end_signal_) return tgt().prepare(c, cmdDeadline(), std::move(prepared));
+  FinishCommand f;
+  f.test_id = tgt_sid_;
+  f.verify = !spec_.initiatorIsDestination();
+  f.verify_length = spec_.message_size;
+  // The armed run starts now and lasts the whole test: wait as long as the initiator may run.
+  f.timeout_seconds = spec_.runTimeoutSeconds() + options_.command_timeout_seconds;
+  c.finish = f;
+  tgt().prepareFinishing(c, cmdDeadline(), std::move(prepared),
+                         clock_.after(f.timeout_seconds + options_.command_timeout_seconds),
+                         [self](Result<SideOutcome> o) { self->onFinished(std::move(o)); });
 }
 
 void PairTestRun::leanStart() {
@@ -317,6 +349,10 @@ void PairTestRun::leanStart() {
   c.verify = spec_.initiatorIsDestination();
   c.verify_length = spec_.message_size;
   Self self = shared_from_this();
+  if (end_signal_) {
+    return ini().start(c, runDeadline(),
+                       [self](Result<SideOutcome> o) { self->onStarted(std::move(o)); });
+  }
   ini().start(c, runDeadline(), [self](Result<SideOutcome> o) {
     if (!o.ok()) return self->fail("run", self->ep_.initiator->name, o.status());
     self->mark("initiator ran");
@@ -345,19 +381,70 @@ void PairTestRun::leanFinish() {
       self->tgt_prepared_ = false;  // finish releases the target
       self->addOutcome(*o);
     }
-    self->checkSealed([self] {
-      std::unique_lock<std::mutex> lock(self->mu_);
-      if (!self->r_.integrity.ok()) {
-        std::string why = "data integrity: " + self->r_.integrity.toString();
-        lock.unlock();
-        return self->complete(TestStatus::kFailed, why);
-      }
-      std::string impossible = self->impossibleFigures();
-      lock.unlock();
-      if (!impossible.empty()) return self->complete(TestStatus::kFailed, impossible);
-      self->complete(TestStatus::kPassed, "");
-    });
+    self->leanPassed();
   });
+}
+
+void PairTestRun::leanPassed() {
+  Self self = shared_from_this();
+  checkSealed([self] {
+    std::unique_lock<std::mutex> lock(self->mu_);
+    if (!self->r_.integrity.ok()) {
+      std::string why = "data integrity: " + self->r_.integrity.toString();
+      lock.unlock();
+      return self->complete(TestStatus::kFailed, why);
+    }
+    std::string impossible = self->impossibleFigures();
+    lock.unlock();
+    if (!impossible.empty()) return self->complete(TestStatus::kFailed, impossible);
+    self->complete(TestStatus::kPassed, "");
+  });
+}
+
+void PairTestRun::onStarted(Result<SideOutcome> o) {
+  // A failed run ends the test at once, as without the end signal: the target, still waiting
+  // for the signal, is released (its finish then answers "aborted", heard by nobody).
+  if (!o.ok()) return fail("run", ep_.initiator->name, o.status());
+  mark("initiator ran");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ini_prepared_ = false;  // start releases the initiator
+    started_ = std::move(o);
+    if (!finished_reply_) {
+      phase_ = "verify";
+      return;
+    }
+  }
+  leanJoined();
+}
+
+void PairTestRun::onFinished(Result<SideOutcome> o) {
+  if (finished_.load()) return;  // e.g. the prepare's own error, or an abort after a failure
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (o.ok()) tgt_prepared_ = false;  // finish releases the target
+    finished_reply_ = std::move(o);
+    // The target's error waits for the initiator's reply: the initiator's account of a failed
+    // transfer comes first, as without the end signal.
+    if (!started_) return;
+  }
+  leanJoined();
+}
+
+void PairTestRun::leanJoined() {
+  Result<SideOutcome> fin = Status(Code::kInternal, "unset");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fin = *finished_reply_;
+    addOutcome(started_->value());
+  }
+  if (!fin.ok()) return fail("verify", ep_.target->name, fin.status());
+  mark("target finished");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    addOutcome(*fin);
+  }
+  leanPassed();
 }
 
 void PairTestRun::checkSealed(const std::function<void()>& then) {

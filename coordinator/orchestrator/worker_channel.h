@@ -22,12 +22,24 @@
 
 namespace gdrmesh {
 
+// Target, lean protocol: wait for the armed run, verify when asked, release.
+struct FinishCommand {
+  std::string test_id;
+  bool verify = false;
+  uint64_t verify_length = 0;
+  double timeout_seconds = 0;
+};
+
 // Prepare one side. With `peer`, the worker also connects before it answers; with `arm`, it
-// also starts its share of the run in the background (collected by finish()).
+// also starts its share of the run in the background (collected by finish(), or, with
+// `finish`, answered by the worker itself: see WorkerChannel::prepareFinishing).
 struct PrepareCommand {
   SideSpec side;
   std::optional<EndpointDesc> peer;
   std::optional<RunSpec> arm;
+  // Lean target whose transport signals the end of the run over the data path (arm's
+  // end_signal): the finish, sent now and answered when the armed run ends.
+  std::optional<FinishCommand> finish;
 };
 
 // Initiator, lean protocol: connect, run, verify when asked, release.
@@ -37,14 +49,6 @@ struct StartCommand {
   RunSpec run;
   bool verify = false;
   uint64_t verify_length = 0;
-};
-
-// Target, lean protocol: wait for the armed run, verify when asked, release.
-struct FinishCommand {
-  std::string test_id;
-  bool verify = false;
-  uint64_t verify_length = 0;
-  double timeout_seconds = 0;
 };
 
 class WorkerChannel {
@@ -64,6 +68,12 @@ class WorkerChannel {
   virtual std::unique_ptr<LossSubscription> onLost(LossSignal::Callback on_lost) = 0;
 
   virtual void prepare(const PrepareCommand& c, Deadline deadline, Done<EndpointDesc> done) = 0;
+  // prepare() with c.finish set (three commands per test): `done` as prepare()'s; `finished`
+  // runs exactly once, with the worker's finish reply once the initiator's end signal has
+  // reached the target (by `finish_deadline`), with the prepare's error when it failed, or
+  // with the worker's loss.
+  virtual void prepareFinishing(const PrepareCommand& c, Deadline deadline, Done<EndpointDesc> done,
+                                Deadline finish_deadline, Done<SideOutcome> finished) = 0;
   // Classic protocol (rdma_cm): each step its own round trip.
   virtual void connect(const std::string& test_id, const EndpointDesc& peer, Deadline deadline,
                        Done<SideOutcome> done) = 0;  // path_mtu set

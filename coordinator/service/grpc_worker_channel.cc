@@ -30,6 +30,47 @@ void GrpcWorkerChannel::prepare(const PrepareCommand& c, Deadline deadline,
   });
 }
 
+void GrpcWorkerChannel::prepareFinishing(const PrepareCommand& c, Deadline deadline,
+                                         Done<EndpointDesc> done, Deadline finish_deadline,
+                                         Done<SideOutcome> finished) {
+  std::string w = worker();
+  // The finish's reply id is registered before the prepare goes out: the worker may answer it
+  // as soon as the initiator's run ends.
+  const uint64_t finish_id = link_->expect(
+      finish_deadline, [finished = std::move(finished), w](Result<pb::CommandReply> r) {
+        if (!r.ok()) return finished(r.status());
+        if (!r->has_finish()) return finished(wrongReply(w, "finish"));
+        finished(convert::fromProto(r->finish()));
+      });
+  if (finish_id == 0) return done(unavailable("worker lost: " + w));
+  pb::CoordinatorCommand cmd;
+  auto* p = cmd.mutable_prepare();
+  convert::toProto(c.side, p->mutable_spec());
+  if (c.peer) convert::toProto(*c.peer, p->mutable_peer());
+  if (c.arm) convert::toProto(*c.arm, p->mutable_arm());
+  if (c.finish) {
+    auto* f = p->mutable_finish();
+    f->set_test_id(c.finish->test_id);
+    f->set_verify(c.finish->verify);
+    f->set_verify_length(c.finish->verify_length);
+    f->set_timeout_seconds(c.finish->timeout_seconds);
+  }
+  p->set_finish_request_id(finish_id);
+  std::weak_ptr<WorkerLink> weak = link_;
+  link_->call(std::move(cmd), deadline,
+              [done = std::move(done), w, weak, finish_id](Result<pb::CommandReply> r) {
+                Status st = r.status();
+                if (r.ok() && !r->has_prepare()) st = wrongReply(w, "prepare");
+                if (!st.ok()) {
+                  done(st);
+                  // No finish follows a failed prepare: its callback hears the same error.
+                  if (auto link = weak.lock()) link->settle(finish_id, st);
+                  return;
+                }
+                done(convert::fromProto(r->prepare().local()));
+              });
+}
+
 void GrpcWorkerChannel::connect(const std::string& test_id, const EndpointDesc& peer,
                                 Deadline deadline, Done<SideOutcome> done) {
   pb::CoordinatorCommand cmd;

@@ -20,6 +20,8 @@ class GrpcWorkerChannel final : public WorkerChannel {
     return link_->onLost(std::move(on_lost));
   }
   void prepare(const PrepareCommand& c, Deadline deadline, Done<EndpointDesc> done) override;
+  void prepareFinishing(const PrepareCommand& c, Deadline deadline, Done<EndpointDesc> done,
+                        Deadline finish_deadline, Done<SideOutcome> finished) override;
   void connect(const std::string& test_id, const EndpointDesc& peer, Deadline deadline,
                Done<SideOutcome> done) override;
   void run(const std::string& test_id, const RunSpec& spec, Deadline deadline,

@@ -69,6 +69,48 @@ void WorkerLink::call(v1::CoordinatorCommand command, Clock::TimePoint deadline,
   }
 }
 
+uint64_t WorkerLink::expect(Clock::TimePoint deadline, Callback done) {
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!lost_reason_) {
+      id = next_id_++;
+      Pending p;
+      p.done = std::move(done);
+      pending_.emplace(id, std::move(p));
+    }
+  }
+  if (id == 0) {
+    done(unavailable("worker lost: " + worker_ + " " + *lostReason()));
+    return 0;
+  }
+  std::weak_ptr<WorkerLink> weak = weak_from_this();
+  Clock::TimerId timer = clock_.schedule(deadline, [weak, id] {
+    if (auto self = weak.lock()) self->expire(id);
+  });
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pending_.find(id);
+  if (it != pending_.end()) {
+    it->second.timer = timer;
+  } else {
+    clock_.cancel(timer);
+  }
+  return id;
+}
+
+void WorkerLink::settle(uint64_t request_id, const Status& st) {
+  Callback cb;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(request_id);
+    if (it == pending_.end()) return;
+    cb = std::move(it->second.done);
+    clock_.cancel(it->second.timer);
+    pending_.erase(it);
+  }
+  cb(st);
+}
+
 void WorkerLink::expire(uint64_t request_id) {
   Callback cb;
   {
@@ -126,6 +168,11 @@ void WorkerLink::fail(const std::string& reason) {
 void WorkerLink::detachStream() {
   std::lock_guard<std::mutex> lock(cancel_mu_);
   cancel_stream_ = nullptr;
+}
+
+std::optional<std::string> WorkerLink::lostReason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lost_reason_;
 }
 
 bool WorkerLink::lost() const {

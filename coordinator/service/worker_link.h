@@ -35,6 +35,14 @@ class WorkerLink : public std::enable_shared_from_this<WorkerLink> {
   // Sends a command (request_id is assigned here). A reply with a failed CommandStatus is
   // delivered as that Status (the worker's code, message and fix).
   void call(v1::CoordinatorCommand command, Clock::TimePoint deadline, Callback done);
+  // A reply the worker will send unasked under a request id of its own (a target's finish
+  // sent with its prepare): the id to put in the command, registered before the command goes
+  // out, with its deadline and callback as call()'s. 0 with `done` run at once when the
+  // worker is lost already.
+  uint64_t expect(Clock::TimePoint deadline, Callback done);
+  // Ends an expected reply that will not come (its command failed) with `st`; nothing when it
+  // has been answered already.
+  void settle(uint64_t request_id, const Status& st);
 
   void onReply(const v1::CommandReply& reply);
   // Marks the worker lost: fails every pending call, cancels the stream, then tells the
@@ -57,6 +65,7 @@ class WorkerLink : public std::enable_shared_from_this<WorkerLink> {
     Clock::TimerId timer = 0;
   };
   void expire(uint64_t request_id);
+  std::optional<std::string> lostReason() const;
 
   const std::string worker_;
   Clock& clock_;

@@ -10,6 +10,9 @@ namespace {
 struct FakeFabric {
   std::mutex mu;
   std::map<std::string, std::pair<uint64_t, uint64_t>> fills;  // id -> {initiator, target}
+  // End signals (RunSpec::end_signal): a target prepared with its finish waits here, by test
+  // id, for its initiator's run to end.
+  std::map<std::string, std::function<void()>> ends;
 };
 FakeFabric& fabric() {
   static FakeFabric f;
@@ -63,6 +66,18 @@ IntegrityReport FakeWorkerChannel::landed(const std::string& id, uint64_t len,
   std::lock_guard<std::mutex> lock(mu_);
   kept_[id] = source;
   return ir;
+}
+
+void FakeWorkerChannel::signalEnd(const std::string& test_id) {
+  std::function<void()> end;
+  {
+    std::lock_guard<std::mutex> lock(fabric().mu);
+    auto it = fabric().ends.find(baseId(test_id));
+    if (it == fabric().ends.end()) return;
+    end = std::move(it->second);
+    fabric().ends.erase(it);
+  }
+  end();
 }
 
 int FakeWorkerChannel::reveals() const {
@@ -139,6 +154,72 @@ SideOutcome FakeWorkerChannel::measured(const RunSpec& spec) const {
   m.bw.seconds = behaviour.run_seconds;
   m.has_latency = false;
   return o;
+}
+
+void FakeWorkerChannel::prepareFinishing(const PrepareCommand& c, Deadline deadline,
+                                         Done<EndpointDesc> done, Deadline finish_deadline,
+                                         Done<SideOutcome> finished) {
+  const std::string id = c.side.endpoint.test_id;
+  const FinishCommand fin = c.finish.value_or(FinishCommand{});
+  const FakeBehaviour b = behaviour;
+  // The finish's one answer: its reply, its deadline, a release, or the prepare's error.
+  struct Pending {
+    Done<SideOutcome> finished;
+    bool fired = false;
+    Clock::TimerId timer = 0;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->finished = std::move(finished);
+  auto answer = [pending, this](Result<SideOutcome> r) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (pending->fired) return;
+      pending->fired = true;
+    }
+    clock_.cancel(pending->timer);
+    pending->finished(std::move(r));
+  };
+  if (lost_) {
+    done(unavailable("worker lost: " + name_ + " (fake)"));
+    answer(unavailable("worker lost: " + name_ + " (fake)"));
+    return;
+  }
+  pending->timer = clock_.schedule(finish_deadline, [answer, this] {
+    answer(Status(Code::kDeadlineExceeded, "worker " + name_ + " did not answer (fake)"));
+  });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborts_[id] = [answer, id] {
+      answer(Status(Code::kAborted, "test " + id + ": released while waiting for its end (fake)"));
+    };
+  }
+  if (b.hold.count("finish") == 0) {
+    std::lock_guard<std::mutex> fabric_lock(fabric().mu);
+    fabric().ends[baseId(id)] = [answer, fin, b, this] {
+      clock_.schedule(clock_.after(b.command_seconds), [answer, fin, b, this] {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          aborts_.erase(fin.test_id);
+        }
+        close(fin.test_id);
+        SideOutcome o;
+        if (fin.verify) {
+          o.verified = true;
+          o.integrity = landed(fin.test_id, fin.verify_length, b);
+        }
+        answer(o);
+      });
+    };
+  }
+  prepare(c, deadline, [done = std::move(done), answer](Result<EndpointDesc> d) {
+    if (!d.ok()) {
+      done(d.status());
+      answer(d.status());
+      return;
+    }
+    done(std::move(d));
+  });
+  note("finish " + fin.test_id + (fin.verify ? " +verify" : "") + " (with prepare)");
 }
 
 void FakeWorkerChannel::prepare(const PrepareCommand& c, Deadline deadline,
@@ -238,6 +319,20 @@ void FakeWorkerChannel::release(const std::string& test_id, const std::string&, 
                                 Done<bool> done) {
   note("release " + test_id);
   close(test_id);
+  std::function<void()> abort_finish;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = aborts_.find(test_id);
+    if (it != aborts_.end()) {
+      abort_finish = std::move(it->second);
+      aborts_.erase(it);
+    }
+  }
+  if (abort_finish) {
+    std::lock_guard<std::mutex> lock(fabric().mu);
+    fabric().ends.erase(baseId(test_id));
+  }
+  if (abort_finish) abort_finish();
   reply<bool>("release", behaviour.command_seconds, deadline, std::move(done),
               [] { return Result<bool>(true); });
 }
@@ -250,6 +345,7 @@ void FakeWorkerChannel::start(const StartCommand& c, Deadline deadline, Done<Sid
                      [b, cmd, this]() -> Result<SideOutcome> {
                        close(cmd.test_id);
                        if (!b.fail_run.ok()) return b.fail_run;
+                       if (cmd.run.end_signal) signalEnd(cmd.test_id);
                        SideOutcome o = measured(cmd.run);
                        o.path_mtu = 4096;
                        if (cmd.verify) {

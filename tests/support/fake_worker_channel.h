@@ -64,6 +64,8 @@ class FakeWorkerChannel final : public WorkerChannel {
   int reveals() const;      // sealed tests: seeds revealed to this worker
 
   void prepare(const PrepareCommand& c, Deadline deadline, Done<EndpointDesc> done) override;
+  void prepareFinishing(const PrepareCommand& c, Deadline deadline, Done<EndpointDesc> done,
+                        Deadline finish_deadline, Done<SideOutcome> finished) override;
   void connect(const std::string& test_id, const EndpointDesc& peer, Deadline deadline,
                Done<SideOutcome> done) override;
   void run(const std::string& test_id, const RunSpec& spec, Deadline deadline,
@@ -81,6 +83,8 @@ class FakeWorkerChannel final : public WorkerChannel {
              std::function<Result<T>()> f);
   SideOutcome measured(const RunSpec& spec) const;
   void note(const std::string& line);
+  // The initiator's run of `test_id` ended with an end signal: its target's finish answers.
+  static void signalEnd(const std::string& test_id);
   void open(const std::string& test_id);
   void close(const std::string& test_id);
   // What the destination of `id` reports about `len` landed bytes: a digest in a sealed test
@@ -97,6 +101,8 @@ class FakeWorkerChannel final : public WorkerChannel {
   std::map<std::string, RunSpec> armed_;
   std::map<std::string, SideSpec> sides_;  // every prepared side, by session id
   std::map<std::string, uint64_t> kept_;   // sealed: landed data kept for a reveal (its seed)
+  // Targets prepared with their finish: a release answers the finish (aborted), by session id.
+  std::map<std::string, std::function<void()>> aborts_;
   int reveals_ = 0;
   int max_in_flight_ = 0;
 };

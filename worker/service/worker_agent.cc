@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -148,6 +149,17 @@ void execute(const WorkerOptions& options, SessionManager& sessions,
   toProto(st, reply->mutable_status());
 }
 
+// A target's finish sent with its prepare (PrepareRequest.finish): once the prepare succeeded,
+// a finish command of its own, answered under finish_request_id when the armed run ends.
+std::shared_ptr<pb::CoordinatorCommand> finishAfterPrepare(const pb::CoordinatorCommand& cmd,
+                                                           const pb::CommandReply& reply) {
+  if (!cmd.has_prepare() || !cmd.prepare().has_finish() || !reply.status().ok()) return nullptr;
+  auto fin = std::make_shared<pb::CoordinatorCommand>();
+  fin->set_request_id(cmd.prepare().finish_request_id());
+  *fin->mutable_finish() = cmd.prepare().finish();
+  return fin;
+}
+
 }  // namespace
 
 void executeCommand(const WorkerOptions& options, SessionManager& sessions,
@@ -284,16 +296,17 @@ Status WorkerAgent::serveOnce(bool* registered) {
 
   CommandPool control({options_.control_threads, options_.command_queue});
   CommandPool commands({options_.command_threads, options_.command_queue});
-  pb::CoordinatorMessage msg;
-  while (stream.read(&msg)) {
-    if (!msg.has_command()) continue;
-    const auto kind = msg.command().command_case();
+  // Runs a command on its pool; its reply goes out when it is done. (Jobs only run until the
+  // pools are joined below, while `dispatch` is alive.)
+  std::function<void(std::shared_ptr<pb::CoordinatorCommand>)> dispatch;
+  dispatch = [&](std::shared_ptr<pb::CoordinatorCommand> cmd) {
+    const auto kind = cmd->command_case();
     CommandPool& pool = isControl(kind) ? control : commands;
-    auto cmd = std::make_shared<pb::CoordinatorCommand>(std::move(*msg.mutable_command()));
-    const bool queued = pool.submit([this, &stream, cmd] {
+    const bool queued = pool.submit([this, &stream, &dispatch, cmd] {
       pb::WorkerMessage out;
       execute(options_, sessions_, *cmd, out.mutable_reply());
       stream.write(out);
+      if (auto fin = finishAfterPrepare(*cmd, out.reply())) dispatch(std::move(fin));
     });
     if (!queued) {
       pb::WorkerMessage out;
@@ -308,6 +321,11 @@ Status WorkerAgent::serveOnce(bool* registered) {
       toProto(refused, reply->mutable_status());
       stream.write(out);
     }
+  };
+  pb::CoordinatorMessage msg;
+  while (stream.read(&msg)) {
+    if (!msg.has_command()) continue;
+    dispatch(std::make_shared<pb::CoordinatorCommand>(std::move(*msg.mutable_command())));
   }
   // Stream over: start no more commands, abort every test so that running commands return,
   // join every thread, then abort what a command still running at the first abort prepared.

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 
@@ -78,6 +80,37 @@ class SimulatedWorkers::Impl {
   std::vector<std::shared_ptr<Worker>> workers;
 
   std::atomic<uint64_t> commands{0}, replies{0}, unanswered{0}, heartbeats{0};
+
+  // The simulated data path's end signal (RunSpec::end_signal): a target armed with a finish
+  // waits here, keyed by its endpoint (worker name and key), for its initiator's run to end.
+  using EndCallback = std::function<void(Clock::TimePoint)>;
+  static std::string endKey(const std::string& worker, uint32_t rkey) {
+    return worker + ":" + std::to_string(rkey);
+  }
+  void awaitEnd(const std::string& key, EndCallback on_end) {
+    std::lock_guard<std::mutex> lock(end_mu);
+    end_waits[key] = std::move(on_end);
+  }
+  // The initiator's run on `key`'s endpoint ended at `at`: runs its target's callback.
+  void signalEnd(const std::string& key, Clock::TimePoint at) {
+    EndCallback cb;
+    {
+      std::lock_guard<std::mutex> lock(end_mu);
+      auto it = end_waits.find(key);
+      if (it == end_waits.end()) return;
+      cb = std::move(it->second);
+      end_waits.erase(it);
+    }
+    cb(at);
+  }
+  // True when the wait was still there (neither signalled nor cancelled before).
+  bool cancelEnd(const std::string& key) {
+    std::lock_guard<std::mutex> lock(end_mu);
+    return end_waits.erase(key) > 0;
+  }
+  std::mutex end_mu;  // guards end_waits
+  std::map<std::string, EndCallback> end_waits;
+
   mutable std::mutex mu;  // guards all below
   std::condition_variable cv;
   bool started = false;
@@ -204,11 +237,17 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
   }
 
   void OnDone(const grpc::Status& st) override {
+    std::map<std::string, PendingFinish> finishes;
     {
       std::lock_guard<std::mutex> lock(mu_);
       closing_ = true;
       if (hb_timer_ != 0) impl_.clock->cancel(hb_timer_);
       hb_timer_ = 0;
+      finishes.swap(finishes_);
+    }
+    for (auto& [id, p] : finishes) {  // every test of this stream is gone: nobody to answer
+      impl_.clock->cancel(p.timer);
+      impl_.cancelEnd(p.key);
     }
     w_->model().abortAll();
     w_->streamEnded(st, registered_, drop_);
@@ -271,6 +310,10 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
         auto r = p.has_peer() ? m.prepareArmed(spec, fromProto(p.peer()), arm) : m.prepare(spec);
         if (r.ok()) toProto(*r, reply->mutable_prepare()->mutable_local());
         st = r.status();
+        if (r.ok() && arm && arm->end_signal && p.has_finish()) {
+          awaitFinish(spec.endpoint.test_id, SimulatedWorkers::Impl::endKey(m.name(), r->rkey),
+                      p.finish(), p.finish_request_id());
+        }
         break;
       }
       case pb::CoordinatorCommand::kConnect: {
@@ -293,6 +336,7 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
         break;
       }
       case pb::CoordinatorCommand::kRelease:
+        releaseFinish(cmd.release().test_id());
         m.release(cmd.release().test_id());
         reply->mutable_release();
         break;
@@ -303,6 +347,13 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
         if (a.value.ok()) toProto(*a.value, reply->mutable_start());
         st = a.value.status();
         at = a.at;
+        if (a.value.ok() && s.run().end_signal()) {
+          // The initiator's run ends at `at`: its target hears it over the simulated data path.
+          const EndpointDesc peer = fromProto(s.peer());
+          if (const auto* sim = std::get_if<SimulatedDesc>(&peer.fields)) {
+            impl_.signalEnd(SimulatedWorkers::Impl::endKey(sim->worker, peer.rkey), at);
+          }
+        }
         break;
       }
       case pb::CoordinatorCommand::kFinish: {
@@ -328,6 +379,89 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
     impl_.clock->schedule(at, [weak, msg = std::move(out)]() mutable {
       if (auto s = weak.lock()) s->send(std::move(msg));
     });
+  }
+
+  // Lean target whose prepare carried its finish: answered when the initiator's run ends (the
+  // simulated end signal), when the test is released (aborted), or at its timeout.
+  void awaitFinish(const std::string& test_id, const std::string& key, const pb::FinishRequest& f,
+                   uint64_t request_id) {
+    std::weak_ptr<SimStream> weak = weak_from_this();
+    const double timeout =
+        f.timeout_seconds() > 0 ? f.timeout_seconds() : kDefaultRunTimeoutSeconds;
+    const Clock::TimerId timer =
+        impl_.clock->schedule(impl_.clock->after(timeout), [weak, test_id, timeout] {
+          auto s = weak.lock();
+          if (!s) return;
+          auto p = s->takeFinish(test_id);
+          if (!p || !s->impl_.cancelEnd(p->key)) return;
+          s->w_->model().release(test_id);
+          s->reply(p->request_id, Status(Code::kDeadlineExceeded,
+                                         "test " + test_id +
+                                             ": the initiator did not signal the "
+                                             "end of its run within " +
+                                             std::to_string(static_cast<int>(timeout)) + " s"));
+        });
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finishes_[test_id] = PendingFinish{key, request_id, timer};
+    }
+    impl_.awaitEnd(key, [weak, test_id, f](Clock::TimePoint at) {
+      if (auto s = weak.lock()) s->answerFinish(test_id, f, at);
+    });
+  }
+
+  void answerFinish(const std::string& test_id, const pb::FinishRequest& f, Clock::TimePoint end) {
+    auto p = takeFinish(test_id);
+    if (!p) return;
+    auto a = w_->model().finish(test_id, f.verify(), f.verify_length(), f.timeout_seconds());
+    pb::WorkerMessage out;
+    auto* reply = out.mutable_reply();
+    reply->set_request_id(p->request_id);
+    if (a.value.ok()) toProto(*a.value, reply->mutable_finish());
+    toProto(a.value.status(), reply->mutable_status());
+    const Clock::TimePoint at = std::max(a.at, end);
+    if (at <= impl_.clock->now()) {
+      send(std::move(out));
+      return;
+    }
+    std::weak_ptr<SimStream> weak = weak_from_this();
+    impl_.clock->schedule(at, [weak, msg = std::move(out)]() mutable {
+      if (auto s = weak.lock()) s->send(std::move(msg));
+    });
+  }
+
+  // A release of a test whose finish is pending answers that finish as a real worker does.
+  void releaseFinish(const std::string& test_id) {
+    auto p = takeFinish(test_id);
+    if (!p || !impl_.cancelEnd(p->key)) return;
+    reply(p->request_id,
+          Status(Code::kAborted, "test " + test_id + ": released while waiting for its end"));
+  }
+
+  struct PendingFinish {
+    std::string key;
+    uint64_t request_id = 0;
+    Clock::TimerId timer = 0;
+  };
+  // Removes a pending finish (and its timeout).
+  std::optional<PendingFinish> takeFinish(const std::string& test_id) {
+    std::optional<PendingFinish> p;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = finishes_.find(test_id);
+      if (it == finishes_.end()) return p;
+      p = std::move(it->second);
+      finishes_.erase(it);
+    }
+    impl_.clock->cancel(p->timer);
+    return p;
+  }
+
+  void reply(uint64_t request_id, const Status& st) {
+    pb::WorkerMessage out;
+    out.mutable_reply()->set_request_id(request_id);
+    toProto(st, out.mutable_reply()->mutable_status());
+    send(std::move(out));
   }
 
   // The read side is over (cancelled, dropped, or the coordinator ended the call).
@@ -369,6 +503,7 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
   bool closing_ = false;
   bool hold_released_ = false;
   Clock::TimerId hb_timer_ = 0;
+  std::map<std::string, PendingFinish> finishes_;  // by test id
   std::shared_ptr<SimStream> self_;
 };
 

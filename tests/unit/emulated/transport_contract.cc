@@ -139,7 +139,8 @@ Status makeSide(Transport& transport, const EndpointSpec& spec, uint64_t seed, S
 // The ops that every contract case runs.
 constexpr Op kAllOps[] = {Op::kWrite, Op::kRead, Op::kSend, Op::kWriteImm};
 
-bool contains(const std::vector<Code>& codes, Code c) {
+template <typename T>
+bool contains(const std::vector<T>& codes, T c) {
   return std::find(codes.begin(), codes.end(), c) != codes.end();
 }
 
@@ -594,6 +595,86 @@ TEST_P(TransportContractTest, InitiatorGoingAwayEndsTheTargetsRunPromptly) {
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), promptly ? Code::kUnavailable : Code::kDeadlineExceeded)
       << m.status().toString();
+}
+
+// --- The end signal (RunSpec::end_signal): the initiator tells the target it is done. ------
+
+TEST_P(TransportContractTest, EndSignalEndsTheTargetsRunOnlyAfterTheInitiatorsRun) {
+  const TransportCapabilities caps = transport_->capabilities();
+  ASSERT_TRUE(caps.end_signal) << GetParam().name << " does not signal the end of a run";
+  struct Case {
+    Op op;
+    Mode mode;
+    uint64_t size;
+  };
+  const std::vector<Case> cases = {
+      {Op::kWrite, Mode::kBandwidth, 65536}, {Op::kRead, Mode::kBandwidth, 65536},
+      {Op::kSend, Mode::kBandwidth, 4096},   {Op::kWriteImm, Mode::kBandwidth, 4096},
+      {Op::kWrite, Mode::kLatency, 2},       {Op::kSend, Mode::kLatency, 2},
+      {Op::kRead, Mode::kLatency, 2}};
+  for (const Case& c : cases) {
+    const auto& ops = c.mode == Mode::kBandwidth ? caps.bandwidth_ops : caps.latency_ops;
+    if (!contains(ops, c.op)) continue;
+    SCOPED_TRACE(std::string(toString(c.op)) + " " + toString(c.mode));
+    Pair pair;
+    ASSERT_OK(pair.create(*transport_, GetParam(), c.op, c.mode, 65536, 65536));
+    ASSERT_OK(pair.connect());
+    RunSpec rs = runSpec(c.size, 200, 30);
+    rs.end_signal = true;
+    auto target_run = background([&] { return pair.target.endpoint->run(rs); });
+    AbortGuard guard{pair};
+    // Whatever its share, the target's run lasts until the initiator says it is done: a
+    // write/read target that returned now would let its worker release memory in use.
+    ASSERT_EQ(target_run.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+        << "the target's run ended before the initiator ran";
+    Result<Measurement> m = pair.initiator.endpoint->run(rs);
+    ASSERT_TRUE(m.ok()) << m.status().toString();
+    EXPECT_TRUE(m->has_bandwidth || m->has_latency);
+    ASSERT_TRUE(ready(target_run)) << "the end signal did not end the target's run";
+    Result<Measurement> t = target_run.get();
+    ASSERT_TRUE(t.ok()) << t.status().toString();
+    if (c.mode == Mode::kBandwidth) {  // (a 2-byte ping leaves the first word as it was)
+      Side& dst = c.op == Op::kRead ? pair.initiator : pair.target;
+      Side& src = c.op == Op::kRead ? pair.target : pair.initiator;
+      EXPECT_TRUE(landed(*dst.buffer, src.seed)) << "the data did not land";
+    }
+  }
+}
+
+TEST_P(TransportContractTest, AbortEndsATargetWaitingForTheEndSignal) {
+  Pair pair;
+  ASSERT_OK(pair.create(*transport_, GetParam(), Op::kWrite, Mode::kBandwidth, 4096, 4096));
+  ASSERT_OK(pair.connect());
+  RunSpec rs = runSpec(64, 10, 30);
+  rs.end_signal = true;
+  auto target_run = background([&] { return pair.target.endpoint->run(rs); });
+  AbortGuard guard{pair};
+  // No initiator run: nothing ends the target's wait but abort() (a release, a lost peer).
+  ASSERT_EQ(target_run.wait_for(std::chrono::milliseconds(100)), std::future_status::timeout);
+  pair.target.endpoint->abort();
+  ASSERT_TRUE(ready(target_run)) << "target run() did not return after abort()";
+  Result<Measurement> m = target_run.get();
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), Code::kAborted) << m.status().toString();
+}
+
+TEST_P(TransportContractTest, TargetWaitingForTheEndSignalTimesOut) {
+  Pair pair;
+  ASSERT_OK(pair.create(*transport_, GetParam(), Op::kWrite, Mode::kBandwidth, 4096, 4096));
+  ASSERT_OK(pair.connect());
+  RunSpec rs = runSpec(64, 10, 0.5);
+  rs.end_signal = true;
+  const auto t0 = steady_clock::now();
+  auto target_run = background([&] { return pair.target.endpoint->run(rs); });
+  AbortGuard guard{pair};
+  ASSERT_TRUE(ready(target_run)) << "timeout_seconds was not honoured while waiting for the end";
+  const double secs = std::chrono::duration<double>(steady_clock::now() - t0).count();
+  Result<Measurement> m = target_run.get();
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), Code::kDeadlineExceeded) << m.status().toString();
+  EXPECT_NE(m.status().message().find("end"), std::string::npos) << m.status().toString();
+  EXPECT_GE(secs, 0.45) << "gave up before the timeout";
+  EXPECT_LT(secs, scaled(5.0));
 }
 
 TEST_P(TransportContractTest, TargetWaitingForAPeerThatNeverConnectsTimesOut) {

@@ -54,6 +54,105 @@ TEST_F(PairTestTest, LeanProtocolTakesTwoRoundTripsPerSide) {
   EXPECT_EQ(dir_.fake("b").inFlight(), 0);
 }
 
+// Workers whose transport signals the end of a run over the data path: the target's finish
+// rides with its prepare, and the worker answers it when the initiator's run has ended.
+class EndSignalPairTest : public PairTestTest {
+ protected:
+  EndSignalPairTest() {
+    for (const char* w : {"a", "b"}) {
+      dir_.edit(w, [](WorkerStatus& s) { s.inventory.capabilities = {emulatedCapabilities()}; });
+    }
+  }
+};
+
+TEST_F(EndSignalPairTest, ThreeCommandsWhenBothSidesSignalTheEnd) {
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kPassed) << o.result.reason;
+  EXPECT_EQ(dir_.fake("a").log(), (std::vector<std::string>{"prepare t-1", "start t-1"}));
+  // One command to the target: no finish() follows its prepare.
+  EXPECT_EQ(dir_.fake("b").log(), (std::vector<std::string>{"prepare t-1 +peer +arm",
+                                                            "finish t-1 +verify (with prepare)"}));
+  EXPECT_TRUE(o.result.integrity.ok());
+  EXPECT_TRUE(o.result.integrity.checked);
+  EXPECT_DOUBLE_EQ(o.result.measurement.bw.avg_gbps, 100);
+  EXPECT_EQ(dir_.fake("a").inFlight(), 0);
+  EXPECT_EQ(dir_.fake("b").inFlight(), 0);
+}
+
+TEST_F(EndSignalPairTest, OneSideWithoutTheSignalKeepsFourCommands) {
+  dir_.edit("b", [](WorkerStatus& s) {
+    TransportCapabilities c = emulatedCapabilities();
+    c.end_signal = false;  // a worker from before the end signal
+    s.inventory.capabilities = {c};
+  });
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kPassed) << o.result.reason;
+  EXPECT_EQ(dir_.fake("b").log(),
+            (std::vector<std::string>{"prepare t-1 +peer +arm", "finish t-1 +verify"}));
+}
+
+TEST_F(EndSignalPairTest, ReadFinishedByTheTargetBeforeTheInitiatorAnswers) {
+  spec_.op = Op::kRead;
+  // The initiator's reply comes long after its end signal reached the target.
+  dir_.fake("a").behaviour.run_seconds = 0.5;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kPassed) << o.result.reason;
+  EXPECT_EQ(dir_.fake("a").log().back(), "start t-1 +verify");
+  EXPECT_TRUE(o.result.integrity.ok());
+}
+
+TEST_F(EndSignalPairTest, ACorruptDestinationStillFails) {
+  dir_.fake("b").behaviour.wrong_bytes = 9;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("data integrity"), std::string::npos) << o.result.reason;
+}
+
+TEST_F(EndSignalPairTest, AFailedRunReleasesTheTargetWaitingForTheEnd) {
+  dir_.fake("a").behaviour.fail_run = failedPrecondition("remote access error");
+  auto o = runToEnd(30);
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("run on a: remote access error"), std::string::npos)
+      << o.result.reason;
+  // Released at once, not left to wait out the run's timeout.
+  EXPECT_EQ(dir_.fake("b").log().back(), "release t-1");
+  EXPECT_EQ(dir_.fake("b").inFlight(), 0);
+}
+
+TEST_F(EndSignalPairTest, ATargetThatNeverHearsTheEndIsBoundedByItsDeadline) {
+  dir_.fake("b").behaviour.hold = {"finish"};
+  spec_.timeout_seconds = 5;
+  auto o = runToEnd(120);
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("verify on b"), std::string::npos) << o.result.reason;
+  EXPECT_TRUE(o.transient);
+}
+
+TEST_F(EndSignalPairTest, APrepareFailureEndsTheTestOnce) {
+  dir_.fake("b").behaviour.fail_prepare = failedPrecondition("port 1 of mlx5_0 is down");
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("prepare on b: port 1 of mlx5_0 is down"), std::string::npos)
+      << o.result.reason;
+  EXPECT_EQ(dir_.fake("a").inFlight(), 0);
+}
+
+TEST_F(EndSignalPairTest, TheTargetLostWhileTheInitiatorRunsIsNamed) {
+  dir_.fake("a").behaviour.run_seconds = 1;
+  PairEndpoints ep{dir_.get("a"), dir_.get("b"), dir_.channel("a"), dir_.channel("b")};
+  std::optional<PairTestOutcome> out;
+  runPairTest(spec_, ep, clock_, PairTestOptions{}, "t-1", 42,
+              [&](PairTestOutcome o) { out = std::move(o); });
+  clock_.advanceSeconds(0.1);
+  ASSERT_FALSE(out.has_value());
+  dir_.fake("b").lose();
+  for (int i = 0; i < 3000 && !out; ++i) clock_.advanceSeconds(0.001);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->result.status, TestStatus::kFailed);
+  EXPECT_NE(out->result.reason.find("worker lost: b"), std::string::npos) << out->result.reason;
+  EXPECT_TRUE(out->transient);
+}
+
 TEST_F(PairTestTest, ReadIsVerifiedOnTheInitiator) {
   spec_.op = Op::kRead;
   auto o = runToEnd();

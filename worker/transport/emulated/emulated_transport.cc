@@ -187,8 +187,10 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
     m.warmup_iterations = spec.warmup_iterations;
     auto deadline = deadlineAfter(spec.timeout_seconds);
     if (spec_.role == Role::kTarget) return runTarget(spec, deadline, m);
-    if (spec_.mode == Mode::kLatency) return runLatency(spec, deadline, m);
-    return runBandwidth(spec, deadline, m);
+    auto r = spec_.mode == Mode::kLatency ? runLatency(spec, deadline, m)
+                                          : runBandwidth(spec, deadline, m);
+    if (r.ok() && spec.end_signal) GDR_RETURN_IF_ERROR(signalEnd(deadline));
+    return r;
   }
 
   Status invalidateRemoteAccess() override {
@@ -247,6 +249,16 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
     }
     if (r.type != FrameType::kAck) return Status(Code::kDataLoss, "unexpected frame type");
     return {};
+  }
+
+  // Initiator, after its last completion: END on the data connection, acknowledged by the
+  // target's server thread before the target's run returns.
+  Status signalEnd(Clock::time_point deadline) {
+    FrameHeader h;
+    h.type = FrameType::kEnd;
+    h.key = peer_.rkey;
+    GDR_RETURN_IF_ERROR(emulated::writeFrame(conn_.get(), h, nullptr, 0, deadline, aborted_));
+    return complete(deadline);
   }
 
   Result<Measurement> runBandwidth(const RunSpec& spec, Clock::time_point deadline,
@@ -320,9 +332,35 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
   }
 
   // Target's share: SEND needs its receives counted; everything else is served by the server
-  // thread without the target's involvement, as one-sided RDMA is.
+  // thread without the target's involvement, as one-sided RDMA is. With end_signal, the run
+  // then lasts until the initiator's END.
   Result<Measurement> runTarget(const RunSpec& spec, Clock::time_point deadline, Measurement& m) {
-    if (spec_.op != Op::kSend || spec.duration_seconds > 0) return m;
+    if (spec_.op == Op::kSend && spec.duration_seconds <= 0) {
+      GDR_RETURN_IF_ERROR(awaitReceives(spec, deadline));
+    }
+    if (spec.end_signal) GDR_RETURN_IF_ERROR(awaitEnd(deadline));
+    return m;
+  }
+
+  Status awaitEnd(Clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (ends_ == ends_base_) {
+      if (aborted_.load()) return Status(Code::kAborted, "waiting for the end of the run: aborted");
+      if (!server_error_.ok()) return server_error_;
+      if (peer_gone_) {
+        return unavailable("the initiator disconnected before it signalled the end of its run",
+                           "see the initiator's error for this test");
+      }
+      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && ends_ == ends_base_) {
+        return Status(Code::kDeadlineExceeded,
+                      "the initiator did not signal the end of its run before the timeout");
+      }
+    }
+    ++ends_base_;
+    return {};
+  }
+
+  Status awaitReceives(const RunSpec& spec, Clock::time_point deadline) {
     const uint64_t want = spec.warmup_iterations + spec.iterations;
     std::unique_lock<std::mutex> lock(mu_);
     while (received_ - received_base_ < want) {
@@ -341,7 +379,7 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
       }
     }
     received_base_ += want;
-    return m;
+    return {};
   }
 
   void serve() {
@@ -419,6 +457,15 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
           }
           break;
         }
+        case FrameType::kEnd: {
+          // Acknowledged first: once the target's run returns, its session may close this
+          // connection, and the initiator must have its ACK by then.
+          GDR_RETURN_IF_ERROR(emulated::writeFrame(c, ack, nullptr, 0, deadline, aborted_));
+          std::lock_guard<std::mutex> lock(mu_);
+          ++ends_;
+          cv_.notify_all();
+          continue;
+        }
         case FrameType::kReadReq: {
           if (h.offset > size || h.length > size - h.offset) {
             return reject(c, RemoteError::kOutOfRange, h.seq, deadline);
@@ -448,11 +495,14 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
   Fd conn_;
   std::thread server_;
 
-  std::mutex mu_;  // guards server_conn_, received_, received_base_, server_error_; conn_ writes
+  std::mutex
+      mu_;  // guards server_conn_, received_*, ends_*, server_error_, peer_gone_; conn_ writes
   std::condition_variable cv_;
   int server_conn_ = -1;
   uint64_t received_ = 0;
   uint64_t received_base_ = 0;
+  uint64_t ends_ = 0;  // END frames received, and those a run has consumed
+  uint64_t ends_base_ = 0;
   Status server_error_;
   bool peer_gone_ = false;  // the initiator's connection ended
 };

@@ -18,6 +18,7 @@ enum class FrameType : uint8_t {
   kSend = 5,      // + payload: lands at offset 0 of the receive buffer
   kAck = 6,       // completion of kWrite/kSend/kHello
   kError = 7,     // remote access error; the connection is closed after it
+  kEnd = 8,       // initiator -> target: the run is over (RunSpec::end_signal); acked
 };
 
 enum class RemoteError : uint32_t { kNone = 0, kBadKey = 1, kOutOfRange = 2, kBadFrame = 3 };

@@ -104,6 +104,11 @@ Status VerbsEndpointImpl::pump(Stream& st, Watch& watch, RecvProgress& rx) {
       if (n < 0) return callError("ibv_poll_cq", EIO, dev_);
       for (int i = 0; i < n; ++i) {
         GDR_RETURN_IF_ERROR(checkWc(wc[i], "receive"));
+        if (isEndSignal(wc[i])) {
+          // The initiator's end signal, reaped with the last data of another QP: not data.
+          end_seen_ = true;
+          continue;
+        }
         const size_t q = wc[i].wr_id;
         if (q >= nq) return internalError("unexpected receive completion");
         ++received[q];

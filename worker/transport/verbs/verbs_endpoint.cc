@@ -4,8 +4,13 @@
 #include "worker/transport/verbs/verbs_endpoint.h"
 
 #include <arpa/inet.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "worker/transport/verbs/verbs_device.h"
@@ -55,7 +60,11 @@ Status VerbsEndpointImpl::init(RegPath reg) {
     return callError("ibv_create_cq(" + std::to_string(send_cqe) + ")", errno, dev_,
                      "lower tx_depth or num_qps");
   }
-  recv_cq_.reset(ibv_create_cq(vctx_, recv_cqe, nullptr, nullptr, 0));
+  recv_channel_.reset(ibv_create_comp_channel(vctx_));
+  if (!recv_channel_) return callError("ibv_create_comp_channel", errno, dev_);
+  abort_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (abort_fd_ < 0) return callError("eventfd", errno, dev_);
+  recv_cq_.reset(ibv_create_cq(vctx_, recv_cqe, nullptr, recv_channel_.get(), 0));
   if (!recv_cq_) {
     return callError("ibv_create_cq(" + std::to_string(recv_cqe) + ")", errno, dev_,
                      "lower rx_depth or num_qps");
@@ -175,7 +184,19 @@ Result<Measurement> VerbsEndpointImpl::run(const RunSpec& rs) {
     return invalidArgument("iterations must be >= 1 (or duration_seconds > 0)");
   }
   const auto before = readCounterSnapshot(sysfs_root_, dev_, port_);
+  const bool target = spec_.role == Role::kTarget;
+  if (rs.end_signal && target && !needs_recv_) GDR_RETURN_IF_ERROR(fail(postEndReceive()));
+  end_seen_ = false;
   Result<Measurement> r = spec_.mode == Mode::kBandwidth ? runBandwidth(rs) : runLatency(rs);
+  if (r.ok() && rs.end_signal) {
+    Watch watch(aborted_, rs.timeout_seconds, dev_);
+    if (target) {
+      Status st = fail(awaitEnd(watch, rs.timeout_seconds));
+      if (!st.ok()) r = st;
+    } else {
+      signalEnd(watch);
+    }
+  }
   if (!r.ok() && r.status().code() == Code::kDeadlineExceeded) {
     // A link that went down can leave the QP retrying silently (rxe does when the net device is
     // down): the port state, not the timeout, is the cause to report.
@@ -185,6 +206,76 @@ Result<Measurement> VerbsEndpointImpl::run(const RunSpec& rs) {
   const auto after = readCounterSnapshot(sysfs_root_, dev_, port_);
   r->counters = counterDelta(before, after);
   return r;
+}
+
+// A receive for the end signal where the run posts none of its own (write/read bandwidth): no
+// scatter entry, so it needs no memory key (the fault injection may have deregistered the MR).
+Status VerbsEndpointImpl::postEndReceive() {
+  ibv_recv_wr wr{};
+  wr.wr_id = 0;
+  wr.num_sge = 0;
+  ibv_recv_wr* bad = nullptr;
+  if (int rc = ibv_post_recv(qps_[0], &wr, &bad)) {
+    return callError("ibv_post_recv (end signal)", rc, dev_);
+  }
+  return Status();
+}
+
+void VerbsEndpointImpl::signalEnd(Watch& watch) {
+  ibv_send_wr wr{};
+  wr.wr_id = UINT64_MAX;
+  wr.opcode = IBV_WR_SEND_WITH_IMM;
+  wr.imm_data = htonl(kEndImm);
+  wr.send_flags = IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  if (ibv_post_send(qps_[0], &wr, &bad) != 0) return;
+  // Every earlier signalled send was reaped by the loop: this completion is the end's. Waited
+  // for so that the QP is not destroyed with the signal still queued; its error (the target
+  // tore its QP down before acknowledging) leaves the figures as they are.
+  ibv_wc wc{};
+  (void)pollOne(send_cq_.get(), &wc, watch, "signalling the end of the run");
+}
+
+Status VerbsEndpointImpl::awaitEnd(Watch& watch, double timeout_s) {
+  if (end_seen_) return Status();
+  const uint64_t deadline =
+      timeout_s > 0 ? nowNs() + static_cast<uint64_t>(timeout_s * 1e9) : UINT64_MAX;
+  ibv_wc wc[16];
+  for (;;) {
+    // Armed before the poll: a completion that lands after the poll raises an event.
+    if (int rc = ibv_req_notify_cq(recv_cq_.get(), 0)) {
+      return callError("ibv_req_notify_cq", rc, dev_);
+    }
+    const int n = ibv_poll_cq(recv_cq_.get(), 16, wc);
+    if (n < 0) return callError("ibv_poll_cq", EIO, dev_);
+    for (int i = 0; i < n; ++i) {
+      GDR_RETURN_IF_ERROR(checkWc(wc[i], "waiting for the end of the run"));
+      if (isEndSignal(wc[i])) return Status();
+    }
+    if (n > 0) continue;
+    GDR_RETURN_IF_ERROR(watch.check("waiting for the initiator's end signal"));
+    const uint64_t now = nowNs();
+    if (now >= deadline) {
+      char t[32];
+      std::snprintf(t, sizeof(t), "%.1f", timeout_s);
+      return Status(
+          Code::kDeadlineExceeded,
+          "the initiator did not signal the end of its run on " + dev_ + " within " + t + " s",
+          "see the initiator's result for this test");
+    }
+    pollfd fds[2] = {{recv_channel_->fd, POLLIN, 0}, {abort_fd_, POLLIN, 0}};
+    const uint64_t left_ms = std::min<uint64_t>((deadline - now) / 1000000 + 1, 60000);
+    const int pr = ::poll(fds, 2, static_cast<int>(left_ms));
+    if (pr < 0 && errno != EINTR) return callError("poll (completion channel)", errno, dev_);
+    if (aborted_.load()) {
+      return Status(Code::kAborted, "aborted while waiting for the end of the run on " + dev_);
+    }
+    if (pr > 0 && (fds[0].revents & POLLIN)) {
+      ibv_cq* cq = nullptr;
+      void* ctx = nullptr;
+      if (ibv_get_cq_event(recv_channel_.get(), &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
+    }
+  }
 }
 
 }  // namespace gdrmesh::verbs

@@ -9,8 +9,10 @@
 // busy-polling loops in verbs_work_request.h.
 #pragma once
 
+#include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -44,6 +46,7 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
     for (auto& id : cm_ids_) {
       if (id && id->qp) rdma_disconnect(id.get());
     }
+    if (abort_fd_ >= 0) ::close(abort_fd_);
   }
 
   Status init(RegPath reg);
@@ -51,7 +54,14 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   const EndpointDesc& local() const override { return local_; }
   Status connect(const EndpointDesc& peer) override;
   Result<Measurement> run(const RunSpec& rs) override;
-  void abort() override { aborted_.store(true); }
+  void abort() override {
+    aborted_.store(true);
+    // Wakes a target blocked on the end signal's completion event.
+    if (abort_fd_ >= 0) {
+      const uint64_t one = 1;
+      (void)!::write(abort_fd_, &one, sizeof(one));
+    }
+  }
   uint32_t pathMtu() const override { return path_mtu_; }
 
   int gidIndex() const override { return gid_index_; }
@@ -135,6 +145,20 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   Result<Measurement> runBandwidth(const RunSpec& rs);
   Status pump(Stream& st, Watch& watch, RecvProgress& rx);
 
+  // The end signal (RunSpec::end_signal), verbs_endpoint.cc. Initiator: a zero-byte SEND with
+  // immediate kEndImm on QP 0 after its last completion; a failure is not the measurement's
+  // (the target's outcome tells whether the signal arrived). Target: waits for it, blocked
+  // on the receive CQ's completion channel (abort() wakes it), unless the loop saw it already.
+  static constexpr uint32_t kEndImm = 0xfffffffeu;
+  static bool isEndSignal(const ibv_wc& wc) {
+    return wc.opcode == IBV_WC_RECV && (wc.wc_flags & IBV_WC_WITH_IMM) &&
+           ntohl(wc.imm_data) == kEndImm;
+  }
+  Status postEndReceive();
+  void signalEnd(Watch& watch);
+  Status awaitEnd(Watch& watch, double timeout_s);
+  bool end_seen_ = false;  // the bandwidth loop reaped the end signal with its data
+
   // verbs_latency.cc
   Result<Measurement> runLatency(const RunSpec& rs);
   // Both sides' ping-pong; the initiator records one sample per measured iteration.
@@ -168,6 +192,7 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   bool connected_ = false;
   bool broken_ = false;
   std::atomic<bool> aborted_{false};
+  int abort_fd_ = -1;  // eventfd written by abort()
 
   // rdma_cm (use_rdma_cm): the event channel, the listening (target) or bound (initiator) ids,
   // and per QP the connection's id, which owns its QP (rdma_create_qp). vctx_ is the context
@@ -181,6 +206,7 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   ContextPtr ctx_;
   ibv_context* vctx_ = nullptr;
   PdPtr pd_;
+  CompChannelPtr recv_channel_;  // the receive CQ's events (the target's wait for the end)
   CqPtr send_cq_;
   CqPtr recv_cq_;
   std::vector<QpPtr> owned_qps_;
