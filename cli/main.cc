@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "cli/cli.h"
+#include "common/crash_trace.h"
 
 namespace {
 
@@ -33,6 +34,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gdrmesh::installCrashTrace();  // a thread's uncaught exception or a fatal signal: where
   // An exception that reaches here is a bug of ours (fabric faults are results): say so and
   // exit with kExitInternal instead of std::terminate's abort.
   try {

@@ -39,7 +39,15 @@ export GDRMESH_COORDINATOR="$addr"
 calc() { awk "BEGIN { printf \"%.6g\", $1 }"; }
 online() { "$bin" workers -o json | grep -c '"state": "online"' || true; }
 t0=$(date +%s.%N)
-"$bin" worker --simulate "$n" --coordinator "$addr" --sim-test-ms "$test_ms" "${sim_tls[@]}" \
+# GDRMESH_BENCH_END_SIGNAL=0: the simulated workers claim no end signal, as workers from before
+# it did (a pair test takes four commands instead of three): the before/after of that change
+# with one binary.
+sim_cfg=()
+if [[ "${GDRMESH_BENCH_END_SIGNAL:-1}" == "0" ]]; then
+  echo "end_signal: false" >"$dir/sim.conf"
+  sim_cfg=(--sim-config "$dir/sim.conf")
+fi
+"$bin" worker --simulate "$n" --coordinator "$addr" --sim-test-ms "$test_ms" "${sim_tls[@]}" "${sim_cfg[@]}" \
   >"$dir/sim.log" 2>&1 &
 sim=$!
 while [[ $(online) -lt $n ]]; do sleep 0.2; done

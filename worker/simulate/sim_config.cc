@@ -194,6 +194,11 @@ Status parseSimConfigText(std::string_view text, SimConfig* c) {
     } else if (key == "fault") {
       GDR_ASSIGN_OR_RETURN(auto f, parseSimFault(value));
       c->faults.push_back(std::move(f));
+    } else if (key == "end_signal") {
+      if (value != "true" && value != "false") {
+        return invalidArgument(field + ": '" + std::string(value) + "' is not true or false");
+      }
+      c->end_signal = value == "true";
     } else if (key == "name_prefix") {
       c->name_prefix = std::string(value);
     } else if (key == "coordinator") {
@@ -223,8 +228,8 @@ Status parseSimConfigText(std::string_view text, SimConfig* c) {
     } else {
       return invalidArgument(where + ": unknown key '" + key + "'",
                              "keys: count, name_prefix, nics, nic_rate_gbps, gpus, test_ms, "
-                             "bandwidth_gbps, latency_us, seed, connections, coordinator, fault, "
-                             "faults");
+                             "bandwidth_gbps, latency_us, seed, connections, coordinator, "
+                             "end_signal, fault, faults");
     }
   }
   return {};

@@ -62,6 +62,10 @@ struct SimConfig {
   int connections = 0;
   bool reconnect = true;    // redial (backoff 0.2 s .. 5 s) after a stream ends, except drop
   int heartbeat_ms = 1000;  // used when the coordinator's Registered does not say
+  // The workers signal the end of a run over their (simulated) data path, as current workers
+  // do: a pair test takes three commands. false: they claim no end signal, as workers from
+  // before it (four commands per test), for mixed-version runs and before/after benchmarks.
+  bool end_signal = true;
   std::map<std::string, std::string> labels;  // sent by every worker (`--label rack=r12`)
   std::vector<SimFault> faults;
   // A simulator certificate (role simulator, CN = name_prefix), its key and the cluster CA:
@@ -74,8 +78,8 @@ Status validateSimConfig(const SimConfig& config);
 
 // Reads a small config: one `key: value` (or `key = value`) per line, `#` comments, keys
 // count, name_prefix, nics, nic_rate_gbps, gpus, test_ms, bandwidth_gbps, latency_us, seed,
-// connections, coordinator, and `fault: SPEC` (repeatable; also as `- SPEC` items under a
-// `faults:` line). Values override those already in `config`.
+// connections, coordinator, end_signal (true|false), and `fault: SPEC` (repeatable; also as `-
+// SPEC` items under a `faults:` line). Values override those already in `config`.
 Status parseSimConfigText(std::string_view text, SimConfig* config);
 Status loadSimConfigFile(const std::string& path, SimConfig* config);
 

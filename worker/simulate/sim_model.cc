@@ -144,6 +144,7 @@ Inventory simInventory(const SimConfig& c, const std::string& name, int index) {
   if (c.gpus > 0) inv.cuda_driver_version = "simulated";
   inv.transports = {toString(TransportKind::kSimulated)};
   inv.capabilities = {simulatedCapabilities()};
+  inv.capabilities.front().end_signal = c.end_signal;
   // No note: notes say why a transport is missing; Register.simulated says what this is.
   return inv;
 }

@@ -215,6 +215,14 @@ std::shared_ptr<FakeCoordinator::Pending> FakeCoordinator::send(const std::strin
   return p;
 }
 
+std::shared_ptr<FakeCoordinator::Pending> FakeCoordinator::expect(uint64_t* request_id) {
+  auto p = std::make_shared<Pending>();
+  std::lock_guard<std::mutex> lock(mu_);
+  *request_id = next_request_++;
+  pending_[*request_id] = p;
+  return p;
+}
+
 std::optional<pb::CommandReply> FakeCoordinator::wait(const std::shared_ptr<Pending>& p,
                                                       std::chrono::milliseconds timeout) const {
   std::unique_lock<std::mutex> lock(mu_);

@@ -45,6 +45,8 @@ class FakeCoordinator {
   // Sends a command to a registered worker; its reply, or nullopt after `timeout`.
   struct Pending;
   std::shared_ptr<Pending> send(const std::string& worker, pb::CoordinatorCommand cmd);
+  // A reply the worker will send unasked (a finish sent with its prepare): its request id.
+  std::shared_ptr<Pending> expect(uint64_t* request_id);
   std::optional<pb::CommandReply> wait(const std::shared_ptr<Pending>& p,
                                        std::chrono::milliseconds timeout) const;
   std::optional<pb::CommandReply> call(const std::string& worker, pb::CoordinatorCommand cmd,

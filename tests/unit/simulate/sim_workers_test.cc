@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "convert.h"
 #include "tests/unit/simulate/fake_coordinator.h"
 #include "worker/simulate/sim_model.h"
 
@@ -330,6 +331,76 @@ TEST(SimWorkersTest, AnswersTheLeanSequenceAfterTheSimulatedTime) {
   EXPECT_EQ(gr->prepare().local().device(), "mlx5_1");
   EXPECT_EQ(gr->prepare().local().gpu(), 1);
   EXPECT_EQ(gr->prepare().local().buffer(), "gpu:1");
+}
+
+TEST(SimWorkersTest, AFinishSentWithThePrepareIsAnsweredWhenTheInitiatorsRunEnds) {
+  FakeCoordinator fc;
+  SimulatedWorkers sims(baseConfig(fc, 2));
+  ASSERT_TRUE(sims.start().ok());
+  ASSERT_TRUE(fc.waitRegistrations(2, kWait));
+  const auto reg = fc.registration("sim-0001");
+  ASSERT_TRUE(reg && reg->inventory().capabilities_size() == 1);
+  EXPECT_TRUE(reg->inventory().capabilities(0).end_signal());
+  for (const bool released : {false, true}) {
+    SCOPED_TRACE(released ? "released while waiting" : "signalled");
+    const std::string id = released ? "end-rel" : "end-sig";
+    CoordinatorCommand c;
+    *c.mutable_prepare()->mutable_spec() = spec(id, pb::ROLE_INITIATOR, pb::MODE_BANDWIDTH);
+    auto ini = fc.call("sim-0000", c, kWait);
+    ASSERT_TRUE(ini && ini->status().ok());
+    uint64_t fin_id = 0;
+    auto fin = fc.expect(&fin_id);
+    CoordinatorCommand t;
+    *t.mutable_prepare()->mutable_spec() = spec(id, pb::ROLE_TARGET, pb::MODE_BANDWIDTH);
+    *t.mutable_prepare()->mutable_peer() = ini->prepare().local();
+    *t.mutable_prepare()->mutable_arm() = runSpec();
+    t.mutable_prepare()->mutable_arm()->set_end_signal(true);
+    t.mutable_prepare()->mutable_finish()->set_test_id(id);
+    t.mutable_prepare()->mutable_finish()->set_verify(true);
+    t.mutable_prepare()->mutable_finish()->set_verify_length(1 << 20);
+    t.mutable_prepare()->mutable_finish()->set_timeout_seconds(5);
+    t.mutable_prepare()->set_finish_request_id(fin_id);
+    auto tgt = fc.call("sim-0001", t, kWait);
+    ASSERT_TRUE(tgt && tgt->status().ok());
+    // The armed run's own time has passed, but nothing has told the target it is over.
+    EXPECT_FALSE(fc.wait(fin, std::chrono::milliseconds(100)).has_value())
+        << "the finish was answered before the initiator ran";
+    if (released) {
+      CoordinatorCommand r;
+      r.mutable_release()->set_test_id(id);
+      ASSERT_TRUE(fc.call("sim-0001", r, kWait).has_value());
+      auto f = fc.wait(fin, kWait);
+      ASSERT_TRUE(f.has_value()) << "a release left the finish unanswered";
+      EXPECT_EQ(convert::fromProto(f->status()).code(), Code::kAborted) << f->status().message();
+      continue;
+    }
+    CoordinatorCommand s;
+    s.mutable_start()->set_test_id(id);
+    *s.mutable_start()->mutable_peer() = tgt->prepare().local();
+    *s.mutable_start()->mutable_run() = runSpec();
+    s.mutable_start()->mutable_run()->set_end_signal(true);
+    auto st = fc.call("sim-0000", s, kWait);
+    ASSERT_TRUE(st && st->status().ok());
+    auto f = fc.wait(fin, kWait);
+    ASSERT_TRUE(f.has_value()) << "the end signal did not reach the target";
+    ASSERT_TRUE(f->status().ok()) << f->status().message();
+    ASSERT_TRUE(f->has_finish());
+    EXPECT_TRUE(f->finish().integrity().checked());
+    EXPECT_EQ(f->finish().integrity().bytes_checked(), 1u << 20);
+  }
+}
+
+TEST(SimWorkersTest, EndSignalOffClaimsNone) {
+  FakeCoordinator fc;
+  SimConfig cfg = baseConfig(fc, 1);
+  ASSERT_TRUE(parseSimConfigText("end_signal: false\n", &cfg).ok());
+  EXPECT_FALSE(parseSimConfigText("end_signal: maybe\n", &cfg).ok());
+  SimulatedWorkers sims(cfg);
+  ASSERT_TRUE(sims.start().ok());
+  ASSERT_TRUE(fc.waitRegistrations(1, kWait));
+  const auto reg = fc.registration("sim-0000");
+  ASSERT_TRUE(reg && reg->inventory().capabilities_size() == 1);
+  EXPECT_FALSE(reg->inventory().capabilities(0).end_signal());
 }
 
 TEST(SimWorkersTest, AnswersTheClassicSequence) {
