@@ -71,17 +71,22 @@ void WorkerLink::call(v1::CoordinatorCommand command, Clock::TimePoint deadline,
 
 uint64_t WorkerLink::expect(Clock::TimePoint deadline, Callback done) {
   uint64_t id = 0;
+  Status lost;
+  Callback fail_now;  // the callback, when the worker is already lost
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!lost_reason_) {
+    if (lost_reason_) {
+      lost = unavailable("worker lost: " + worker_ + " " + *lost_reason_);
+      fail_now = std::move(done);
+    } else {
       id = next_id_++;
       Pending p;
       p.done = std::move(done);
       pending_.emplace(id, std::move(p));
     }
   }
-  if (id == 0) {
-    done(unavailable("worker lost: " + worker_ + " " + *lostReason()));
+  if (fail_now) {
+    fail_now(lost);  // outside the lock
     return 0;
   }
   std::weak_ptr<WorkerLink> weak = weak_from_this();
@@ -168,11 +173,6 @@ void WorkerLink::fail(const std::string& reason) {
 void WorkerLink::detachStream() {
   std::lock_guard<std::mutex> lock(cancel_mu_);
   cancel_stream_ = nullptr;
-}
-
-std::optional<std::string> WorkerLink::lostReason() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return lost_reason_;
 }
 
 bool WorkerLink::lost() const {

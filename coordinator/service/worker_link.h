@@ -65,7 +65,6 @@ class WorkerLink : public std::enable_shared_from_this<WorkerLink> {
     Clock::TimerId timer = 0;
   };
   void expire(uint64_t request_id);
-  std::optional<std::string> lostReason() const;
 
   const std::string worker_;
   Clock& clock_;
