@@ -61,7 +61,8 @@ std::shared_ptr<SimulateArgs> addSimulateOptions(CLI::App* worker) {
   a->file = worker
                 ->add_option("--sim-config", a->config_file,
                              "simulation config: key: value lines (count, nics, gpus, "
-                             "test_ms, bandwidth_gbps, latency_us, seed, fault: SPEC...)")
+                             "test_ms, bandwidth_gbps, latency_us, seed, end_signal: false, "
+                             "fault: SPEC...)")
                 ->group(group)
                 ->check(CLI::ExistingFile);
   auto keep = [&](CLI::Option* o, std::function<void(SimConfig&)> apply) {

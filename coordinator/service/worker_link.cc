@@ -14,39 +14,8 @@ WorkerLink::WorkerLink(std::string worker, Clock& clock, Writer writer,
       cancel_stream_(std::move(cancel_stream)) {}
 
 void WorkerLink::call(v1::CoordinatorCommand command, Clock::TimePoint deadline, Callback done) {
-  uint64_t id = 0;
-  Status lost;
-  Callback fail_now;  // the callback, when the worker is already lost
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (lost_reason_) {
-      lost = unavailable("worker lost: " + worker_ + " " + *lost_reason_);
-      fail_now = std::move(done);
-    } else {
-      id = next_id_++;
-      Pending p;
-      p.done = std::move(done);
-      pending_.emplace(id, std::move(p));
-    }
-  }
-  if (!lost.ok()) {
-    fail_now(lost);  // outside the lock: the callback may call again
-    return;
-  }
-  // The timer holds a weak reference: a link that is gone has nothing left to expire.
-  std::weak_ptr<WorkerLink> weak = weak_from_this();
-  Clock::TimerId timer = clock_.schedule(deadline, [weak, id] {
-    if (auto self = weak.lock()) self->expire(id);
-  });
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = pending_.find(id);
-    if (it != pending_.end()) {
-      it->second.timer = timer;
-    } else {
-      clock_.cancel(timer);  // already answered
-    }
-  }
+  const uint64_t id = expect(deadline, std::move(done));
+  if (id == 0) return;  // lost already: `done` has heard it
   command.set_request_id(id);
   v1::CoordinatorMessage msg;
   *msg.mutable_command() = std::move(command);
@@ -55,18 +24,7 @@ void WorkerLink::call(v1::CoordinatorCommand command, Clock::TimePoint deadline,
     std::lock_guard<std::mutex> lock(write_mu_);
     written = writer_(msg);
   }
-  if (!written) {
-    Callback cb;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = pending_.find(id);
-      if (it == pending_.end()) return;
-      cb = std::move(it->second.done);
-      clock_.cancel(it->second.timer);
-      pending_.erase(it);
-    }
-    cb(unavailable("worker lost: " + worker_ + " (stream write failed)"));
-  }
+  if (!written) settle(id, unavailable("worker lost: " + worker_ + " (stream write failed)"));
 }
 
 uint64_t WorkerLink::expect(Clock::TimePoint deadline, Callback done) {
@@ -86,9 +44,10 @@ uint64_t WorkerLink::expect(Clock::TimePoint deadline, Callback done) {
     }
   }
   if (fail_now) {
-    fail_now(lost);  // outside the lock
+    fail_now(lost);  // outside the lock: the callback may call again
     return 0;
   }
+  // The timer holds a weak reference: a link that is gone has nothing left to expire.
   std::weak_ptr<WorkerLink> weak = weak_from_this();
   Clock::TimerId timer = clock_.schedule(deadline, [weak, id] {
     if (auto self = weak.lock()) self->expire(id);
@@ -98,7 +57,7 @@ uint64_t WorkerLink::expect(Clock::TimePoint deadline, Callback done) {
   if (it != pending_.end()) {
     it->second.timer = timer;
   } else {
-    clock_.cancel(timer);
+    clock_.cancel(timer);  // already answered
   }
   return id;
 }

@@ -179,6 +179,18 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
 
   void cancel() { ctx_.TryCancel(); }
 
+  // Sends `m` at `at` on the injected clock (now when it is due already).
+  void sendAt(pb::WorkerMessage m, Clock::TimePoint at) {
+    if (at <= impl_.clock->now()) {
+      send(std::move(m));
+      return;
+    }
+    std::weak_ptr<SimStream> weak = weak_from_this();
+    impl_.clock->schedule(at, [weak, msg = std::move(m)]() mutable {
+      if (auto s = weak.lock()) s->send(std::move(msg));
+    });
+  }
+
   // Queues a message; writes it at once when no write is outstanding.
   void send(pb::WorkerMessage m) {
     const pb::WorkerMessage* next = nullptr;
@@ -371,14 +383,7 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
         break;
     }
     toProto(st, reply->mutable_status());
-    if (at <= impl_.clock->now()) {
-      send(std::move(out));
-      return;
-    }
-    std::weak_ptr<SimStream> weak = weak_from_this();
-    impl_.clock->schedule(at, [weak, msg = std::move(out)]() mutable {
-      if (auto s = weak.lock()) s->send(std::move(msg));
-    });
+    sendAt(std::move(out), at);
   }
 
   // Lean target whose prepare carried its finish: answered when the initiator's run ends (the
@@ -420,14 +425,7 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
     if (a.value.ok()) toProto(*a.value, reply->mutable_finish());
     toProto(a.value.status(), reply->mutable_status());
     const Clock::TimePoint at = std::max(a.at, end);
-    if (at <= impl_.clock->now()) {
-      send(std::move(out));
-      return;
-    }
-    std::weak_ptr<SimStream> weak = weak_from_this();
-    impl_.clock->schedule(at, [weak, msg = std::move(out)]() mutable {
-      if (auto s = weak.lock()) s->send(std::move(msg));
-    });
+    sendAt(std::move(out), at);
   }
 
   // A release of a test whose finish is pending answers that finish as a real worker does.
