@@ -42,6 +42,11 @@ rc=$?
 set -e
 if [[ $rc -ne 0 ]]; then
   echo "sweep: VM run failed with exit $rc (console: $work/console.log)"
+  # The coordinator's own last words (a crash prints its stack): in the log CI keeps.
+  if [[ -f "$work/out/coordinator.log" ]]; then
+    echo "--- coordinator.log (last 60 lines)"
+    tail -n 60 "$work/out/coordinator.log"
+  fi
   exit "$rc"
 fi
 python3 "$here/check_sweep.py" "$work/out"
