@@ -170,14 +170,22 @@ void FakeWorkerChannel::prepareFinishing(const PrepareCommand& c, Deadline deadl
   };
   auto pending = std::make_shared<Pending>();
   pending->finished = std::move(finished);
-  auto answer = [pending, this](Result<SideOutcome> r) {
+  // Every way out forgets the test's waits: the fabric is process-wide, and what its entry
+  // holds (the pair test, through `finished`) must not outlive the answer.
+  auto answer = [pending, id, this](Result<SideOutcome> r) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (pending->fired) return;
       pending->fired = true;
+      aborts_.erase(id);
+    }
+    {
+      std::lock_guard<std::mutex> lock(fabric().mu);
+      fabric().ends.erase(baseId(id));
     }
     clock_.cancel(pending->timer);
     pending->finished(std::move(r));
+    pending->finished = nullptr;
   };
   if (lost_) {
     done(unavailable("worker lost: " + name_ + " (fake)"));
