@@ -1,12 +1,17 @@
 // One pair test across two workers, driven over two WorkerChannels without a thread of its own:
 // each phase is an asynchronous call, the next phase starts from the previous one's callback.
 //
-// Lean protocol (every transport but rdma_cm): two round trips per side, four in sequence.
+// Lean protocol (every transport but rdma_cm): three commands in sequence when both workers'
+// transport signals the end of a run over the data path (capability end_signal), four when not.
 //   1. initiator.prepare                          -> initiator description
-//   2. target.prepare(peer, arm)                   -> target description; target connected and
+//   2. target.prepare(peer, arm[, finish])         -> target description; target connected and
 //                                                     running its share in the background
-//   3. initiator.start(peer, run, verify if READ) -> figures (+ integrity for READ)
-//   4. target.finish(verify unless READ)           -> integrity (+ staging time)
+//   3. initiator.start(peer, run, verify if READ) -> figures (+ integrity for READ); its run
+//                                                     ends by signalling the target
+//   4. target.finish(verify unless READ)           -> integrity (+ staging time): with the end
+//                                                     signal, sent in 2 and answered by the
+//                                                     worker when the signal arrives (in either
+//                                                     order with 3's reply); else sent after 3
 // Classic protocol (rdma_cm, whose connect is a handshake both sides must be in at once):
 // prepare both, connect both, run both, verify the destination, release both.
 //

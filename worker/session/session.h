@@ -8,7 +8,10 @@
 //   lean (two round trips per side):
 //     target:     prepare(spec, {peer, arm})  connects, then arm() starts its share of the run
 //                                             on a thread owned by the session
-//                 finish(id, ...)             waits for the armed run, verifies, releases
+//                 finish(id, ...)             waits for the armed run, verifies, releases (sent
+//                                             with the prepare when the run has end_signal: the
+//                                             worker agent runs it right after the prepare, and
+//                                             the initiator's end signal ends the armed run)
 //     initiator:  prepare(spec)
 //                 start(id, peer, run, ...)   connects, runs, verifies, releases
 // Nothing outlives its test: the armed thread is joined by release(), abortAll(), finish() or,
