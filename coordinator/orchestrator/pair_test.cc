@@ -83,6 +83,8 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   void leanPrepareTarget();
   void leanStart();
   void leanFinish();
+  // The target's finish: verify unless READ (the initiator is the destination then).
+  FinishCommand finishCommand(double timeout_seconds) const;
   // Three commands (end_signal_): the target's finish rides with its prepare, and its reply
   // and the initiator's start reply may come in either order; the test ends when both have.
   void onStarted(Result<SideOutcome> o);
@@ -325,16 +327,21 @@ void PairTestRun::leanPrepareTarget() {
     self->leanStart();
   };
   if (!end_signal_) return tgt().prepare(c, cmdDeadline(), std::move(prepared));
-  FinishCommand f;
-  f.test_id = tgt_sid_;
-  f.verify = !spec_.initiatorIsDestination();
-  f.verify_length = spec_.message_size;
   // The armed run starts now and lasts the whole test: wait as long as the initiator may run.
-  f.timeout_seconds = spec_.runTimeoutSeconds() + options_.command_timeout_seconds;
+  FinishCommand f = finishCommand(spec_.runTimeoutSeconds() + options_.command_timeout_seconds);
   c.finish = f;
   tgt().prepareFinishing(c, cmdDeadline(), std::move(prepared),
                          clock_.after(f.timeout_seconds + options_.command_timeout_seconds),
                          [self](Result<SideOutcome> o) { self->onFinished(std::move(o)); });
+}
+
+FinishCommand PairTestRun::finishCommand(double timeout_seconds) const {
+  FinishCommand c;
+  c.test_id = tgt_sid_;
+  c.verify = !spec_.initiatorIsDestination();
+  c.verify_length = spec_.message_size;
+  c.timeout_seconds = timeout_seconds;
+  return c;
 }
 
 void PairTestRun::leanStart() {
@@ -368,11 +375,7 @@ void PairTestRun::leanStart() {
 
 void PairTestRun::leanFinish() {
   setPhase("verify");
-  FinishCommand c;
-  c.test_id = tgt_sid_;
-  c.verify = !spec_.initiatorIsDestination();
-  c.verify_length = spec_.message_size;
-  c.timeout_seconds = spec_.runTimeoutSeconds();
+  const FinishCommand c = finishCommand(spec_.runTimeoutSeconds());
   Self self = shared_from_this();
   tgt().finish(c, runDeadline(), [self](Result<SideOutcome> o) {
     if (!o.ok()) return self->fail("verify", self->ep_.target->name, o.status());

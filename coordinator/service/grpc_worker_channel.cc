@@ -13,15 +13,25 @@ Status wrongReply(const std::string& worker, const char* want) {
                        " with another reply kind (protocol mismatch; upgrade the worker)");
 }
 
+void toPrepare(const PrepareCommand& c, pb::PrepareRequest* p) {
+  convert::toProto(c.side, p->mutable_spec());
+  if (c.peer) convert::toProto(*c.peer, p->mutable_peer());
+  if (c.arm) convert::toProto(*c.arm, p->mutable_arm());
+}
+
+void toFinish(const FinishCommand& c, pb::FinishRequest* f) {
+  f->set_test_id(c.test_id);
+  f->set_verify(c.verify);
+  f->set_verify_length(c.verify_length);
+  f->set_timeout_seconds(c.timeout_seconds);
+}
+
 }  // namespace
 
 void GrpcWorkerChannel::prepare(const PrepareCommand& c, Deadline deadline,
                                 Done<EndpointDesc> done) {
   pb::CoordinatorCommand cmd;
-  auto* p = cmd.mutable_prepare();
-  convert::toProto(c.side, p->mutable_spec());
-  if (c.peer) convert::toProto(*c.peer, p->mutable_peer());
-  if (c.arm) convert::toProto(*c.arm, p->mutable_arm());
+  toPrepare(c, cmd.mutable_prepare());
   std::string w = worker();
   link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
     if (!r.ok()) return done(r.status());
@@ -45,16 +55,8 @@ void GrpcWorkerChannel::prepareFinishing(const PrepareCommand& c, Deadline deadl
   if (finish_id == 0) return done(unavailable("worker lost: " + w));
   pb::CoordinatorCommand cmd;
   auto* p = cmd.mutable_prepare();
-  convert::toProto(c.side, p->mutable_spec());
-  if (c.peer) convert::toProto(*c.peer, p->mutable_peer());
-  if (c.arm) convert::toProto(*c.arm, p->mutable_arm());
-  if (c.finish) {
-    auto* f = p->mutable_finish();
-    f->set_test_id(c.finish->test_id);
-    f->set_verify(c.finish->verify);
-    f->set_verify_length(c.finish->verify_length);
-    f->set_timeout_seconds(c.finish->timeout_seconds);
-  }
+  toPrepare(c, p);
+  if (c.finish) toFinish(*c.finish, p->mutable_finish());
   p->set_finish_request_id(finish_id);
   std::weak_ptr<WorkerLink> weak = link_;
   link_->call(std::move(cmd), deadline,
@@ -151,11 +153,7 @@ void GrpcWorkerChannel::start(const StartCommand& c, Deadline deadline, Done<Sid
 
 void GrpcWorkerChannel::finish(const FinishCommand& c, Deadline deadline, Done<SideOutcome> done) {
   pb::CoordinatorCommand cmd;
-  auto* f = cmd.mutable_finish();
-  f->set_test_id(c.test_id);
-  f->set_verify(c.verify);
-  f->set_verify_length(c.verify_length);
-  f->set_timeout_seconds(c.timeout_seconds);
+  toFinish(c, cmd.mutable_finish());
   std::string w = worker();
   link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
     if (!r.ok()) return done(r.status());
