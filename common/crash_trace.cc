@@ -12,6 +12,13 @@
 #include <initializer_list>
 #include <typeinfo>
 
+// Under a sanitizer its own handler reports fatal signals, with more; ours stays out.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define GDRMESH_TRACE_SIGNALS 1
+#else
+#define GDRMESH_TRACE_SIGNALS 0
+#endif
+
 namespace gdrmesh {
 namespace {
 
@@ -52,6 +59,7 @@ void printStack() {
   std::abort();
 }
 
+#if GDRMESH_TRACE_SIGNALS
 void onSignal(int sig) {
   // Best effort: the process is already broken. Then the default action (core, exit code).
   std::fprintf(stderr, "gdrmesh: fatal: signal %d (report this as a gdrmesh bug)\n", sig);
@@ -59,6 +67,7 @@ void onSignal(int sig) {
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
+#endif
 
 }  // namespace
 
@@ -67,8 +76,7 @@ void installCrashTrace() {
   if (installed) return;
   installed = true;
   std::set_terminate(onTerminate);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  // (Under a sanitizer its own handler reports the signal, with more.)
+#if GDRMESH_TRACE_SIGNALS
   for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE}) std::signal(sig, onSignal);
 #endif
 }
