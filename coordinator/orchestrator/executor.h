@@ -102,6 +102,8 @@ class Executor {
   // offline worker) queues the next instead of recursing.
   void kick();
   void start(size_t slot);
+  // run()'s end: every slot reported, or cancelled with nothing running; no callback inside.
+  bool endedLocked() const;
   void finished(size_t slot, PairTestOutcome outcome);
 
   WorkerDirectory& workers_;
