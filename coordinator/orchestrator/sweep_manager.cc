@@ -372,6 +372,23 @@ void SweepManager::publish(const std::shared_ptr<Active>& a) {
   }
 }
 
+void SweepManager::scheduleTick(const std::shared_ptr<Ticker>& t,
+                                const std::shared_ptr<Active>& a) {
+  // t->mu held. The scheduled function owns what it uses (no reference into a stack frame).
+  t->timer = clock_.schedule(clock_.after(options_.checkpoint_seconds), [this, t, a] {
+    {
+      std::lock_guard<std::mutex> lock(t->mu);
+      if (!t->running) return;
+      t->busy = true;
+    }
+    checkpoint(a, false);
+    std::lock_guard<std::mutex> lock(t->mu);
+    t->busy = false;
+    t->idle.notify_all();
+    if (t->running) scheduleTick(t, a);
+  });
+}
+
 void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {
   SweepRecord rec;
   std::vector<std::pair<int, std::string>> starts;
@@ -492,24 +509,14 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       a->executor = &ex;
       if (a->cancel_requested || stopping_) ex.cancel();
     }
-    // Progress is stored once a second while the sweep runs.
-    std::atomic<bool> running{true};
-    std::shared_ptr<std::function<void()>> tick = std::make_shared<std::function<void()>>();
-    std::mutex tick_mu;
-    Clock::TimerId timer = 0;
-    // A weak reference to itself: a strong one would be a cycle, and the function would leak.
-    std::weak_ptr<std::function<void()>> self = tick;
-    *tick = [&, self] {
-      checkpoint(a, false);
-      std::lock_guard<std::mutex> lock(tick_mu);
-      auto again = self.lock();
-      if (running.load() && again) {
-        timer = clock_.schedule(clock_.after(options_.checkpoint_seconds), *again);
-      }
-    };
+    // Progress is stored once a second while the sweep runs, from the clock's thread. The
+    // ticker's state is shared with the scheduled ticks (a tick that has begun cannot be
+    // cancelled), and the end of the tests waits for a tick in flight: it must neither touch
+    // this frame after it is gone nor store its "running" record after the final one.
+    auto ticker = std::make_shared<Ticker>();
     {
-      std::lock_guard<std::mutex> lock(tick_mu);
-      timer = clock_.schedule(clock_.after(options_.checkpoint_seconds), *tick);
+      std::lock_guard<std::mutex> lock(ticker->mu);
+      scheduleTick(ticker, a);
     }
     ExecutorCallbacks cb;
     cb.on_start = [&](int index, const std::string& test_id) {
@@ -528,9 +535,10 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
     };
     ex.run(std::move(tasks), cb);
     {
-      std::lock_guard<std::mutex> lock(tick_mu);
-      running.store(false);
-      clock_.cancel(timer);
+      std::unique_lock<std::mutex> lock(ticker->mu);
+      ticker->running = false;
+      clock_.cancel(ticker->timer);
+      ticker->idle.wait(lock, [&] { return !ticker->busy; });
     }
     std::lock_guard<std::mutex> lock(mu_);
     a->executor = nullptr;

@@ -21,15 +21,16 @@
 #include "coordinator/store/sqlite_store.h"
 #include "tests/support/empty_sweep_codec.h"
 #include "tests/support/fake_worker_channel.h"
+#include "tests/support/forwarding_sweep_store.h"
 #include "tests/support/temp_dir.h"
 
 namespace gdrmesh::testing {
 namespace {
 
 // Forwards to a real store; the first updateSweep that carries a report waits until release().
-class GatedSweepStore final : public SweepStore {
+class GatedSweepStore final : public ForwardingSweepStore {
  public:
-  explicit GatedSweepStore(SweepStore& inner) : inner_(inner) {}
+  explicit GatedSweepStore(SweepStore& inner) : ForwardingSweepStore(inner) {}
 
   // Blocks until the final report's write has begun (and is held).
   bool waitHeld(std::chrono::seconds limit) {
@@ -51,46 +52,8 @@ class GatedSweepStore final : public SweepStore {
     }
     return inner_.updateSweep(sweep);
   }
-  Status createSweep(const SweepRecord& sweep) override { return inner_.createSweep(sweep); }
-  Result<std::optional<SweepRecord>> getSweep(const std::string& id, bool with_report) override {
-    return inner_.getSweep(id, with_report);
-  }
-  Result<std::vector<SweepRecord>> listSweeps(uint32_t limit, const std::string& state) override {
-    return inner_.listSweeps(limit, state);
-  }
-  Status markSweepTestStarted(const std::string& sweep_id, const SweepTestStart& start) override {
-    return inner_.markSweepTestStarted(sweep_id, start);
-  }
-  Result<std::vector<SweepTestStart>> unfinishedSweepTests(const std::string& sweep_id) override {
-    return inner_.unfinishedSweepTests(sweep_id);
-  }
-  Status recordScheduleRun(const ScheduleRun& run) override {
-    return inner_.recordScheduleRun(run);
-  }
-  Result<std::vector<ScheduleRun>> scheduleRuns(const std::string& schedule,
-                                                uint32_t limit) override {
-    return inner_.scheduleRuns(schedule, limit);
-  }
-  Status aggregateSweep(const std::string& sweep_id, uint32_t plan_size) override {
-    return inner_.aggregateSweep(sweep_id, plan_size);
-  }
-  Result<SweepTotals> sweepTotals(const std::string& sweep_id, uint32_t plan_size) override {
-    return inner_.sweepTotals(sweep_id, plan_size);
-  }
-  Result<std::vector<SweepRecord>> sweepsWithoutAggregates(int64_t created_before_ms,
-                                                           uint32_t limit) override {
-    return inner_.sweepsWithoutAggregates(created_before_ms, limit);
-  }
-  Result<std::vector<PairAggregate>> sweepAggregates(const std::string& sweep_id) override {
-    return inner_.sweepAggregates(sweep_id);
-  }
-  Result<std::vector<PairAggregate>> pairHistory(const std::string& src, const std::string& dst,
-                                                 int64_t before_ms, uint32_t limit) override {
-    return inner_.pairHistory(src, dst, before_ms, limit);
-  }
 
  private:
-  SweepStore& inner_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool held_ = false;
