@@ -100,7 +100,7 @@ class WorkerStream final
       if (Status st = stillTrusted(); !st.ok()) return end(toGrpc(st));
       registry_.heartbeat(name_, clock_.unixMs(), in_.heartbeat().active_tests());
     } else if (in_.has_reply()) {
-      link_->onReply(in_.reply());
+      link_->onReply(std::move(*in_.mutable_reply()));  // in_ is read into afresh next
     }
     StartRead(&in_);
   }
@@ -132,11 +132,11 @@ class WorkerStream final
     delete this;
   }
 
-  // Queues a message; false once the stream is ending.
-  bool write(const pb::CoordinatorMessage& m) {
+  // Queues a message (moved in: no copy per command); false once the stream is ending.
+  bool write(pb::CoordinatorMessage&& m) {
     std::lock_guard<std::mutex> lock(mu_);
     if (ended_ || write_failed_) return false;
-    out_.push_back(m);
+    out_.push_back(std::move(m));
     if (!writing_) {
       writing_ = true;
       StartWrite(&out_.front());
@@ -186,9 +186,9 @@ class WorkerStream final
     grpc::CallbackServerContext* ctx = ctx_;
     auto link = std::make_shared<WorkerLink>(
         name_, clock_,
-        [h](const pb::CoordinatorMessage& m) {
+        [h](pb::CoordinatorMessage&& m) {
           std::lock_guard<std::mutex> lock(h->mu);
-          return h->stream != nullptr && h->stream->write(m);
+          return h->stream != nullptr && h->stream->write(std::move(m));
         },
         [h, ctx] {
           std::lock_guard<std::mutex> lock(h->mu);
@@ -230,7 +230,7 @@ class WorkerStream final
     pb::CoordinatorMessage hello;
     hello.mutable_registered()->set_worker_id(name_);
     hello.mutable_registered()->set_heartbeat_interval_ms(static_cast<uint32_t>(heartbeat_ms_));
-    write(hello);
+    write(std::move(hello));
     return grpc::Status::OK;
   }
 

@@ -22,7 +22,7 @@ void WorkerLink::call(v1::CoordinatorCommand command, Clock::TimePoint deadline,
   bool written;
   {
     std::lock_guard<std::mutex> lock(write_mu_);
-    written = writer_(msg);
+    written = writer_(std::move(msg));
   }
   if (!written) settle(id, unavailable("worker lost: " + worker_ + " (stream write failed)"));
 }
@@ -89,7 +89,7 @@ void WorkerLink::expire(uint64_t request_id) {
             "its heartbeats stop"));
 }
 
-void WorkerLink::onReply(const v1::CommandReply& reply) {
+void WorkerLink::onReply(v1::CommandReply&& reply) {
   Callback cb;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -102,7 +102,7 @@ void WorkerLink::onReply(const v1::CommandReply& reply) {
   if (!reply.status().ok()) {
     cb(convert::fromProto(reply.status()));
   } else {
-    cb(reply);
+    cb(std::move(reply));
   }
 }
 

@@ -27,7 +27,7 @@ class WorkerLink : public std::enable_shared_from_this<WorkerLink> {
  public:
   // Writes one message on the worker's stream; false when the stream is broken. Called with
   // the link's write lock held: one writer at a time.
-  using Writer = std::function<bool(const v1::CoordinatorMessage&)>;
+  using Writer = std::function<bool(v1::CoordinatorMessage&&)>;  // takes the message over
   using Callback = std::function<void(Result<v1::CommandReply>)>;
 
   WorkerLink(std::string worker, Clock& clock, Writer writer, std::function<void()> cancel_stream);
@@ -44,7 +44,7 @@ class WorkerLink : public std::enable_shared_from_this<WorkerLink> {
   // has been answered already.
   void settle(uint64_t request_id, const Status& st);
 
-  void onReply(const v1::CommandReply& reply);
+  void onReply(v1::CommandReply&& reply);  // taken over: the callback gets it without a copy
   // Marks the worker lost: fails every pending call, cancels the stream, then tells the
   // loss's subscribers (once; later calls do nothing). Every path that declares a worker lost
   // or offline comes here: its stream ended, its heartbeats stopped, the coordinator stops.

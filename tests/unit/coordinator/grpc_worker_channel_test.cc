@@ -21,7 +21,7 @@ class PrepareFinishingTest : public ::testing::Test {
   PrepareFinishingTest()
       : link_(std::make_shared<WorkerLink>(
             "w2", clock_,
-            [this](const pb::CoordinatorMessage& m) {
+            [this](pb::CoordinatorMessage&& m) {
               sent_.push_back(m.command());
               return true;
             },
@@ -57,7 +57,7 @@ class PrepareFinishingTest : public ::testing::Test {
     r.set_request_id(id);
     convert::toProto(Status(), r.mutable_status());
     fill(r);
-    link_->onReply(r);
+    link_->onReply(std::move(r));
   }
 
   ManualClock clock_;

@@ -27,7 +27,7 @@ struct FakeStream {
   std::atomic<int> cancelled{0};
   std::shared_ptr<WorkerLink> link(const std::string& name, Clock& clock) {
     return std::make_shared<WorkerLink>(
-        name, clock, [](const v1::CoordinatorMessage&) { return true; }, [this] { ++cancelled; });
+        name, clock, [](v1::CoordinatorMessage&&) { return true; }, [this] { ++cancelled; });
   }
 };
 
