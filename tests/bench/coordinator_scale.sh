@@ -63,15 +63,17 @@ c0=$(cpu); sleep 5; c1=$(cpu)
 echo "coordinator idle: RSS $(( $(rss) / 1024 )) MiB, CPU $(calc "($c1 - $c0) / $hz / 5 * 100") % of one core"
 
 # One pair test alone: the coordinator's span (started_ms..finished_ms of the stored result)
-# minus the simulated transfer, median of 20.
-for _ in $(seq 20); do
+# minus the simulated transfer, over 200 tests one after the other. The stamps are whole
+# milliseconds, so the median is whole too; the mean of 200 is finer (a test starts at a random
+# point within a millisecond), and is what the 2 ms target is read against.
+singles=${GDRMESH_BENCH_SINGLES:-200}
+for _ in $(seq "$singles"); do
   "$bin" test sim-0000 sim-0001 --size 64KiB --iters 10 >/dev/null
 done
 sleep 0.5  # let the results reach the file
 command -v sqlite3 >/dev/null || echo "single pair test: skipped (no sqlite3 CLI here)"
-command -v sqlite3 >/dev/null && sqlite3 "$dir/r.db" "SELECT finished_ms - started_ms FROM results WHERE run_id = '' ORDER BY id DESC LIMIT 20" |
-  sort -n | awk -v t="$test_ms" '{a[NR]=$1} END {m=a[int((NR+1)/2)]; printf "single pair test: coordinator span median %d ms for a %d ms transfer (overhead %d ms, 1 ms resolution)\n", m, t, m-t}'
-
+command -v sqlite3 >/dev/null && sqlite3 "$dir/r.db" "SELECT finished_ms - started_ms FROM results WHERE run_id = '' ORDER BY id DESC LIMIT $singles" |
+  sort -n | awk -v t="$test_ms" '{a[NR]=$1; s+=$1} END {m=a[int((NR+1)/2)]; printf "single pair test: coordinator span over %d tests: median %d ms, mean %.2f ms for a %d ms transfer (overhead: median %d ms, mean %.2f ms; 1 ms stamps)\n", NR, m, s/NR, t, m-t, s/NR-t}'
 
 
 peak=0
