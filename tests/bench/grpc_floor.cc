@@ -150,6 +150,35 @@ void fillOutcome(pb::SideOutcome* o, bool measured) {
   o->set_path_mtu(4096);
 }
 
+// One write at a time per stream (gRPC's rule): the queued messages and the one to start next.
+template <typename M>
+class WriteQueue {
+ public:
+  // Queues `m`; returns the message to start writing when no write is in flight, else null.
+  const M* push(M m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    out_.push_back(std::move(m));
+    if (writing_) return nullptr;
+    writing_ = true;
+    return &out_.front();  // deque: stays valid while later messages are pushed
+  }
+  // The write in flight is done; returns the next message to start, or null.
+  const M* pop(bool ok) {
+    std::lock_guard<std::mutex> lock(mu_);
+    out_.pop_front();
+    if (!ok || out_.empty()) {
+      writing_ = false;
+      return nullptr;
+    }
+    return &out_.front();
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<M> out_;
+  bool writing_ = false;
+};
+
 // ---------------------------------------------------------------- coordinator side
 
 enum class Pattern { kPair, kFour, kEcho };
@@ -160,7 +189,7 @@ class Floor;
 class Sink {
  public:
   virtual ~Sink() = default;
-  virtual void send(const pb::CoordinatorMessage& m) = 0;
+  virtual void send(pb::CoordinatorMessage m) = 0;  // moved into the stream's queue
   int index = -1;
 };
 
@@ -169,40 +198,20 @@ class Stream final : public grpc::ServerBidiReactor<pb::WorkerMessage, pb::Coord
                      public Sink {
  public:
   explicit Stream(Floor& f) : floor_(f) { StartRead(&in_); }
-  void send(const pb::CoordinatorMessage& m) override {
-    const pb::CoordinatorMessage* next = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      out_.push_back(m);  // a copy per send, as the coordinator's write queue makes
-      if (writing_) return;
-      writing_ = true;
-      next = &out_.front();
-    }
-    StartWrite(next);
+  void send(pb::CoordinatorMessage m) override {
+    if (const auto* next = out_.push(std::move(m))) StartWrite(next);
   }
 
  private:
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override {
-    const pb::CoordinatorMessage* next = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      out_.pop_front();
-      if (!ok || out_.empty()) {
-        writing_ = false;
-      } else {
-        next = &out_.front();
-      }
-    }
-    if (next != nullptr) StartWrite(next);
+    if (const auto* next = out_.pop(ok)) StartWrite(next);
   }
   void OnDone() override { delete this; }
 
   Floor& floor_;
   pb::WorkerMessage in_;
-  std::mutex mu_;
-  std::deque<pb::CoordinatorMessage> out_;
-  bool writing_ = false;
+  WriteQueue<pb::CoordinatorMessage> out_;
 };
 
 class Floor final : public pb::WorkerService::CallbackService {
@@ -293,7 +302,7 @@ class Floor final : public pb::WorkerService::CallbackService {
       if (initiator) {
         pb::CoordinatorMessage m2 = prep_tgt_;
         *m2.mutable_command()->mutable_prepare()->mutable_peer() = p.peer_desc;
-        send(pi * 2 + 1, m2);
+        send(pi * 2 + 1, std::move(m2));
       } else {
         {
           std::lock_guard<std::mutex> lock(p.mu);
@@ -350,10 +359,11 @@ class Floor final : public pb::WorkerService::CallbackService {
     pb::EndpointDesc peer_desc;
   };
 
-  void send(int i, const pb::CoordinatorMessage& m) {
-    pb::CoordinatorMessage copy = m;
-    copy.mutable_command()->set_request_id(++ids_);
-    streams_[static_cast<size_t>(i)]->send(copy);
+  // Each command is a copy of its template (made by the call), as the coordinator makes each
+  // from the test's spec, with its own request id.
+  void send(int i, pb::CoordinatorMessage m) {
+    m.mutable_command()->set_request_id(++ids_);
+    streams_[static_cast<size_t>(i)]->send(std::move(m));
   }
   void begin(int pi) {
     Pair& p = pairs_[static_cast<size_t>(pi)];
@@ -440,20 +450,14 @@ class AsyncServer {
   };
   struct AStream final : Sink {
     explicit AStream(AsyncServer& srv) : server(srv) {}
-    void send(const pb::CoordinatorMessage& m) override {
-      std::lock_guard<std::mutex> lock(mu);
-      out.push_back(m);
-      if (writing) return;
-      writing = true;
-      rw.Write(out.front(), &write_tag);
+    void send(pb::CoordinatorMessage m) override {
+      if (const auto* next = out.push(std::move(m))) rw.Write(*next, &write_tag);
     }
     AsyncServer& server;
     grpc::ServerContext ctx;
     grpc::ServerAsyncReaderWriter<pb::CoordinatorMessage, pb::WorkerMessage> rw{&ctx};
     pb::WorkerMessage in;
-    std::mutex mu;
-    std::deque<pb::CoordinatorMessage> out;
-    bool writing = false;
+    WriteQueue<pb::CoordinatorMessage> out;
     Tag accept_tag{this, Kind::kAccept};
     Tag read_tag{this, Kind::kRead};
     Tag write_tag{this, Kind::kWrite};
@@ -478,16 +482,9 @@ class AsyncServer {
         case Kind::kRead:
           onRead(s);
           break;
-        case Kind::kWrite: {
-          std::lock_guard<std::mutex> lock(s->mu);
-          s->out.pop_front();
-          if (s->out.empty()) {
-            s->writing = false;
-          } else {
-            s->rw.Write(s->out.front(), &s->write_tag);
-          }
+        case Kind::kWrite:
+          if (const auto* next = s->out.pop(true)) s->rw.Write(*next, &s->write_tag);
           break;
-        }
       }
     }
   }
@@ -524,28 +521,20 @@ class Worker final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Coord
     pb::WorkerMessage reg;
     reg.mutable_register_()->set_name("sim-" + std::to_string(index_));
     reg.mutable_register_()->set_protocol_version(1);
-    send(reg);
+    send(std::move(reg));
     StartCall();
   }
 
  private:
-  void send(const pb::WorkerMessage& m) {
-    const pb::WorkerMessage* next = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      out_.push_back(m);
-      if (writing_) return;
-      writing_ = true;
-      next = &out_.front();
-    }
-    StartWrite(next);
+  void send(pb::WorkerMessage m) {
+    if (const auto* next = out_.push(std::move(m))) StartWrite(next);
   }
   void reply(uint64_t id, const pb::CommandReply& r) {
     pb::WorkerMessage m;
     *m.mutable_reply() = r;
     m.mutable_reply()->set_request_id(id);
     m.mutable_reply()->mutable_status()->set_ok(true);
-    send(m);
+    send(std::move(m));
   }
   void OnReadDone(bool ok) override {
     if (!ok) return;
@@ -561,17 +550,7 @@ class Worker final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Coord
     StartRead(&in_);
   }
   void OnWriteDone(bool ok) override {
-    const pb::WorkerMessage* next = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      out_.pop_front();
-      if (!ok || out_.empty()) {
-        writing_ = false;
-      } else {
-        next = &out_.front();
-      }
-    }
-    if (next != nullptr) StartWrite(next);
+    if (const auto* next = out_.pop(ok)) StartWrite(next);
   }
   void OnDone(const grpc::Status&) override {}
 
@@ -581,9 +560,7 @@ class Worker final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Coord
   grpc::ClientContext ctx_;
   pb::CoordinatorMessage in_;
   pb::CommandReply prepare_, start_, finish_;
-  std::mutex mu_;
-  std::deque<pb::WorkerMessage> out_;
-  bool writing_ = false;
+  WriteQueue<pb::WorkerMessage> out_;
 };
 
 [[noreturn]] void runWorkers(const std::string& target, int n) {
