@@ -6,6 +6,7 @@
 # coordinator capacity in pair tests/s, and the span of a single pair test.
 #   tests/bench/coordinator_scale.sh [BINARY] [N=1024] [TEST_MS=10]
 # GDRMESH_TLS=1: the same over mutual TLS (a CA, coordinator, admin and simulator certificates).
+# GDRMESH_BENCH_SINGLES=N: single pair tests to time (200); GDRMESH_BENCH_SWEEP=0: no sweep.
 # GDRMESH_BENCH_SYSCALLS=1: also the coordinator's sendmsg/recvmsg/futex calls per pair test
 # during the sweep (perf's syscall tracepoints; needs perf and the permission to trace).
 set -euo pipefail
@@ -75,6 +76,9 @@ command -v sqlite3 >/dev/null || echo "single pair test: skipped (no sqlite3 CLI
 command -v sqlite3 >/dev/null && sqlite3 "$dir/r.db" "SELECT finished_ms - started_ms FROM results WHERE run_id = '' ORDER BY id DESC LIMIT $singles" |
   sort -n | awk -v t="$test_ms" '{a[NR]=$1; s+=$1} END {m=a[int((NR+1)/2)]; printf "single pair test: coordinator span over %d tests: median %d ms, mean %.2f ms for a %d ms transfer (overhead: median %d ms, mean %.2f ms; 1 ms stamps)\n", NR, m, s/NR, t, m-t, s/NR-t}'
 
+
+# GDRMESH_BENCH_SWEEP=0: stop here (registration, idle and the single pair test only).
+[[ "${GDRMESH_BENCH_SWEEP:-1}" == "0" ]] && exit 0
 
 peak=0
 ( while kill -0 $coord 2>/dev/null; do r=$(rss); echo "$r" >>"$dir/rss"; sleep 0.5; done ) &
