@@ -37,6 +37,7 @@ Retention::Retention(Clock& clock, SweepStore& sweeps, ResultStore& results,
     : clock_(clock), sweeps_(sweeps), results_(results), options_(options) {}
 
 Retention::~Retention() {
+  line_.close();  // a timer the clock has taken already finds nobody (it cannot be cancelled)
   stop();
 }
 
@@ -61,11 +62,13 @@ void Retention::stop() {
 }
 
 void Retention::scheduleNext() {
-  timer_ = clock_.schedule(clock_.after(options_.interval_seconds), [this] {
-    std::lock_guard<std::mutex> lock(mu_);
-    timer_ = 0;
-    due_ = true;
-    cv_.notify_all();
+  timer_ = clock_.schedule(clock_.after(options_.interval_seconds), [this, ref = line_.ref()] {
+    ref.run([this] {
+      std::lock_guard<std::mutex> lock(mu_);
+      timer_ = 0;
+      due_ = true;
+      cv_.notify_all();
+    });
   });
 }
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/lifeline.h"
 #include "common/result.h"
 #include "coordinator/store/store.h"
 
@@ -80,6 +81,7 @@ class Retention {
   uint64_t passes_ = 0;
   RetentionPass last_;
   std::thread thread_;
+  Lifeline line_;  // the timer's way back to this object, closed when it goes
 };
 
 }  // namespace gdrmesh

@@ -71,6 +71,7 @@ Scheduler::Scheduler(Clock& clock, SweepStarter& starter, ScheduleLog& log,
 }
 
 Scheduler::~Scheduler() {
+  line_.close();  // a timer the clock has taken already finds nobody (it cannot be cancelled)
   stop();
 }
 
@@ -291,7 +292,9 @@ void Scheduler::armAtLocked(size_t i, int64_t due_ms) {
   const int64_t delay_ms = std::max<int64_t>(0, due_ms - clock_.unixMs());
   const uint64_t generation = generation_;
   e.timer = clock_.schedule(clock_.now() + std::chrono::milliseconds(delay_ms),
-                            [this, i, generation, due_ms] { onTimer(i, generation, due_ms); });
+                            [this, ref = line_.ref(), i, generation, due_ms] {
+                              ref.run([&] { onTimer(i, generation, due_ms); });
+                            });
 }
 
 }  // namespace gdrmesh

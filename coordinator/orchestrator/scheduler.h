@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/lifeline.h"
 #include "common/result.h"
 #include "common/status.h"
 #include "coordinator/orchestrator/cluster_config.h"
@@ -132,6 +133,7 @@ class Scheduler {
   bool running_ = false;
   uint64_t generation_ = 0;  // bumped by start() and stop(); stale timers do nothing
   int in_flight_ = 0;        // timer callbacks between entry and exit
+  Lifeline line_;            // the timers' way back to this object, closed when it goes
 };
 
 }  // namespace gdrmesh
