@@ -24,6 +24,7 @@
 #include "tests/support/empty_sweep_codec.h"
 #include "tests/support/fake_worker_channel.h"
 #include "tests/support/forwarding_sweep_store.h"
+#include "tests/support/sweep_wait.h"
 #include "tests/support/temp_dir.h"
 
 namespace gdrmesh::testing {
@@ -105,13 +106,7 @@ TEST(SweepCheckpointRace, TheTestsEndOnlyAfterACheckpointInFlightIsStored) {
   options.checkpoint_seconds = 0.01;
   SweepManager manager(workers, clock, gate, *store, writer, codec, nullptr, options);
 
-  SweepSpec spec;
-  spec.pattern = SweepPattern::kAllPairs;
-  spec.test.message_size = 65536;
-  spec.test.iterations = 10;
-  spec.retries = 0;
-  spec.localise = false;
-  auto started = manager.start(spec);
+  auto started = manager.start(plainAllPairs());
   ASSERT_TRUE(started.ok()) << started.status().toString();
   const std::string id = started->id;
 
@@ -137,14 +132,9 @@ TEST(SweepCheckpointRace, TheTestsEndOnlyAfterACheckpointInFlightIsStored) {
       << "the sweep ended with a checkpoint still in flight";
   gate.release();
 
-  const auto give_up = clock.now() + std::chrono::seconds(60);
-  while (p.state == SweepState::kRunning || p.state == SweepState::kQueued) {
-    ASSERT_LT(clock.now(), give_up) << "the sweep did not end";
-    auto next = manager.waitForChange(id, version, clock.now() + std::chrono::seconds(1));
-    ASSERT_TRUE(next.ok()) << next.status().toString();
-    p = next->first;
-    version = next->second;
-  }
+  auto ended = waitForSweepEnd(manager, id, p, version, clock, std::chrono::seconds(60));
+  ASSERT_TRUE(ended.ok()) << ended.status().toString();
+  p = *ended;
   EXPECT_EQ(p.state, SweepState::kFinished) << p.reason;
   EXPECT_EQ(p.verdict, "PASS");
 

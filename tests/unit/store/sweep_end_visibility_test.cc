@@ -22,6 +22,7 @@
 #include "tests/support/empty_sweep_codec.h"
 #include "tests/support/fake_worker_channel.h"
 #include "tests/support/forwarding_sweep_store.h"
+#include "tests/support/sweep_wait.h"
 #include "tests/support/temp_dir.h"
 
 namespace gdrmesh::testing {
@@ -75,13 +76,7 @@ TEST(SweepEndVisibility, TheEndIsSeenOnlyWithItsStoredReport) {
   SweepManager manager(workers, clock, gated, *store, writer, codec, nullptr,
                        SweepManagerOptions{});
 
-  SweepSpec spec;
-  spec.pattern = SweepPattern::kAllPairs;
-  spec.test.message_size = 65536;
-  spec.test.iterations = 10;
-  spec.retries = 0;
-  spec.localise = false;
-  auto started = manager.start(spec);
+  auto started = manager.start(plainAllPairs());
   ASSERT_TRUE(started.ok()) << started.status().toString();
   const std::string id = started->id;
 
@@ -103,16 +98,10 @@ TEST(SweepEndVisibility, TheEndIsSeenOnlyWithItsStoredReport) {
 
   // Stored: the end is seen, and the report holds the six verdicts.
   gated.release();
-  SweepProgress p = woken->first;
-  uint64_t version = woken->second;
-  const auto give_up = clock.now() + std::chrono::seconds(60);
-  while (p.state == SweepState::kRunning) {
-    ASSERT_LT(clock.now(), give_up) << "the sweep did not end after its report was stored";
-    auto next = manager.waitForChange(id, version, clock.now() + std::chrono::seconds(1));
-    ASSERT_TRUE(next.ok()) << next.status().toString();
-    p = next->first;
-    version = next->second;
-  }
+  auto ended =
+      waitForSweepEnd(manager, id, woken->first, woken->second, clock, std::chrono::seconds(60));
+  ASSERT_TRUE(ended.ok()) << ended.status().toString() << " after its report was stored";
+  const SweepProgress& p = *ended;
   EXPECT_EQ(p.state, SweepState::kFinished) << p.reason;
   EXPECT_EQ(p.verdict, "PASS");
   EXPECT_GT(p.finished_ms, 0);
