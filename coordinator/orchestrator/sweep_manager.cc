@@ -372,20 +372,14 @@ void SweepManager::publish(const std::shared_ptr<Active>& a) {
   }
 }
 
-void SweepManager::scheduleTick(const std::shared_ptr<Ticker>& t,
-                                const std::shared_ptr<Active>& a) {
-  // t->mu held. The scheduled function owns what it uses (no reference into a stack frame).
-  t->timer = clock_.schedule(clock_.after(options_.checkpoint_seconds), [this, t, a] {
-    {
-      std::lock_guard<std::mutex> lock(t->mu);
-      if (!t->running) return;
-      t->busy = true;
-    }
-    checkpoint(a, false);
-    std::lock_guard<std::mutex> lock(t->mu);
-    t->busy = false;
-    t->idle.notify_all();
-    if (t->running) scheduleTick(t, a);
+Clock::TimerId SweepManager::scheduleTick(Lifeline::Ref line, Clock::TimerId* timer,
+                                          const std::shared_ptr<Active>& a) {
+  // Called inside one of `line`'s runs; `timer` is the caller's, reached only inside them.
+  return clock_.schedule(clock_.after(options_.checkpoint_seconds), [this, line, timer, a] {
+    line.run([&] {
+      checkpoint(a, false);
+      *timer = scheduleTick(line, timer, a);
+    });
   });
 }
 
@@ -509,15 +503,13 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       a->executor = &ex;
       if (a->cancel_requested || stopping_) ex.cancel();
     }
-    // Progress is stored once a second while the sweep runs, from the clock's thread. The
-    // ticker's state is shared with the scheduled ticks (a tick that has begun cannot be
-    // cancelled), and the end of the tests waits for a tick in flight: it must neither touch
-    // this frame after it is gone nor store its "running" record after the final one.
-    auto ticker = std::make_shared<Ticker>();
-    {
-      std::lock_guard<std::mutex> lock(ticker->mu);
-      scheduleTick(ticker, a);
-    }
+    // Progress is stored once a second while the sweep runs, from the clock's thread. A tick
+    // the clock has taken cannot be cancelled, so the ticks reach this frame through a
+    // lifeline that the end of the tests closes: it waits for a checkpoint being written (whose
+    // "running" record must not land after the final one), and later ticks find nobody.
+    Lifeline ticks;
+    Clock::TimerId tick_timer = 0;  // written inside ticks' runs only
+    ticks.ref().run([&] { tick_timer = scheduleTick(ticks.ref(), &tick_timer, a); });
     ExecutorCallbacks cb;
     cb.on_start = [&](int index, const std::string& test_id) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -534,12 +526,8 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       publish(a);
     };
     ex.run(std::move(tasks), cb);
-    {
-      std::unique_lock<std::mutex> lock(ticker->mu);
-      ticker->running = false;
-      clock_.cancel(ticker->timer);
-      ticker->idle.wait(lock, [&] { return !ticker->busy; });
-    }
+    ticks.close();
+    clock_.cancel(tick_timer);
     std::lock_guard<std::mutex> lock(mu_);
     a->executor = nullptr;
   };

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/lifeline.h"
 #include "common/result.h"
 #include "coordinator/orchestrator/cluster_config.h"
 #include "coordinator/orchestrator/executor.h"
@@ -144,15 +145,10 @@ class SweepManager {
   SweepRecord recordOf(const Active& a) const;
   void publish(const std::shared_ptr<Active>& a);
   void checkpoint(const std::shared_ptr<Active>& a, bool final);
-  // The running sweep's periodic checkpoint (every checkpoint_seconds, on the clock's thread).
-  struct Ticker {
-    std::mutex mu;  // guards all below
-    std::condition_variable idle;
-    bool running = true;
-    bool busy = false;  // a checkpoint is being written
-    Clock::TimerId timer = 0;
-  };
-  void scheduleTick(const std::shared_ptr<Ticker>& t, const std::shared_ptr<Active>& a);
+  // The running sweep's next periodic checkpoint (checkpoint_seconds on, on the clock's thread),
+  // which stores its progress and schedules the next into *timer, while `line` is open.
+  Clock::TimerId scheduleTick(Lifeline::Ref line, Clock::TimerId* timer,
+                              const std::shared_ptr<Active>& a);
   // The judge over a sweep's rows with the workers' labels and port rates of now.
   JudgeVerdicts judgeSweepRows(const JudgeRows& rows, const ClusterConfig& config,
                                const JudgeRows& baseline) const;
