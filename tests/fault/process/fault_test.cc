@@ -153,7 +153,12 @@ TEST_F(FaultTest, ATestInFlightWhenTheCoordinatorIsKilledIsRecordedAsInterrupted
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   const std::string done_id = str(parse(first), "test_id");
   pid_t cli = c_.cliAsync(longTest("a", "b"), "inflight");
-  ASSERT_TRUE(waitActive("b")) << "the test never started";
+  // The workers' active_tests comes with their heartbeats and may still count the first test,
+  // so the kill waits for what it is about: the coordinator's marker of the test in flight.
+  ASSERT_TRUE(c_.waitFor([&](const json&) {
+    return !c_.query("SELECT 1 FROM test_starts WHERE initiator_worker = 'a'").empty();
+  })) << "the test never started";
+  ASSERT_TRUE(waitActive("b")) << "the test never reached the target";
   const int port = c_.port();
   c_.stopCoordinator(SIGKILL);
   auto lost = c_.collect(cli, "inflight", seconds(30));
