@@ -131,9 +131,8 @@ int runTest(const ClientOptions& o, const TestArgs& a) {
   } else {
     std::cout << resultDetail(r);
     if (!resp.store_error().empty()) {
-      std::cout << "WARNING: result not in the database yet (spooled next to it, or held by the "
-                   "coordinator; stored when the database takes writes again): "
-                << resp.store_error() << "\n";
+      // The error says whether the result is durable (spooled) or held in memory only.
+      std::cout << "WARNING: result not in the database yet: " << resp.store_error() << "\n";
     }
   }
   if (!resp.store_error().empty()) return kExitInternal;

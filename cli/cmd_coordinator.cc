@@ -1,5 +1,7 @@
 // `gdrmesh coordinator`: the gRPC services, the store and (optionally) the status page.
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -12,6 +14,7 @@
 #include "coordinator/http/status_http_server.h"
 #include "coordinator/orchestrator/retention.h"
 #include "coordinator/service/coordinator_server.h"
+#include "coordinator/store/db_holder.h"
 #include "coordinator/store/sqlite_store.h"
 
 namespace gdrmesh::cli {
@@ -82,6 +85,31 @@ class CoordinatorStatusSource final : public StatusSource {
   CoordinatorServer& server_;
   ResultStore& store_;
   Clock& clock_;
+};
+
+// Removes the database files a failed start created (the database did not exist before it):
+// a coordinator that could not listen must not leave an empty database behind. Declared before
+// the store, so it runs after the store has closed the file.
+class NewDatabaseCleanup {
+ public:
+  explicit NewDatabaseCleanup(std::string db) : db_(std::move(db)) {
+    std::error_code ec;
+    armed_ =
+        db_ != ":memory:" && !std::filesystem::exists(std::filesystem::symlink_status(db_, ec));
+  }
+  ~NewDatabaseCleanup() {
+    if (!armed_) return;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal", ".spool", ".spool-reserve"}) {
+      (void)std::remove((db_ + suffix).c_str());
+    }
+  }
+  NewDatabaseCleanup(const NewDatabaseCleanup&) = delete;
+  NewDatabaseCleanup& operator=(const NewDatabaseCleanup&) = delete;
+  void keep() { armed_ = false; }
+
+ private:
+  const std::string db_;
+  bool armed_ = false;
 };
 
 struct CoordinatorArgs {
@@ -211,6 +239,30 @@ int runCoordinator(const CoordinatorArgs& a) {
     std::fprintf(stderr, "gdrmesh coordinator: --retention-days: %s\n", st.toString().c_str());
     return kExitUsage;
   }
+  // A file over the file-size limit (ulimit -f) is a write error (EFBIG) the store reports and
+  // the writer spools and retries, never a signal that kills the coordinator with results
+  // answered and not stored. Before any file is opened.
+  std::signal(SIGXFSZ, SIG_IGN);
+  // One database has one coordinator: the lock comes before the schema, the spool, the markers
+  // of tests in flight and any sweep to resume are touched (issue #22).
+  std::unique_ptr<DatabaseHolder> holder;
+  if (a.db != ":memory:") {
+    auto held = DatabaseHolder::acquire(a.db);
+    if (!held.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: --db %s: %s\n", a.db.c_str(),
+                   held.status().toString().c_str());
+      return kExitUsage;
+    }
+    holder = std::move(*held);
+    if (const auto& gone = holder->previous()) {
+      std::fprintf(stderr,
+                   "gdrmesh coordinator: --db %s: taking over from a coordinator that ended "
+                   "without releasing it (%s; its lock was free, so its process is gone)\n",
+                   a.db.c_str(), gone->describe().c_str());
+    }
+  }
+  // A start that fails before it listens leaves no new database behind (removed once closed).
+  NewDatabaseCleanup cleanup(a.db);
   auto store = SqliteStore::open(a.db);
   if (!store.ok()) {
     std::fprintf(stderr, "gdrmesh coordinator: --db %s: %s\n", a.db.c_str(),
@@ -233,7 +285,13 @@ int runCoordinator(const CoordinatorArgs& a) {
     std::fprintf(stderr, "gdrmesh coordinator: --listen: %s\n", port.status().toString().c_str());
     return kExitUsage;
   }
+  cleanup.keep();
   std::string host = a.listen.substr(0, a.listen.rfind(':'));
+  if (holder) {
+    if (Status st = holder->announce(host + ":" + std::to_string(*port)); !st.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: %s\n", st.toString().c_str());
+    }
+  }
   std::printf("gdrmesh coordinator listening on %s:%d (db %s, %s)\n", host.c_str(), *port,
               a.db.c_str(),
               opts.tls ? ("mutual TLS as " + cert.identity.describe()).c_str()

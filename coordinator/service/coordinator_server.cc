@@ -771,14 +771,22 @@ Status CoordinatorServer::storeResult(TestResult& result) {
   Status spooled = store_.spoolResult(result);
   std::lock_guard<std::mutex> lock(mu_);
   unstored_.push_back(result);
+  // The caller (the CLI) is told whether the result is durable yet.
   if (spooled.ok()) {
     std::fprintf(stderr, "gdrmesh coordinator: result %s spooled, not yet stored: %s\n",
                  result.test_id.c_str(), id.status().toString().c_str());
-    return id.status();
+    return Status(id.status().code(),
+                  id.status().message() + "; the result is durable in the spool (synced), and " +
+                      "stored in the database once it takes writes again",
+                  id.status().fix());
   }
   std::fprintf(stderr, "gdrmesh coordinator: result %s held in memory only: %s; %s\n",
                result.test_id.c_str(), id.status().toString().c_str(), spooled.toString().c_str());
-  return id.status().withContext("and the spool failed too (" + spooled.message() + ")");
+  return Status(id.status().code(),
+                id.status().message() + "; the spool failed too (" + spooled.message() +
+                    "): the result is NOT durable yet, held in the coordinator's memory and "
+                    "lost if it is killed before the disk takes writes again",
+                id.status().fix());
 }
 
 Status CoordinatorServer::recordInterruptedTests() {

@@ -795,6 +795,15 @@ SqliteStore::SqliteStore(std::string path, DbPtr db) : path_(std::move(path)) {
 }
 
 SqliteStore::~SqliteStore() {
+  // Closing the last connection checkpoints the WAL, which stores into the mapped WAL index: not
+  // while the file system refuses it (SIGBUS). The WAL stays, and the next open reads it.
+  if (path_ != ":memory:" && !walIndexWritable().ok()) {
+    for (Conn* c : {&writer_, reader_.get()}) {
+      if (c != nullptr && c->db) {
+        (void)sqlite3_db_config(c->db.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+      }
+    }
+  }
   if (reader_) {
     std::lock_guard<std::mutex> lock(reader_->mu);
     reader_->stmts.clear();  // finalize before the connection closes
@@ -873,7 +882,11 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
     }
     return store->error(store->writer_, rc, "open");
   }
+  // A WAL index left read-only: refused here, before SQLite maps it.
+  GDR_RETURN_IF_ERROR(store->walIndexWritable());
   GDR_RETURN_IF_ERROR(store->configure(options));
+  store->spool_reserve_ = options.spool_reserve_bytes;
+  store->fillSpoolReserve();
   return store;
 }
 
@@ -940,6 +953,65 @@ Status SqliteStore::configure(const SqliteStoreOptions& options) {
                                  "PRAGMA user_version = " + std::to_string(latest)));
   }
   return openReader(options);
+}
+
+class SqliteStore::ReadLease {
+ public:
+  explicit ReadLease(SqliteStore& store) {
+    if (!store.reader_ || store.walIndexWritable().ok()) {
+      conn_ = &store.reader();
+      lock_ = std::unique_lock<std::mutex>(conn_->mu);
+      return;
+    }
+    // The WAL index refuses writes: the shared connections may store into their mapping of it
+    // (a reader's read mark), so this read opens its own connection, which reads the -wal file
+    // without locks; holding the writer's mutex keeps our own writes (the only writer: one
+    // database has one coordinator) from changing it meanwhile.
+    write_lock_ = std::unique_lock<std::mutex>(store.writer_.mu);
+    status_ = store.openPrivateReader(private_);
+    conn_ = &private_;
+  }
+  ReadLease(const ReadLease&) = delete;
+  ReadLease& operator=(const ReadLease&) = delete;
+  const Status& status() const { return status_; }
+  Conn& conn() { return *conn_; }
+
+ private:
+  // Member order: the private connection closes before the writer's mutex is released.
+  std::unique_lock<std::mutex> write_lock_;
+  Conn private_;
+  std::unique_lock<std::mutex> lock_;
+  Conn* conn_ = nullptr;
+  Status status_;
+};
+
+Status SqliteStore::walIndexWritable() const {
+  if (path_ == ":memory:") return Status();
+  const std::string shm = path_ + "-shm";
+  if (::access(shm.c_str(), W_OK) == 0) return Status();
+  const int e = errno;
+  if (e != EACCES && e != EPERM && e != EROFS) return Status();  // none yet: SQLite creates it
+  return Status(Code::kPermissionDenied,
+                "cannot write database " + path_ + ": its WAL index " + shm + " refuses writes (" +
+                    std::strerror(e) +
+                    "); SQLite maps that file and would be killed (SIGBUS) writing to it, so "
+                    "nothing is written until it is writable again",
+                "give the coordinator's user write access to " + shm + " and " + path_ +
+                    " again (an immutable file: chattr -i; a read-only mount: remount it "
+                    "read-write); results held meanwhile are stored then, without a restart");
+}
+
+Status SqliteStore::openPrivateReader(Conn& c) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX,
+                                 "unix-none");
+  c.db.reset(raw);
+  if (!c.db) return Status(Code::kResourceExhausted, "out of memory opening database " + path_);
+  if (rc != SQLITE_OK) return error(c, rc, "open a private read-only connection");
+  sqlite3_extended_result_codes(c.db.get(), 1);
+  (void)sqlite3_db_config(c.db.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  // Exclusive locking mode before the first read: the WAL index is built in heap memory.
+  return execOnce(c, "set locking_mode", "PRAGMA locking_mode = EXCLUSIVE");
 }
 
 Status SqliteStore::openReader(const SqliteStoreOptions& options) {
@@ -1114,6 +1186,16 @@ Status SqliteStore::error(const Conn& c, int rc, const std::string& what) const 
                       " and its directory (a read-only mount or an immutable file: mount it "
                       "read-write, chattr -i), or pass --db another file");
   }
+  if (primary == SQLITE_IOERR && sys == EFBIG) {
+    // Over the process's file-size limit (RLIMIT_FSIZE): the coordinator ignores SIGXFSZ, so
+    // the write fails here instead of killing it.
+    return Status(Code::kResourceExhausted,
+                  "database " + path_ + " reached the coordinator's file-size limit (" + detail +
+                      ": " + std::strerror(sys) + ")",
+                  "raise the coordinator's file-size limit (ulimit -f unlimited; LimitFSIZE= in "
+                  "its systemd unit), or move the database (--db); the failed write was rolled "
+                  "back");
+  }
   if (primary == SQLITE_FULL || (primary == SQLITE_IOERR && sys == ENOSPC)) {
     return Status(Code::kResourceExhausted, "database disk is full: " + path_ + " (" + detail + ")",
                   "free space on the filesystem that holds " + path_ +
@@ -1195,6 +1277,7 @@ std::string rowOf(size_t i, size_t n, const TestResult& r) {
 Result<int64_t> SqliteStore::insertResult(const TestResult& result) {
   GDR_RETURN_IF_ERROR(checkInsertable(result));
   std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_ASSIGN_OR_RETURN(std::vector<int64_t> ids, insertLocked(&result, 1));
   return ids.front();
 }
@@ -1208,6 +1291,7 @@ Result<std::vector<int64_t>> SqliteStore::insertResults(const std::vector<TestRe
   }
   if (results.empty()) return std::vector<int64_t>();
   std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
   return insertLocked(results.data(), results.size());
 }
 
@@ -1324,8 +1408,9 @@ Result<std::vector<TestResult>> SqliteStore::queryResults(const ResultQuery& que
                            "give the sweep's id as run_id (plan order is one sweep's)");
   }
   const QuerySql q = queryResultsSql(query);
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(c, q.name, q.sql));
   StmtScope scope(s);
   int rc = SQLITE_OK;
@@ -1362,8 +1447,9 @@ Result<std::vector<std::string>> SqliteStore::explainQueryResultsForTesting(
 
 Result<std::vector<std::string>> SqliteStore::explain(const std::string& name,
                                                       const std::string& sql) {
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   // Not cached: a test helper. EXPLAIN QUERY PLAN needs no bound values.
   const std::string text = "EXPLAIN QUERY PLAN " + sql;
   sqlite3_stmt* raw = nullptr;
@@ -1449,8 +1535,9 @@ QuerySql queryHistorySql(const HistoryQuery& query) {
 
 Result<uint64_t> SqliteStore::countResults(const ResultQuery& query) {
   const QuerySql q = countResultsSql(query);
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(c, q.name, q.sql));
   StmtScope scope(s);
   int rc = bindInt(s, ":since", query.since_ms);
@@ -1477,8 +1564,9 @@ Result<std::vector<TestResult>> SqliteStore::queryHistory(const HistoryQuery& qu
         "name both workers of the pair (SRC and DST)");
   }
   const QuerySql q = queryHistorySql(query);
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(c, q.name, q.sql));
   StmtScope scope(s);
   int rc = bindText(s, ":src", query.src);
@@ -1509,8 +1597,9 @@ Result<std::vector<std::string>> SqliteStore::explainQueryHistoryForTesting(
 }
 
 Result<std::optional<TestResult>> SqliteStore::getResult(const std::string& test_id) {
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
       statement(c, "get_result", "SELECT " + selectColumns() + " FROM results WHERE test_id = ?1"));
@@ -1529,6 +1618,7 @@ Status SqliteStore::upsertWorker(const WorkerRecord& worker) {
     return invalidArgument("worker.name is empty", "register workers under a non-empty name");
   }
   std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
   // hostname and inventory: the latest registration wins. first_seen keeps the earliest time,
   // last_seen the latest.
   GDR_ASSIGN_OR_RETURN(
@@ -1560,8 +1650,9 @@ Status SqliteStore::upsertWorker(const WorkerRecord& worker) {
 }
 
 Result<std::vector<WorkerRecord>> SqliteStore::listWorkers() {
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
                        statement(c, "list_workers",
                                  "SELECT name, hostname, inventory_json, first_seen_ms, "
@@ -1587,6 +1678,7 @@ Result<bool> SqliteStore::removeWorker(const std::string& name) {
     return invalidArgument("worker name is empty", "name the worker to remove");
   }
   std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
                        statement(writer_, "remove_worker", "DELETE FROM workers WHERE name = ?1"));
   StmtScope scope(s);
@@ -1635,6 +1727,7 @@ Status SqliteStore::writeSweep(const SweepRecord& sweep, bool create) {
   GDR_RETURN_IF_ERROR(checkSweep(sweep));
   const std::string name = create ? "insert_sweep" : "update_sweep";
   std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_RETURN_IF_ERROR(begin());
   Status st = [&]() -> Status {
     GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
@@ -1690,8 +1783,9 @@ Status SqliteStore::writeSweepReport(const SweepRecord& sweep) {
 }
 
 Result<std::optional<SweepRecord>> SqliteStore::getSweep(const std::string& id, bool with_report) {
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   // One statement, so the row, the report and its revision are one snapshot.
   const char* name = with_report ? "get_sweep" : "get_sweep-report";
   GDR_ASSIGN_OR_RETURN(
@@ -1721,8 +1815,9 @@ Result<std::vector<SweepRecord>> SqliteStore::listSweeps(uint32_t limit, const s
   const std::string sql = "SELECT " + selectSweepColumns() + " FROM sweeps" +
                           (state.empty() ? "" : " WHERE state = :state") +
                           " ORDER BY created_ms DESC, rowid DESC LIMIT :limit";
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(c, name, sql));
   StmtScope scope(s);
   int rc = state.empty() ? SQLITE_OK : bindText(s, ":state", state);
@@ -1747,6 +1842,7 @@ Status SqliteStore::markSweepTestStarted(const std::string& sweep_id, const Swee
         "pass the test's index in the sweep plan (0, 1, ...)");
   }
   std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
   // A plan index started again (a re-run after a restart) replaces the earlier marker.
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
@@ -1774,8 +1870,9 @@ Status SqliteStore::markSweepTestStarted(const std::string& sweep_id, const Swee
 }
 
 Result<std::vector<SweepTestStart>> SqliteStore::unfinishedSweepTests(const std::string& sweep_id) {
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   // Walks sweep_test_starts by its primary key and probes results(run_id, plan_index).
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
@@ -1813,6 +1910,7 @@ Status SqliteStore::markTestStarted(const TestResult& started) {
     return invalidArgument("test_id is empty", "mark a test with its id (newTestId)");
   }
   std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
       statement(writer_, "mark_test_started",
@@ -1842,6 +1940,7 @@ Status SqliteStore::markTestStarted(const TestResult& started) {
 
 Status SqliteStore::clearTestStarted(const std::string& test_id) {
   std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(writer_, "clear_test_started",
                                                    "DELETE FROM test_starts WHERE test_id = ?1"));
   StmtScope scope(s);
@@ -1853,8 +1952,9 @@ Status SqliteStore::clearTestStarted(const std::string& test_id) {
 }
 
 Result<std::vector<TestResult>> SqliteStore::unfinishedTests() {
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
       statement(c, "unfinished_tests",
@@ -1895,6 +1995,63 @@ std::string SqliteStore::spoolPath() const {
   return path_ == ":memory:" ? std::string() : path_ + ".spool";
 }
 
+std::string SqliteStore::spoolReservePath() const {
+  return path_ == ":memory:" ? std::string() : path_ + ".spool-reserve";
+}
+
+void SqliteStore::fillSpoolReserve() {
+  const std::string path = spoolReservePath();
+  if (path.empty() || spool_reserve_ == 0) return;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  // Allocated blocks, not a sparse file: giving them back is what frees space on a full disk.
+  (void)::posix_fallocate(fd, 0, static_cast<off_t>(spool_reserve_));
+  ::close(fd);
+}
+
+bool SqliteStore::releaseSpoolReserve() {
+  const std::string path = spoolReservePath();
+  struct stat sb {};
+  if (path.empty() || ::stat(path.c_str(), &sb) != 0 || sb.st_size <= 0) return false;
+  // One block at a time: what one spool record needs, and less than the database needs for a
+  // transaction (a WAL frame is a page plus its header, an insert writes several), so space
+  // given back here goes to the spool, not to a retried insert.
+  const off_t step = std::max<off_t>(4096, sb.st_blksize);
+  return ::truncate(path.c_str(), sb.st_size > step ? sb.st_size - step : 0) == 0;
+}
+
+int SqliteStore::appendToSpool(const std::string& path, const std::string& line) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return errno;
+  const char* p = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = n < 0 ? errno : ENOSPC;
+      // Leave no partial record behind: cut the file back to where this record began.
+      struct stat sb {};
+      if (::fstat(fd, &sb) == 0) {
+        (void)::ftruncate(fd, sb.st_size - static_cast<off_t>(line.size() - left));
+      }
+      ::close(fd);
+      return e;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int e = errno;
+    struct stat sb {};
+    if (::fstat(fd, &sb) == 0) (void)::ftruncate(fd, sb.st_size - static_cast<off_t>(line.size()));
+    ::close(fd);
+    return e;
+  }
+  ::close(fd);
+  return 0;
+}
+
 Status SqliteStore::spoolResult(const TestResult& result) {
   GDR_RETURN_IF_ERROR(checkInsertable(result));
   const std::string path = spoolPath();
@@ -1907,40 +2064,17 @@ Status SqliteStore::spoolResult(const TestResult& result) {
   enc.line += '\n';
   std::lock_guard<std::mutex> lock(spool_mu_);
   const bool existed = ::access(path.c_str(), F_OK) == 0;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  auto io_error = [&](const char* what) {
-    const int e = errno;
-    return Status(e == ENOSPC || e == EDQUOT ? Code::kResourceExhausted : Code::kUnavailable,
-                  std::string("cannot ") + what + " spool file " + path + " (" + std::strerror(e) +
-                      "): result " + result.test_id + " is held in memory only",
-                  "free space on (or make writable) the disk that holds " + path_ +
-                      "; results held in memory are lost if the coordinator is killed");
-  };
-  if (fd < 0) return io_error("open");
-  const char* p = enc.line.data();
-  size_t left = enc.line.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Status st = io_error("append to");
-      // Leave no partial record behind: cut the file back to where this record began.
-      struct stat sb {};
-      if (::fstat(fd, &sb) == 0) {
-        (void)::ftruncate(fd, sb.st_size - static_cast<off_t>(enc.line.size() - left));
-      }
-      ::close(fd);
-      return st;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
+  int e = appendToSpool(path, enc.line);
+  // A full disk: the space held back for this moment goes, a block at a time.
+  while ((e == ENOSPC || e == EDQUOT) && releaseSpoolReserve()) e = appendToSpool(path, enc.line);
+  if (e != 0) {
+    return Status(
+        e == ENOSPC || e == EDQUOT || e == EFBIG ? Code::kResourceExhausted : Code::kUnavailable,
+        "cannot append to spool file " + path + " (" + std::strerror(e) + "): result " +
+            result.test_id + " is held in memory only, not durable",
+        "free space on (or make writable) the disk that holds " + path_ +
+            "; results held in memory are lost if the coordinator is killed");
   }
-  if (::fsync(fd) != 0) {
-    Status st = io_error("sync");
-    ::close(fd);
-    return st;
-  }
-  ::close(fd);
   if (!existed) syncDirectoryOf(path);
   return Status();
 }
@@ -2007,6 +2141,7 @@ Result<SpoolReplay> SqliteStore::replaySpool() {
         "remove it by hand; its results are stored");
   }
   syncDirectoryOf(path);
+  fillSpoolReserve();  // the disk had room for every result: hold space back again
   return out;
 }
 
@@ -2015,6 +2150,7 @@ Status SqliteStore::recordScheduleRun(const ScheduleRun& run) {
     return invalidArgument("schedule run has no schedule name", "record runs of a named schedule");
   }
   std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
       statement(writer_, "record_schedule_run",
@@ -2048,8 +2184,9 @@ Result<std::vector<ScheduleRun>> SqliteStore::scheduleRuns(const std::string& sc
   if (schedule.empty()) {
     return invalidArgument("scheduleRuns needs a schedule name", "pass the schedule's name");
   }
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   // Newest first straight from schedule_runs(schedule, due_ms); equal due times: the later
   // record first.
   GDR_ASSIGN_OR_RETURN(
@@ -2153,6 +2290,7 @@ Status SqliteStore::aggregateSweep(const std::string& sweep_id, uint32_t plan_si
     return invalidArgument("aggregateSweep: sweep id is empty", "pass a stored sweep's id");
   }
   std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * exists,
                        statement(writer_, "sweep_exists", "SELECT 1 FROM sweeps WHERE id = ?1"));
   {
@@ -2328,8 +2466,9 @@ Status SqliteStore::aggregateSweep(const std::string& sweep_id, uint32_t plan_si
 }
 
 Result<SweepTotals> SqliteStore::sweepTotals(const std::string& sweep_id, uint32_t plan_size) {
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * kept,
                        statement(c, "sweep_totals_kept",
                                  "SELECT tests_done, tests_failed, tests_skipped, results FROM "
@@ -2375,8 +2514,9 @@ Result<SweepTotals> SqliteStore::sweepTotals(const std::string& sweep_id, uint32
 
 Result<std::vector<SweepRecord>> SqliteStore::sweepsWithoutAggregates(int64_t created_before_ms,
                                                                       uint32_t limit) {
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
       statement(c, "sweeps_without_aggregates",
@@ -2398,8 +2538,9 @@ Result<std::vector<SweepRecord>> SqliteStore::sweepsWithoutAggregates(int64_t cr
 }
 
 Result<std::vector<PairAggregate>> SqliteStore::sweepAggregates(const std::string& sweep_id) {
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
                        statement(c, "sweep_aggregates",
                                  std::string("SELECT ") + kAggregateColumns +
@@ -2425,8 +2566,9 @@ Result<std::vector<PairAggregate>> SqliteStore::pairHistory(const std::string& s
     return invalidArgument("pairHistory needs both workers (src '" + src + "', dst '" + dst + "')",
                            "pass the initiator and the target worker names");
   }
-  Conn& c = reader();
-  std::lock_guard<std::mutex> lock(c.mu);
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
   // Newest first straight from sweep_aggregates(src, dst, started_ms).
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
                        statement(c, "pair_history",
@@ -2458,6 +2600,7 @@ Result<uint64_t> SqliteStore::deleteResultsBefore(int64_t cutoff_ms, uint32_t ma
                            "delete in batches of at least one row (e.g. 2000)");
   }
   std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
   // The oldest rows first, through results_started_ms; one statement is one short transaction.
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,

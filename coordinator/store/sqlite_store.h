@@ -12,6 +12,12 @@
 // sweepAggregates, pairHistory). In WAL mode the reader sees the last committed state and
 // neither waits for the other, so a long query never holds up an insert. ":memory:" has one
 // connection (a second would be a different database) that serves both roles.
+//
+// While the WAL index ("<db>-shm") refuses writes (an immutable file, a read-only mount), no
+// operation touches the shared connections: a write fails with kPermissionDenied naming the
+// file (the coordinator spools and retries it), and a read is served by a private connection
+// that keeps the WAL index in its own memory (docs/faults.md). SQLite would otherwise die of
+// SIGBUS storing into its mapping of that file.
 #pragma once
 
 #include <sqlite3.h>
@@ -45,6 +51,11 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations();
 struct SqliteStoreOptions {
   // How long a statement waits for a lock held by another connection or process.
   int busy_timeout_ms = 5000;
+  // Space held back for the spool on the database's disk ("<db>.spool-reserve", allocated at
+  // open and again after each replay): when the disk is full, appending a result to the spool
+  // gives back one block of it at a time and tries again, so a result the database refuses for a
+  // full disk is still durable (issue #23). 0: none.
+  uint64_t spool_reserve_bytes = uint64_t{1} << 20;
   // Tests only: replaces sqliteSchemaMigrations() (e.g. to add a future step, or to pretend
   // to be an older build). Must be versions 1..N in order.
   const std::vector<SqliteMigration>* migrations = nullptr;
@@ -83,6 +94,8 @@ class SqliteStore : public ResultStore, public SweepStore {
   Status spoolResult(const TestResult& result) override;
   Result<SpoolReplay> replaySpool() override;
   std::string spoolPath() const;
+  // "<db>.spool-reserve" (none for ":memory:"); its current size, for tests.
+  std::string spoolReservePath() const;
 
   // SweepStore.
   Status createSweep(const SweepRecord& sweep) override;
@@ -147,6 +160,18 @@ class SqliteStore : public ResultStore, public SweepStore {
   Status openReader(const SqliteStoreOptions& options);
   // The connection reads use: the read-only one for a file, the only one for ":memory:".
   Conn& reader() { return reader_ ? *reader_ : writer_; }
+  // One read's connection, locked while the lease lives: reader(), or while the WAL index
+  // refuses writes (walIndexWritable()) a private one that never maps it (see the .cc).
+  class ReadLease;
+  // OK unless the database's WAL index ("<db>-shm") refuses writes (an immutable file, a
+  // read-only mount): SQLite maps that file, and a store into a mapped page the file system
+  // refuses ends the process with SIGBUS instead of returning an error. Every write and every
+  // read through the shared connections asks first (issue #23).
+  Status walIndexWritable() const;
+  // Opens `c` read-only on the "unix-none" VFS in exclusive locking mode: SQLite then builds
+  // the WAL index in the connection's own heap memory from the -wal file and neither maps nor
+  // locks the -shm file. Called with writer_.mu held (none of our writes runs meanwhile).
+  Status openPrivateReader(Conn& c);
 
   // The helpers below expect the named connection's mutex held; those without one use writer_.
   Status migrate(const std::vector<SqliteMigration>& migrations);
@@ -168,7 +193,17 @@ class SqliteStore : public ResultStore, public SweepStore {
   // A Status for SQLite result code `rc` from statement `what` on connection `c`.
   Status error(const Conn& c, int rc, const std::string& what) const;
 
+  // Fills the spool reserve up to spool_reserve_ bytes (best effort: a full disk leaves it as
+  // it is). Called with spool_mu_ held, or before the store is shared.
+  void fillSpoolReserve();
+  // Gives back one block of the spool reserve; false when it is empty. spool_mu_ held.
+  bool releaseSpoolReserve();
+  // One append of `line` to the spool file (synced); 0 or the errno that stopped it, with
+  // nothing of the line left in the file. spool_mu_ held.
+  int appendToSpool(const std::string& path, const std::string& line);
+
   const std::string path_;
+  uint64_t spool_reserve_ = 0;
   std::function<void()> on_query_row_;  // tests only
   Conn writer_;
   std::unique_ptr<Conn> reader_;  // null for ":memory:"

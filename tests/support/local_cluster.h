@@ -48,6 +48,7 @@ class LocalCluster {
   void startCoordinator(const std::vector<std::string>& extra = {}, int port = 0,
                         const std::string& host = "127.0.0.1");
   void stopCoordinator(int sig = 15);
+  pid_t coordinatorPid() const { return coordinator_; }
   // Starts a worker and waits until the coordinator lists it online.
   void startWorker(const std::string& name, const std::vector<std::string>& extra = {});
   void killWorker(const std::string& name, int sig = 9);
