@@ -1,6 +1,7 @@
 #include "coordinator/store/sqlite_store.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1167,6 +1168,23 @@ bool writeRefused(const std::string& path) {
   return refused(path, W_OK) || refused(path + "-wal", W_OK) || refused(dir, W_OK | X_OK);
 }
 
+// True when the process has a file-size limit (RLIMIT_FSIZE) and the database or its WAL has
+// reached it, within a WAL frame (SQLite reports the failed write as SQLITE_IOERR_WRITE and does
+// not always keep its errno, EFBIG).
+bool atFileSizeLimit(const std::string& path) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return false;
+  constexpr rlim_t kLargestFrame = 65536 + 24;  // the largest page and its frame header
+  for (const std::string& f : {path, path + "-wal"}) {
+    struct stat sb {};
+    if (::stat(f.c_str(), &sb) == 0 &&
+        static_cast<rlim_t>(sb.st_size) + kLargestFrame >= lim.rlim_cur) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Status SqliteStore::error(const Conn& c, int rc, const std::string& what) const {
@@ -1186,12 +1204,13 @@ Status SqliteStore::error(const Conn& c, int rc, const std::string& what) const 
                       " and its directory (a read-only mount or an immutable file: mount it "
                       "read-write, chattr -i), or pass --db another file");
   }
-  if (primary == SQLITE_IOERR && sys == EFBIG) {
+  if (primary == SQLITE_IOERR &&
+      (sys == EFBIG || (path_ != ":memory:" && atFileSizeLimit(path_)))) {
     // Over the process's file-size limit (RLIMIT_FSIZE): the coordinator ignores SIGXFSZ, so
     // the write fails here instead of killing it.
     return Status(Code::kResourceExhausted,
                   "database " + path_ + " reached the coordinator's file-size limit (" + detail +
-                      ": " + std::strerror(sys) + ")",
+                      ": " + std::strerror(EFBIG) + ")",
                   "raise the coordinator's file-size limit (ulimit -f unlimited; LimitFSIZE= in "
                   "its systemd unit), or move the database (--db); the failed write was rolled "
                   "back");
