@@ -278,7 +278,7 @@ std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
     part_cls.push_back("gdrmesh." + pat);
   }
 
-  // Without parts (a coordinator before 0.1.1): suites in the order their runs first appear,
+  // Without parts (an older coordinator): suites in the order their runs first appear,
   // the sweep's own id first.
   std::map<std::string, size_t> suite_of;
   auto suite_for = [&](const std::string& run_id) -> JUnitSuite& {
