@@ -392,7 +392,9 @@ void writeSummary(const ReportInput& in, const std::vector<std::string>& hosts, 
   rows.push_back({"Started", when(p.started_ms)});
   rows.push_back({"Finished", when(p.finished_ms)});
   rows.push_back({"Duration", duration(secs)});
-  rows.push_back({"Pattern", orDash(p.pattern) + ", direction " + toString(spec.direction)});
+  rows.push_back({"Pattern", spec.pattern_from_config
+                                 ? std::string("config: the sweeps of the config (Configuration)")
+                                 : orDash(p.pattern) + ", direction " + toString(spec.direction)});
   rows.push_back({"Hosts", std::to_string(hosts.size())});
   // The words of docs/json.md: a test ran and its data was verified or not; a verdict is PASS
   // or FAIL against the thresholds.

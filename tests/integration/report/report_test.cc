@@ -192,7 +192,7 @@ TEST_F(ReportTest, AcceptanceRunSaysWhatEachSweepRan) {
        {"the config's 2 sweeps ran",
         "| 1 | all-pairs, one | write bw | 4KiB, 64KiB "
         "| 20 (+",
-        "| 2 | all-pairs, one | read bw | 4KiB | 30 (+", "| host -> host | 3 |", "## Figures"}) {
+        "| 2 | all-pairs, one | read bw | 4KiB | 30 (+", "| host -&gt; host | 3 |", "## Figures"}) {
     EXPECT_NE(md.out.find(s), std::string::npos) << "missing " << s << " in\n" << md.out;
   }
   EXPECT_EQ(md.out.find("1000 (+"), std::string::npos) << md.out;
@@ -250,7 +250,7 @@ TEST_F(ReportTest, MatrixOfARunningSweep) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_NE(r.out.find(" running"), std::string::npos) << "the sweep ended early:\n" << r.out;
   EXPECT_NE(r.out.find("provisional: judged from the "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("matrix: 3 hosts"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pairs tested: "), std::string::npos) << r.out;  // a matrix is drawn
 }
 
 }  // namespace

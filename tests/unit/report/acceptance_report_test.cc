@@ -232,8 +232,8 @@ TEST(AcceptanceReport, AcceptanceRunShowsEachSweepOfItsConfig) {
   const std::string md = renderMarkdown(in);
   for (const char* s :
        {"the config's 2 sweeps ran", "| 1 | all-pairs, one | write bw | 4KiB, 1MiB | 50 (+",
-        "| 2 | all-pairs, one | write lat | 2B | 1000 (+", "| host -> host | 6 |",
-        "| host -> cuda gpu0, registration dmabuf | 6 |"}) {
+        "| 2 | all-pairs, one | write lat | 2B | 1000 (+", "| host -&gt; host | 6 |",
+        "| host -&gt; cuda gpu0, registration dmabuf | 6 |"}) {
     EXPECT_NE(md.find(s), std::string::npos) << "missing " << s << "\n" << md;
   }
   EXPECT_EQ(md.find("reg auto"), std::string::npos) << md;
