@@ -30,17 +30,9 @@ int runWorkers(const ClientOptions& o, bool notes) {
   auto st = stub->ListWorkers(&ctx, req, &resp);
   if (!st.ok()) return reportRpcError(o, "ListWorkers", st);
   std::vector<WorkerView> views;
-  for (const auto& w : resp.workers()) {
-    WorkerView v;
-    v.name = w.name();
-    v.state = w.state();
-    v.connected_ms = w.connected_ms();
-    v.last_heartbeat_ms = w.last_heartbeat_ms();
-    v.peer = w.peer();
-    v.active_tests = w.active_tests();
-    v.inventory = convert::fromProto(w.inventory());
-    views.push_back(std::move(v));
-  }
+  views.reserve(static_cast<size_t>(resp.workers_size()));
+  // Labels included: they are what `--select KEY=VALUE` matches.
+  for (const auto& w : resp.workers()) views.push_back(convert::fromProto(w));
   if (o.output == "json") {
     std::cout << workersJson(views).dump(2) << "\n";
   } else if (o.output == "csv") {
@@ -89,6 +81,8 @@ int runSizeSweep(const ClientOptions& o, const TestArgs& a, const pb::RunTestReq
     nlohmann::json j = nlohmann::json::array();
     for (const auto& r : rows) j.push_back(toJson(r));
     std::cout << j.dump(2) << "\n";
+  } else if (o.output == "csv") {
+    std::cout << resultsCsv(rows);
   } else {
     std::cout << sweepTable(rows);
   }
@@ -128,6 +122,12 @@ int runTest(const ClientOptions& o, const TestArgs& a) {
     auto j = toJson(r);
     if (!resp.store_error().empty()) j["store_error"] = resp.store_error();
     std::cout << j.dump(2) << "\n";
+  } else if (o.output == "csv") {
+    std::cout << resultsCsv({r});  // the columns of `results -o csv`
+    if (!resp.store_error().empty()) {
+      std::fprintf(stderr, "WARNING: result not in the database yet: %s\n",
+                   resp.store_error().c_str());
+    }
   } else {
     std::cout << resultDetail(r);
     if (!resp.store_error().empty()) {
@@ -258,7 +258,7 @@ void registerClientCommands(CLI::App& app, Action* action) {
     auto* cmd = app.add_subcommand("test", "Run one pair test: SRC initiates, DST is the target");
     auto o = std::make_shared<ClientOptions>();
     auto a = std::make_shared<TestArgs>();
-    addClientOptions(cmd, o.get());
+    addClientOptions(cmd, o.get(), true);
     cmd->add_option("SRC", a->src, "initiator: WORKER or WORKER/DEVICE")->required();
     cmd->add_option("DST", a->dst, "target: WORKER or WORKER/DEVICE")->required();
     addTestOptions(cmd, &a->test);

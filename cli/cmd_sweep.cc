@@ -10,6 +10,7 @@
 #include "cli/output.h"
 #include "cli/specs.h"
 #include "common/units.h"
+#include "coordinator/service/sweep_convert.h"
 
 namespace gdrmesh::cli {
 namespace {
@@ -20,10 +21,19 @@ int usage(const char* cmd, const Status& st) {
   return kExitUsage;
 }
 
-// Prints a report as the command's result: JSON or text on stdout.
+// `-o csv` of a report: one row per verdict.
+std::string verdictsCsv(const pb::SweepReport& r) {
+  std::vector<const google::protobuf::Message*> rows;
+  for (const auto& v : r.verdicts()) rows.push_back(&v);
+  return messagesCsv(rows, pb::PairVerdict::default_instance());
+}
+
+// Prints a report as the command's result: JSON, CSV (one row per verdict) or text on stdout.
 void printReport(const ClientOptions& o, const pb::SweepReport& r, const ReportOptions& opts) {
   if (o.output == "json") {
     std::cout << protoJson(r) << "\n";
+  } else if (o.output == "csv") {
+    std::cout << verdictsCsv(r);
   } else {
     std::cout << sweepReportText(r, opts);
   }
@@ -66,7 +76,8 @@ int followReport(const ClientOptions& o, pb::ControlService::Stub& stub, const s
   bool fetched = false;
   int rc = followAndFetch(o, stub, id, with_results, verdictFilter(verdicts, o, false), &report,
                           &fetched);
-  if (fetched) printReport(o, report, ReportOptions{false, with_results});
+  // --verdicts all: every verdict fetched is printed, not only the failing ones.
+  if (fetched) printReport(o, report, ReportOptions{verdicts == "all", with_results});
   return rc;
 }
 
@@ -133,13 +144,6 @@ int runCancel(const ClientOptions& o, const std::string& id) {
   return kExitOk;
 }
 
-// `-o csv` of a report: one row per verdict.
-std::string verdictsCsv(const pb::SweepReport& r) {
-  std::vector<const google::protobuf::Message*> rows;
-  for (const auto& v : r.verdicts()) rows.push_back(&v);
-  return messagesCsv(rows, pb::PairVerdict::default_instance());
-}
-
 struct ShowArgs {
   bool results = false;
   bool matrix = false;
@@ -161,16 +165,33 @@ int runShow(const ClientOptions& o, const std::string& id, const ShowArgs& a) {
   pb::SweepReport resp;
   auto st = fetchSweepReport(*stub, id, results, verdictFilter(a.verdicts, o, a.matrix), &resp);
   if (!st.ok()) return reportRpcError(o, "GetSweep", st);
-  if (o.output == "csv") {
-    std::cout << verdictsCsv(resp);
-    return kExitOk;
-  }
-  printReport(o, resp, ReportOptions{false, results});
+  printReport(o, resp, ReportOptions{a.verdicts == "all", results});
   if (a.matrix) {
     // Labels pick host classes, whose thresholds are the cells' references.
     auto workers = listWorkersQuietly(*stub, nullptr);
-    std::cout << "\n"
-              << sweepMatrixText(sweepView(resp, workers), a.max_hosts, stdoutWantsColour());
+    SweepView view = sweepView(resp, workers);
+    std::string provisional;
+    if (view.data.verdicts.empty() && resp.progress().tests_done() > 0) {
+      // A running sweep stores its verdicts at its end: the coordinator judges the results
+      // stored so far, with the sweep's own config.
+      pb::JudgeSweepRequest req;
+      req.set_id(id);
+      req.mutable_page()->set_verdicts(pb::VERDICTS_ALL);
+      pb::SweepReport judged;
+      auto js = fetchJudgedSweep(*stub, req, &judged);
+      if (js.ok()) {
+        for (const auto& v : judged.verdicts()) view.data.verdicts.push_back(convert::fromProto(v));
+        provisional = "provisional: judged from the " + std::to_string(judged.verdicts_size()) +
+                      " results stored so far (" + std::to_string(resp.progress().tests_done()) +
+                      "/" + std::to_string(resp.progress().tests_total()) +
+                      " ran); the verdicts are stored when the sweep ends\n";
+      } else {
+        provisional =
+            "no verdicts yet, and judging the results stored so far failed: " + js.error_message() +
+            "\n";
+      }
+    }
+    std::cout << "\n" << provisional << sweepMatrixText(view, a.max_hosts, stdoutWantsColour());
   }
   return kExitOk;
 }
@@ -260,7 +281,7 @@ void registerSweepCommands(CLI::App& app, Action* action) {
         "run", "Start a sweep of pair tests over the cluster and follow it to its verdict");
     auto o = std::make_shared<ClientOptions>();
     auto a = std::make_shared<RunArgs>();
-    addClientOptions(cmd, o.get());
+    addClientOptions(cmd, o.get(), true);
     auto& s = a->sweep;
     cmd->add_option("--pattern", s.pattern, "pairs | all-pairs | rails | loopback | random")
         ->required();
@@ -305,7 +326,7 @@ void registerSweepCommands(CLI::App& app, Action* action) {
   {
     std::shared_ptr<ClientOptions> o;
     std::shared_ptr<std::string> id;
-    auto* cmd = idCommand(sweep, "follow", "Follow a running sweep to its verdict", &o, &id);
+    auto* cmd = idCommand(sweep, "follow", "Follow a running sweep to its verdict", &o, &id, true);
     auto results = std::make_shared<bool>(false);
     auto verdicts = std::make_shared<std::string>();
     cmd->add_flag("--results", *results, "also print every result at the end");

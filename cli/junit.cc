@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/output.h"
+#include "common/pair_spec.h"
 #include "common/units.h"
 #include "convert.h"
 
@@ -179,7 +180,12 @@ JUnitCase caseFor(const v1::TestResult* res, const v1::PairVerdict* v, const std
       for (const auto& x : v->reasons()) d << "threshold: " << x << "\n";
     }
     if (r) {
-      d << "result: " << toString(r->status);
+      d << "data: "
+        << (r->transport == TransportKind::kSimulated ? "simulated, no data moved"
+            : r->status == TestStatus::kPassed        ? "verified"
+            : r->status == TestStatus::kSkipped       ? "skipped"
+                                                      : "not verified")
+        << " (status " << toString(r->status) << ")";
       if (!r->reason.empty()) d << ": " << r->reason;
       d << "\n";
     }
@@ -191,12 +197,43 @@ JUnitCase caseFor(const v1::TestResult* res, const v1::PairVerdict* v, const std
   }
   if (r) {
     c.system_out = "transport " + std::string(toString(r->transport)) + "\ndata path " +
-                   dataPath(*r) + "\nintegrity " + r->integrity.toString() + "\n";
+                   dataPath(*r) + "\nintegrity " + integrityText(*r) + "\n";
     if (r->measurement.has_bandwidth || r->measurement.has_latency) {
       c.system_out += figures(*r) + "\n";
     }
   }
   return c;
+}
+
+// Whether a part's test template ran this (op, mode, size).
+bool partRan(const v1::SweepPart& part, Op op, Mode mode, uint64_t size) {
+  const auto& t = part.spec().test();
+  if (convert::fromProto(t.op()) != op || convert::fromProto(t.mode()) != mode) return false;
+  if (part.spec().sizes_size() == 0) {
+    return (t.message_size() > 0 ? t.message_size() : kDefaultMessageSize) == size;
+  }
+  for (uint64_t s : part.spec().sizes()) {
+    if (s == size) return true;
+  }
+  return false;
+}
+
+// The part a test belongs to: by its plan index when the parts' ranges are known, else (a
+// retest, or a sweep stored before parts were) the first part that ran its op, mode and size.
+size_t partOf(const v1::SweepReport& report, int64_t plan_index, Op op, Mode mode, uint64_t size) {
+  if (plan_index >= 0) {
+    for (int i = 0; i < report.parts_size(); ++i) {
+      const auto& p = report.parts(i);
+      const auto at = static_cast<uint64_t>(plan_index);
+      if (p.planned_known() && at >= p.plan_begin() && at < p.plan_begin() + p.planned()) {
+        return static_cast<size_t>(i);
+      }
+    }
+  }
+  for (int i = 0; i < report.parts_size(); ++i) {
+    if (partRan(report.parts(i), op, mode, size)) return static_cast<size_t>(i);
+  }
+  return 0;
 }
 
 }  // namespace
@@ -213,8 +250,36 @@ std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
     if (!v.test_id().empty()) verdict_of[v.test_id()] = &v;
   }
 
-  // Suites in the order their runs first appear; the sweep's own id first.
+  // One suite per part (each sweep of an acceptance run's config), named by its pattern and
+  // test, its cases of class gdrmesh.<its pattern>.
+  const int parts = report.parts_size();
+  std::vector<std::string> part_cls;
   std::vector<JUnitSuite> suites;
+  for (int i = 0; i < parts; ++i) {
+    const auto& part = report.parts(i);
+    const std::string pat = part.spec().pattern().empty() ? pattern : part.spec().pattern();
+    const auto& t = part.spec().test();
+    const std::string test = std::string(toString(convert::fromProto(t.op()))) + " " +
+                             toString(convert::fromProto(t.mode()));
+    JUnitSuite s;
+    s.name = p.id() + (parts > 1 ? " #" + std::to_string(i + 1) : "") + " " + pat + " " + test;
+    s.timestamp = p.started_ms() > 0 ? formatRfc3339(p.started_ms()).substr(0, 19) : "";
+    s.time_seconds = i == 0 ? p.elapsed_seconds() : 0;  // the sweep's time, counted once
+    s.properties = {{"sweep_id", p.id()},
+                    {"coordinator", coordinator},
+                    {"started", p.started_ms() > 0 ? formatRfc3339(p.started_ms()) : ""},
+                    {"pattern", pat},
+                    {"test", test},
+                    {"part", std::to_string(i + 1) + " of " + std::to_string(parts)},
+                    {"state", p.state()},
+                    {"verdict", p.verdict()}};
+    if (!p.name().empty()) s.properties.emplace_back("name", p.name());
+    suites.push_back(std::move(s));
+    part_cls.push_back("gdrmesh." + pat);
+  }
+
+  // Without parts (an older coordinator): suites in the order their runs first appear,
+  // the sweep's own id first.
   std::map<std::string, size_t> suite_of;
   auto suite_for = [&](const std::string& run_id) -> JUnitSuite& {
     std::string key = run_id.empty() ? p.id() : run_id;
@@ -236,7 +301,7 @@ std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
     suites.push_back(std::move(s));
     return suites.back();
   };
-  suite_for(p.id());
+  if (parts == 0) suite_for(p.id());
 
   std::map<std::string, bool> judged;
   std::map<std::string, int> seen_names;
@@ -249,12 +314,24 @@ std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
     auto it = verdict_of.find(res.test_id());
     const v1::PairVerdict* v = it == verdict_of.end() ? nullptr : it->second;
     if (v != nullptr) judged[v->test_id()] = true;
-    add(suite_for(res.run_id()), caseFor(&res, v, cls));
+    if (parts > 0) {
+      const size_t k = partOf(report, res.plan_index(), convert::fromProto(res.op()),
+                              convert::fromProto(res.mode()), res.message_size());
+      add(suites[k], caseFor(&res, v, part_cls[k]));
+    } else {
+      add(suite_for(res.run_id()), caseFor(&res, v, cls));
+    }
   }
   // Verdicts without a result in the report (results not asked for, or not stored).
   for (const auto& v : report.verdicts()) {
     if (!v.test_id().empty() && judged.count(v.test_id()) > 0) continue;
-    add(suites.front(), caseFor(nullptr, &v, cls));
+    if (parts > 0) {
+      const size_t k = partOf(report, -1, convert::fromProto(v.op()), convert::fromProto(v.mode()),
+                              v.message_size());
+      add(suites[k], caseFor(nullptr, &v, part_cls[k]));
+    } else {
+      add(suites.front(), caseFor(nullptr, &v, cls));
+    }
   }
 
   JUnitCase overall;
@@ -267,8 +344,9 @@ std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
                           ? "sweep " + p.state() + (p.reason().empty() ? "" : ": " + p.reason())
                           : "verdict " + (p.verdict().empty() ? std::string("none") : p.verdict());
     std::ostringstream d;
-    d << "sweep " << p.id() << " " << p.state() << ", " << p.tests_done() << "/" << p.tests_total()
-      << " tests, " << p.tests_failed() << " failed, " << p.tests_skipped() << " skipped\n";
+    const auto& vc = report.verdict_counts();
+    d << "sweep " << p.id() << " " << p.state() << ", tests " << testCountsText(p) << "; verdicts "
+      << verdictCountsText(vc.pass(), vc.fail(), vc.skip()) << "\n";
     for (const auto& s : report.suspects()) {
       d << "suspect " << s.kind() << " " << s.name() << " (score " << fmt(s.score(), 2) << ")";
       for (const auto& e : s.evidence()) d << "; " << e;

@@ -1,6 +1,7 @@
-// JUnit XML for CI systems (`gdrmesh accept --junit FILE`): one <testsuite> per sweep, one
-// <testcase> per pair and message size. The document model is plain structs so the writer is
-// tested on its own; junitFromReport() fills it from a sweep report.
+// JUnit XML for CI systems (`gdrmesh accept --junit FILE`): one <testsuite> per sweep (each
+// sweep of an acceptance run's config: SweepReport.parts), one <testcase> per pair and message
+// size, of class gdrmesh.<that sweep's pattern>. The document model is plain structs so the writer
+// is tested on its own; junitFromReport() fills it from a sweep report.
 #pragma once
 
 #include <string>
@@ -38,8 +39,9 @@ std::string xmlEscape(std::string_view text);
 // The whole document, <?xml ...?> and <testsuites> included.
 std::string renderJUnit(const std::vector<JUnitSuite>& suites);
 
-// One suite per run of the report (results grouped by run_id; a sweep's results share its id),
-// cases matched with their verdicts by test id. A case "sweep verdict" fails when the sweep did
+// One suite per part of the report, results placed by plan index (retests by op, mode and size);
+// from a coordinator that sends no parts, one suite per run (results grouped by run_id). Cases
+// are matched with their verdicts by test id. A case "sweep verdict" fails when the sweep did
 // not finish with verdict PASS, so the document fails exactly when `gdrmesh accept` does.
 std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
                                         const std::string& coordinator);

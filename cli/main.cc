@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "cli/cli.h"
+#include "cli/suggest.h"
 #include "common/crash_trace.h"
 
 namespace {
@@ -24,6 +25,12 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // `gdrmesh wokers`: name the word and the nearest command, not "arguments not expected".
+    if (auto msg = gdrmesh::cli::unknownCommandMessage(
+            app, std::vector<std::string>(argv + 1, argv + argc))) {
+      std::fprintf(stderr, "%s\n", msg->c_str());
+      return gdrmesh::cli::kExitUsage;
+    }
     int rc = app.exit(e);
     return rc == 0 ? 0 : gdrmesh::cli::kExitUsage;
   }

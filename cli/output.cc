@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/json.h"
+#include "common/pair_spec.h"
 #include "common/units.h"
 #include "convert.h"
 
@@ -62,6 +63,12 @@ std::string workerNics(const WorkerView& w) {
   }
   return out;
 }
+// "rack=r12,zone=a": what `--select KEY=VALUE` matches.
+std::string workerLabels(const WorkerView& w, const char* sep) {
+  std::string out;
+  for (const auto& [k, v] : w.labels) out += (out.empty() ? "" : sep) + k + "=" + v;
+  return out;
+}
 std::string workerGpus(const WorkerView& w) {
   std::string out;
   for (const auto& g : w.inventory.gpus) {
@@ -102,8 +109,9 @@ std::string capabilityCell(const TransportCapabilities& c) {
 
 std::string workersTable(const std::vector<WorkerView>& workers, bool notes) {
   if (workers.empty()) return "no workers registered\n";
-  std::vector<std::vector<std::string>> rows{{"NAME", "STATE", "HOST", "TRANSPORTS", "CAPABILITIES",
-                                              "NICS", "GPUS", "LAST HEARTBEAT", "NOTES"}};
+  std::vector<std::vector<std::string>> rows{{"NAME", "STATE", "HOST", "LABELS", "TRANSPORTS",
+                                              "CAPABILITIES", "NICS", "GPUS", "LAST HEARTBEAT",
+                                              "NOTES"}};
   size_t total_notes = 0;
   for (const auto& w : workers) {
     const std::string transports = workerTransports(w), nics = workerNics(w), gpus = workerGpus(w);
@@ -114,8 +122,10 @@ std::string workersTable(const std::vector<WorkerView>& workers, bool notes) {
     if (n > 0) {
       note_cell = std::to_string(n) + (n == 1 ? " note" : " notes") + (notes ? "" : " (--notes)");
     }
-    rows.push_back({w.name, w.state, w.inventory.hostname, transports.empty() ? "-" : transports,
-                    caps.empty() ? "-" : caps, nics.empty() ? "-" : nics, gpus.empty() ? "-" : gpus,
+    const std::string labels = workerLabels(w, ",");
+    rows.push_back({w.name, w.state, w.inventory.hostname, labels.empty() ? "-" : labels,
+                    transports.empty() ? "-" : transports, caps.empty() ? "-" : caps,
+                    nics.empty() ? "-" : nics, gpus.empty() ? "-" : gpus,
                     w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : "-", note_cell});
   }
   std::string out = renderTable(rows);
@@ -130,13 +140,14 @@ std::string workersTable(const std::vector<WorkerView>& workers, bool notes) {
 
 std::string workersCsv(const std::vector<WorkerView>& workers) {
   std::vector<std::vector<std::string>> rows{{"name", "state", "host", "transports", "nics", "gpus",
-                                              "last_heartbeat", "peer", "active_tests", "notes"}};
+                                              "last_heartbeat", "peer", "active_tests", "notes",
+                                              "labels"}};
   for (const auto& w : workers) {
     std::string notes;
     for (const auto& n : w.inventory.notes) notes += (notes.empty() ? "" : "; ") + n;
     rows.push_back({w.name, w.state, w.inventory.hostname, workerTransports(w), workerNics(w),
                     workerGpus(w), w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : "",
-                    w.peer, std::to_string(w.active_tests), notes});
+                    w.peer, std::to_string(w.active_tests), notes, workerLabels(w, "; ")});
   }
   return csvRows(rows);
 }
@@ -161,6 +172,17 @@ std::string dataPath(const TestResult& r) {
   return s;
 }
 
+std::string integrityText(const TestResult& r) {
+  if (r.transport == TransportKind::kSimulated) return "simulated: no data moved";
+  return r.integrity.toString();
+}
+
+std::string integrityCell(const TestResult& r) {
+  if (r.transport == TransportKind::kSimulated) return "simulated: no data moved";
+  if (!r.integrity.checked) return "-";
+  return r.integrity.wrong_bytes == 0 ? "ok" : std::to_string(r.integrity.wrong_bytes) + " B wrong";
+}
+
 std::string mainFigure(const TestResult& r) {
   const auto& m = r.measurement;
   if (m.has_bandwidth) return fmt(m.bw.avg_gbps, 2) + " Gb/s";
@@ -174,10 +196,7 @@ std::string resultsTable(const std::vector<TestResult>& rows, uint64_t total) {
                                            "INITIATOR", "TARGET", "DATA PATH", "RESULT",
                                            "INTEGRITY", "REASON"}};
   for (const auto& r : rows) {
-    std::string integrity = !r.integrity.checked ? "-"
-                            : r.integrity.wrong_bytes == 0
-                                ? "ok"
-                                : std::to_string(r.integrity.wrong_bytes) + " B wrong";
+    const std::string integrity = integrityCell(r);
     std::string reason = r.reason.size() > 60 ? r.reason.substr(0, 57) + "..." : r.reason;
     t.push_back({formatRfc3339(r.started_ms).substr(0, 19), r.test_id,
                  r.run_id.empty() ? "-" : r.run_id, toString(r.status),
@@ -210,9 +229,10 @@ std::string sweepTable(const std::vector<TestResult>& rows) {
                  m.has_bandwidth ? fmt(m.bw.msg_rate_mpps, 4) : "-",
                  m.has_latency ? fmt(m.lat.median_us, 2) : "-",
                  m.has_latency ? fmt(m.lat.p99_us, 2) : "-",
-                 !r.integrity.checked ? "-"
-                 : r.integrity.ok()   ? "ok"
-                                      : r.integrity.toString()});
+                 r.transport == TransportKind::kSimulated ? integrityCell(r)
+                 : !r.integrity.checked                   ? "-"
+                 : r.integrity.ok()                       ? "ok"
+                                                          : r.integrity.toString()});
   }
   std::string out;
   if (!rows.empty()) {
@@ -255,7 +275,7 @@ std::string resultDetail(const TestResult& r) {
   if (m.staging_seconds > 0) {
     o << "staging   " << fmt(m.staging_seconds * 1e3, 3) << " ms of host<->GPU copies included\n";
   }
-  o << "integrity " << r.integrity.toString() << "\n";
+  o << "integrity " << integrityText(r) << "\n";
   return o.str();
 }
 
@@ -277,10 +297,25 @@ std::string formatElapsed(double seconds) {
   return buf;
 }
 
+std::string testCountsText(const v1::SweepProgress& p) {
+  const uint32_t verified = p.tests_done() >= p.tests_failed() + p.tests_skipped()
+                                ? p.tests_done() - p.tests_failed() - p.tests_skipped()
+                                : 0;
+  return std::to_string(p.tests_done()) + "/" + std::to_string(p.tests_total()) +
+         " ran: " + std::to_string(verified) + " data verified, " +
+         std::to_string(p.tests_failed()) + " not verified, " + std::to_string(p.tests_skipped()) +
+         " skipped";
+}
+
+std::string verdictCountsText(uint64_t pass, uint64_t fail, uint64_t skip) {
+  return std::to_string(pass) + " PASS, " + std::to_string(fail) + " FAIL, " +
+         std::to_string(skip) + " SKIP";
+}
+
 std::string progressLine(const v1::SweepProgress& p) {
   std::string s = "sweep " + p.id() + " " + p.state() + "  " + std::to_string(p.tests_done()) +
-                  "/" + std::to_string(p.tests_total()) + " tests  " +
-                  std::to_string(p.tests_failed()) + " failed";
+                  "/" + std::to_string(p.tests_total()) + " ran  " +
+                  std::to_string(p.tests_failed()) + " not verified";
   if (p.tests_skipped() > 0) s += "  " + std::to_string(p.tests_skipped()) + " skipped";
   if (p.retests() > 0) s += "  " + std::to_string(p.retests()) + " retests";
   s += "  elapsed " + formatElapsed(p.elapsed_seconds());
@@ -314,7 +349,71 @@ std::string when(int64_t ms) {
   return ms > 0 ? formatRfc3339(ms).substr(0, 19) + "Z" : "-";
 }
 
+std::string selectorText(const v1::EndpointSelector& e) {
+  const MemoryKind m = convert::fromProto(e.memory());
+  if (m != MemoryKind::kCuda) return "host";
+  return "cuda gpu" + std::to_string(e.gpu() < 0 ? 0 : e.gpu()) + " (" +
+         toString(convert::fromProto(e.reg_path())) + ")";
+}
+
+std::string partTestText(const v1::SweepSpec& s) {
+  const auto& t = s.test();
+  std::string sizes;
+  for (uint64_t z : s.sizes()) sizes += (sizes.empty() ? "" : ",") + formatSize(z);
+  if (sizes.empty())
+    sizes = formatSize(t.message_size() > 0 ? t.message_size() : kDefaultMessageSize);
+  return std::string(toString(convert::fromProto(t.op()))) + " " +
+         toString(convert::fromProto(t.mode())) + (t.bidirectional() ? " bidir" : "") + " " + sizes;
+}
+
+std::string partRunText(const v1::RunTestRequest& t) {
+  if (t.duration_seconds() > 0) return fmt(t.duration_seconds(), 1) + " s";
+  return std::to_string(t.iterations() > 0 ? t.iterations() : kDefaultIterations) + " iters";
+}
+
 }  // namespace
+
+std::string sweepPartsText(const v1::SweepReport& r) {
+  // A plain sweep's one part is its own spec, which the summary already shows.
+  if (r.parts_size() == 0 || (r.parts_size() == 1 && !r.spec().pattern().empty())) return "";
+  std::vector<std::vector<std::string>> t{
+      {"#", "PATTERN", "DIRECTION", "TEST", "RUN", "MEMORY", "TESTS"}};
+  for (const auto& part : r.parts()) {
+    const auto& s = part.spec();
+    t.push_back({std::to_string(part.index() + 1), s.pattern().empty() ? "-" : s.pattern(),
+                 s.direction().empty() ? "one" : s.direction(), partTestText(s),
+                 partRunText(s.test()),
+                 selectorText(s.test().initiator()) + " -> " + selectorText(s.test().target()),
+                 part.planned_known() ? std::to_string(part.planned()) : "?"});
+  }
+  std::string out = "\nwhat ran: the config's " + std::to_string(r.parts_size()) + " sweeps\n";
+  return out + renderTable(t);
+}
+
+std::string figureSummaryText(const v1::SweepReport& r) {
+  if (r.figures_size() == 0) return "";
+  std::vector<std::vector<std::string>> t{
+      {"OP", "MODE", "SIZE", "PAIRS", "MIN", "MEDIAN", "MAX", "WORST PAIRS", "WORST HOSTS"}};
+  for (const auto& f : r.figures()) {
+    const int digits = 2;
+    std::string worst, hosts;
+    for (const auto& w : f.worst()) {
+      worst +=
+          (worst.empty() ? "" : ", ") + w.src() + "->" + w.dst() + " " + fmt(w.value(), digits);
+    }
+    for (const auto& h : f.worst_hosts()) {
+      hosts += (hosts.empty() ? "" : ", ") + h.host() + " " + fmt(h.median(), digits);
+    }
+    t.push_back({toString(convert::fromProto(f.op())), toString(convert::fromProto(f.mode())),
+                 formatSize(f.message_size()), std::to_string(f.pairs()),
+                 fmt(f.min(), digits) + " " + f.unit(), fmt(f.median(), digits) + " " + f.unit(),
+                 fmt(f.max(), digits) + " " + f.unit(), worst.empty() ? "-" : worst,
+                 hosts.empty() ? "-" : hosts});
+  }
+  return "\nfigures over pairs (Gb/s: higher is better; us: median latency, lower is better; "
+         "worst first)\n" +
+         renderTable(t);
+}
 
 std::string sweepReportText(const v1::SweepReport& r, const ReportOptions& opts) {
   const auto& p = r.progress();
@@ -328,26 +427,35 @@ std::string sweepReportText(const v1::SweepReport& r, const ReportOptions& opts)
   o << "\n";
   o << "started   " << when(p.started_ms()) << "  finished " << when(p.finished_ms())
     << "  elapsed " << formatElapsed(p.elapsed_seconds()) << "\n";
-  uint32_t passed = p.tests_done() >= p.tests_failed() + p.tests_skipped()
-                        ? p.tests_done() - p.tests_failed() - p.tests_skipped()
-                        : 0;
-  o << "tests     " << p.tests_done() << "/" << p.tests_total() << " done: " << passed
-    << " passed, " << p.tests_failed() << " failed, " << p.tests_skipped() << " skipped";
+  o << "tests     " << testCountsText(p);
   if (p.retests() > 0) o << ", " << p.retests() << " retests";
   if (p.rounds_total() > 0) o << "  (" << p.rounds_total() << " rounds)";
   o << "\n";
-  for (const auto& n : r.notes()) o << "note      " << n << "\n";
-
-  std::vector<std::vector<std::string>> t{
-      {"VERDICT", "SRC", "DST", "SIZE", "VALUE", "CLASS", "REASONS"}};
   // The counts cover every verdict when the report holds a page of them (a coordinator older
   // than paging sends none, and every verdict).
   const auto& c = r.verdict_counts();
   const bool counted = c.pass() + c.fail() + c.skip() > 0;
-  uint64_t failing = counted ? c.fail() : 0;
-  const uint64_t total = counted ? c.pass() + c.fail() + c.skip() : r.verdicts_size();
+  uint64_t pass = c.pass(), failing = c.fail(), skip = c.skip();
+  if (!counted) {
+    for (const auto& v : r.verdicts()) {
+      pass += v.verdict() == "PASS";
+      failing += v.verdict() == "FAIL";
+      skip += v.verdict() == "SKIP";
+    }
+  }
+  const uint64_t total = pass + failing + skip;
+  if (total > 0 || !p.verdict().empty()) {
+    o << "verdicts  " << verdictCountsText(pass, failing, skip);
+    if (!p.verdict().empty()) o << ": verdict " << p.verdict();
+    o << "\n";
+  }
+  for (const auto& n : r.notes()) o << "note      " << n << "\n";
+  o << sweepPartsText(r);
+  o << figureSummaryText(r);
+
+  std::vector<std::vector<std::string>> t{
+      {"VERDICT", "SRC", "DST", "SIZE", "VALUE", "CLASS", "REASONS"}};
   for (const auto& v : r.verdicts()) {
-    if (!counted && v.verdict() == "FAIL") ++failing;
     if (!opts.all_verdicts && v.verdict() != "FAIL") continue;
     std::string value = v.unit().empty() ? "-" : fmt(v.value(), 2) + " " + v.unit();
     t.push_back({v.verdict() + (v.retest() ? " (retest)" : ""), v.src(), v.dst(),
@@ -386,7 +494,7 @@ std::string sweepReportText(const v1::SweepReport& r, const ReportOptions& opts)
 std::string sweepsTable(const std::vector<v1::SweepProgress>& sweeps) {
   if (sweeps.empty()) return "no sweeps\n";
   std::vector<std::vector<std::string>> t{
-      {"ID", "STATE", "VERDICT", "PATTERN", "NAME", "CREATED", "TESTS", "FAILED", "ELAPSED"}};
+      {"ID", "STATE", "VERDICT", "PATTERN", "NAME", "CREATED", "RAN", "NOT VERIFIED", "ELAPSED"}};
   for (const auto& p : sweeps) {
     t.push_back({p.id(), p.state(), p.verdict().empty() ? "-" : p.verdict(),
                  p.pattern().empty() ? "-" : p.pattern(), p.name().empty() ? "-" : p.name(),
@@ -708,7 +816,7 @@ std::string resultWhole(const TestResult& r) {
   o << "\n";
   o << "data path  " << dataPath(r);
   if (r.transport == TransportKind::kEmulated) o << "  (software transport: NOT RDMA)";
-  if (r.transport == TransportKind::kSimulated) o << "  (simulated: no bytes moved)";
+  if (r.transport == TransportKind::kSimulated) o << "  (simulated: no data moved)";
   o << "\n";
   for (const auto* side : {&r.initiator, &r.target}) {
     const EndpointRecord& e = *side;
@@ -755,8 +863,8 @@ std::string resultWhole(const TestResult& r) {
   } else {
     o << "counters   -\n";
   }
-  o << "integrity  " << r.integrity.toString();
-  if (r.integrity.checked) {
+  o << "integrity  " << integrityText(r);
+  if (r.integrity.checked && r.transport != TransportKind::kSimulated) {
     o << "  (" << r.integrity.bytes_checked << " B checked";
     if (r.integrity.wrong_bytes > 0) {
       o << ", first wrong at offset " << r.integrity.first_wrong_offset;

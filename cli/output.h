@@ -59,11 +59,30 @@ std::string fmt(double v, int precision);
 std::string endpointLabel(const EndpointRecord& e);
 // "verbs cuda(dmabuf)->cuda(dmabuf) GPUDirect": the transport and memory path that ran.
 std::string dataPath(const TestResult& r);
+// What the data check says: IntegrityReport::toString(), or "simulated: no data moved" for a
+// simulated result (its worker claims a check, but no byte moved).
+std::string integrityText(const TestResult& r);
+// The same in a table cell: "ok", "12 B wrong", "-" (not checked), "simulated: no data moved".
+std::string integrityCell(const TestResult& r);
 // "12.345 Gb/s" or "3.21 us" or "-".
 std::string mainFigure(const TestResult& r);
 
 // ---------------------------------------------------------------- sweeps
 // Sweep messages are printed from their wire form (the CLI has no sweep domain types).
+
+// The words of a sweep (docs/json.md, "Words"). A test RAN; its data was VERIFIED (status
+// PASSED), NOT VERIFIED (FAILED or ERROR), or it was SKIPPED. A verdict is PASS (every threshold
+// met), FAIL (a threshold missed, or the data not verified) or SKIP; the sweep's verdict is
+// FAIL when any verdict is. Tests never "pass" or "fail": those words are the verdicts'.
+// "15/15 ran: 15 data verified, 0 not verified, 0 skipped"
+std::string testCountsText(const v1::SweepProgress& p);
+// "3 PASS, 12 FAIL, 0 SKIP"
+std::string verdictCountsText(uint64_t pass, uint64_t fail, uint64_t skip);
+// What ran, one row per part (sweep of an acceptance run's config); "" for a plain sweep.
+std::string sweepPartsText(const v1::SweepReport& r);
+// Per (op, mode, size): min, median and max over pairs, the worst pairs and hosts; "" when the
+// report has no figures.
+std::string figureSummaryText(const v1::SweepReport& r);
 
 // "42s", "1m02s", "2h03m"; "-" for negative values.
 std::string formatElapsed(double seconds);

@@ -175,6 +175,8 @@
 
   function integrity(r) {
     const i = r.integrity || {};
+    // A simulated worker reports a check, but no byte moved.
+    if (r.transport === 'simulated') return el('span', {class: 'small'}, 'simulated: no data moved');
     if (!i.checked) return el('span', {class: 'small'}, 'not checked');
     if (i.wrong_bytes > 0) {
       return el('span', {class: 'integrity-bad'},
@@ -245,10 +247,10 @@
     live.replaceChildren(badge('running', 'st-running'), ' ',
         el('span', {class: 'mono'}, running.id), ' ', running.pattern || '', bar,
         el('span', {class: 'num', id: 'live-done'}, running.tests_done + '/' + running.tests_total),
-        ' done, ',
+        ' ran, ',
         el('span', {class: 'num' + (running.tests_failed ? ' integrity-bad' : ''), id: 'live-failed'},
             String(running.tests_failed)),
-        ' failed, ', String(running.tests_skipped), ' skipped, ', String(running.tests_running),
+        ' not verified, ', String(running.tests_skipped), ' skipped, ', String(running.tests_running),
         ' running; ETA ', el('span', {id: 'live-eta'}, fmtDuration(running.eta_seconds)),
         queued ? ' (' + queued + ' queued)' : '');
   }
@@ -564,8 +566,10 @@
     $('sweep-head').replaceChildren(
         el('span', {class: 'mono', id: 'shown-sweep'}, p.id), ' ',
         p.verdict ? badge(p.verdict, 'st-' + p.verdict) : badge(p.state, 'st-' + p.state), ' ',
-        (p.pattern || '') + ', ' + p.tests_done + '/' + p.tests_total + ' tests, ' +
-        vc.PASS + ' pass, ' + vc.FAIL + ' fail, ' + vc.SKIP + ' skip' +
+        // The words of docs/json.md: tests ran (data verified or not); verdicts PASS/FAIL/SKIP.
+        (p.pattern || '') + ', ' + p.tests_done + '/' + p.tests_total + ' ran, ' +
+        (p.tests_failed || 0) + ' not verified; verdicts ' +
+        vc.PASS + ' PASS, ' + vc.FAIL + ' FAIL, ' + vc.SKIP + ' SKIP' +
         (p.finished ? ', ended ' + fmtTime(p.finished) : p.started ? ', started ' + fmtTime(p.started) : '') +
         (p.elapsed_seconds ? ', took ' + fmtDuration(p.elapsed_seconds) : '') +
         (p.reason ? ' \u2013 ' + p.reason : ''));

@@ -325,11 +325,42 @@ std::string thresholdsText(const Thresholds& t) {
   return parts.empty() ? "none" : joined(parts, ", ");
 }
 
+// "host", or "cuda gpu0, registration dmabuf" (a GPU side with no index is GPU 0).
 std::string selectorText(const EndpointSelector& e) {
-  std::string s = toString(e.memory);
-  if (e.gpu >= 0) s += " gpu" + std::to_string(e.gpu);
-  s += std::string(" reg ") + toString(e.reg);
-  return s;
+  if (e.memory != MemoryKind::kCuda) return "host";
+  return "cuda gpu" + std::to_string(e.gpu < 0 ? 0 : e.gpu) + ", registration " + toString(e.reg);
+}
+
+std::string sizesText(const SweepSpec& spec) {
+  std::string sizes;
+  for (uint64_t s : spec.sizes) sizes += (sizes.empty() ? "" : ", ") + formatSize(s);
+  return sizes.empty() ? formatSize(spec.test.message_size) : sizes;
+}
+
+std::string iterationsText(const PairTestSpec& t) {
+  return t.duration_seconds > 0 ? num(t.duration_seconds, 1) + " s per test"
+                                : std::to_string(t.iterations) + " (+" +
+                                      std::to_string(t.warmup_iterations) + " warm-up)";
+}
+
+// What ran: one row per part (each sweep of an acceptance run's config, in order).
+void writeParts(const std::vector<SweepPart>& parts, Writer& w) {
+  std::vector<Row> rows;
+  for (const auto& part : parts) {
+    const auto& s = part.spec;
+    const auto& t = s.test;
+    rows.push_back({std::to_string(part.index + 1),
+                    std::string(toString(s.pattern)) + ", " + toString(s.direction),
+                    std::string(toString(t.op)) + " " + toString(t.mode) +
+                        (t.bidirectional ? ", bidirectional" : ""),
+                    sizesText(s), iterationsText(t), std::to_string(t.num_qps),
+                    t.transport ? toString(*t.transport) : "best both sides have",
+                    selectorText(t.initiator) + " -> " + selectorText(t.target),
+                    part.planned_known ? std::to_string(part.planned) : "-"});
+  }
+  w.table({"#", "Pattern", "Operation", "Message sizes", "Iterations", "QPs", "Transport",
+           "Memory (initiator -> target)", "Tests planned"},
+          rows);
 }
 
 void writeSummary(const ReportInput& in, const std::vector<std::string>& hosts, Writer& w) {
@@ -344,9 +375,9 @@ void writeSummary(const ReportInput& in, const std::vector<std::string>& hosts, 
     for (const auto& [k, n] : m) s += (s.empty() ? "" : ", ") + k + " " + std::to_string(n);
     return s;
   };
-  const uint32_t passed = p.tests_done >= p.tests_failed + p.tests_skipped
-                              ? p.tests_done - p.tests_failed - p.tests_skipped
-                              : 0;
+  const uint32_t verified = p.tests_done >= p.tests_failed + p.tests_skipped
+                                ? p.tests_done - p.tests_failed - p.tests_skipped
+                                : 0;
   double secs = p.elapsed_seconds;
   if (p.finished_ms > 0 && p.started_ms > 0)
     secs = static_cast<double>(p.finished_ms - p.started_ms) / 1e3;
@@ -361,39 +392,55 @@ void writeSummary(const ReportInput& in, const std::vector<std::string>& hosts, 
   rows.push_back({"Started", when(p.started_ms)});
   rows.push_back({"Finished", when(p.finished_ms)});
   rows.push_back({"Duration", duration(secs)});
-  rows.push_back({"Pattern", orDash(p.pattern) + ", direction " + toString(spec.direction)});
+  rows.push_back({"Pattern", spec.pattern_from_config
+                                 ? std::string("config: the sweeps of the config (Configuration)")
+                                 : orDash(p.pattern) + ", direction " + toString(spec.direction)});
   rows.push_back({"Hosts", std::to_string(hosts.size())});
+  // The words of docs/json.md: a test ran and its data was verified or not; a verdict is PASS
+  // or FAIL against the thresholds.
   rows.push_back({"Tests", std::to_string(p.tests_done) + " of " + std::to_string(p.tests_total) +
-                               " done: " + std::to_string(passed) + " passed, " +
-                               std::to_string(p.tests_failed) + " failed, " +
-                               std::to_string(p.tests_skipped) + " skipped, " +
+                               " ran: " + std::to_string(verified) + " data verified, " +
+                               std::to_string(p.tests_failed) + " not verified, " +
+                               std::to_string(p.tests_skipped) + " skipped; " +
                                std::to_string(p.retests) + " retests, " +
                                std::to_string(p.rounds_total) + " rounds"});
-  rows.push_back({"Results by status", in.sweep.results.empty() ? std::string("results not fetched")
-                                                                : counts(by_status)});
-  rows.push_back({"Verdicts", counts(by_verdict)});
+  rows.push_back({"Results by stored status", in.sweep.results.empty()
+                                                  ? std::string("results not fetched")
+                                                  : counts(by_status)});
+  rows.push_back({"Verdicts", counts(by_verdict) +
+                                  (p.verdict.empty() ? std::string() : ": verdict " + p.verdict)});
   rows.push_back({"Report generated", when(in.generated_ms)});
   w.table({"", ""}, rows);
 
   w.heading("Configuration");
   const auto& t = spec.test;
-  std::string sizes;
-  for (uint64_t s : spec.sizes) sizes += (sizes.empty() ? "" : ", ") + formatSize(s);
-  if (sizes.empty()) sizes = formatSize(t.message_size);
   std::string select;
   for (const auto& [k, v] : spec.select) select += (select.empty() ? "" : ", ") + k + "=" + v;
-  std::vector<Row> cfg{
-      {"Operation", std::string(toString(t.op)) + ", " + toString(t.mode) +
-                        (t.bidirectional ? ", bidirectional" : "")},
-      {"Message sizes", sizes},
-      {"Iterations", t.duration_seconds > 0
-                         ? num(t.duration_seconds, 1) + " s per test"
-                         : std::to_string(t.iterations) + " (+" +
-                               std::to_string(t.warmup_iterations) + " warm-up)"},
-      {"Queue pairs", std::to_string(t.num_qps)},
-      {"Transport", t.transport ? toString(*t.transport) : "best both sides have"},
-      {"Initiator memory", selectorText(t.initiator)},
-      {"Target memory", selectorText(t.target)},
+  std::vector<Row> cfg;
+  // An acceptance run has no test of its own: its config's sweeps ran, each with its own.
+  std::vector<SweepPart> parts = in.sweep.parts;
+  if (parts.empty() && spec.pattern_from_config && in.config != nullptr) {
+    parts = sweepParts(spec, in.config->sweeps, {});
+  }
+  if (spec.pattern_from_config) {
+    w.para(parts.empty() ? "An acceptance run of the config's sweeps; the config could not be "
+                           "read, so what each ran is not known (the stored config is below)."
+                         : "An acceptance run: the config's " + std::to_string(parts.size()) +
+                               " sweeps ran in this order, one after the other.");
+    if (!parts.empty()) writeParts(parts, w);
+  } else {
+    cfg = {
+        {"Operation", std::string(toString(t.op)) + ", " + toString(t.mode) +
+                          (t.bidirectional ? ", bidirectional" : "")},
+        {"Message sizes", sizesText(spec)},
+        {"Iterations", iterationsText(t)},
+        {"Queue pairs", std::to_string(t.num_qps)},
+        {"Transport", t.transport ? toString(*t.transport) : "best both sides have"},
+        {"Initiator memory", selectorText(t.initiator)},
+        {"Target memory", selectorText(t.target)},
+    };
+  }
+  std::vector<Row> common{
       {"Hosts asked for", spec.hosts.empty() ? "every online worker" : joined(spec.hosts, ", ")},
       {"Excluded", orDash(joined(spec.exclude, ", "))},
       {"Label selector", orDash(select)},
@@ -404,7 +451,8 @@ void writeSummary(const ReportInput& in, const std::vector<std::string>& hosts, 
        spec.localise ? "on (failing pairs retested with known-good partners)" : "off"},
       {"Baseline", orDash(spec.baseline)},
   };
-  if (spec.pattern == SweepPattern::kRandom) {
+  cfg.insert(cfg.end(), common.begin(), common.end());
+  if (spec.pattern == SweepPattern::kRandom && !spec.pattern_from_config) {
     cfg.push_back({"Random rounds / seed",
                    std::to_string(spec.random_rounds) + " / " + std::to_string(spec.seed)});
   }
@@ -466,6 +514,34 @@ void writeMatrix(const ReportInput& in, size_t max_hosts, Writer& w) {
   w.legend(legendLines());
 }
 
+// What was measured, even when every verdict is PASS: per (op, mode, size), the spread over
+// pairs, the worst pairs and the hosts with the worst medians.
+void writeFigures(const ReportInput& in, Writer& w) {
+  w.heading("Figures");
+  const std::vector<FigureSummary> figures =
+      in.sweep.figures.empty() ? summariseFigures(in.sweep.verdicts) : in.sweep.figures;
+  if (figures.empty()) {
+    w.para("No figures: no verdict has a measured value.");
+    return;
+  }
+  w.para(
+      "Per operation, mode and message size, over every pair with a figure (retests left "
+      "out). Gb/s: average bandwidth, higher is better; us: median latency, lower is better. "
+      "Worst first.");
+  std::vector<Row> rows;
+  for (const auto& f : figures) {
+    std::vector<std::string> worst, hosts;
+    for (const auto& p : f.worst) worst.push_back(p.src + " -> " + p.dst + " " + num(p.value));
+    for (const auto& h : f.worst_hosts) hosts.push_back(h.host + " " + num(h.median));
+    rows.push_back({std::string(toString(f.op)) + " " + toString(f.mode),
+                    formatSize(f.message_size), std::to_string(f.pairs), num(f.min) + " " + f.unit,
+                    num(f.median) + " " + f.unit, num(f.max) + " " + f.unit,
+                    orDash(joined(worst, "; ")), orDash(joined(hosts, "; "))});
+  }
+  w.table({"Test", "Size", "Pairs", "Min", "Median", "Max", "Worst pairs", "Worst hosts (median)"},
+          rows);
+}
+
 void writeSuspects(const ReportInput& in, Writer& w) {
   w.heading("Suspects");
   if (in.sweep.suspects.empty()) {
@@ -499,7 +575,9 @@ std::string figures(const TestResult& r) {
   if (m.has_latency) {
     f.push_back("median " + num(m.lat.median_us) + " us, p99 " + num(m.lat.p99_us) + " us");
   }
-  if (r.integrity.checked) {
+  if (r.transport == TransportKind::kSimulated) {
+    f.push_back("simulated: no data moved");
+  } else if (r.integrity.checked) {
     f.push_back(r.integrity.wrong_bytes == 0
                     ? "data verified"
                     : std::to_string(r.integrity.wrong_bytes) + " wrong bytes from offset " +
@@ -617,6 +695,7 @@ std::string writeReport(const ReportInput& in, Writer& w, size_t default_max_hos
   w.title("GPUDirect RDMA acceptance report: sweep " + p.id, verdict);
   writeSummary(in, hosts, w);
   writeMatrix(in, in.max_matrix_hosts > 0 ? in.max_matrix_hosts : default_max_hosts, w);
+  writeFigures(in, w);
   writeSuspects(in, w);
   writeFailures(in, w);
   writeEnvironment(in, hosts, w);

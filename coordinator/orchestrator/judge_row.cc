@@ -120,6 +120,8 @@ PairVerdict verdictOf(const JudgeRows& rows, const JudgeVerdicts& verdicts, size
   v.src = rows.endpointName(r.initiator);
   v.dst = rows.endpointName(r.target);
   v.message_size = r.message_size;
+  v.op = r.op;
+  v.mode = r.mode;
   v.verdict = verdicts.kind[i];
   if (verdicts.reasons_of[i] != 0) v.reasons = verdicts.reasons[verdicts.reasons_of[i] - 1];
   const bool latency_figure = r.has_latency && (r.mode == Mode::kLatency || !r.has_bandwidth);

@@ -59,7 +59,8 @@ struct SweepManager::Active {
   std::vector<std::string> notes;
   int rounds = 0;
   uint64_t seed = 0;
-  size_t plan_size = 0;  // tests of the plan proper; retests come after
+  size_t plan_size = 0;              // tests of the plan proper; retests come after
+  std::vector<uint64_t> part_sizes;  // tests of the plan proper per part (config sweep)
   SweepState state = SweepState::kQueued;
   int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
   Clock::TimePoint started_at{};
@@ -100,6 +101,17 @@ std::string newSweepId(int64_t unix_ms) {
     if (c != '-' && c != ':') compact += c;
   }
   return "s-" + compact + "-" + buf;
+}
+
+// How many tests of the plan proper each part (template) planned; parts are consecutive.
+std::vector<uint64_t> partSizes(size_t parts, const std::vector<int>& template_of,
+                                size_t plan_size) {
+  std::vector<uint64_t> n(parts, 0);
+  for (size_t i = 0; i < plan_size && i < template_of.size(); ++i) {
+    const auto t = static_cast<size_t>(template_of[i]);
+    if (t < n.size()) ++n[t];
+  }
+  return n;
 }
 
 // A result of a retest: its plan index comes after the plan proper.
@@ -220,6 +232,7 @@ Result<SweepProgress> SweepManager::start(const SweepSpec& spec) {
   if (!plan.ok()) return plan.status();
   a->plan = std::move(*plan);
   a->plan_size = a->plan.size();
+  a->part_sizes = partSizes(a->templates.size(), a->template_of, a->plan_size);
   {
     // Capabilities before operations: a planned test that no transport of its workers can
     // serve refuses the sweep before any worker is contacted, naming it and how many share it.
@@ -304,6 +317,7 @@ SweepRecord SweepManager::recordOf(const Active& a) const {
   nlohmann::json pj;
   pj["hosts"] = a.hosts;
   pj["plan_size"] = a.plan_size;
+  pj["parts"] = a.part_sizes;  // planned tests per part, in order (SweepPart)
   pj["rounds"] = a.rounds;
   pj["seed"] = std::to_string(a.seed);
   rec.plan_json = pj.dump();
@@ -700,6 +714,10 @@ std::string sweepReportJson(size_t verdict_count,
     // nlohmann's key order: std::map's.
     out += "{\"dst\":";
     appendJsonString(out, v.dst);
+    out += ",\"mode\":";
+    appendJsonString(out, toString(v.mode));
+    out += ",\"op\":";
+    appendJsonString(out, toString(v.op));
     out += ",\"reasons\":";
     appendJsonStrings(out, v.reasons);
     out += v.retest ? ",\"retest\":true" : ",\"retest\":false";
@@ -879,6 +897,10 @@ class ReportSax {
         verdict_.unit = std::move(v);
       } else if (field_ == "topo_class") {
         verdict_.topo_class = std::move(v);
+      } else if (field_ == "op") {
+        verdict_.op = parseOp(v).value_or(Op::kWrite);
+      } else if (field_ == "mode") {
+        verdict_.mode = parseMode(v).value_or(Mode::kBandwidth);
       }
     } else if (element_ == Element::kSuspect) {
       if (field_ == "kind") {
@@ -975,6 +997,8 @@ class ReportSax {
       if (field_ == "unit") verdict_.unit.clear();
       if (field_ == "topo_class") verdict_.topo_class.clear();
       if (field_ == "retest") verdict_.retest = false;
+      if (field_ == "op") verdict_.op = Op::kWrite;
+      if (field_ == "mode") verdict_.mode = Mode::kBandwidth;
     } else {
       if (field_ == "kind") suspect_.kind.clear();
       if (field_ == "name") suspect_.name.clear();
@@ -1027,6 +1051,25 @@ std::string reportKey(const SweepRecord& r) {
 }
 }  // namespace
 
+std::vector<SweepPart> SweepManager::partsOf(const SweepSpec& spec,
+                                             const std::string& plan_json) const {
+  std::vector<SweepSpec> config_sweeps;
+  if (spec.pattern_from_config) {
+    auto config = configOf(spec);
+    if (!config.ok()) return {};  // the stored config no longer parses: no parts to tell
+    config_sweeps = std::move(config->sweeps);
+  }
+  std::vector<uint64_t> planned;
+  const auto pj = nlohmann::json::parse(plan_json, nullptr, false);
+  if (pj.is_object() && pj.contains("parts") && pj["parts"].is_array()) {
+    for (const auto& n : pj["parts"]) {
+      if (!n.is_number_unsigned()) return sweepParts(spec, config_sweeps, {});
+      planned.push_back(n.get<uint64_t>());
+    }
+  }
+  return sweepParts(spec, config_sweeps, planned);
+}
+
 Result<std::shared_ptr<const SweepManager::ParsedReport>> SweepManager::parsedReport(
     const SweepRecord& header) {
   {
@@ -1058,6 +1101,8 @@ Result<std::shared_ptr<const SweepManager::ParsedReport>> SweepManager::parsedRe
     parsed->suspects = std::move(parts.suspects);
     parsed->notes = std::move(parts.notes);
   }
+  parsed->parts = partsOf(parsed->spec, rec.plan_json);
+  parsed->figures = summariseFigures(parsed->verdicts);
   // Only an ended sweep's report is final; a running one's is rewritten at its end.
   const bool ended =
       rec.state != toString(SweepState::kRunning) && rec.state != toString(SweepState::kQueued);
@@ -1121,6 +1166,8 @@ Result<SweepReportData> SweepManager::report(const std::string& id, const SweepR
                                          &d.verdict_counts, &d.verdicts);
     d.suspects = parsed->suspects;
     d.notes = parsed->notes;
+    d.parts = parsed->parts;
+    d.figures = parsed->figures;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1179,6 +1226,7 @@ Result<SweepReportData> SweepManager::judge(const std::string& id, const std::st
     if (v.verdict == VerdictKind::kFail && !v.retest) pass = false;
   }
   d.progress.verdict = pass ? "PASS" : "FAIL";
+  d.figures = summariseFigures(all);
   d.results.clear();
   d.verdict_counts = {};
   d.verdicts.clear();
@@ -1271,6 +1319,7 @@ void SweepManager::resumeInterrupted() {
     }
     a->plan = std::move(*plan);
     a->plan_size = a->plan.size();
+    a->part_sizes = partSizes(a->templates.size(), a->template_of, a->plan_size);
     a->hosts = a->spec.hosts;
     // Finished results are kept; tests that were in flight get an ERROR row and run again.
     ResultQuery q;

@@ -30,6 +30,7 @@
 #include "coordinator/orchestrator/cluster_config.h"
 #include "coordinator/orchestrator/executor.h"
 #include "coordinator/orchestrator/judge_row.h"
+#include "coordinator/orchestrator/sweep_summary.h"
 #include "coordinator/orchestrator/sweep_types.h"
 #include "coordinator/orchestrator/worker_channel.h"
 #include "coordinator/store/result_writer.h"
@@ -63,9 +64,11 @@ struct SweepReportData {
   std::vector<PairVerdict> verdicts;  // the page of them asked for, in plan order
   std::vector<Suspect> suspects;
   std::vector<std::string> notes;
-  VerdictCounts verdict_counts;    // over every verdict
-  uint64_t verdicts_matching = 0;  // verdicts the filter keeps, on every page
-  std::string results_next;        // the cursor of the next page of results; "" = no more
+  VerdictCounts verdict_counts;        // over every verdict
+  uint64_t verdicts_matching = 0;      // verdicts the filter keeps, on every page
+  std::string results_next;            // the cursor of the next page of results; "" = no more
+  std::vector<SweepPart> parts;        // what ran: the config's sweeps, or the spec as one part
+  std::vector<FigureSummary> figures;  // over every verdict, not only the page
 };
 
 // The report a finished sweep stores (SweepRecord::report_json): verdicts, suspects, notes.
@@ -166,6 +169,8 @@ class SweepManager {
     std::vector<PairVerdict> verdicts;
     std::vector<Suspect> suspects;
     std::vector<std::string> notes;
+    std::vector<SweepPart> parts;
+    std::vector<FigureSummary> figures;
   };
   // At most 8 parsed reports and, beyond the newest one, 1M verdicts in all (~200 MB): eight
   // 1024-host all-pairs reports (523k verdicts each) would otherwise hold ~1.5 GB.
@@ -177,6 +182,8 @@ class SweepManager {
   // `header` is the sweep's row read without its report; the report is read (and parsed) only
   // when the cache has no parse of its revision.
   Result<std::shared_ptr<const ParsedReport>> parsedReport(const SweepRecord& header);
+  // A stored sweep's parts: its spec (and config's sweeps), with the plan's counts per part.
+  std::vector<SweepPart> partsOf(const SweepSpec& spec, const std::string& plan_json) const;
 
   WorkerDirectory& workers_;
   Clock& clock_;

@@ -97,6 +97,8 @@ struct PairVerdict {
   std::string unit;                  // "Gb/s" or "us"
   std::string topo_class;
   bool retest = false;
+  Op op = Op::kWrite;  // what the test ran
+  Mode mode = Mode::kBandwidth;
 };
 
 // Which of two verdicts of one pair (or one cell of a matrix) speaks for it: a FAIL if any, else

@@ -220,6 +220,8 @@ void toProto(const PairVerdict& in, v1::PairVerdict* out) {
   out->set_unit(in.unit);
   out->set_topo_class(in.topo_class);
   out->set_retest(in.retest);
+  out->set_op(toProto(in.op));
+  out->set_mode(toProto(in.mode));
 }
 
 void toProto(const Suspect& in, v1::Suspect* out) {
@@ -241,6 +243,37 @@ void toProto(const SweepReportData& in, v1::SweepReport* out) {
   out->mutable_verdict_counts()->set_skip(in.verdict_counts.skip);
   out->set_verdicts_matching(in.verdicts_matching);
   out->set_results_next(in.results_next);
+  for (const auto& part : in.parts) {
+    auto* p = out->add_parts();
+    p->set_index(part.index);
+    toProto(part.spec, p->mutable_spec());
+    p->set_plan_begin(part.plan_begin);
+    p->set_planned(part.planned);
+    p->set_planned_known(part.planned_known);
+  }
+  for (const auto& f : in.figures) {
+    auto* s = out->add_figures();
+    s->set_op(toProto(f.op));
+    s->set_mode(toProto(f.mode));
+    s->set_message_size(f.message_size);
+    s->set_unit(f.unit);
+    s->set_pairs(f.pairs);
+    s->set_min(f.min);
+    s->set_median(f.median);
+    s->set_max(f.max);
+    for (const auto& w : f.worst) {
+      auto* x = s->add_worst();
+      x->set_src(w.src);
+      x->set_dst(w.dst);
+      x->set_value(w.value);
+    }
+    for (const auto& h : f.worst_hosts) {
+      auto* x = s->add_worst_hosts();
+      x->set_host(h.host);
+      x->set_median(h.median);
+      x->set_pairs(h.pairs);
+    }
+  }
 }
 
 Status fromProto(const v1::SweepReportPage& in, VerdictFilter* filter, VerdictPage* page) {
@@ -310,6 +343,8 @@ PairVerdict fromProto(const v1::PairVerdict& in) {
   v.unit = in.unit();
   v.topo_class = in.topo_class();
   v.retest = in.retest();
+  v.op = convert::fromProto(in.op());
+  v.mode = convert::fromProto(in.mode());
   return v;
 }
 
@@ -343,6 +378,31 @@ SweepReportData fromProto(const v1::SweepReport& in, std::string* spec_error) {
   r.verdict_counts.skip = in.verdict_counts().skip();
   r.verdicts_matching = in.verdicts_matching();
   r.results_next = in.results_next();
+  for (const auto& x : in.parts()) {
+    SweepPart part;
+    part.index = x.index();
+    auto s = fromProto(x.spec());
+    if (s.ok()) part.spec = std::move(s).value();
+    part.plan_begin = x.plan_begin();
+    part.planned = x.planned();
+    part.planned_known = x.planned_known();
+    r.parts.push_back(std::move(part));
+  }
+  for (const auto& x : in.figures()) {
+    FigureSummary f;
+    f.op = convert::fromProto(x.op());
+    f.mode = convert::fromProto(x.mode());
+    f.message_size = x.message_size();
+    f.unit = x.unit();
+    f.pairs = x.pairs();
+    f.min = x.min();
+    f.median = x.median();
+    f.max = x.max();
+    for (const auto& w : x.worst()) f.worst.push_back({w.src(), w.dst(), w.value()});
+    for (const auto& h : x.worst_hosts())
+      f.worst_hosts.push_back({h.host(), h.median(), h.pairs()});
+    r.figures.push_back(std::move(f));
+  }
   return r;
 }
 

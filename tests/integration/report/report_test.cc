@@ -2,6 +2,7 @@
 // workers on the software transport, the CLI, the real SQLite file. A host class with an
 // unreachable threshold makes every pair of w4 fail, deterministically.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <fstream>
@@ -143,6 +144,113 @@ TEST_F(ReportTest, SweepShowMatrixInTheTerminal) {
   auto json = c_.cli({"sweep", "show", id, "--matrix", "-o", "json"});
   EXPECT_EQ(json.exit_code, 2);
   EXPECT_NE(json.err.find("--matrix"), std::string::npos) << json.err;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
+  return n;
+}
+
+// Issue #22, "what an operator reads", through real processes: an acceptance run of two
+// sweeps says what each ran (text, JUnit, report), the words of tests and verdicts cannot
+// contradict, and the figures show even when every verdict passes.
+TEST_F(ReportTest, AcceptanceRunSaysWhatEachSweepRan) {
+  c_.startCoordinator();
+  c_.startWorker("w1", {"--label", "rack=r1"});
+  for (const char* w : {"w2", "w3"}) c_.startWorker(w);
+  const std::string cfg = c_.dir() + "/accept.yaml";
+  std::ofstream(cfg) << "sweeps:\n"
+                        "  - pattern: all-pairs\n    op: write\n    sizes: [4KiB, 64KiB]\n"
+                        "    iters: 20\n"
+                        "  - pattern: all-pairs\n    op: read\n    size: 4KiB\n    iters: 30\n"
+                        "thresholds:\n  bandwidth_gbps_min: 0.0001\n";
+  const std::string junit = c_.dir() + "/accept.xml";
+  auto r = c_.cli({"accept", "--config", cfg, "--junit", junit});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* s : {"what ran: the config's 2 sweeps", "write bw 4KiB,64KiB  20 iters",
+                        "read bw 4KiB         30 iters", "tests     9/9 ran: 9 data verified",
+                        "verdicts  9 PASS, 0 FAIL, 0 SKIP: verdict PASS", "figures over pairs",
+                        "write  bw    64KiB  3"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << "missing " << s << " in\n" << r.out;
+  }
+  EXPECT_EQ(r.out.find("passed"), std::string::npos) << r.out;
+
+  // JUnit: one suite per sweep of the config, cases of class gdrmesh.<pattern>.
+  const std::string xml = readFile(junit);
+  EXPECT_EQ(count(xml, "<testsuite "), 2u) << xml;
+  EXPECT_EQ(count(xml, "classname=\"gdrmesh.all-pairs\""), 9u) << xml;
+  EXPECT_EQ(xml.find("gdrmesh.config"), std::string::npos) << xml;
+
+  // The acceptance report: each sweep as it ran, not the CLI's template (write bw 64KiB x 1000).
+  auto rows = c_.query("SELECT id FROM sweeps ORDER BY created_ms DESC LIMIT 1");
+  ASSERT_FALSE(rows.empty());
+  const std::string id = rows[0]["id"];
+  auto md = c_.cli({"report", id, "--format", "md"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  for (const char* s :
+       {"the config's 2 sweeps ran",
+        "| 1 | all-pairs, one | write bw | 4KiB, 64KiB "
+        "| 20 (+",
+        "| 2 | all-pairs, one | read bw | 4KiB | 30 (+", "| host -&gt; host | 3 |", "## Figures"}) {
+    EXPECT_NE(md.out.find(s), std::string::npos) << "missing " << s << " in\n" << md.out;
+  }
+  EXPECT_EQ(md.out.find("1000 (+"), std::string::npos) << md.out;
+  EXPECT_EQ(md.out.find("reg auto"), std::string::npos) << md.out;
+
+  // --verdicts all prints every verdict, not only the failing ones.
+  auto all = c_.cli({"sweep", "show", id, "--verdicts", "all"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_NE(all.out.find("verdicts (9, 0 failing)"), std::string::npos) << all.out;
+  EXPECT_EQ(count(all.out, "\nPASS "), 9u) << all.out;
+
+  // The labels --select matches, in every output of `workers`.
+  auto ws = c_.cli({"workers"});
+  EXPECT_NE(ws.out.find("rack=r1"), std::string::npos) << ws.out;
+  auto wj = c_.cli({"workers", "-o", "json"});
+  EXPECT_NE(wj.out.find("\"rack\": \"r1\""), std::string::npos) << wj.out;
+  auto wc = c_.cli({"workers", "-o", "csv"});
+  EXPECT_NE(wc.out.find("rack=r1"), std::string::npos) << wc.out;
+
+  // -o csv for `test` and `sweep run`, as for the other queries.
+  auto t = c_.cli({"test", "w1", "w2", "--size", "4KiB", "--iters", "10", "-o", "csv"});
+  ASSERT_EQ(t.exit_code, 0) << t.out << t.err;
+  EXPECT_EQ(t.out.rfind("test_id,run_id,started,", 0), 0u) << t.out;
+  EXPECT_EQ(count(t.out, "\r\n"), 2u) << t.out;
+  auto sw = c_.cli({"sweep", "run", "--pattern", "pairs", "w1:w2", "--size", "4KiB", "--iters",
+                    "10", "-o", "csv"});
+  ASSERT_EQ(sw.exit_code, 0) << sw.out << sw.err;
+  EXPECT_EQ(sw.out.rfind("test_id,src,dst,", 0), 0u) << sw.out;
+
+  // An unknown command says so and names the nearest.
+  auto typo = c_.cli({"wokers"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("unknown command 'wokers'; did you mean 'workers'?"), std::string::npos)
+      << typo.err;
+}
+
+// Issue #22: `sweep show --matrix` of a running sweep drew nothing though results existed (the
+// verdicts are stored at the end). Each test here runs 6 s, so the sweep is still running when
+// the first result is stored; it is cancelled after the check.
+TEST_F(ReportTest, MatrixOfARunningSweep) {
+  c_.startCoordinator();
+  for (const char* w : {"w1", "w2", "w3"}) c_.startWorker(w);
+  auto started = c_.cli({"sweep", "run", "--pattern", "all-pairs", "--direction", "both", "--size",
+                         "4KiB", "--duration", "6s", "--detach"});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  std::string id = trimmed(started.out);
+  bool stored = false;
+  for (int i = 0; i < 600 && !stored; ++i) {  // until the first result is stored (<= 60 s)
+    stored = !c_.query("SELECT id FROM results WHERE run_id = '" + id + "' LIMIT 1").empty();
+    if (!stored) ::usleep(100 * 1000);
+  }
+  ASSERT_TRUE(stored);
+  auto r = c_.cli({"sweep", "show", id, "--matrix"});
+  c_.cli({"sweep", "cancel", id});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(r.out.find(" running"), std::string::npos) << "the sweep ended early:\n" << r.out;
+  EXPECT_NE(r.out.find("provisional: judged from the "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pairs tested: "), std::string::npos) << r.out;  // a matrix is drawn
 }
 
 }  // namespace

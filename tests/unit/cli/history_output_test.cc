@@ -262,14 +262,16 @@ TEST(WorkersTable, ShowsEachTransportsCapabilities) {
   EXPECT_THAT(t, HasSubstr("CAPABILITIES"));
   EXPECT_THAT(t, HasSubstr("verbs[gpu:dmabuf/peermem/staged imm cm bidir inline] "
                            "emulated[gpu:staged imm(bw)]"));
-  // h2's row: NAME STATE HOST TRANSPORTS CAPABILITIES ..., with no capabilities to show.
+  // h2's row: NAME STATE HOST LABELS TRANSPORTS CAPABILITIES ..., with no labels and no
+  // capabilities to show.
   const size_t h2 = t.find("\nh2 ");
   ASSERT_NE(h2, std::string::npos) << t;
   std::istringstream row(t.substr(h2 + 1, t.find('\n', h2 + 1) - h2 - 1));
   std::vector<std::string> cells{std::istream_iterator<std::string>(row), {}};
-  ASSERT_GE(cells.size(), 5u) << t;
-  EXPECT_EQ(cells[3], "emulated") << t;
-  EXPECT_EQ(cells[4], "-") << t;
+  ASSERT_GE(cells.size(), 6u) << t;
+  EXPECT_EQ(cells[3], "-") << t;
+  EXPECT_EQ(cells[4], "emulated") << t;
+  EXPECT_EQ(cells[5], "-") << t;
 }
 
 TEST(WorkersTable, NotesAreFoldedToACountUnlessAsked) {

@@ -133,7 +133,9 @@ TEST(JUnitFromReport, CasesPerPairAndSizeWithVerdicts) {
   EXPECT_EQ(f.outcome, JUnitCase::Outcome::kFail);
   EXPECT_EQ(f.message, "bw 12.50 Gb/s below 180 Gb/s (class PIX)");
   EXPECT_NE(f.detail.find("figures: bandwidth avg 12.500 Gb/s"), std::string::npos) << f.detail;
-  EXPECT_NE(f.detail.find("result: FAILED: integrity: 12 bytes wrong"), std::string::npos);
+  EXPECT_NE(f.detail.find("data: not verified (status FAILED): integrity: 12 bytes wrong"),
+            std::string::npos)
+      << f.detail;
   EXPECT_EQ(suite.cases[3].outcome, JUnitCase::Outcome::kSkip);
   EXPECT_EQ(suite.cases[3].message, "verbs not available on h4");
   bool has_coordinator = false;
@@ -169,6 +171,54 @@ TEST(JUnitFromReport, PassingSweepHasNoFailuresAndRunsBecomeSuites) {
   std::string xml = renderJUnit(suites);
   EXPECT_NE(xml.find("<testsuites name=\"gdrmesh\" tests=\"4\" failures=\"0\""), std::string::npos)
       << xml;
+}
+
+// Issue #22: an acceptance run gave one <testsuite> with classname gdrmesh.config; the README
+// promises one per sweep of the config, classname gdrmesh.<its pattern>.
+TEST(JUnitFromReport, OneSuitePerSweepOfTheConfig) {
+  v1::SweepReport rep;
+  auto* p = rep.mutable_progress();
+  p->set_id("s-7");
+  p->set_pattern("config");
+  p->set_state("finished");
+  p->set_verdict("PASS");
+  const std::pair<const char*, v1::Op> kParts[] = {{"all-pairs", v1::OP_WRITE},
+                                                   {"loopback", v1::OP_READ}};
+  for (const auto& [pattern, op] : kParts) {
+    auto* part = rep.add_parts();
+    part->set_index(static_cast<uint32_t>(rep.parts_size() - 1));
+    part->mutable_spec()->set_pattern(pattern);
+    part->mutable_spec()->mutable_test()->set_op(op);
+    part->mutable_spec()->mutable_test()->set_mode(v1::MODE_BANDWIDTH);
+    part->mutable_spec()->add_sizes(65536);
+    part->set_plan_begin(rep.parts_size() == 1 ? 0 : 2);
+    part->set_planned(2);
+    part->set_planned_known(true);
+  }
+  for (int i = 0; i < 4; ++i) {
+    auto r = result("t" + std::to_string(i), "h" + std::to_string(i + 2), v1::TEST_STATUS_PASSED);
+    r.set_run_id("s-7");
+    r.set_plan_index(i);
+    if (i >= 2) r.set_op(v1::OP_READ);
+    *rep.add_results() = r;
+  }
+  auto retest = result("t9", "h9", v1::TEST_STATUS_PASSED);  // beyond the plan: by its shape
+  retest.set_plan_index(7);
+  retest.set_op(v1::OP_READ);
+  *rep.add_results() = retest;
+
+  auto suites = junitFromReport(rep, "c:1");
+  ASSERT_EQ(suites.size(), 2u);
+  EXPECT_EQ(suites[0].name, "s-7 #1 all-pairs write bw");
+  EXPECT_EQ(suites[1].name, "s-7 #2 loopback read bw");
+  ASSERT_EQ(suites[0].cases.size(), 3u);  // the sweep verdict + 2
+  EXPECT_EQ(suites[0].cases[0].name, "sweep verdict");
+  EXPECT_EQ(suites[0].cases[1].classname, "gdrmesh.all-pairs");
+  ASSERT_EQ(suites[1].cases.size(), 3u);
+  for (const auto& c : suites[1].cases) EXPECT_EQ(c.classname, "gdrmesh.loopback") << c.name;
+  const std::string xml = renderJUnit(suites);
+  EXPECT_EQ(count(xml, "<testsuite "), 2u) << xml;
+  EXPECT_EQ(xml.find("gdrmesh.config"), std::string::npos) << xml;
 }
 
 TEST(JUnitFromReport, UnfinishedSweepFailsWithItsReason) {

@@ -34,8 +34,9 @@ TEST(ProgressLine, RunningWithEta) {
   p.set_tests_failed(3);
   p.set_elapsed_seconds(62);
   p.set_eta_seconds(130);
-  EXPECT_EQ(progressLine(p),
-            "sweep s-20261122-0001 running  412/1023 tests  3 failed  elapsed 1m02s  ETA 2m10s");
+  EXPECT_EQ(
+      progressLine(p),
+      "sweep s-20261122-0001 running  412/1023 ran  3 not verified  elapsed 1m02s  ETA 2m10s");
 }
 
 TEST(ProgressLine, FinishedShowsVerdictNotEta) {
@@ -44,7 +45,7 @@ TEST(ProgressLine, FinishedShowsVerdictNotEta) {
   p.set_tests_skipped(2);
   p.set_verdict("FAIL");
   EXPECT_EQ(progressLine(p),
-            "sweep s-1 finished  10/10 tests  0 failed  2 skipped  elapsed 0s  verdict FAIL");
+            "sweep s-1 finished  10/10 ran  0 not verified  2 skipped  elapsed 0s  verdict FAIL");
   auto c = progress("cancelled", 3, 10);
   c.set_reason("cancelled by user");
   EXPECT_NE(progressLine(c).find("(cancelled by user)"), std::string::npos);
@@ -131,6 +132,108 @@ TEST(SweepReportText, CountsCoverVerdictsNotFetched) {
   text = sweepReportText(r, ReportOptions{});
   EXPECT_NE(text.find("failing verdicts (76 of 523776)"), std::string::npos) << text;
   EXPECT_NE(text.find("not fetched"), std::string::npos) << text;
+}
+
+// Issue #22: "tests 15/15 done: 15 passed, 0 failed ... verdict FAIL". A test's words (ran, data
+// verified or not) and a verdict's (PASS, FAIL) are different words.
+TEST(SweepReportText, TestWordsNeverContradictTheVerdict) {
+  v1::SweepReport r = sampleReport();
+  r.mutable_progress()->set_tests_failed(0);
+  const std::string text = sweepReportText(r, ReportOptions{});
+  EXPECT_NE(text.find("tests     3/3 ran: 3 data verified, 0 not verified, 0 skipped"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("verdicts  1 PASS, 1 FAIL, 0 SKIP: verdict FAIL"), std::string::npos) << text;
+  EXPECT_EQ(text.find("passed"), std::string::npos) << text;
+  EXPECT_EQ(text.find(" failed,"), std::string::npos) << text;
+  EXPECT_EQ(sweepsTable({r.progress()}).find("FAILED"), std::string::npos);
+  EXPECT_NE(sweepsTable({r.progress()}).find("NOT VERIFIED"), std::string::npos);
+}
+
+// Numbers even when every verdict passes: min, median, max over pairs, worst pairs and hosts.
+TEST(SweepReportText, FiguresOverPairs) {
+  v1::SweepReport r = sampleReport();
+  auto* f = r.add_figures();
+  f->set_op(v1::OP_READ);
+  f->set_mode(v1::MODE_BANDWIDTH);
+  f->set_message_size(1048576);
+  f->set_unit("Gb/s");
+  f->set_pairs(6);
+  f->set_min(180.25);
+  f->set_median(190.5);
+  f->set_max(195);
+  auto* w = f->add_worst();
+  w->set_src("h1/mlx5_0");
+  w->set_dst("h3/mlx5_1");
+  w->set_value(180.25);
+  auto* h = f->add_worst_hosts();
+  h->set_host("h3");
+  h->set_median(182);
+  const std::string text = sweepReportText(r, ReportOptions{});
+  EXPECT_NE(text.find("figures over pairs"), std::string::npos) << text;
+  EXPECT_NE(text.find("read  bw    1MiB  6      180.25 Gb/s  190.50 Gb/s  195.00 Gb/s  "
+                      "h1/mlx5_0->h3/mlx5_1 180.25  h3 182.00"),
+            std::string::npos)
+      << text;
+}
+
+// An acceptance run says what each sweep of its config ran; a plain sweep prints no such table.
+TEST(SweepReportText, AcceptanceRunListsItsSweeps) {
+  v1::SweepReport r = sampleReport();
+  r.mutable_progress()->set_pattern("config");
+  for (const char* op : {"write", "read"}) {
+    auto* p = r.add_parts();
+    p->set_index(static_cast<uint32_t>(r.parts_size() - 1));
+    p->mutable_spec()->set_pattern("all-pairs");
+    p->mutable_spec()->mutable_test()->set_op(std::string(op) == "read" ? v1::OP_READ
+                                                                        : v1::OP_WRITE);
+    p->mutable_spec()->mutable_test()->set_mode(v1::MODE_BANDWIDTH);
+    p->mutable_spec()->mutable_test()->set_iterations(50);
+    p->mutable_spec()->add_sizes(4096);
+    p->mutable_spec()->add_sizes(1048576);
+    p->set_planned(6);
+    p->set_planned_known(true);
+  }
+  const std::string text = sweepReportText(r, ReportOptions{});
+  EXPECT_NE(text.find("what ran: the config's 2 sweeps"), std::string::npos) << text;
+  EXPECT_NE(text.find("1  all-pairs  one        write bw 4KiB,1MiB  50 iters  host -> host  6"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("2  all-pairs  one        read bw 4KiB,1MiB"), std::string::npos) << text;
+  v1::SweepReport plain = sampleReport();
+  plain.mutable_spec()->set_pattern("all-pairs");
+  *plain.add_parts()->mutable_spec() = plain.spec();
+  EXPECT_EQ(sweepReportText(plain, ReportOptions{}).find("what ran"), std::string::npos);
+}
+
+// `gdrmesh workers` shows the labels that --select matches, in the table, JSON and CSV.
+TEST(WorkersOutput, LabelsAreShown) {
+  WorkerView w;
+  w.name = "h1";
+  w.state = "online";
+  w.labels = {{"rack", "r12"}, {"zone", "a"}};
+  EXPECT_NE(workersTable({w}).find("rack=r12,zone=a"), std::string::npos) << workersTable({w});
+  EXPECT_EQ(workersJson({w})[0]["labels"]["rack"], "r12");
+  const std::string csv = workersCsv({w});
+  EXPECT_NE(csv.find(",labels\r\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",rack=r12; zone=a\r\n"), std::string::npos) << csv;
+}
+
+// A simulated result moved no byte: its integrity never reads as verified.
+TEST(ResultOutput, SimulatedResultsSayNoDataMoved) {
+  TestResult r;
+  r.transport = TransportKind::kSimulated;
+  r.status = TestStatus::kPassed;
+  r.integrity.checked = true;
+  r.integrity.bytes_checked = 65536;
+  r.integrity.where = "simulated";
+  EXPECT_EQ(integrityText(r), "simulated: no data moved");
+  EXPECT_EQ(integrityCell(r), "simulated: no data moved");
+  EXPECT_NE(resultDetail(r).find("integrity simulated: no data moved"), std::string::npos);
+  EXPECT_EQ(resultWhole(r).find("verified"), std::string::npos) << resultWhole(r);
+  EXPECT_NE(resultsTable({r}).find("simulated: no data moved"), std::string::npos);
+  r.transport = TransportKind::kVerbs;
+  EXPECT_EQ(integrityCell(r), "ok");
 }
 
 TEST(SchedulesTable, LocalAndUtcTimes) {

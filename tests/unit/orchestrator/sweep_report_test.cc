@@ -23,6 +23,8 @@ PairVerdict verdict(int i) {
   v.unit = "Gb/s";
   v.topo_class = i % 2 ? "PIX" : "";
   v.retest = i % 4 == 3;
+  v.op = i % 2 ? Op::kRead : Op::kSend;
+  v.mode = i % 5 == 0 ? Mode::kLatency : Mode::kBandwidth;
   return v;
 }
 
@@ -41,7 +43,9 @@ std::string domDump(const std::vector<PairVerdict>& verdicts, const std::vector<
                              {"value", v.value},
                              {"unit", v.unit},
                              {"topo_class", v.topo_class},
-                             {"retest", v.retest}});
+                             {"retest", v.retest},
+                             {"op", toString(v.op)},
+                             {"mode", toString(v.mode)}});
   }
   j["suspects"] = nlohmann::json::array();
   for (const auto& s : suspects) {
@@ -76,7 +80,15 @@ TEST(SweepReportTest, WrittenAsTheWholeDocumentDumpWasAndReadBack) {
     EXPECT_EQ(b.unit, a.unit);
     EXPECT_EQ(b.topo_class, a.topo_class);
     EXPECT_EQ(b.retest, a.retest) << i;
+    EXPECT_EQ(b.op, a.op) << i;  // what the test ran: the figures summary groups by it
+    EXPECT_EQ(b.mode, a.mode) << i;
   }
+  // A report stored before verdicts said their op and mode reads as write bw.
+  const auto old = parseSweepReportJson(
+      R"({"notes":[],"suspects":[],"verdicts":[{"dst":"b","size":4,"src":"a","verdict":"PASS"}]})");
+  ASSERT_EQ(old.verdicts.size(), 1u);
+  EXPECT_EQ(old.verdicts[0].op, Op::kWrite);
+  EXPECT_EQ(old.verdicts[0].mode, Mode::kBandwidth);
   ASSERT_EQ(back.suspects.size(), 2u);
   EXPECT_EQ(back.suspects[0].name, "h3");
   EXPECT_EQ(back.suspects[0].evidence, suspects[0].evidence);

@@ -207,6 +207,82 @@ TEST(AcceptanceReport, NoConfigAndNoFailures) {
   EXPECT_NE(md.find("None: no pair failed."), std::string::npos);
 }
 
+// An acceptance run has no test of its own: the Configuration shows each sweep of its config as
+// it ran (issue #22: it showed the CLI's template, write bw 64KiB x 1000, for every `accept`),
+// and a host side reads "host", never "gpu0 reg auto".
+TEST(AcceptanceReport, AcceptanceRunShowsEachSweepOfItsConfig) {
+  ClusterConfig cfg;
+  ReportInput in = sample(&cfg);
+  in.sweep.spec = SweepSpec{};
+  in.sweep.spec.pattern_from_config = true;  // the CLI's template defaults stay in spec.test
+  in.sweep.spec.test.initiator.gpu = 0;
+  SweepSpec write;
+  write.pattern = SweepPattern::kAllPairs;
+  write.test.op = Op::kWrite;
+  write.test.iterations = 50;
+  write.sizes = {4096, 1048576};
+  SweepSpec lat = write;
+  lat.test.mode = Mode::kLatency;
+  lat.test.iterations = 1000;
+  lat.sizes = {2};
+  lat.test.target.memory = MemoryKind::kCuda;
+  lat.test.target.reg = RegPath::kDmabuf;
+  cfg.sweeps = {write, lat};
+  in.sweep.parts = sweepParts(in.sweep.spec, cfg.sweeps, {6, 6});
+  const std::string md = renderMarkdown(in);
+  for (const char* s :
+       {"the config's 2 sweeps ran", "| 1 | all-pairs, one | write bw | 4KiB, 1MiB | 50 (+",
+        "| 2 | all-pairs, one | write lat | 2B | 1000 (+", "| host -&gt; host | 6 |",
+        "| host -&gt; cuda gpu0, registration dmabuf | 6 |"}) {
+    EXPECT_NE(md.find(s), std::string::npos) << "missing " << s << "\n" << md;
+  }
+  EXPECT_EQ(md.find("reg auto"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| Message sizes | 64KiB"), std::string::npos) << md;
+  // Without parts from the coordinator, the parsed config still says what ran.
+  in.sweep.parts.clear();
+  const std::string old = renderMarkdown(in);
+  EXPECT_NE(old.find("| 2 | all-pairs, one | write lat | 2B | 1000 (+"), std::string::npos) << old;
+}
+
+// The words cannot contradict: tests ran and their data was verified; the verdicts say PASS or
+// FAIL (issue #22: "15 passed, 0 failed" beside verdict FAIL).
+TEST(AcceptanceReport, TestWordsAndVerdictWordsDiffer) {
+  ClusterConfig cfg;
+  const std::string md = renderMarkdown(sample(&cfg));
+  EXPECT_NE(md.find("6 of 6 ran: 5 data verified, 1 not verified, 0 skipped"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| Verdicts | FAIL 1, PASS 5, SKIP 0: verdict FAIL |"), std::string::npos)
+      << md;
+  EXPECT_EQ(md.find(" passed, "), std::string::npos) << md;
+}
+
+// Figures even when every verdict passes: the spread per (op, mode, size), the worst pairs and
+// hosts.
+TEST(AcceptanceReport, FiguresSection) {
+  ClusterConfig cfg;
+  ReportInput in = sample(&cfg);
+  const std::string md = renderMarkdown(in);
+  EXPECT_NE(md.find("## Figures"), std::string::npos) << md;
+  EXPECT_NE(md.find("| write bw | 64KiB | 6 | 0.50 Gb/s | 10.00 Gb/s | 10.00 Gb/s | w2 -&gt; w4 "
+                    "0.50"),
+            std::string::npos)
+      << md;
+}
+
+// A simulated result moved no byte: it never reads "data verified".
+TEST(AcceptanceReport, SimulatedResultsSayNoDataMoved) {
+  ClusterConfig cfg;
+  ReportInput in = sample(&cfg);
+  for (auto& r : in.sweep.results) {
+    r.transport = TransportKind::kSimulated;
+    r.integrity.checked = true;
+    r.integrity.bytes_checked = 65536;
+  }
+  const std::string md = renderMarkdown(in);
+  EXPECT_NE(md.find("simulated: no data moved"), std::string::npos) << md;
+  EXPECT_EQ(md.find("data verified;"), std::string::npos) << md;
+}
+
 TEST(Escaping, HtmlAndMarkdown) {
   EXPECT_EQ(htmlEscape("<a href=\"x\">'&'</a>"),
             "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");

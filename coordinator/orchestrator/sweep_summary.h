@@ -1,0 +1,61 @@
+// What a sweep ran and what it measured, summed up for whoever reads its report: the parts it
+// ran (an acceptance run runs each sweep of its config in turn) and, per (op, mode, message
+// size), the spread of its figures over pairs. Pure functions over domain types.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "coordinator/orchestrator/sweep_types.h"
+
+namespace gdrmesh {
+
+// One sweep of an acceptance run's config (or a plain sweep's own spec): what it ran, and which
+// tests of the plan are its: plan indexes [plan_begin, plan_begin + planned).
+struct SweepPart {
+  uint32_t index = 0;  // position under the config's `sweeps:` (0 for a plain sweep)
+  SweepSpec spec;      // as it ran: the run's hosts, exclude and select narrow the config's
+  uint64_t plan_begin = 0;
+  uint64_t planned = 0;
+  bool planned_known = false;  // false: stored before sweeps recorded their parts
+};
+
+// The parts of a sweep. `config_sweeps`: the config's `sweeps:` (used when the spec takes its
+// pattern from the config); `planned`: tests planned per part, as the plan stored them (their
+// ranges stay unknown when there is not one count per part).
+std::vector<SweepPart> sweepParts(const SweepSpec& spec,
+                                  const std::vector<SweepSpec>& config_sweeps,
+                                  const std::vector<uint64_t>& planned);
+
+// The parts an acceptance run plans: each config sweep, narrowed by the run's hosts, exclude
+// and select where it names none of its own. A plain sweep is its own one part.
+std::vector<SweepSpec> partSpecs(const SweepSpec& spec,
+                                 const std::vector<SweepSpec>& config_sweeps);
+
+struct FigurePair {
+  std::string src, dst;  // WORKER/NIC as tested
+  double value = 0;
+};
+struct FigureHost {
+  std::string host;   // worker
+  double median = 0;  // over the pairs it took part in (either side)
+  uint32_t pairs = 0;
+};
+// The figures of one (op, mode, message size) over every pair that has one (retests left
+// out): what a sweep measured, even when every verdict is PASS.
+struct FigureSummary {
+  Op op = Op::kWrite;
+  Mode mode = Mode::kBandwidth;
+  uint64_t message_size = 0;
+  std::string unit;  // "Gb/s" (higher is better) or "us" (lower is better)
+  uint32_t pairs = 0;
+  double min = 0, median = 0, max = 0;
+  std::vector<FigurePair> worst;        // worst first: lowest Gb/s, highest us
+  std::vector<FigureHost> worst_hosts;  // worst median first: lowest Gb/s, highest us
+};
+// Groups in (op, mode, size) order; at most `keep` worst pairs and hosts each.
+std::vector<FigureSummary> summariseFigures(const std::vector<PairVerdict>& verdicts,
+                                            size_t keep = 3);
+
+}  // namespace gdrmesh
