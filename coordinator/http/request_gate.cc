@@ -71,12 +71,12 @@ void answerAndClose(int fd, int status, const std::string& error, const std::str
   char sink[4096];
   for (int i = 0; i < 16 && ::recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; ++i) {
   }
-  const std::string body = "{\"error\":\"" + jsonEscape(error) + "\",\"parameter\":null,\"fix\":\"" +
-                           jsonEscape(fix) + "\"}";
-  const std::string msg = "HTTP/1.1 " + std::to_string(status) + " " + reasonPhrase(status) +
-                          "\r\nContent-Type: application/json\r\nContent-Length: " +
-                          std::to_string(body.size()) +
-                          "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n" + body;
+  const std::string body = "{\"error\":\"" + jsonEscape(error) +
+                           "\",\"parameter\":null,\"fix\":\"" + jsonEscape(fix) + "\"}";
+  const std::string msg =
+      "HTTP/1.1 " + std::to_string(status) + " " + reasonPhrase(status) +
+      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n" + body;
   (void)::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   (void)::shutdown(fd, SHUT_WR);
   ::close(fd);
@@ -113,7 +113,8 @@ BodyFraming bodyFraming(const std::string& head, size_t max_body) {
   while (pos != std::string::npos && pos + 2 < head.size()) {
     const size_t start = pos + 2;
     pos = head.find("\r\n", start);
-    const std::string line = head.substr(start, (pos == std::string::npos ? head.size() : pos) - start);
+    const std::string line =
+        head.substr(start, (pos == std::string::npos ? head.size() : pos) - start);
     const size_t colon = line.find(':');
     if (colon == std::string::npos) continue;
     const std::string name = trim(line.substr(0, colon));
@@ -223,8 +224,9 @@ class RequestGate::Impl {
 
   Result<int> listenOn(const std::string& host, int port, const std::string& what) {
     const Status cannot = unavailable(
-        what + ": cannot listen there (the address is not local or does not resolve, or the "
-               "port is in use)",
+        what +
+            ": cannot listen there (the address is not local or does not resolve, or the "
+            "port is in use)",
         "give a local address and a free port, e.g. --http 127.0.0.1:8080 (port 0 picks a free "
         "port)");
     addrinfo hints{};
@@ -272,9 +274,9 @@ class RequestGate::Impl {
       int timeout_ms = -1;
       const auto now = Clock::now();
       for (const auto& c : conns) {
-        const auto left =
-            std::chrono::ceil<std::chrono::milliseconds>(std::max(c.deadline - now, Clock::duration(0)))
-                .count();
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+                              std::max(c.deadline - now, Clock::duration(0)))
+                              .count();
         if (timeout_ms < 0 || left < timeout_ms) timeout_ms = static_cast<int>(left);
       }
       const int n = ::poll(fds.data(), fds.size(), timeout_ms);

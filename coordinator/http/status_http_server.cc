@@ -449,11 +449,10 @@ class GatedHttpServer final : public httplib::Server {
     bool is_writable() const override {
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline_) return false;
-      const auto left = std::min<std::chrono::steady_clock::duration>(deadline_ - now,
-                                                                      write_timeout_);
+      const auto left =
+          std::min<std::chrono::steady_clock::duration>(deadline_ - now, write_timeout_);
       pollfd p{r_.fd, POLLOUT, 0};
-      const int ms = static_cast<int>(
-          std::chrono::ceil<std::chrono::milliseconds>(left).count());
+      const int ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
       return ::poll(&p, 1, ms) > 0 && (p.revents & POLLOUT) != 0;
     }
     ssize_t read(char* ptr, size_t size) override {

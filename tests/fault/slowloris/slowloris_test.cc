@@ -171,8 +171,8 @@ TEST(SlowClients, SixtyFourSlowClientsDoNotStarveTheStatusPage) {
   milliseconds worst{0};
   for (int i = 0; i < 5; ++i) {
     auto [status, took] = healthz(port);
-    std::printf("/healthz with %d slow clients holding: HTTP %d in %lld ms\n", kSlowClients,
-                status, static_cast<long long>(took.count()));
+    std::printf("/healthz with %d slow clients holding: HTTP %d in %lld ms\n", kSlowClients, status,
+                static_cast<long long>(took.count()));
     EXPECT_EQ(status, 200) << "the status page did not answer /healthz within "
                            << (kHeaderTimeout + kMargin).count() << " s";
     worst = std::max(worst, took);
@@ -185,8 +185,8 @@ TEST(SlowClients, SixtyFourSlowClientsDoNotStarveTheStatusPage) {
   const auto deadline = opened + kHeaderTimeout + kMargin;
   int timed_out = 0;
   for (int fd : slow.fds()) timed_out += statusOf(answerBy(fd, deadline)) == 408 ? 1 : 0;
-  EXPECT_EQ(timed_out, kSlowClients) << "slow clients not answered 408 within "
-                                     << (kHeaderTimeout + kMargin).count() << " s";
+  EXPECT_EQ(timed_out, kSlowClients)
+      << "slow clients not answered 408 within " << (kHeaderTimeout + kMargin).count() << " s";
   std::printf("slow clients answered 408 after the header timeout: %d of %d\n", timed_out,
               kSlowClients);
 }
