@@ -314,7 +314,9 @@ class RequestGate::Impl {
       }
       size_t kept = 0;
       for (size_t i = 0; i < conns.size(); ++i) {
-        if (!drop[i]) conns[kept++] = std::move(conns[i]);
+        if (drop[i]) continue;
+        if (kept != i) conns[kept] = std::move(conns[i]);  // never onto itself: that empties it
+        ++kept;
       }
       conns.resize(kept);
     }
