@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -431,6 +432,10 @@ std::string metricsText(const std::vector<WorkerSummary>& workers,
 // a stream that reads the gate's buffer and writes to the client's socket.
 class GatedHttpServer final : public httplib::Server {
  public:
+  // httplib's chunked writer (/api/results over kResultsPage rows) ends an answer once
+  // svr_sock_ is INVALID_SOCKET, its sign of shutting down. The gate owns the real socket and
+  // httplib never listens (so never closes this): it only marks serving on and off.
+  void serving(bool on) { svr_sock_ = on ? std::numeric_limits<int>::max() : INVALID_SOCKET; }
   void serve(const GatedRequest& r, const RequestGateLimits& limits) {
     BufferedStream s(r, limits);
     bool closed = false;
@@ -509,10 +514,16 @@ class StatusHttpServer::Impl {
 
   Result<int> start(const std::string& host_port) {
     GDR_ASSIGN_OR_RETURN(auto hp, parseHostPort(host_port));
-    return gate_.start(hp.first, hp.second, "--http " + host_port);
+    server_.serving(true);
+    auto port = gate_.start(hp.first, hp.second, "--http " + host_port);
+    if (!port.ok() && port.status().code() != Code::kFailedPrecondition) server_.serving(false);
+    return port;
   }
 
-  void stop() { gate_.stop(); }
+  void stop() {
+    server_.serving(false);  // answers being streamed end now
+    gate_.stop();
+  }
 
  private:
   void routes() {
