@@ -1123,8 +1123,8 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
   const std::string report = out + "/acceptance_report.html";
   std::filesystem::remove(report);
   const std::string report_cmd = "timeout 60 '" + bin + "' report " + id +
-                                 " --format html --coordinator " + addr + " --out '" + report +
-                                 "' >'" + dir.path() + "/report.out' 2>&1";
+                                 " --format html --insecure --coordinator " + addr + " --out '" +
+                                 report + "' >'" + dir.path() + "/report.out' 2>&1";
   ASSERT_EQ(std::system(report_cmd.c_str()), 0) << readFile(dir.path() + "/report.out");
   const std::string html = readFile(report);
   EXPECT_THAT(html, Not(HasSubstr("http://")));
