@@ -32,8 +32,11 @@ struct RequestGateLimits {
   std::chrono::milliseconds body_timeout{10000};
   size_t max_header_bytes = 16 * 1024;
   size_t max_body_bytes = 64 * 1024;
-  size_t max_per_source = 16;
-  size_t max_connections = 256;
+  // Per address: a dashboard host, a proxy or a script legitimately opens dozens at once
+  // (tests/fault/load has 40 readers on one address); a slow client costs the gate one
+  // descriptor and at most one head's buffer, never a worker.
+  size_t max_per_source = 64;
+  size_t max_connections = 512;
   size_t workers = 8;
   // Writing the answer (the server's side, status_http_server.cc): one write may wait this
   // long for the client to read; the whole answer gets `response_timeout`.

@@ -118,7 +118,7 @@ class StatusHttpServer {
   StatusHttpServer(const StatusHttpServer&) = delete;
   StatusHttpServer& operator=(const StatusHttpServer&) = delete;
 
-  // 5 s for a request's head, 10 s for its body, 16 connections per source address and 256 in
+  // 5 s for a request's head, 10 s for its body, 64 connections per source address and 512 in
   // all, one worker per core (8 to 16).
   static RequestGateLimits defaultLimits();
 
