@@ -39,9 +39,13 @@ struct ClientOptions {
   // Set by prepareClientOptions(): an admin or reader certificate; nullopt: --insecure.
   std::optional<TlsMaterial> credentials;
 };
-// -o/--output takes table|json, and also csv where `csv` (the query commands: one row per
-// record, RFC 4180). `needed`: whether the parsed command talks to the coordinator (default:
-// always).
+// How a command reaches the coordinator as a client: --coordinator (env GDRMESH_COORDINATOR)
+// and the TLS options (--tls-dir/--cert/--key/--ca or --insecure, env GDRMESH_TLS_DIR /
+// GDRMESH_INSECURE), checked by prepareClientOptions(). The one place every client command
+// gets them. `needed`: whether the parsed command talks to the coordinator (default: always).
+void addConnectionOptions(CLI::App* app, ClientOptions* opts, std::function<bool()> needed = {});
+// addConnectionOptions and -o/--output: table|json, and also csv where `csv` (the query
+// commands: one row per record, RFC 4180).
 void addClientOptions(CLI::App* app, ClientOptions* opts, bool csv = false,
                       std::function<bool()> needed = {});
 // After parsing, before the action runs: checks the TLS options of the client command that was

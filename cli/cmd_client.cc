@@ -224,7 +224,7 @@ bool prepareClientOptions() {
   return true;
 }
 
-void addClientOptions(CLI::App* app, ClientOptions* opts, bool csv, std::function<bool()> needed) {
+void addConnectionOptions(CLI::App* app, ClientOptions* opts, std::function<bool()> needed) {
   clientOptionsOf().push_back({app, opts, std::move(needed)});
   addTlsOptions(app, &opts->tls, /*env_insecure=*/true);
   const char* env = std::getenv("GDRMESH_COORDINATOR");
@@ -232,6 +232,10 @@ void addClientOptions(CLI::App* app, ClientOptions* opts, bool csv, std::functio
   app->add_option("--coordinator", opts->coordinator,
                   "coordinator HOST:PORT (env GDRMESH_COORDINATOR)")
       ->capture_default_str();
+}
+
+void addClientOptions(CLI::App* app, ClientOptions* opts, bool csv, std::function<bool()> needed) {
+  addConnectionOptions(app, opts, std::move(needed));
   if (csv) {
     app->add_option("-o,--output", opts->output, "output format: table, json or csv (RFC 4180)")
         ->check(CLI::IsMember({"table", "json", "csv"}))

@@ -152,7 +152,11 @@ int runCoordinator(const CoordinatorArgs& a) {
                    "(--insecure) has no certificates to revoke\n");
       return kExitUsage;
     }
-    auto revoked = RevocationList::open(a.crl, opts.tls->ca_pem);
+    // The newest list's number is kept beside the database: a restart refuses an older list
+    // as the running coordinator does (security/revocation.h).
+    RevocationList::Options crl_options;
+    if (a.db != ":memory:") crl_options.state_path = a.db + ".crl-state";
+    auto revoked = RevocationList::open(a.crl, opts.tls->ca_pem, crl_options);
     if (!revoked.ok()) {
       std::fprintf(stderr, "gdrmesh coordinator: %s\n", revoked.status().toString().c_str());
       return kExitUsage;
@@ -379,7 +383,8 @@ void registerCoordinator(CLI::App& app, Action* action) {
   addTlsOptions(cmd, &a->tls, /*env_insecure=*/false);
   cmd->add_option("--crl", a->crl,
                   "the cluster CA's revocation list (crl.pem of `gdrmesh certs revoke`): its "
-                  "certificates are refused, and read again whenever the file changes")
+                  "certificates are refused, and read again whenever the file changes; a list "
+                  "older than the newest used (kept in DB.crl-state) is refused")
       ->group("Security (docs/security.md)");
   cmd->add_flag("--insecure-allow-remote", a->insecure_allow_remote,
                 "with --insecure: allow plaintext on a non-loopback --listen address (anyone "

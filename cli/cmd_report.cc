@@ -62,7 +62,7 @@ bool stdoutWantsColour() {
 namespace {
 
 struct ReportArgs {
-  std::string coordinator;
+  ClientOptions client;  // --coordinator and the TLS options, as every client command
   std::string id;
   std::string format = "html";
   std::string out;
@@ -95,8 +95,7 @@ Status writeAtomically(const std::string& path, const std::string& text) {
 }
 
 int runReport(const ReportArgs& a) {
-  ClientOptions o;
-  o.coordinator = a.coordinator;
+  const ClientOptions& o = a.client;
   auto stub = connectControl(o);
   pb::SweepReport resp;
   // Page by page: a 1024-host all-pairs has 523,776 verdicts and as many results.
@@ -145,11 +144,7 @@ void registerReportCommand(CLI::App& app, Action* action) {
       "report",
       "Write the acceptance report of a sweep: summary, matrix, suspects, failures, environment");
   auto a = std::make_shared<ReportArgs>();
-  const char* env = std::getenv("GDRMESH_COORDINATOR");
-  a->coordinator = env != nullptr && *env != '\0' ? env : "127.0.0.1:7070";
-  cmd->add_option("--coordinator", a->coordinator,
-                  "coordinator HOST:PORT (env GDRMESH_COORDINATOR)")
-      ->capture_default_str();
+  addConnectionOptions(cmd, &a->client);
   cmd->add_option("SWEEP_ID", a->id, "sweep id (`gdrmesh sweeps` lists them)")->required();
   cmd->add_option("--format", a->format,
                   "html (one self-contained file, opens offline) or md (Markdown)")

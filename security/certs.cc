@@ -461,6 +461,15 @@ Result<RevokedSerials> loadCrl(const std::string& crl_pem, const std::string& ca
   GDR_RETURN_IF_ERROR(checkCrlIssuer(crl.get(), ca.get(), what));
   RevokedSerials out;
   out.this_update_ms = asn1Ms(X509_CRL_get0_lastUpdate(crl.get()));
+  int critical = 0;
+  auto* number = static_cast<ASN1_INTEGER*>(
+      X509_CRL_get_ext_d2i(crl.get(), NID_crl_number, &critical, nullptr));
+  if (number != nullptr) {
+    uint64_t v = 0;
+    if (ASN1_INTEGER_get_uint64(&v, number) == 1) out.number = v;
+    ASN1_INTEGER_free(number);
+  }
+  ERR_clear_error();
   if (const ASN1_TIME* next = X509_CRL_get0_nextUpdate(crl.get()))
     out.next_update_ms = asn1Ms(next);
   STACK_OF(X509_REVOKED)* revoked = X509_CRL_get_REVOKED(crl.get());
@@ -501,10 +510,12 @@ Result<RevokeOutcome> revokeCertificate(const RevokeOptions& o) {
   }
   // Keep what the list revoked before (it must be this CA's list).
   std::vector<std::string> serials;
+  uint64_t number = 1;
   if (exists(out.crl_path)) {
     GDR_ASSIGN_OR_RETURN(std::string old_pem, readFile(out.crl_path, "--dir: revocation list"));
     GDR_ASSIGN_OR_RETURN(RevokedSerials old, loadCrl(old_pem, ca_pem, out.crl_path));
     serials = old.serials;
+    number = old.number.value_or(0) + 1;
   }
   out.already = std::find(serials.begin(), serials.end(), info.serial) != serials.end();
   if (!out.already) serials.push_back(info.serial);
@@ -527,6 +538,13 @@ Result<RevokeOutcome> revokeCertificate(const RevokeOptions& o) {
     }
     static_cast<void>(r.release());  // owned by the CRL now
   }
+  // The CRL number: a coordinator that has seen this list refuses every older one.
+  // (ASN1_INTEGER is ASN1_TIME's type to the compiler: freed by hand, not by Ptr.)
+  ASN1_INTEGER* crl_number = ASN1_INTEGER_new();
+  const bool numbered = crl_number != nullptr && ASN1_INTEGER_set_uint64(crl_number, number) == 1 &&
+                        X509_CRL_add1_ext_i2d(crl.get(), NID_crl_number, crl_number, 0, 0) == 1;
+  ASN1_INTEGER_free(crl_number);
+  if (!numbered) return internalError("numbering the revocation list failed: " + sslError());
   Ptr<ASN1_TIME> last(ASN1_TIME_set(nullptr, now));
   Ptr<ASN1_TIME> next(ASN1_TIME_set(nullptr, now + static_cast<time_t>(o.days) * 86400));
   if (!last || !next || X509_CRL_set1_lastUpdate(crl.get(), last.get()) != 1 ||

@@ -75,7 +75,9 @@ Result<std::string> issueCertificate(const IssueOptions& options);
 
 // Revocation (`gdrmesh certs revoke`): the CA's certificate revocation list, CA_DIR/crl.pem, an
 // X.509 v2 CRL signed by the CA key. Revoking adds the certificate's serial to the list (kept
-// entries stay) and signs it again, valid for `days`. The coordinator reads the file given
+// entries stay) and signs it again, valid for `days`, with a CRL number (RFC 5280 5.2.3) one
+// above the list it replaces (1 for the first): the coordinator refuses a list older than the
+// newest it has used (security/revocation.h). The coordinator reads the file given
 // with --crl and refuses every call made with a revoked certificate (security/revocation.h).
 struct RevokeOptions {
   std::string ca_dir;
@@ -94,6 +96,7 @@ Result<RevokeOutcome> revokeCertificate(const RevokeOptions& options);
 // it. Errors name `what` (the file) and the fix.
 struct RevokedSerials {
   std::vector<std::string> serials;  // upper-case hex, sorted
+  std::optional<uint64_t> number;    // the CRL number extension; none, or one over 64 bits
   int64_t this_update_ms = 0;
   int64_t next_update_ms = 0;  // 0: none given
 };

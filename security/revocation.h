@@ -3,7 +3,15 @@
 // revoked certificate is refused from its next call on without a restart.
 //
 // A file that no longer loads (half-copied, signed by another CA) keeps the last good list in
-// force and is reported once per change; a list cannot be emptied by breaking its file.
+// force and is reported once per change; a list cannot be emptied by breaking its file. A
+// file that goes missing is reported once, and once more when it comes back; meanwhile the
+// last good list stays in force.
+//
+// A list cannot be rolled back either: a list older than the newest one this coordinator has
+// used (a lower CRL number; without numbers on both, an earlier lastUpdate) is refused, at
+// start (open() fails) and when the file changes (the newer list stays in force). The newest
+// list's number and lastUpdate are kept in `Options::state_path` (the coordinator: a file
+// beside its database), so that a restart refuses the older list as well.
 //
 // Thread contract: thread-safe; check() is called from gRPC's threads for every call.
 #pragma once
@@ -11,8 +19,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -23,10 +33,20 @@ namespace gdrmesh {
 
 class RevocationList {
  public:
+  struct Options {
+    // Where the newest list's number and lastUpdate are kept across restarts ("": in memory
+    // only). A file that cannot be written at open() is an error.
+    std::string state_path;
+    // Where reports go (one line each; default: stderr, "gdrmesh coordinator: " first).
+    std::function<void(const std::string&)> log;
+  };
+
   // Loads `path`, a CRL issued by the CA of `ca_pem`. An error names the file and the fix (the
-  // coordinator refuses to start on one).
+  // coordinator refuses to start on one), also for a list older than the one `state_path`
+  // records.
   static Result<std::shared_ptr<RevocationList>> open(const std::string& path,
-                                                      const std::string& ca_pem);
+                                                      const std::string& ca_pem,
+                                                      Options options = {});
 
   // kPermissionDenied naming the certificate's identity and serial when it is revoked. Looks
   // at the file first (one stat) and re-reads it when it changed.
@@ -36,25 +56,43 @@ class RevocationList {
   uint64_t generation();
   size_t size();
 
+  // How new a list is: its CRL number when it has one, and its lastUpdate.
+  struct Mark {
+    std::optional<uint64_t> number;
+    int64_t this_update_ms = 0;
+    bool operator==(const Mark& o) const {
+      return number == o.number && this_update_ms == o.this_update_ms;
+    }
+  };
+  // Whether `a` is older than `b`: by number when both have one, else by lastUpdate.
+  static bool older(const Mark& a, const Mark& b);
+
  private:
-  RevocationList(std::string path, std::string ca_pem)
-      : path_(std::move(path)), ca_pem_(std::move(ca_pem)) {}
+  RevocationList(std::string path, std::string ca_pem, Options options);
   struct FileStamp {
     ino_t inode = 0;
     int64_t mtime_ns = 0;
-    int64_t size = -1;
+    int64_t size = -1;  // -1: the file is missing
     bool operator==(const FileStamp& o) const {
       return inode == o.inode && mtime_ns == o.mtime_ns && size == o.size;
     }
   };
   static FileStamp stamp(const std::string& path);
-  Status load();   // mu_ held
-  void refresh();  // mu_ held
+  Status readState();   // mu_ held
+  Status writeState();  // mu_ held
+  // Reads the file; a list older than newest_ is refused (*rolled_back). A newer one is
+  // recorded; *state_error says when that failed (the list is in force all the same).
+  Status load(bool* rolled_back, Status* state_error);  // mu_ held
+  void refresh();                                       // mu_ held
+  void report(const std::string& line);                 // mu_ held
 
   const std::string path_;
   const std::string ca_pem_;
+  const Options options_;
   std::mutex mu_;
   FileStamp seen_;                 // guarded by mu_
+  bool missing_ = false;           // guarded by mu_: reported missing, not back yet
+  std::optional<Mark> newest_;     // guarded by mu_: the newest list used (or recorded)
   std::set<std::string> serials_;  // guarded by mu_
   uint64_t generation_ = 0;        // guarded by mu_
 };

@@ -1,6 +1,8 @@
 #include "coordinator/http/status_http_server.h"
 
 #include <httplib.h>
+#include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -10,6 +12,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -22,6 +26,7 @@
 #include "common/units.h"
 #include "coordinator/http/api_query.h"
 #include "coordinator/http/http_auth_hook.h"
+#include "coordinator/http/request_gate.h"
 #include "web/web_assets.h"
 
 namespace gdrmesh {
@@ -422,72 +427,109 @@ std::string metricsText(const std::vector<WorkerSummary>& workers,
   return out;
 }
 
+// httplib's request processing on a request the gate (request_gate.h) has read whole: the
+// routes, the token gate, default headers and the exception handler as httplib runs them, over
+// a stream that reads the gate's buffer and writes to the client's socket.
+class GatedHttpServer final : public httplib::Server {
+ public:
+  // httplib's chunked writer (/api/results over kResultsPage rows) ends an answer once
+  // svr_sock_ is INVALID_SOCKET, its sign of shutting down. The gate owns the real socket and
+  // httplib never listens (so never closes this): it only marks serving on and off.
+  void serving(bool on) { svr_sock_ = on ? std::numeric_limits<int>::max() : INVALID_SOCKET; }
+  void serve(const GatedRequest& r, const RequestGateLimits& limits) {
+    BufferedStream s(r, limits);
+    bool closed = false;
+    (void)process_request(s, /*close_connection=*/true, closed, nullptr);
+  }
+
+ private:
+  class BufferedStream final : public httplib::Stream {
+   public:
+    BufferedStream(const GatedRequest& r, const RequestGateLimits& limits)
+        : r_(r),
+          write_timeout_(limits.write_timeout),
+          deadline_(std::chrono::steady_clock::now() + limits.response_timeout) {}
+    bool is_readable() const override { return pos_ < r_.bytes.size(); }
+    // A write may wait `write_timeout` for room; the whole answer gets `response_timeout`.
+    bool is_writable() const override {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline_) return false;
+      const auto left =
+          std::min<std::chrono::steady_clock::duration>(deadline_ - now, write_timeout_);
+      pollfd p{r_.fd, POLLOUT, 0};
+      const int ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+      return ::poll(&p, 1, ms) > 0 && (p.revents & POLLOUT) != 0;
+    }
+    ssize_t read(char* ptr, size_t size) override {
+      const size_t n = std::min(size, r_.bytes.size() - pos_);
+      std::memcpy(ptr, r_.bytes.data() + pos_, n);
+      pos_ += n;
+      return static_cast<ssize_t>(n);
+    }
+    ssize_t write(const char* ptr, size_t size) override {
+      for (;;) {
+        if (!is_writable()) return -1;
+        const ssize_t n = ::send(r_.fd, ptr, size, MSG_NOSIGNAL);
+        if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return n;
+      }
+    }
+    void get_remote_ip_and_port(std::string& ip, int& port) const override {
+      address(::getpeername, ip, port);
+    }
+    void get_local_ip_and_port(std::string& ip, int& port) const override {
+      address(::getsockname, ip, port);
+    }
+    socket_t socket() const override { return r_.fd; }
+
+   private:
+    void address(int (*get)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
+      sockaddr_storage ss{};
+      socklen_t len = sizeof(ss);
+      char host[NI_MAXHOST] = {0};
+      char serv[NI_MAXSERV] = {0};
+      if (get(r_.fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0 ||
+          ::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof(host), serv,
+                        sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+        return;
+      }
+      ip = host;
+      port = std::atoi(serv);
+    }
+    const GatedRequest& r_;
+    const std::chrono::milliseconds write_timeout_;
+    const std::chrono::steady_clock::time_point deadline_;
+    size_t pos_ = 0;
+  };
+};
+
 class StatusHttpServer::Impl {
  public:
-  Impl(StatusSource& source, std::shared_ptr<const HttpTokenGate> gate) : source_(source) {
+  Impl(StatusSource& source, std::shared_ptr<const HttpTokenGate> gate, RequestGateLimits limits)
+      : source_(source),
+        limits_(limits),
+        gate_(limits, [this](const GatedRequest& r) { server_.serve(r, limits_); }) {
     installTokenGate(server_, std::move(gate));  // the reader token: before every route
     routes();
   }
 
   Result<int> start(const std::string& host_port) {
-    if (thread_.joinable()) {
-      return Status(Code::kFailedPrecondition, "the status page server is already started",
-                    "call stop() first");
-    }
     GDR_ASSIGN_OR_RETURN(auto hp, parseHostPort(host_port));
-    int port = 0;
-    if (hp.second == 0) {
-      port = server_.bind_to_any_port(hp.first);
-    } else if (server_.bind_to_port(hp.first, hp.second)) {
-      port = hp.second;
-    } else {
-      port = -1;
-    }
-    if (port <= 0) {
-      return unavailable("--http " + host_port +
-                             ": cannot listen there (the address is not local or does not "
-                             "resolve, or the port is in use)",
-                         kHttpFix);
-    }
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    // httplib's stop() only works once the accept loop runs: wait for it (bounded).
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!server_.is_running() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    if (!server_.is_running()) {
-      stop();
-      return internalError("the status page server did not start within 10 s on " + host_port);
-    }
+    server_.serving(true);
+    auto port = gate_.start(hp.first, hp.second, "--http " + host_port);
+    if (!port.ok() && port.status().code() != Code::kFailedPrecondition) server_.serving(false);
     return port;
   }
 
   void stop() {
-    if (!thread_.joinable()) return;
-    server_.stop();
-    thread_.join();
+    server_.serving(false);  // answers being streamed end now
+    gate_.stop();
   }
 
  private:
   void routes() {
-    // One thread per core, 8 to 16: dozens of readers (dashboards, scripts, people) are served
-    // in parallel, and a few slow clients (bounded by the timeouts below) cannot take them all.
-    // With 4 threads, 40 concurrent readers on a 16-core host waited ~88 ms (median) for a
-    // static file; with 32, readers took half the running sweep's pace and doubled the peak
-    // RSS (tests/fault/load/readers_load.sh, docs/benchmarks.md).
-    const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 8, 16);
-    server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    // Short keep-alive so that stop() does not wait long on idle browser connections.
-    server_.set_keep_alive_timeout(1);
-    server_.set_read_timeout(5, 0);
-    server_.set_write_timeout(5, 0);
-    server_.set_payload_max_length(size_t{64} * 1024);
-    // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port
-    // without an error: keep only SO_REUSEADDR (restart while old connections linger).
-    server_.set_socket_options([](socket_t sock) {
-      int yes = 1;
-      (void)setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    });
+    // The gate's limits (request_gate.h) bound what a request may be; this is httplib's own
+    // check of a body it reads.
+    server_.set_payload_max_length(limits_.max_body_bytes);
     server_.set_default_headers({{"Cache-Control", "no-store"},
                                  {"X-Content-Type-Options", "nosniff"},
                                  {"X-Frame-Options", "DENY"},
@@ -696,12 +738,25 @@ class StatusHttpServer::Impl {
   }
 
   StatusSource& source_;
-  httplib::Server server_;
-  std::thread thread_;
+  const RequestGateLimits limits_;
+  GatedHttpServer server_;
+  RequestGate gate_;  // last: stopped (its workers joined) before the server goes
 };
 
-StatusHttpServer::StatusHttpServer(StatusSource& source, std::shared_ptr<const HttpTokenGate> gate)
-    : impl_(std::make_unique<Impl>(source, std::move(gate))) {}
+RequestGateLimits StatusHttpServer::defaultLimits() {
+  RequestGateLimits l;
+  // One worker per core, 8 to 16: dozens of readers (dashboards, scripts, people) are served
+  // in parallel. With 4, 40 concurrent readers on a 16-core host waited ~88 ms (median) for a
+  // static file; with 32, readers took half the running sweep's pace and doubled the peak RSS
+  // (tests/fault/load/readers_load.sh, docs/benchmarks.md). Slow clients never hold a worker:
+  // the gate reads every request whole first.
+  l.workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 8, 16);
+  return l;
+}
+
+StatusHttpServer::StatusHttpServer(StatusSource& source, std::shared_ptr<const HttpTokenGate> gate,
+                                   std::optional<RequestGateLimits> limits)
+    : impl_(std::make_unique<Impl>(source, std::move(gate), limits ? *limits : defaultLimits())) {}
 
 StatusHttpServer::~StatusHttpServer() {
   stop();

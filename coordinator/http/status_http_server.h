@@ -27,6 +27,10 @@
 // A bad or unknown query parameter answers 400 with {"error", "parameter", "fix"}; a failing
 // source answers 503 (unavailable), 404 (unknown sweep) or 500 with the same shape.
 //
+// Slow clients: every request is read whole by a front gate (request_gate.h) under a total
+// deadline before a worker sees it; the gate answers 408, 413, 429, 431 and 503 itself. One
+// request per connection (answers carry "Connection: close").
+//
 // Thread contract: start() and stop() from one owner thread; the server calls the StatusSource
 // from its own worker threads, concurrently.
 #pragma once
@@ -42,6 +46,7 @@
 #include "common/result.h"
 #include "common/status.h"
 #include "coordinator/http/api_query.h"
+#include "coordinator/http/request_gate.h"
 #include "coordinator/orchestrator/history.h"
 #include "coordinator/orchestrator/sweep_manager.h"
 #include "coordinator/orchestrator/sweep_types.h"
@@ -105,14 +110,21 @@ class HttpTokenGate;  // coordinator/http/http_auth.h
 class StatusHttpServer {
  public:
   // `gate`: every request must carry its token (null: anyone who reaches the page reads it).
+  // `limits`: the front gate's deadlines and bounds (request_gate.h; default: defaultLimits()).
   explicit StatusHttpServer(StatusSource& source,
-                            std::shared_ptr<const HttpTokenGate> gate = nullptr);
+                            std::shared_ptr<const HttpTokenGate> gate = nullptr,
+                            std::optional<RequestGateLimits> limits = std::nullopt);
   ~StatusHttpServer();
   StatusHttpServer(const StatusHttpServer&) = delete;
   StatusHttpServer& operator=(const StatusHttpServer&) = delete;
 
+  // 5 s for a request's head, 10 s for its body, 64 connections per source address and 512 in
+  // all, one worker per core (8 to 16).
+  static RequestGateLimits defaultLimits();
+
   // Listens on HOST:PORT ("127.0.0.1:8080", "[::1]:0"; port 0 picks a free port) and serves
-  // from a background thread. Binds only the address given. Returns the bound port.
+  // from background threads: the front gate reads each request whole (request_gate.h), then
+  // a worker answers it. Binds only the address given. Returns the bound port.
   Result<int> start(const std::string& host_port);
   // Stops serving and joins the threads. Idempotent; the destructor calls it.
   void stop();

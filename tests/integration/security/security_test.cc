@@ -4,7 +4,10 @@
 // certificate asking for another worker's name, no client certificate, another CA's.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
@@ -86,6 +89,33 @@ TEST_F(TlsClusterTest, AdminRunsTestsAndSweepsOverMutualTls) {
   EXPECT_NE(log.find("certificate worker 'a'"), std::string::npos) << log;
   EXPECT_NE(log.find("StartSweep by admin 'it-admin'"), std::string::npos) << log;
   EXPECT_NE(readFile(c_.dir() + "/coordinator.out").find("mutual TLS"), std::string::npos);
+}
+
+// `gdrmesh report` takes its connection options where every client command does (issue #23):
+// it reaches a TLS coordinator with the admin's certificate (it used to dial plaintext and
+// exit 4), and without credentials it exits 2 naming the fix, as the others do.
+TEST_F(TlsClusterTest, ReportReachesATlsCoordinatorAndNeedsCredentials) {
+  auto r = c_.cli({"sweep", "run", "--pattern", "all-pairs", "--size", "4KiB", "--iters", "10"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto rows = c_.query("SELECT id FROM sweeps ORDER BY created_ms DESC LIMIT 1");
+  ASSERT_FALSE(rows.empty());
+  const std::string id = rows[0]["id"];
+  r = c_.cli({"report", id, "--format", "md"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(id), std::string::npos) << r.out;
+
+  // No credentials at all (neither flags nor GDRMESH_TLS_DIR / GDRMESH_INSECURE).
+  const std::string err = c_.dir() + "/report-nocreds.err";
+  const std::string cmd = "env -u GDRMESH_TLS_DIR -u GDRMESH_INSECURE '" + LocalCluster::binary() +
+                          "' report " + id + " --format md --coordinator " + c_.address() +
+                          " >/dev/null 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << cmd;
+  EXPECT_EQ(WEXITSTATUS(status), 2) << readFile(err);
+  EXPECT_NE(readFile(err).find("no TLS credentials"), std::string::npos) << readFile(err);
+  // And the same flags as the others: a reader's --tls-dir reads the report too.
+  r = c_.cli({"report", id, "--format", "md", "--tls-dir", c_.issue("reader", "auditor")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
 TEST_F(TlsClusterTest, AReaderListsButCannotStartTestsOrSweeps) {
@@ -303,6 +333,56 @@ TEST(TlsRevocation, RevokedCertificatesAreRefusedAndAConnectedWorkerIsCutOff) {
   EXPECT_NE(log.find("does not load, keeping the 2 revoked"), std::string::npos) << log;
   // a is untouched throughout.
   r = c.cli({"test", "a", "a", "--size", "4KiB", "--iters", "10"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// An older list cannot un-revoke (issue #23, item 5): a coordinator whose --crl file is
+// replaced by an older list of the same CA keeps the newer one in force, and refuses to start
+// on the older list after a restart (the newest list's number is kept beside the database).
+TEST(TlsRevocation, AnOlderListIsRefusedOnReloadAndAtRestart) {
+  LocalCluster c(Security::kTls);
+  const std::string pki = c.certsDir();
+  const std::string first = c.issue("reader", "laptop-1");
+  const std::string second = c.issue("reader", "laptop-2");
+  auto r = c.cli({"certs", "revoke", "--dir", pki, first + "/cert.pem"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string list1 = readFile(pki + "/crl.pem");
+  r = c.cli({"certs", "revoke", "--dir", pki, second + "/cert.pem"}, false);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string list2 = readFile(pki + "/crl.pem");
+  const std::string crl = c.dir() + "/crl.pem";  // the coordinator's copy
+  auto put = [&](const std::string& text) {
+    { std::ofstream(crl + ".new", std::ios::trunc) << text; }
+    ASSERT_EQ(std::rename((crl + ".new").c_str(), crl.c_str()), 0);
+  };
+  put(list2);
+  c.startCoordinator({"--crl", crl});
+  r = c.cli({"workers", "--tls-dir", second});
+  EXPECT_NE(r.err.find("is revoked"), std::string::npos) << r.err;
+
+  // The copy goes back to the first list (laptop-2 not on it): laptop-2 stays refused.
+  put(list1);
+  r = c.cli({"workers", "--tls-dir", second});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.err.find("is revoked"), std::string::npos) << r.err;
+  EXPECT_NE(readFile(c.dir() + "/coordinator.err").find("older one, refused"), std::string::npos)
+      << readFile(c.dir() + "/coordinator.err");
+
+  // Restarted on the older list: refused at start, naming --crl and the record.
+  c.stopCoordinator();
+  r = c.cli({"coordinator", "--listen", "127.0.0.1:0", "--db", c.dbPath(), "--tls-dir",
+             pki + "/coordinator-coordinator", "--crl", crl},
+            false);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--crl " + crl), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("older than one this coordinator has used"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(c.dbPath() + ".crl-state"), std::string::npos) << r.err;
+  // On the newer list it starts, and laptop-2 is refused.
+  put(list2);
+  c.startCoordinator({"--crl", crl});
+  r = c.cli({"workers", "--tls-dir", second});
+  EXPECT_NE(r.err.find("is revoked"), std::string::npos) << r.err;
+  r = c.cli({"workers", "--tls-dir", c.issue("reader", "laptop-3")});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
