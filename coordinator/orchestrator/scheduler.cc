@@ -349,7 +349,7 @@ void Scheduler::catchUp(size_t i, int64_t from_ms, int64_t boundary, int64_t now
   }
   // The newest missed run waits for its workers instead (catch_up).
   int64_t held = 0;
-  if (hold_newest && count > 0 && error.ok()) {
+  if (hold_newest && !recent.empty() && error.ok()) {
     held = recent.back();
     recent.pop_back();
     --count;
@@ -358,7 +358,7 @@ void Scheduler::catchUp(size_t i, int64_t from_ms, int64_t boundary, int64_t now
   if (count > 0) {
     const std::string total = (more ? "more than " : "") + std::to_string(count);
     detail = "missed: " + why + " at the due time; not run late";
-    if (count > 1) {
+    if (count > 1 && !recent.empty()) {
       detail += " (" + total + " runs missed from " + formatRfc3339(first) + " to " +
                 formatRfc3339(recent.back()) + ")";
     }

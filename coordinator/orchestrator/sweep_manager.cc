@@ -1321,7 +1321,7 @@ void SweepManager::resumeInterrupted() {
       plan_size = pj.value("plan_size", plan_size);
       rounds = pj.value("rounds", 0);
       const std::string seed_text = pj.value("seed", std::string());
-      std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), seed);
+      (void)std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), seed);
     }
     // Tests that were in flight get an ERROR row now, from their markers (which name the
     // pair), whether or not the sweep can run again; they run again under their plan index.
