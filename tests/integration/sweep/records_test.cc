@@ -153,7 +153,7 @@ TEST_F(RecordsTest, ASimulatedSweepResumesAfterACoordinatorKill) {
   ASSERT_FALSE(id.empty());
   // Kill once a test's in-flight marker is stored and its result is not.
   const std::string in_flight_sql =
-      "SELECT st.test_id, st.initiator_worker, st.target_worker FROM sweep_test_starts st "
+      "SELECT st.test_id FROM sweep_test_starts st "
       "WHERE st.sweep_id = '" +
       id +
       "' AND NOT EXISTS (SELECT 1 FROM results r WHERE r.run_id = st.sweep_id AND "
