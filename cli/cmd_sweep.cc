@@ -290,7 +290,10 @@ void registerSweepCommands(CLI::App& app, Action* action) {
     cmd->add_option("--direction", s.direction,
                     "one (A->B) | both (A->B and B->A) | bidir (one bidirectional test)")
         ->capture_default_str();
-    cmd->add_option("--rounds", s.rounds, "--pattern random: matchings (default 3)");
+    // Given or not is kept apart from its value: `--rounds 0` is refused, not taken as unset.
+    auto rounds = std::make_shared<uint32_t>(0);
+    auto* rounds_opt =
+        cmd->add_option("--rounds", *rounds, "--pattern random: matchings, 1..100000 (default 3)");
     cmd->add_option("--seed", s.seed, "--pattern random: seed (default chosen and recorded)");
     cmd->add_option("--hosts", s.hosts, "only these workers (a,b,c; default every online one)")
         ->delimiter(',')
@@ -321,7 +324,10 @@ void registerSweepCommands(CLI::App& app, Action* action) {
     cmd->add_flag("--results", a->results, "also print every result at the end");
     addVerdictsOption(cmd, &a->verdicts, "failed");
     addTestOptions(cmd, &a->test);
-    cmd->callback([action, o, a] { *action = [o, a] { return runSweep(*o, *a); }; });
+    cmd->callback([action, o, a, rounds, rounds_opt] {
+      if (rounds_opt->count() > 0) a->sweep.rounds = *rounds;
+      *action = [o, a] { return runSweep(*o, *a); };
+    });
   }
   {
     std::shared_ptr<ClientOptions> o;

@@ -496,9 +496,15 @@ std::string sweepsTable(const std::vector<v1::SweepProgress>& sweeps) {
   std::vector<std::vector<std::string>> t{
       {"ID", "STATE", "VERDICT", "PATTERN", "NAME", "CREATED", "RAN", "NOT VERIFIED", "ELAPSED"}};
   for (const auto& p : sweeps) {
-    t.push_back({p.id(), p.state(), p.verdict().empty() ? "-" : p.verdict(),
-                 p.pattern().empty() ? "-" : p.pattern(), p.name().empty() ? "-" : p.name(),
-                 when(p.created_ms()),
+    // A sweep can FAIL on its thresholds with no failed test: its failing verdicts say how.
+    std::string verdict = p.verdict().empty() ? "-" : p.verdict();
+    const auto& vc = p.verdict_counts();
+    if (vc.fail() > 0) {
+      verdict += " (" + std::to_string(vc.fail()) + " of " +
+                 std::to_string(vc.pass() + vc.fail() + vc.skip()) + ")";
+    }
+    t.push_back({p.id(), p.state(), verdict, p.pattern().empty() ? "-" : p.pattern(),
+                 p.name().empty() ? "-" : p.name(), when(p.created_ms()),
                  std::to_string(p.tests_done()) + "/" + std::to_string(p.tests_total()),
                  std::to_string(p.tests_failed()), formatElapsed(p.elapsed_seconds())});
   }
@@ -519,17 +525,28 @@ std::string schedulesTable(const std::vector<v1::ScheduleInfo>& schedules, int64
   if (schedules.empty()) return "no schedules (add them under `schedules:` in the config)\n";
   std::vector<std::vector<std::string>> t{{"NAME", "CRON", "TZ", "NEXT RUN (LOCAL)",
                                            "NEXT RUN (UTC)", "LAST RUN", "LAST STATE", "LAST SWEEP",
-                                           "MISSED"}};
+                                           "MISSED", "REASON"}};
   for (const auto& s : schedules) {
     std::string next_local = formatLocalTime(s.next_run_ms());
     if (s.next_run_ms() > now_ms && now_ms > 0) {
       next_local +=
           " (in " + formatElapsed(static_cast<double>(s.next_run_ms() - now_ms) / 1e3) + ")";
     }
+    // A started run shows its sweep's state (and verdict) until the sweep's end.
+    std::string last_state = s.last_state().empty() ? "-" : s.last_state();
+    if (!s.last_sweep_state().empty()) {
+      last_state = s.last_sweep_state();
+      if (!s.last_sweep_verdict().empty()) last_state += " " + s.last_sweep_verdict();
+    }
+    std::string reason = s.last_detail();
+    if (s.catch_up_due_ms() > 0) {
+      reason = "catch-up of the run due " + when(s.catch_up_due_ms()) + " waits for its workers" +
+               (reason.empty() ? "" : "; " + reason);
+    }
     t.push_back({s.name(), s.cron(), s.timezone().empty() ? "-" : s.timezone(), next_local,
-                 when(s.next_run_ms()), when(s.last_run_ms()),
-                 s.last_state().empty() ? "-" : s.last_state(),
-                 s.last_sweep_id().empty() ? "-" : s.last_sweep_id(), std::to_string(s.missed())});
+                 when(s.next_run_ms()), when(s.last_run_ms()), last_state,
+                 s.last_sweep_id().empty() ? "-" : s.last_sweep_id(), std::to_string(s.missed()),
+                 reason.empty() ? "-" : reason});
   }
   return renderTable(t);
 }

@@ -9,6 +9,10 @@
 namespace gdrmesh::cli {
 namespace {
 
+// The coordinator's bound on random matchings (SweepLimits::random_rounds, and the config's
+// `rounds`): refused here already, so the message names the flag.
+constexpr uint32_t kMaxRandomRounds = 100000;
+
 std::string trim(const std::string& s) {
   auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
@@ -258,11 +262,18 @@ Result<pb::SweepSpec> buildSweepSpec(const SweepArgs& a, const TestOptions& t,
                            "use --direction both with --mode lat");
   }
   spec.set_direction(a.direction);
-  if (a.pattern != "random" && (a.rounds != 0 || a.seed != 0)) {
+  if (a.pattern != "random" && (a.rounds || a.seed != 0)) {
     return invalidArgument("--rounds/--seed: only used by --pattern random",
                            "drop them, or use --pattern random");
   }
-  spec.set_random_rounds(a.rounds);
+  if (a.rounds) {
+    if (*a.rounds < 1 || *a.rounds > kMaxRandomRounds) {
+      return invalidArgument("--rounds: " + std::to_string(*a.rounds) + " is out of range 1.." +
+                                 std::to_string(kMaxRandomRounds),
+                             "give the number of random matchings, or leave --rounds out for 3");
+    }
+    spec.set_random_rounds(*a.rounds);
+  }
   spec.set_seed(a.seed);
 
   GDR_RETURN_IF_ERROR(checkNames(a.hosts, "--hosts"));

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,8 +73,8 @@ struct SweepArgs {
   std::vector<std::string> pairs;  // positional SRC:DST
   std::string pairs_file;          // path; its text is passed to buildSweepSpec
   std::string direction = "one";
-  uint32_t rounds = 0;  // 0 = the coordinator's default (3)
-  uint64_t seed = 0;    // 0 = chosen by the coordinator and recorded
+  std::optional<uint32_t> rounds;  // unset = the coordinator's default (3); 0 is refused
+  uint64_t seed = 0;               // 0 = chosen by the coordinator and recorded
   std::vector<std::string> hosts;
   std::vector<std::string> exclude;
   std::vector<std::string> select;

@@ -97,6 +97,13 @@ class Parser {
     return v;
   }
 
+  Result<bool> boolean(const YAML::Node& node, const std::string& path) const {
+    GDR_ASSIGN_OR_RETURN(std::string text, string(node, path));
+    if (text == "true") return true;
+    if (text == "false") return false;
+    return error(node, path, "'" + text + "' is not true or false");
+  }
+
   Result<double> seconds(const YAML::Node& node, const std::string& path) const {
     GDR_ASSIGN_OR_RETURN(std::string text, string(node, path));
     auto v = parseDurationSeconds(text, path);
@@ -403,7 +410,8 @@ Status Parser::hostClass(const YAML::Node& node, const std::string& path, HostCl
 }
 
 Status Parser::schedule(const YAML::Node& node, const std::string& path, ScheduleConfig& c) const {
-  GDR_RETURN_IF_ERROR(checkMap(node, path, {"name", "cron", "timezone", "sweep"}));
+  GDR_RETURN_IF_ERROR(
+      checkMap(node, path, {"name", "cron", "timezone", "sweep", "catch_up", "grace"}));
   for (const char* required : {"name", "cron", "sweep"}) {
     if (!node[required]) {
       return error(node, join(path, required), "missing",
@@ -423,6 +431,20 @@ Status Parser::schedule(const YAML::Node& node, const std::string& path, Schedul
   }
   if (node["timezone"]) {
     GDR_ASSIGN_OR_RETURN(c.timezone, string(node["timezone"], join(path, "timezone")));
+  }
+  if (node["catch_up"]) {
+    GDR_ASSIGN_OR_RETURN(c.catch_up, boolean(node["catch_up"], join(path, "catch_up")));
+  }
+  if (node["grace"]) {
+    GDR_ASSIGN_OR_RETURN(c.catch_up_grace_seconds, seconds(node["grace"], join(path, "grace")));
+    if (!(c.catch_up_grace_seconds >= 1 && c.catch_up_grace_seconds <= 86400.0)) {
+      return error(node["grace"], join(path, "grace"), "is out of range 1s..24h",
+                   "how long a catch-up run waits for its workers after a restart, e.g. 10m");
+    }
+    if (!c.catch_up) {
+      return error(node["grace"], join(path, "grace"), "is used only with catch_up: true",
+                   "add catch_up: true, or drop grace");
+    }
   }
   GDR_RETURN_IF_ERROR(sweep(node["sweep"], join(path, "sweep"), c.sweep));
   if (c.sweep.name.empty()) c.sweep.name = c.name;

@@ -290,7 +290,11 @@ json sweepProgressJson(const SweepProgress& p) {
           {"elapsed_seconds", p.elapsed_seconds},
           {"eta_seconds", p.eta_seconds},
           {"reason", p.reason},
-          {"verdict", p.verdict}};
+          {"verdict", p.verdict},
+          {"verdict_counts",
+           {{"PASS", p.verdict_counts.pass},
+            {"FAIL", p.verdict_counts.fail},
+            {"SKIP", p.verdict_counts.skip}}}};
 }
 
 json sweepMatrixJson(const std::vector<PairVerdict>& verdicts) {

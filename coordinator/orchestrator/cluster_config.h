@@ -61,6 +61,11 @@ struct ScheduleConfig {
   std::string cron;      // 5 fields: minute hour day-of-month month day-of-week
   std::string timezone;  // IANA name ("Europe/Berlin"); "" = UTC
   SweepSpec sweep;
+  // `catch_up: true`: the newest run missed while the coordinator was down runs once after it
+  // starts again, as soon as the sweep's expected workers are online, if that happens within
+  // `grace` of the start; otherwise (and without catch_up) a run missed while down is `missed`.
+  bool catch_up = false;
+  double catch_up_grace_seconds = 600;
 };
 
 struct ClusterConfig {

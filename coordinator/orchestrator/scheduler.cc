@@ -21,7 +21,31 @@ std::string prefix(size_t i, const ScheduleConfig& s) {
   return "schedules[" + std::to_string(i) + "] '" + s.name + "'";
 }
 
+// A grace as the config writes it: "15m", "1h", "90s".
+std::string formatSecondsShort(double seconds) {
+  const auto s = static_cast<int64_t>(seconds);
+  if (s > 0 && s % 3600 == 0) return std::to_string(s / 3600) + "h";
+  if (s > 0 && s % 60 == 0) return std::to_string(s / 60) + "m";
+  return std::to_string(s) + "s";
+}
+
+// "a, b, c" (at most 10 names, then how many more).
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t k = 0; k < names.size() && k < 10; ++k) out += (k ? ", " : "") + names[k];
+  if (names.size() > 10) out += " and " + std::to_string(names.size() - 10) + " more";
+  return out;
+}
+
 }  // namespace
+
+std::string describeScheduleRun(const ScheduleRun& run) {
+  std::string line =
+      "schedule '" + run.schedule + "', run due " + formatRfc3339(run.due_ms) + ": " + run.state;
+  if (!run.sweep_id.empty()) line += " sweep " + run.sweep_id;
+  if (!run.detail.empty()) line += " (" + run.detail + ")";
+  return line;
+}
 
 Status Scheduler::validate(const std::vector<ScheduleConfig>& schedules,
                            const std::string& zoneinfo_dir) {
@@ -94,20 +118,22 @@ void Scheduler::start() {
           "reading the last run failed, so runs missed while the coordinator was down "
           "are not recorded: " +
           last.status().toString();
-      armLocked(i, now - kLateToleranceMs);
+      armLocked(i, now);
       continue;
     }
     if (!last->has_value()) {
       // Never ran: it starts fresh from now.
       std::lock_guard<std::mutex> lock(mu_);
-      armLocked(i, now - kLateToleranceMs);
+      armLocked(i, now);
       continue;
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
       e.last_run = **last;
     }
-    catchUp(i, (*last)->due_ms, now, "the coordinator was not running");
+    // Every due time up to now passed while the coordinator was down (no tolerance here: the
+    // workers reconnect only after this start, so a sweep started now would find none).
+    catchUp(i, (*last)->due_ms, now, now, "the coordinator was not running", e.config.catch_up);
   }
 }
 
@@ -120,6 +146,9 @@ void Scheduler::stop() {
       if (e.timer) clock_.cancel(*e.timer);
       e.timer.reset();
       e.next_ms = 0;
+      if (e.catch_up_timer) clock_.cancel(*e.catch_up_timer);
+      e.catch_up_timer.reset();
+      e.catch_up_due_ms = 0;  // not recorded: the next start counts it as missed again
     }
   }
   idle_cv_.wait(lock, [this] { return in_flight_ == 0; });
@@ -137,6 +166,7 @@ std::vector<ScheduleStatus> Scheduler::list() const {
     s.next_run_ms = e.next_ms;
     s.last_run = e.last_run;
     s.missed = e.missed;
+    s.catch_up_due_ms = e.catch_up_due_ms;
     s.error = e.error;
     s.log_error = e.log_error;
     out.push_back(std::move(s));
@@ -164,13 +194,20 @@ void Scheduler::onTimer(size_t i, uint64_t generation, int64_t due_ms) {
         // Wall time runs behind the monotonic timer (clock stepped back): wait for the due time.
         std::lock_guard<std::mutex> lock(mu_);
         armAtLocked(i, due_ms);
-      } else if (now - due_ms > kLateToleranceMs) {
-        catchUp(i, due_ms - 1, now,
-                "the timer came " + std::to_string((now - due_ms) / 1000) +
-                    " s late (host suspended or wall clock stepped)");
       } else {
-        fire(i, due_ms, now);
-        catchUp(i, due_ms, now, "the previous run held the scheduler past the due time");
+        // A catch-up still waiting for its workers gives way to the run due now.
+        dropCatchUp(i, now,
+                    "missed: the coordinator was not running at the due time; its catch-up was "
+                    "still waiting for the workers when the next run came due");
+        if (now - due_ms > kLateToleranceMs) {
+          catchUp(i, due_ms - 1, now - kLateToleranceMs, now,
+                  "the timer came " + std::to_string((now - due_ms) / 1000) +
+                      " s late (host suspended or wall clock stepped)");
+        } else {
+          fire(i, due_ms, now);
+          catchUp(i, due_ms, now - kLateToleranceMs, now,
+                  "the previous run held the scheduler past the due time");
+        }
       }
     }
   }
@@ -179,7 +216,86 @@ void Scheduler::onTimer(size_t i, uint64_t generation, int64_t due_ms) {
   idle_cv_.notify_all();
 }
 
-void Scheduler::fire(size_t i, int64_t due_ms, int64_t now_ms) {
+void Scheduler::onCatchUpTimer(size_t i, uint64_t generation) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!running_ || generation != generation_) return;
+    entries_[i].catch_up_timer.reset();
+    ++in_flight_;
+  }
+  {
+    std::lock_guard<std::mutex> fire_lock(fire_mu_);
+    int64_t due = 0, until = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (running_ && generation == generation_) {
+        due = entries_[i].catch_up_due_ms;
+        until = entries_[i].catch_up_until_ms;
+      }
+    }
+    if (due != 0) {
+      const ScheduleConfig& config = entries_[i].config;
+      const int64_t now = clock_.unixMs();
+      const std::vector<std::string> missing = starter_.workersNotOnline(config);
+      if (missing.empty()) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          entries_[i].catch_up_due_ms = 0;
+        }
+        fire(i, due, now,
+             "catch-up: missed while the coordinator was down; started once the sweep's "
+             "workers were online");
+      } else if (now >= until) {
+        dropCatchUp(
+            i, now,
+            "missed: the coordinator was not running at the due time, and its catch-up "
+            "waited " +
+                formatSecondsShort(config.catch_up_grace_seconds) +
+                " after the restart for workers that did not come back: " + joinNames(missing));
+      } else {
+        std::lock_guard<std::mutex> lock(mu_);
+        armCatchUpLocked(i, kCatchUpPollMs);
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  --in_flight_;
+  idle_cv_.notify_all();
+}
+
+void Scheduler::dropCatchUp(size_t i, int64_t now_ms, const std::string& why) {
+  int64_t due = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = entries_[i];
+    due = e.catch_up_due_ms;
+    e.catch_up_due_ms = 0;
+    if (e.catch_up_timer) clock_.cancel(*e.catch_up_timer);
+    e.catch_up_timer.reset();
+    if (due != 0) ++e.missed;
+  }
+  if (due == 0) return;
+  ScheduleRun run;
+  run.schedule = entries_[i].config.name;
+  run.due_ms = due;
+  run.state = "missed";
+  run.recorded_ms = now_ms;
+  run.detail = why;
+  record(i, run);
+}
+
+void Scheduler::armCatchUpLocked(size_t i, int64_t delay_ms) {
+  Entry& e = entries_[i];
+  if (!running_ || e.catch_up_due_ms == 0) return;
+  if (e.catch_up_timer) clock_.cancel(*e.catch_up_timer);
+  const uint64_t generation = generation_;
+  e.catch_up_timer = clock_.schedule(clock_.now() + std::chrono::milliseconds(delay_ms),
+                                     [this, ref = line_.ref(), i, generation] {
+                                       ref.run([&] { onCatchUpTimer(i, generation); });
+                                     });
+}
+
+void Scheduler::fire(size_t i, int64_t due_ms, int64_t now_ms, const std::string& note) {
   const Entry& e = entries_[i];
   ScheduleRun run;
   run.schedule = e.config.name;
@@ -195,6 +311,7 @@ void Scheduler::fire(size_t i, int64_t due_ms, int64_t now_ms) {
     if (id.ok()) {
       run.state = "started";
       run.sweep_id = *id;
+      run.detail = note;
     } else {
       run.state = "failed";
       run.detail = "starting the sweep failed: " + id.status().toString();
@@ -203,9 +320,9 @@ void Scheduler::fire(size_t i, int64_t due_ms, int64_t now_ms) {
   record(i, run);
 }
 
-void Scheduler::catchUp(size_t i, int64_t from_ms, int64_t now_ms, const std::string& why) {
+void Scheduler::catchUp(size_t i, int64_t from_ms, int64_t boundary, int64_t now_ms,
+                        const std::string& why, bool hold_newest) {
   const Entry& e = entries_[i];
-  const int64_t boundary = now_ms - kLateToleranceMs;
   std::deque<int64_t> recent;  // the newest kMaxMissedRecorded due times
   uint64_t count = 0;
   bool more = false;  // counting stopped at kMaxCounted
@@ -230,16 +347,26 @@ void Scheduler::catchUp(size_t i, int64_t from_ms, int64_t now_ms, const std::st
       t = boundary - kRecentWindowMs;
     }
   }
+  // The newest missed run waits for its workers instead (catch_up).
+  int64_t held = 0;
+  if (hold_newest && !recent.empty() && error.ok()) {
+    held = recent.back();
+    recent.pop_back();
+    --count;
+  }
   std::string detail;
   if (count > 0) {
     const std::string total = (more ? "more than " : "") + std::to_string(count);
     detail = "missed: " + why + " at the due time; not run late";
-    if (count > 1) {
+    if (count > 1 && !recent.empty()) {
       detail += " (" + total + " runs missed from " + formatRfc3339(first) + " to " +
                 formatRfc3339(recent.back()) + ")";
     }
     if (count > recent.size()) {
       detail += "; only the most recent " + std::to_string(recent.size()) + " are recorded";
+    }
+    if (held != 0) {
+      detail += "; the run due " + formatRfc3339(held) + " is caught up instead";
     }
   }
   for (int64_t due : recent) {
@@ -257,6 +384,12 @@ void Scheduler::catchUp(size_t i, int64_t from_ms, int64_t now_ms, const std::st
     entries_[i].error = error.toString();
     entries_[i].next_ms = 0;
     return;
+  }
+  if (held != 0) {
+    entries_[i].catch_up_due_ms = held;
+    entries_[i].catch_up_until_ms =
+        now_ms + static_cast<int64_t>(entries_[i].config.catch_up_grace_seconds * 1000);
+    armCatchUpLocked(i, 0);
   }
   armLocked(i, std::max(from_ms, boundary));
 }

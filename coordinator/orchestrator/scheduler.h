@@ -1,20 +1,26 @@
 // Runs the cluster config's schedules: one Clock timer per schedule, armed for its next run
 // (cron.h: nextRun, with its daylight-saving rules). Every due time leaves one ScheduleRun:
 //
-//   started          the sweep was started; sweep_id names it
+//   started          the sweep was started; sweep_id names it (detail says when it was a
+//                    catch-up)
 //   failed           starting it returned an error; detail holds it
 //   skipped-overlap  another sweep was running at the due time. Scheduled sweeps never overlap
 //                    and are never queued: this run is skipped, the next one is kept.
 //   missed           the coordinator was not running at the due time (found by start(), which
 //                    compares the last recorded run with the due times since), or the timer
 //                    came more than kLateToleranceMs late (suspended host, clock stepped).
-//                    A missed run is never started late. At most kMaxMissedRecorded missed
-//                    runs are recorded per catch-up (the most recent); their detail says how
-//                    many were missed in all.
+//                    A missed run is never started late, but for a catch-up (below). At most
+//                    kMaxMissedRecorded missed runs are recorded per catch-up (the most
+//                    recent); their detail says how many were missed in all.
 //
-// A due time less than kLateToleranceMs in the past counts as on time: a coordinator
-// restarted at 02:00:20 still runs the 02:00 sweep. A schedule with no recorded run starts
-// fresh (nothing is counted as missed before its first run).
+// Every due time at or before start() that is after the last recorded run was missed: the
+// coordinator was down then, and its workers have not reconnected yet, so a sweep started at
+// once would find none (issue #22). With `catch_up` the newest of them is held instead and
+// started once every worker the sweep expects is online (SweepStarter::workersNotOnline,
+// checked every kCatchUpPollMs on the clock), if that happens within the schedule's grace of
+// start(); otherwise, or when the next due time comes first, it is recorded missed with the
+// reason. A schedule with no recorded run starts fresh (nothing is counted as missed before
+// its first run). While running, a timer less than kLateToleranceMs late still fires.
 //
 // A schedule whose cron or time zone does not parse is never armed; list() shows why, and
 // validate() reports it when the config is loaded.
@@ -52,6 +58,9 @@ class SweepStarter {
   // Starts the schedule's sweep and returns its id at once (the sweep runs elsewhere).
   // After it returns, sweepRunning() is true until that sweep ends.
   virtual Result<std::string> startScheduledSweep(const ScheduleConfig& schedule) = 0;
+  // The workers the schedule's sweep expects (its hosts, else every worker the coordinator
+  // knows, less its excluded ones) that are not online now; empty when all are.
+  virtual std::vector<std::string> workersNotOnline(const ScheduleConfig& schedule) const = 0;
 };
 
 // Where schedule runs are kept (the coordinator adapts SweepStore).
@@ -70,14 +79,19 @@ struct ScheduleStatus {
   int64_t next_run_ms = 0;              // unix ms; 0 = not armed (stopped, or error says why)
   std::optional<ScheduleRun> last_run;  // the newest run recorded (or found at start())
   uint64_t missed = 0;                  // runs counted as missed since start()
+  int64_t catch_up_due_ms = 0;          // a missed run waiting for its workers (0 = none)
   std::string error;                    // why the schedule is not armed ("" = armed or stopped)
   std::string log_error;                // the latest failure to read or write the log ("" = none)
 };
+
+// One line for the coordinator's log: "schedule 'nightly' run due 2026-...Z: missed: ...".
+std::string describeScheduleRun(const ScheduleRun& run);
 
 class Scheduler {
  public:
   static constexpr int64_t kLateToleranceMs = 60'000;
   static constexpr size_t kMaxMissedRecorded = 100;
+  static constexpr int64_t kCatchUpPollMs = 1'000;
 
   Scheduler(Clock& clock, SweepStarter& starter, ScheduleLog& log,
             std::vector<ScheduleConfig> schedules,
@@ -110,14 +124,26 @@ class Scheduler {
     std::optional<Clock::TimerId> timer;
     std::optional<ScheduleRun> last_run;
     uint64_t missed = 0;
+    // A catch-up waiting for its workers: the due time it stands for, and until when it waits.
+    int64_t catch_up_due_ms = 0;
+    int64_t catch_up_until_ms = 0;
+    std::optional<Clock::TimerId> catch_up_timer;
   };
 
   void onTimer(size_t i, uint64_t generation, int64_t due_ms);
-  // Starts (or skips) the run due at `due_ms`. Needs fire_mu_.
-  void fire(size_t i, int64_t due_ms, int64_t now_ms);
-  // Records as missed every due time in (from_ms, now_ms - tolerance], then arms the first
-  // due time after that. Needs fire_mu_.
-  void catchUp(size_t i, int64_t from_ms, int64_t now_ms, const std::string& why);
+  void onCatchUpTimer(size_t i, uint64_t generation);
+  // Starts (or skips) the run due at `due_ms`; `note` goes into a started run's detail.
+  // Needs fire_mu_.
+  void fire(size_t i, int64_t due_ms, int64_t now_ms, const std::string& note = "");
+  // Records as missed every due time in (from_ms, boundary_ms], then arms the first due time
+  // after that. With `hold_newest`, the newest of them is held for a catch-up instead of
+  // recorded. Needs fire_mu_.
+  void catchUp(size_t i, int64_t from_ms, int64_t boundary_ms, int64_t now_ms,
+               const std::string& why, bool hold_newest = false);
+  // Records the held catch-up run as missed with `why`, and forgets it. Needs fire_mu_.
+  void dropCatchUp(size_t i, int64_t now_ms, const std::string& why);
+  // Arms the catch-up's next look at the workers, `delay_ms` from now. Needs mu_.
+  void armCatchUpLocked(size_t i, int64_t delay_ms);
   void record(size_t i, const ScheduleRun& run);
   // Arms the timer for the first due time after `after_ms`. Needs mu_.
   void armLocked(size_t i, int64_t after_ms);

@@ -72,11 +72,16 @@ struct SweepManager::Active {
   std::set<int> marked;                  // in-flight starts already stored
   uint32_t failed = 0, skipped = 0, retests = 0;
   uint64_t version = 0;
-  JudgeVerdicts verdicts;  // over `rows`, once judged
+  JudgeVerdicts verdicts;        // over `rows`, once judged
+  VerdictCounts verdict_counts;  // of `verdicts`, kept once they are dropped
   std::vector<Suspect> suspects;
   Executor* executor = nullptr;
   bool cancel_requested = false;
   bool resumed = false;
+  // Resumed, and its plan is made again once its hosts are back (execute); until then the
+  // stored row's count of tests stands for the plan's.
+  bool needs_plan = false;
+  uint32_t stored_total = 0;
   // The sweep has ended but its report is not stored yet: it is shown as running until then,
   // so that no follower reads an end whose report (verdicts, suspects) is not there to fetch.
   bool report_pending = false;
@@ -324,9 +329,12 @@ SweepRecord SweepManager::recordOf(const Active& a) const {
   rec.created_ms = a.created_ms;
   rec.started_ms = a.started_ms;
   rec.finished_ms = a.finished_ms;
-  rec.tests_total = static_cast<uint32_t>(a.plan.size());
+  rec.tests_total = a.needs_plan ? a.stored_total : static_cast<uint32_t>(a.plan.size());
   rec.reason = a.reason;
   rec.verdict = a.verdict;
+  rec.verdicts_pass = static_cast<uint32_t>(a.verdict_counts.pass);
+  rec.verdicts_fail = static_cast<uint32_t>(a.verdict_counts.fail);
+  rec.verdicts_skip = static_cast<uint32_t>(a.verdict_counts.skip);
   return rec;
 }
 
@@ -343,7 +351,7 @@ SweepProgress SweepManager::snapshot(const Active& a) const {
   p.created_ms = a.created_ms;
   p.started_ms = a.started_ms;
   p.finished_ms = a.finished_ms;
-  p.tests_total = static_cast<uint32_t>(a.plan.size());
+  p.tests_total = a.needs_plan ? a.stored_total : static_cast<uint32_t>(a.plan.size());
   p.tests_done = static_cast<uint32_t>(a.done.size());
   p.tests_failed = a.failed;
   p.tests_skipped = a.skipped;
@@ -359,6 +367,7 @@ SweepProgress SweepManager::snapshot(const Active& a) const {
   }
   p.reason = a.reason;
   p.verdict = a.verdict;
+  p.verdict_counts = a.verdict_counts;
   if (a.state == SweepState::kRunning) {
     p.elapsed_seconds = std::chrono::duration<double>(clock_.now() - a.started_at).count();
     if (p.tests_done > 0 && p.tests_total > p.tests_done) {
@@ -399,21 +408,30 @@ Clock::TimerId SweepManager::scheduleTick(Lifeline::Ref line, Clock::TimerId* ti
 
 void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {
   SweepRecord rec;
-  std::vector<std::pair<int, std::string>> starts;
+  std::vector<SweepTestStart> starts;
   {
     std::lock_guard<std::mutex> lock(mu_);
     rec = recordOf(*a);
     if (final) rec.report_json = reportJson(a->rows, a->verdicts, a->suspects, a->notes);
     for (const auto& [idx, tid] : a->in_flight) {
-      if (a->marked.insert(idx).second) starts.emplace_back(idx, tid);
+      if (!a->marked.insert(idx).second) continue;
+      SweepTestStart s;
+      s.plan_index = idx;
+      s.test_id = tid;
+      if (idx >= 0 && static_cast<size_t>(idx) < a->plan.size()) {
+        const PlannedTest& t = a->plan[static_cast<size_t>(idx)];
+        s.initiator_worker = t.initiator.worker;
+        s.initiator_nic = t.initiator.device;
+        s.target_worker = t.target.worker;
+        s.target_nic = t.target.device;
+        s.message_size = t.message_size;
+      }
+      starts.push_back(std::move(s));
     }
   }
-  // Tests in flight at this moment are marked started: after a kill -9 they are the ones
-  // recorded as interrupted.
-  for (const auto& [idx, tid] : starts) {
-    SweepTestStart s;
-    s.plan_index = idx;
-    s.test_id = tid;
+  // Tests in flight at this moment are marked started, with their pair: after a kill -9 they
+  // are the ones recorded as interrupted.
+  for (SweepTestStart& s : starts) {
     s.started_ms = clock_.unixMs();
     (void)sweeps_.markSweepTestStarted(a->id, s);
   }
@@ -480,6 +498,49 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       }
       if (all) break;
       cv_.wait_for(lock, std::chrono::milliseconds(100));
+    }
+  }
+  if (a->needs_plan) {
+    // The plan of a resumed sweep, made again now that its hosts had their moment to come back
+    // (offline ones stay in it: their tests end as FAILED "offline", never vanish).
+    const std::set<std::string> recorded(a->hosts.begin(), a->hosts.end());
+    std::vector<PairTestSpec> templates;
+    std::vector<int> template_of;
+    std::vector<std::string> notes;
+    int rounds = 0;
+    uint64_t seed = 0;
+    auto plan =
+        planAll(a->spec, a->config, &templates, &template_of, &notes, &rounds, &seed, recorded);
+    std::string why;
+    if (!plan.ok()) {
+      why = plan.status().message();
+    } else if (a->plan_size != 0 && plan->size() != a->plan_size) {
+      why = "the plan now has " + std::to_string(plan->size()) + " tests, not the " +
+            std::to_string(a->plan_size) + " it was made with (the hosts' NICs changed?)";
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (why.empty()) {
+        a->plan = std::move(*plan);
+        a->plan_size = a->plan.size();
+        a->templates = std::move(templates);
+        a->template_of = std::move(template_of);
+        a->part_sizes = partSizes(a->templates.size(), a->template_of, a->plan_size);
+        a->rounds = rounds;
+        a->seed = seed;
+        for (auto& n : notes) a->notes.push_back(std::move(n));
+        a->needs_plan = false;
+      } else {
+        a->state = SweepState::kInterrupted;
+        a->reason = "interrupted by a coordinator restart; it cannot be planned again: " + why +
+                    " (run it again with `gdrmesh sweep run`)";
+        a->finished_ms = clock_.unixMs();
+        publish(a);
+      }
+    }
+    if (!why.empty()) {
+      checkpoint(a, false);
+      return;
     }
   }
 
@@ -583,6 +644,8 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     a->verdicts = std::move(verdicts);
+    a->verdict_counts = {};
+    for (VerdictKind k : a->verdicts.kind) a->verdict_counts.add(k);
     a->suspects = std::move(suspects);
     if (!baseline.ok()) a->notes.push_back("baseline: " + baseline.status().message());
     bool pass = a->failed == 0;
@@ -798,6 +861,9 @@ SweepProgress progressFromRecord(const SweepRecord& r) {
   p.tests_total = r.tests_total;
   p.reason = r.reason;
   p.verdict = r.verdict;
+  p.verdict_counts.pass = r.verdicts_pass;
+  p.verdict_counts.fail = r.verdicts_fail;
+  p.verdict_counts.skip = r.verdicts_skip;
   if (r.finished_ms > 0 && r.started_ms > 0) {
     p.elapsed_seconds = static_cast<double>(r.finished_ms - r.started_ms) / 1000.0;
     p.eta_seconds = 0;
@@ -1236,11 +1302,28 @@ Result<SweepReportData> SweepManager::judge(const std::string& id, const std::st
 
 Result<std::vector<SweepProgress>> SweepManager::list(uint32_t limit) {
   GDR_ASSIGN_OR_RETURN(auto recs, sweeps_.listSweeps(limit, ""));
-  std::vector<SweepProgress> out;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& r : recs) {
-    auto it = recent_.find(r.id);
-    out.push_back(it != recent_.end() ? snapshot(*it->second) : progressFromRecord(r));
+  std::vector<SweepProgress> out(recs.size());
+  std::vector<size_t> stored;  // sweeps this coordinator has not run: counted by the store
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < recs.size(); ++i) {
+      auto it = recent_.find(recs[i].id);
+      if (it != recent_.end()) {
+        out[i] = snapshot(*it->second);
+      } else {
+        out[i] = progressFromRecord(recs[i]);
+        stored.push_back(i);
+      }
+    }
+  }
+  // As progress() counts them (the kept totals of an ended sweep: one row each), outside the
+  // lock. Without this, every sweep from before a restart was listed as 0/N with 0 failed.
+  for (size_t i : stored) {
+    auto totals = sweeps_.sweepTotals(recs[i].id, recs[i].tests_total);
+    if (!totals.ok()) continue;
+    out[i].tests_done = totals->tests_done;
+    out[i].tests_failed = totals->tests_failed;
+    out[i].tests_skipped = totals->tests_skipped;
   }
   return out;
 }
@@ -1276,6 +1359,53 @@ void SweepManager::resumeInterrupted() {
   std::sort(recs.begin(), recs.end(),
             [](const SweepRecord& x, const SweepRecord& y) { return x.created_ms < y.created_ms; });
   for (const auto& rec : recs) {
+    // What the plan was made for: its hosts and size (the plan itself is made again).
+    auto pj = nlohmann::json::parse(rec.plan_json, nullptr, false);
+    size_t plan_size = rec.tests_total;
+    std::vector<std::string> hosts;
+    int rounds = 0;
+    uint64_t seed = 0;
+    if (pj.is_object()) {
+      hosts = pj.value("hosts", std::vector<std::string>{});
+      plan_size = pj.value("plan_size", plan_size);
+      rounds = pj.value("rounds", 0);
+      const std::string seed_text = pj.value("seed", std::string());
+      (void)std::from_chars(seed_text.data(), seed_text.data() + seed_text.size(), seed);
+    }
+    // Tests that were in flight get an ERROR row now, from their markers (which name the
+    // pair), whether or not the sweep can run again; they run again under their plan index.
+    auto unfinished = sweeps_.unfinishedSweepTests(rec.id);
+    if (unfinished.ok()) {
+      std::vector<TestResult> errors;
+      for (const auto& u : *unfinished) {
+        if (u.plan_index < 0 || static_cast<size_t>(u.plan_index) >= plan_size) continue;
+        // Recorded by an earlier start that did not get to run it again.
+        auto known = results_.getResult(u.test_id);
+        if (known.ok() && known->has_value()) continue;
+        TestResult e;
+        e.test_id = u.test_id;
+        e.run_id = rec.id;
+        e.plan_index = -1;  // the test runs again under its plan index
+        e.started_ms = u.started_ms;
+        e.finished_ms = clock_.unixMs();
+        e.initiator.worker = u.initiator_worker;
+        e.initiator.nic = u.initiator_nic;
+        e.target.worker = u.target_worker;
+        e.target.nic = u.target_nic;
+        e.message_size = u.message_size;
+        e.status = TestStatus::kError;
+        e.reason = "interrupted: the coordinator stopped while this test ran; it is run again";
+        errors.push_back(std::move(e));
+      }
+      if (!errors.empty()) {
+        auto stored = results_.insertResults(errors);
+        if (!stored.ok()) {
+          std::fprintf(stderr,
+                       "gdrmesh coordinator: sweep %s: recording %zu interrupted tests: %s\n",
+                       rec.id.c_str(), errors.size(), stored.status().toString().c_str());
+        }
+      }
+    }
     auto fail = [&](const std::string& why) {
       SweepRecord r = rec;
       r.state = toString(SweepState::kInterrupted);
@@ -1301,27 +1431,21 @@ void SweepManager::resumeInterrupted() {
     a->created_ms = rec.created_ms;
     a->started_ms = rec.started_ms;
     a->resumed = true;
-    // The plan is rebuilt for the hosts it was made for, from the same spec and seed.
-    auto pj = nlohmann::json::parse(rec.plan_json, nullptr, false);
-    if (!pj.is_discarded()) {
-      a->spec.hosts = pj.value("hosts", std::vector<std::string>{});
+    // The plan is made again for the hosts it was made for, from the same spec and seed, once
+    // they are back (execute): a worker known only while connected (a simulated one) is not
+    // in the directory before it reconnects.
+    if (pj.is_object()) {
+      a->spec.hosts = hosts;
       a->spec.exclude.clear();
       a->spec.select.clear();
     }
-    // Offline hosts stay in the plan: their tests end as FAILED "offline", never vanish.
-    std::set<std::string> recorded(a->spec.hosts.begin(), a->spec.hosts.end());
-    auto plan = planAll(a->spec, a->config, &a->templates, &a->template_of, &a->notes, &a->rounds,
-                        &a->seed, recorded);
-    if (!plan.ok()) {
-      fail("interrupted by a coordinator restart; it cannot be planned again: " +
-           plan.status().message());
-      continue;
-    }
-    a->plan = std::move(*plan);
-    a->plan_size = a->plan.size();
-    a->part_sizes = partSizes(a->templates.size(), a->template_of, a->plan_size);
+    a->needs_plan = true;
+    a->plan_size = plan_size;
+    a->stored_total = rec.tests_total;
+    a->rounds = rounds;
+    a->seed = seed;
     a->hosts = a->spec.hosts;
-    // Finished results are kept; tests that were in flight get an ERROR row and run again.
+    // Finished results are kept.
     ResultQuery q;
     q.run_id = rec.id;
     q.limit = 0;
@@ -1335,32 +1459,6 @@ void SweepManager::resumeInterrupted() {
         if (r.status == TestStatus::kSkipped) ++a->skipped;
         a->rows.add(r, isRetest(r, a->plan_size));
       }
-    }
-    auto unfinished = sweeps_.unfinishedSweepTests(rec.id);
-    if (unfinished.ok()) {
-      std::vector<TestResult> errors;
-      for (const auto& u : *unfinished) {
-        if (a->done.count(u.plan_index) || u.plan_index < 0 ||
-            static_cast<size_t>(u.plan_index) >= a->plan_size) {
-          continue;
-        }
-        const PlannedTest& t = a->plan[static_cast<size_t>(u.plan_index)];
-        TestResult e;
-        e.test_id = u.test_id;
-        e.run_id = rec.id;
-        e.plan_index = -1;  // the test runs again under its plan index
-        e.started_ms = u.started_ms;
-        e.finished_ms = clock_.unixMs();
-        e.initiator.worker = t.initiator.worker;
-        e.initiator.nic = t.initiator.device;
-        e.target.worker = t.target.worker;
-        e.target.nic = t.target.device;
-        e.message_size = t.message_size;
-        e.status = TestStatus::kError;
-        e.reason = "interrupted: the coordinator stopped while this test ran; it is run again";
-        errors.push_back(std::move(e));
-      }
-      if (!errors.empty()) (void)results_.insertResults(errors);
     }
     SweepRecord r = rec;
     r.state = toString(SweepState::kQueued);

@@ -149,6 +149,9 @@ struct SweepProgress {
   double eta_seconds = -1;
   std::string reason;
   std::string verdict;  // PASS | FAIL | "" while running
+  // Every verdict of the report by kind (retests included, as `sweep show` counts them); zero
+  // until judged. A sweep can FAIL on its thresholds with no failed test: these say so.
+  VerdictCounts verdict_counts;
 };
 
 }  // namespace gdrmesh

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <deque>
 #include <future>
+#include <set>
 
 #include "common/limits.h"
 #include "common/units.h"
@@ -322,6 +323,22 @@ class CoordinatorServer::Starter final : public SweepStarter {
     if (!p.ok()) return p.status();
     return p->id;
   }
+  std::vector<std::string> workersNotOnline(const ScheduleConfig& schedule) const override {
+    const SweepSpec& spec = schedule.sweep;
+    const std::set<std::string> excluded(spec.exclude.begin(), spec.exclude.end());
+    std::vector<std::string> out;
+    if (!spec.hosts.empty()) {
+      for (const auto& h : spec.hosts) {
+        auto w = s_.registry_.get(h);
+        if (excluded.count(h) == 0 && (!w || !w->online())) out.push_back(h);
+      }
+      return out;
+    }
+    for (const auto& w : s_.registry_.list()) {
+      if (excluded.count(w.name) == 0 && !w.online()) out.push_back(w.name);
+    }
+    return out;
+  }
 
  private:
   CoordinatorServer& s_;
@@ -330,7 +347,11 @@ class CoordinatorServer::Starter final : public SweepStarter {
 class CoordinatorServer::Log final : public ScheduleLog {
  public:
   explicit Log(SweepStore& store) : store_(store) {}
-  Status record(const ScheduleRun& run) override { return store_.recordScheduleRun(run); }
+  Status record(const ScheduleRun& run) override {
+    // Every run, in the log too: a failed, skipped or missed one with its reason.
+    std::fprintf(stderr, "gdrmesh coordinator: %s\n", describeScheduleRun(run).c_str());
+    return store_.recordScheduleRun(run);
+  }
   Result<std::optional<ScheduleRun>> last(const std::string& schedule) override {
     auto runs = store_.scheduleRuns(schedule, 1);
     if (!runs.ok()) return runs.status();
@@ -590,10 +611,25 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
       o->set_timezone(st.timezone.empty() ? "UTC" : st.timezone);
       o->set_next_run_ms(st.next_run_ms);
       o->set_missed(static_cast<uint32_t>(st.missed));
+      o->set_catch_up_due_ms(st.catch_up_due_ms);
       if (st.last_run) {
         o->set_last_run_ms(st.last_run->due_ms);
         o->set_last_sweep_id(st.last_run->sweep_id);
         o->set_last_state(st.last_run->state);
+        o->set_last_detail(st.last_run->detail);
+        if (!st.last_run->sweep_id.empty()) {
+          // A started run is followed to its sweep's end.
+          auto p = s_.sweep_manager_->progress(st.last_run->sweep_id);
+          if (p.ok()) {
+            o->set_last_sweep_state(toString(p->state));
+            o->set_last_sweep_verdict(p->verdict);
+            if (!p->reason.empty() && p->state != SweepState::kRunning &&
+                p->state != SweepState::kQueued) {
+              o->set_last_detail(o->last_detail().empty() ? p->reason
+                                                          : o->last_detail() + "; " + p->reason);
+            }
+          }
+        }
       }
     }
     return grpc::Status::OK;

@@ -99,10 +99,13 @@ Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
     }
     s.direction = *d;
   }
-  if (in.random_rounds() > lim.random_rounds) {
-    return invalidArgument("rounds: must be in 1.." + std::to_string(lim.random_rounds));
+  if (in.has_random_rounds() &&
+      (in.random_rounds() < 1 || in.random_rounds() > lim.random_rounds)) {
+    return invalidArgument("rounds: " + std::to_string(in.random_rounds()) +
+                               " is out of range 1.." + std::to_string(lim.random_rounds),
+                           "give the number of random matchings, or leave it out for 3");
   }
-  if (in.random_rounds() > 0) s.random_rounds = in.random_rounds();
+  if (in.has_random_rounds()) s.random_rounds = in.random_rounds();
   s.seed = in.seed();
   GDR_RETURN_IF_ERROR(checkHosts("hosts", in.hosts(), lim));
   GDR_RETURN_IF_ERROR(checkHosts("exclude", in.exclude(), lim));
@@ -207,6 +210,9 @@ void toProto(const SweepProgress& in, v1::SweepProgress* out) {
   out->set_reason(in.reason);
   out->set_retests(in.retests);
   out->set_verdict(in.verdict);
+  out->mutable_verdict_counts()->set_pass(in.verdict_counts.pass);
+  out->mutable_verdict_counts()->set_fail(in.verdict_counts.fail);
+  out->mutable_verdict_counts()->set_skip(in.verdict_counts.skip);
 }
 
 void toProto(const PairVerdict& in, v1::PairVerdict* out) {
@@ -326,6 +332,9 @@ SweepProgress fromProto(const v1::SweepProgress& in) {
   p.eta_seconds = in.eta_seconds();
   p.reason = in.reason();
   p.verdict = in.verdict();
+  p.verdict_counts.pass = in.verdict_counts().pass();
+  p.verdict_counts.fail = in.verdict_counts().fail();
+  p.verdict_counts.skip = in.verdict_counts().skip();
   return p;
 }
 

@@ -312,6 +312,9 @@ void visitSweepColumns(R& s, V& v) {
   v.field("tests_total", s.tests_total);
   v.field("reason", s.reason);
   v.field("verdict", s.verdict);
+  v.field("verdicts_pass", s.verdicts_pass);  // migration 7
+  v.field("verdicts_fail", s.verdicts_fail);
+  v.field("verdicts_skip", s.verdicts_skip);
 }
 
 bool parseEnum(std::string_view s, Op* out) {
@@ -782,6 +785,31 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
            "INSERT INTO sweep_reports (sweep_id, revision, report_json) "
            "SELECT id, 1, report_json FROM sweeps WHERE report_json <> ''",
            "ALTER TABLE sweeps DROP COLUMN report_json",
+       }},
+      {7,
+       "a sweep's verdict counts in its row; in-flight markers name their pair",
+       {
+           // `gdrmesh sweeps` showed a FAIL sweep with 0 failed: the failing verdicts were only
+           // in the report, which a list does not read. Stored reports are counted once here.
+           "ALTER TABLE sweeps ADD COLUMN verdicts_pass INTEGER NOT NULL DEFAULT 0",
+           "ALTER TABLE sweeps ADD COLUMN verdicts_fail INTEGER NOT NULL DEFAULT 0",
+           "ALTER TABLE sweeps ADD COLUMN verdicts_skip INTEGER NOT NULL DEFAULT 0",
+           // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one statement over lines
+           "UPDATE sweeps SET verdicts_pass = c.pass, verdicts_fail = c.fail, verdicts_skip = "
+           "c.skip FROM (SELECT r.sweep_id AS id, "
+           "total(json_extract(j.value, '$.verdict') = 'PASS') AS pass, "
+           "total(json_extract(j.value, '$.verdict') = 'FAIL') AS fail, "
+           "total(json_extract(j.value, '$.verdict') = 'SKIP') AS skip "
+           "FROM sweep_reports r, json_each(CASE WHEN json_valid(r.report_json) THEN "
+           "r.report_json ELSE '{}' END, '$.verdicts') j GROUP BY r.sweep_id) c "
+           "WHERE sweeps.id = c.id",
+           // A sweep's in-flight markers name their pair: a restart records the tests even
+           // when the sweep cannot be planned again (SweepTestStart).
+           "ALTER TABLE sweep_test_starts ADD COLUMN initiator_worker TEXT NOT NULL DEFAULT ''",
+           "ALTER TABLE sweep_test_starts ADD COLUMN initiator_nic TEXT NOT NULL DEFAULT ''",
+           "ALTER TABLE sweep_test_starts ADD COLUMN target_worker TEXT NOT NULL DEFAULT ''",
+           "ALTER TABLE sweep_test_starts ADD COLUMN target_nic TEXT NOT NULL DEFAULT ''",
+           "ALTER TABLE sweep_test_starts ADD COLUMN message_size INTEGER NOT NULL DEFAULT 0",
        }},
   };
   return kMigrations;
@@ -1866,9 +1894,13 @@ Status SqliteStore::markSweepTestStarted(const std::string& sweep_id, const Swee
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
       statement(writer_, "mark_sweep_test_started",
-                "INSERT INTO sweep_test_starts (sweep_id, plan_index, test_id, started_ms) "
-                "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (sweep_id, plan_index) DO UPDATE SET "
-                "test_id = excluded.test_id, started_ms = excluded.started_ms"));
+                "INSERT INTO sweep_test_starts (sweep_id, plan_index, test_id, started_ms, "
+                "initiator_worker, initiator_nic, target_worker, target_nic, message_size) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (sweep_id, plan_index) "
+                "DO UPDATE SET test_id = excluded.test_id, started_ms = excluded.started_ms, "
+                "initiator_worker = excluded.initiator_worker, initiator_nic = "
+                "excluded.initiator_nic, target_worker = excluded.target_worker, target_nic = "
+                "excluded.target_nic, message_size = excluded.message_size"));
   StmtScope scope(s);
   int rc =
       sqlite3_bind_text64(s, 1, sweep_id.data(), sweep_id.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
@@ -1878,6 +1910,15 @@ Status SqliteStore::markSweepTestStarted(const std::string& sweep_id, const Swee
                              SQLITE_UTF8);
   }
   if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 4, start.started_ms);
+  int col = 5;
+  for (const std::string* text :
+       {&start.initiator_worker, &start.initiator_nic, &start.target_worker, &start.target_nic}) {
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_bind_text64(s, col, text->data(), text->size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+    }
+    ++col;
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 9, static_cast<int64_t>(start.message_size));
   if (rc != SQLITE_OK) return error(writer_, rc, "mark_sweep_test_started (bind)");
   rc = sqlite3_step(s);
   if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
@@ -1896,7 +1937,9 @@ Result<std::vector<SweepTestStart>> SqliteStore::unfinishedSweepTests(const std:
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
       statement(c, "unfinished_sweep_tests",
-                "SELECT st.plan_index, st.test_id, st.started_ms FROM sweep_test_starts st "
+                "SELECT st.plan_index, st.test_id, st.started_ms, st.initiator_worker, "
+                "st.initiator_nic, st.target_worker, st.target_nic, st.message_size FROM "
+                "sweep_test_starts st "
                 "WHERE st.sweep_id = ?1 AND NOT EXISTS (SELECT 1 FROM results r WHERE "
                 "r.run_id = st.sweep_id AND r.plan_index = st.plan_index) "
                 "ORDER BY st.plan_index"));
@@ -1917,6 +1960,11 @@ Result<std::vector<SweepTestStart>> SqliteStore::unfinishedSweepTests(const std:
     t.plan_index = static_cast<int>(index);
     t.test_id = columnText(s, 1);
     t.started_ms = sqlite3_column_int64(s, 2);
+    t.initiator_worker = columnText(s, 3);
+    t.initiator_nic = columnText(s, 4);
+    t.target_worker = columnText(s, 5);
+    t.target_nic = columnText(s, 6);
+    t.message_size = static_cast<uint64_t>(sqlite3_column_int64(s, 7));
     out.push_back(std::move(t));
   }
   if (rc != SQLITE_DONE) return error(c, rc, "unfinished_sweep_tests");

@@ -75,6 +75,9 @@ struct SweepRecord {
   uint32_t tests_total = 0;
   std::string reason;   // why failed/cancelled/interrupted
   std::string verdict;  // PASS | FAIL | "" before judged
+  // The report's verdicts by kind (every verdict, retests included, as `sweep show` counts
+  // them); 0 before judged. Kept in the row so that a list of sweeps needs no report.
+  uint32_t verdicts_pass = 0, verdicts_fail = 0, verdicts_skip = 0;
 };
 
 // A planned test of a sweep that has started but has no stored result yet. After a
@@ -83,6 +86,10 @@ struct SweepTestStart {
   int plan_index = 0;
   std::string test_id;
   int64_t started_ms = 0;
+  // The planned pair, so that a restart records the test even when the sweep cannot be planned
+  // again (its workers gone, simulated ones not yet back); "" in markers from before it.
+  std::string initiator_worker, initiator_nic, target_worker, target_nic;
+  uint64_t message_size = 0;
 };
 
 // One firing (or non-firing) of a schedule.

@@ -236,6 +236,23 @@ TEST(ResultOutput, SimulatedResultsSayNoDataMoved) {
   EXPECT_EQ(integrityCell(r), "ok");
 }
 
+// Issue #22: a sweep that FAILs on its thresholds has no failed test; the list shows its
+// failing verdicts beside the verdict, with the tests' own counts as they are.
+TEST(SweepsTable, AFailSweepShowsItsFailingVerdicts) {
+  auto p = progress("finished", 6, 6);
+  p.set_verdict("FAIL");
+  p.mutable_verdict_counts()->set_pass(4);
+  p.mutable_verdict_counts()->set_fail(2);
+  auto ok = progress("finished", 6, 6);
+  ok.set_id("s-2");
+  ok.set_verdict("PASS");
+  ok.mutable_verdict_counts()->set_pass(6);
+  const std::string t = sweepsTable({p, ok});
+  EXPECT_NE(t.find("FAIL (2 of 6)"), std::string::npos) << t;
+  EXPECT_NE(t.find("6/6"), std::string::npos) << t;
+  EXPECT_EQ(t.find("PASS ("), std::string::npos) << t;
+}
+
 TEST(SchedulesTable, LocalAndUtcTimes) {
   setenv("TZ", "UTC", 1);
   tzset();
@@ -251,6 +268,26 @@ TEST(SchedulesTable, LocalAndUtcTimes) {
   EXPECT_NE(t.find("2023-11-14T22:13:20Z"), std::string::npos) << t;
   EXPECT_NE(t.find("missed"), std::string::npos) << t;
   EXPECT_EQ(schedulesTable({}, 0).rfind("no schedules", 0), 0u);
+}
+
+// Issue #22: a failed run showed no reason, and LAST STATE stayed `started` after its sweep
+// ended. The reason is shown; a started run shows its sweep's state and verdict.
+TEST(SchedulesTable, ReasonsAndTheSweepsOwnEnd) {
+  v1::ScheduleInfo failed;
+  failed.set_name("nightly");
+  failed.set_last_state("failed");
+  failed.set_last_detail("starting the sweep failed: no workers online");
+  v1::ScheduleInfo started;
+  started.set_name("hourly");
+  started.set_last_state("started");
+  started.set_last_sweep_id("s-1");
+  started.set_last_sweep_state("finished");
+  started.set_last_sweep_verdict("FAIL");
+  const std::string t = schedulesTable({failed, started}, 0);
+  EXPECT_NE(t.find("REASON"), std::string::npos) << t;
+  EXPECT_NE(t.find("starting the sweep failed: no workers online"), std::string::npos) << t;
+  EXPECT_NE(t.find("finished FAIL"), std::string::npos) << t;
+  EXPECT_EQ(t.find("started"), std::string::npos) << t;
 }
 
 TEST(ProtoJson, FieldNamesAsInTheProtoAndZeroFieldsPresent) {

@@ -366,6 +366,28 @@ TEST(BuildSweepSpec, RandomTakesRoundsAndSeed) {
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->random_rounds(), 5u);
   EXPECT_EQ(s->seed(), 42u);
+  // Left out: the coordinator's default (3), sent as absent.
+  a.rounds.reset();
+  s = buildSweepSpec(a, TestOptions{}, "", "");
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE(s->has_random_rounds());
+}
+
+// Issue #22: `--rounds 0` silently became 3. It is refused, naming the flag and the range.
+TEST(BuildSweepSpec, RoundsZeroIsRefusedWithTheRange) {
+  SweepArgs a;
+  a.pattern = "random";
+  a.rounds = 0;
+  auto s = buildSweepSpec(a, TestOptions{}, "", "");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.status().message(), "--rounds: 0 is out of range 1..100000");
+  a.rounds = 100001;
+  s = buildSweepSpec(a, TestOptions{}, "", "");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "--rounds: 100001 is out of range 1..100000");
+  a.rounds = 100000;
+  EXPECT_TRUE(buildSweepSpec(a, TestOptions{}, "", "").ok());
 }
 
 TEST(SinglePairSweep, OnePairTheSizesAndNoLocalisation) {

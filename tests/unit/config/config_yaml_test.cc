@@ -86,6 +86,16 @@ TEST(ConfigYaml, TheFullExampleInTheDocsParses) {
   EXPECT_EQ(c->schedules[0].timezone, "Europe/Berlin");
   EXPECT_EQ(c->schedules[0].sweep.pattern, SweepPattern::kAllPairs);
   EXPECT_EQ(c->schedules[0].sweep.name, "nightly");
+  EXPECT_TRUE(c->schedules[0].catch_up);
+  EXPECT_EQ(c->schedules[0].catch_up_grace_seconds, 900.0);
+}
+
+TEST(ConfigYaml, ScheduleCatchUpIsOffByDefault) {
+  auto c = parseClusterConfig("schedules:\n  - name: n\n    cron: '0 2 * * *'\n    sweep: {}\n",
+                              "f.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_FALSE(c->schedules[0].catch_up);
+  EXPECT_EQ(c->schedules[0].catch_up_grace_seconds, 600.0);
 }
 
 struct BadCase {
@@ -143,6 +153,16 @@ const BadCase kBad[] = {
      "schedules[0].cron: '0 2 * *' has 4 fields, not 5", "minute hour"},
     {"schedule_without_sweep", "schedules:\n  - name: n\n    cron: '0 2 * * *'\n",
      "schedules[0].sweep: missing", ""},
+    {"catch_up_not_bool",
+     "schedules:\n  - name: n\n    cron: '0 2 * * *'\n    catch_up: maybe\n    sweep: {}\n",
+     "schedules[0].catch_up: 'maybe' is not true or false", ""},
+    {"grace_without_catch_up",
+     "schedules:\n  - name: n\n    cron: '0 2 * * *'\n    grace: 5m\n    sweep: {}\n",
+     "schedules[0].grace: is used only with catch_up: true", "catch_up: true"},
+    {"grace_out_of_range",
+     "schedules:\n  - name: n\n    cron: '0 2 * * *'\n    catch_up: true\n    grace: 2d\n"
+     "    sweep: {}\n",
+     "schedules[0].grace:", ""},
     {"schedule_sweep_bad",
      "schedules:\n  - name: n\n    cron: '0 2 * * *'\n    sweep:\n"
      "      op: poke\n",

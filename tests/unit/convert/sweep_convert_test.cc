@@ -63,6 +63,23 @@ TEST(SweepConvert, SizesAboveTheLargestMessageAreRefused) {
   EXPECT_NE(m.find("largest message size"), std::string::npos) << m;
 }
 
+// Issue #22: an explicit 0 matchings became 3. Absent is 3; 0 and past the limit are refused.
+TEST(SweepConvert, RandomRoundsZeroIsRefusedAbsentIsThree) {
+  auto s = allPairs();
+  s.set_pattern("random");
+  auto r = convert::fromProto(s);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->random_rounds, 3u);
+  s.set_random_rounds(0);
+  EXPECT_EQ(refusal(s), "rounds: 0 is out of range 1..100000");
+  s.set_random_rounds(100001);
+  EXPECT_EQ(refusal(s), "rounds: 100001 is out of range 1..100000");
+  s.set_random_rounds(7);
+  r = convert::fromProto(s);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->random_rounds, 7u);
+}
+
 TEST(SweepConvert, NamesAndSelectorsAreChecked) {
   auto s = allPairs();
   s.add_hosts("h1;rm -rf");

@@ -30,11 +30,17 @@ class FakeStarter : public SweepStarter {
     if (stay_running) running = true;
     return "s-" + std::to_string(started.size());
   }
+  std::vector<std::string> workersNotOnline(const ScheduleConfig& /*s*/) const override {
+    ++asked;
+    return missing;
+  }
 
   bool running = false;       // a sweep is running now
   bool stay_running = false;  // a started sweep keeps running (until the test clears `running`)
   std::string fail;           // non-empty: starting fails with this message
   std::function<void()> on_start;
+  std::vector<std::string> missing;  // expected workers not online now
+  mutable int asked = 0;
   std::vector<std::string> started;
   std::vector<int64_t> started_at;  // wall time of each start
 
@@ -166,26 +172,130 @@ TEST(Scheduler, RunsMissedWhileDownAreRecordedNotRun) {
 }
 
 TEST(Scheduler, AtMostTheLast100MissedAreRecordedAndTheCountIsSaid) {
-  // Down from 00:00 to 00:00:30 the next day; every 5 minutes. 00:00 itself is 30 s late:
-  // within the tolerance, so it runs.
+  // Down from 00:00 to 00:00:30 the next day; every 5 minutes. 00:00 itself passed while the
+  // coordinator was down: missed too.
   Harness h(utcMs(2024, 5, 2, 0, 0, 30));
   h.log.runs.push_back(pastRun("often", utcMs(2024, 5, 1)));
   Scheduler s(h.clock, h.starter, h.log, {schedule("often", "*/5 * * * *")});
   s.start();
   const auto missed = h.log.of("missed");
   ASSERT_EQ(missed.size(), 100u);
-  EXPECT_EQ(iso(missed.front().due_ms), iso(utcMs(2024, 5, 1, 15, 40)));
-  EXPECT_EQ(iso(missed.back().due_ms), iso(utcMs(2024, 5, 1, 23, 55)));
+  EXPECT_EQ(iso(missed.front().due_ms), iso(utcMs(2024, 5, 1, 15, 45)));
+  EXPECT_EQ(iso(missed.back().due_ms), iso(utcMs(2024, 5, 2)));
   EXPECT_EQ(missed.back().detail,
-            "missed: the coordinator was not running at the due time; not run late (287 runs "
-            "missed from 2024-05-01T00:05:00.000Z to 2024-05-01T23:55:00.000Z); only the most "
+            "missed: the coordinator was not running at the due time; not run late (288 runs "
+            "missed from 2024-05-01T00:05:00.000Z to 2024-05-02T00:00:00.000Z); only the most "
             "recent 100 are recorded");
-  EXPECT_EQ(s.list()[0].missed, 287u);
-  EXPECT_EQ(iso(s.list()[0].next_run_ms), iso(utcMs(2024, 5, 2)));
+  EXPECT_EQ(s.list()[0].missed, 288u);
+  EXPECT_EQ(iso(s.list()[0].next_run_ms), iso(utcMs(2024, 5, 2, 0, 5)));
   h.clock.advance(std::chrono::seconds(0));
+  EXPECT_TRUE(h.starter.started.empty());
+  h.clock.advance(std::chrono::minutes(5));
   EXPECT_EQ(h.starter.started.size(), 1u);
   EXPECT_EQ(h.log.runs.back().state, "started");
-  EXPECT_EQ(h.log.runs.back().due_ms, utcMs(2024, 5, 2));
+  EXPECT_EQ(h.log.runs.back().due_ms, utcMs(2024, 5, 2, 0, 5));
+}
+
+// Issue #22: a run due while the coordinator was down started the moment it came back (20 s
+// after the due time, inside the old tolerance), before any worker had reconnected, and
+// failed. It is missed, counted, and says why.
+TEST(Scheduler, ARunDueWhileDownIsMissedEvenJustAfterTheRestart) {
+  Harness h(utcMs(2024, 3, 5, 2, 0, 20));
+  h.log.runs.push_back(pastRun("nightly", utcMs(2024, 3, 4, 2)));
+  h.starter.missing = {"w1", "w2"};  // nobody has reconnected yet
+  Scheduler s(h.clock, h.starter, h.log, {schedule("nightly", "0 2 * * *")});
+  s.start();
+  h.clock.advance(std::chrono::seconds(30));
+  EXPECT_TRUE(h.starter.started.empty()) << "started before its workers were back";
+  ASSERT_EQ(h.log.runs.size(), 2u);
+  EXPECT_EQ(h.log.runs[1].state, "missed");
+  EXPECT_EQ(h.log.runs[1].due_ms, utcMs(2024, 3, 5, 2));
+  EXPECT_EQ(h.log.runs[1].detail,
+            "missed: the coordinator was not running at the due time; not run late");
+  const ScheduleStatus st = s.list()[0];
+  EXPECT_EQ(st.missed, 1u);
+  ASSERT_TRUE(st.last_run.has_value());
+  EXPECT_EQ(st.last_run->state, "missed");
+  EXPECT_EQ(iso(st.next_run_ms), iso(utcMs(2024, 3, 6, 2)));
+  EXPECT_EQ(describeScheduleRun(h.log.runs[1]),
+            "schedule 'nightly', run due 2024-03-05T02:00:00.000Z: missed (missed: the "
+            "coordinator was not running at the due time; not run late)");
+}
+
+ScheduleConfig catchingUp(const std::string& name, const std::string& cron, double grace_s) {
+  ScheduleConfig s = schedule(name, cron);
+  s.catch_up = true;
+  s.catch_up_grace_seconds = grace_s;
+  return s;
+}
+
+// catch_up: the newest run missed while down runs once, when the workers are back.
+TEST(Scheduler, ACatchUpRunsOnceWhenTheWorkersAreBack) {
+  Harness h(utcMs(2024, 3, 6, 2, 0, 20));
+  h.log.runs.push_back(pastRun("nightly", utcMs(2024, 3, 4, 2)));
+  h.starter.missing = {"w1"};
+  Scheduler s(h.clock, h.starter, h.log, {catchingUp("nightly", "0 2 * * *", 600)});
+  s.start();
+  // 03-05 is missed; 03-06 (the newest) waits for w1.
+  EXPECT_EQ(h.log.dues("missed"), (std::vector<std::string>{iso(utcMs(2024, 3, 5, 2))}));
+  EXPECT_NE(h.log.runs.back().detail.find("the run due 2024-03-06T02:00:00.000Z is caught up"),
+            std::string::npos)
+      << h.log.runs.back().detail;
+  h.clock.advance(std::chrono::seconds(5));
+  EXPECT_TRUE(h.starter.started.empty());
+  EXPECT_GT(h.starter.asked, 0);
+  EXPECT_EQ(s.list()[0].catch_up_due_ms, utcMs(2024, 3, 6, 2));
+  EXPECT_EQ(s.list()[0].missed, 1u);
+  h.starter.missing.clear();  // w1 reconnected
+  h.clock.advance(std::chrono::seconds(1));
+  ASSERT_EQ(h.starter.started.size(), 1u);
+  const ScheduleRun& run = h.log.runs.back();
+  EXPECT_EQ(run.state, "started");
+  EXPECT_EQ(run.due_ms, utcMs(2024, 3, 6, 2));
+  EXPECT_EQ(run.sweep_id, "s-1");
+  EXPECT_EQ(run.detail,
+            "catch-up: missed while the coordinator was down; started once the sweep's workers "
+            "were online");
+  EXPECT_EQ(s.list()[0].catch_up_due_ms, 0);
+  h.clock.advance(std::chrono::minutes(30));
+  EXPECT_EQ(h.starter.started.size(), 1u) << "a catch-up runs once";
+  EXPECT_EQ(iso(s.list()[0].next_run_ms), iso(utcMs(2024, 3, 7, 2)));
+}
+
+TEST(Scheduler, ACatchUpWhoseWorkersDoNotComeBackIsMissedWithThem) {
+  Harness h(utcMs(2024, 3, 5, 3));
+  h.log.runs.push_back(pastRun("nightly", utcMs(2024, 3, 4, 2)));
+  h.starter.missing = {"w1", "w3"};
+  Scheduler s(h.clock, h.starter, h.log, {catchingUp("nightly", "0 2 * * *", 900)});
+  s.start();
+  EXPECT_TRUE(h.log.of("missed").empty());
+  h.clock.advance(std::chrono::seconds(899));
+  EXPECT_TRUE(h.log.of("missed").empty());
+  h.clock.advance(std::chrono::seconds(2));
+  EXPECT_TRUE(h.starter.started.empty());
+  ASSERT_EQ(h.log.of("missed").size(), 1u);
+  const ScheduleRun run = h.log.of("missed")[0];
+  EXPECT_EQ(run.due_ms, utcMs(2024, 3, 5, 2));
+  EXPECT_EQ(run.detail,
+            "missed: the coordinator was not running at the due time, and its catch-up waited "
+            "15m after the restart for workers that did not come back: w1, w3");
+  EXPECT_EQ(s.list()[0].missed, 1u);
+  EXPECT_EQ(s.list()[0].catch_up_due_ms, 0);
+}
+
+TEST(Scheduler, ACatchUpStillWaitingGivesWayToTheNextRun) {
+  Harness h(utcMs(2024, 3, 5, 0, 3));
+  h.log.runs.push_back(pastRun("often", utcMs(2024, 3, 4, 23, 55)));
+  h.starter.missing = {"w1"};
+  Scheduler s(h.clock, h.starter, h.log, {catchingUp("often", "*/5 * * * *", 3600)});
+  s.start();
+  EXPECT_EQ(s.list()[0].catch_up_due_ms, utcMs(2024, 3, 5));
+  // w1 is not back by the next due time: that run starts, the catch-up is missed.
+  h.clock.setUnixMs(utcMs(2024, 3, 5, 0, 5));
+  ASSERT_EQ(h.log.of("missed").size(), 1u);
+  EXPECT_EQ(h.log.of("missed")[0].due_ms, utcMs(2024, 3, 5));
+  EXPECT_NE(h.log.of("missed")[0].detail.find("when the next run came due"), std::string::npos);
+  EXPECT_EQ(isos(h.starter.started_at), isos({utcMs(2024, 3, 5, 0, 5)}));
 }
 
 TEST(Scheduler, AScheduleWithoutHistoryStartsFresh) {

@@ -515,6 +515,47 @@ TEST_F(SqliteStoreTest, VersionThreeGpuDirectClaimsFollowThePerSideRule) {
   EXPECT_EQ(raw.one("SELECT gpudirect FROM results WHERE test_id = 't-h2g'"), "1");
 }
 
+// Migration 7: the verdict counts of every stored report are counted into its sweeps row, so
+// `gdrmesh sweeps` shows a FAIL sweep's failing verdicts for sweeps judged before it existed;
+// a report that is not JSON counts nothing (and does not stop the migration).
+TEST_F(SqliteStoreTest, VersionSixReportsGiveTheirVerdictCountsToTheList) {
+  const std::vector<SqliteMigration> v6(sqliteSchemaMigrations().begin(),
+                                        sqliteSchemaMigrations().begin() + 6);
+  SqliteStoreOptions old_build;
+  old_build.migrations = &v6;
+  {
+    auto store = openOk(old_build);
+    ASSERT_NE(store, nullptr);
+    RawDb raw(dbPath());
+    ASSERT_EQ(raw.one("PRAGMA user_version"), "6");
+    ASSERT_EQ(raw.exec("INSERT INTO sweeps (id, state, pattern, name, spec_json, plan_json, "
+                       "created_ms, started_ms, finished_ms, tests_total, reason, verdict) VALUES "
+                       "('s-fail', 'finished', 'all-pairs', '', '{}', '{}', 10, 11, 12, 4, '', "
+                       "'FAIL'), ('s-bad', 'finished', 'all-pairs', '', '{}', '{}', 20, 21, 22, "
+                       "1, '', 'PASS'), ('s-none', 'running', 'all-pairs', '', '{}', '{}', 30, 31, "
+                       "0, 2, '', '')"),
+              SQLITE_OK);
+    ASSERT_EQ(raw.exec("INSERT INTO sweep_reports (sweep_id, revision, report_json) VALUES "
+                       "('s-fail', 1, '{\"notes\":[],\"verdicts\":[{\"verdict\":\"PASS\"},"
+                       "{\"verdict\":\"FAIL\"},{\"verdict\":\"FAIL\"},{\"verdict\":"
+                       "\"SKIP\"},{\"verdict\":\"FAIL\",\"retest\":true}]}'), "
+                       "('s-bad', 1, 'not json')"),
+              SQLITE_OK);
+  }
+  auto store = openOk();
+  ASSERT_NE(store, nullptr);
+  auto list = store->listSweeps(0, "");
+  ASSERT_TRUE(list.ok()) << list.status().toString();
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[2].id, "s-fail");
+  EXPECT_EQ((*list)[2].verdicts_pass, 1u);
+  EXPECT_EQ((*list)[2].verdicts_fail, 3u);
+  EXPECT_EQ((*list)[2].verdicts_skip, 1u);
+  EXPECT_EQ((*list)[1].id, "s-bad");
+  EXPECT_EQ((*list)[1].verdicts_fail, 0u);
+  EXPECT_EQ((*list)[0].verdicts_pass + (*list)[0].verdicts_fail + (*list)[0].verdicts_skip, 0u);
+}
+
 // Migration 6: reports move from the sweeps row into sweep_reports; a sweep without one keeps
 // none; the column is gone, so a list never walks a report's pages.
 TEST_F(SqliteStoreTest, VersionFiveReportsMoveToTheirOwnTable) {

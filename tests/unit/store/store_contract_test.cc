@@ -213,6 +213,9 @@ void expectSameSweep(const SweepRecord& want, const SweepRecord& got) {
   EXPECT_EQ(want.tests_total, got.tests_total);
   EXPECT_EQ(want.reason, got.reason);
   EXPECT_EQ(want.verdict, got.verdict);
+  EXPECT_EQ(want.verdicts_pass, got.verdicts_pass);
+  EXPECT_EQ(want.verdicts_fail, got.verdicts_fail);
+  EXPECT_EQ(want.verdicts_skip, got.verdicts_skip);
 }
 
 TEST_P(ResultStoreContractTest, InsertThenGetReturnsTheRowWithItsId) {
@@ -815,6 +818,9 @@ TEST_P(ResultStoreContractTest, SweepCreateGetUpdate) {
   next.tests_total = 12;
   next.reason = "done";
   next.verdict = "FAIL";
+  next.verdicts_pass = 9;
+  next.verdicts_fail = 2;
+  next.verdicts_skip = 1;
   Status s = sweeps().updateSweep(next);
   ASSERT_TRUE(s.ok()) << s.toString();
   got = sweeps().getSweep("s-1");
@@ -855,16 +861,38 @@ TEST_P(ResultStoreContractTest, ListSweepsIsNewestFirstWithStateAndLimit) {
   EXPECT_THAT(names(sweeps().listSweeps(0, "finished")), ElementsAre("s-c", "s-b"));
   EXPECT_THAT(names(sweeps().listSweeps(1, "running")), ElementsAre("s-d"));
   EXPECT_THAT(names(sweeps().listSweeps(0, "cancelled")), ::testing::IsEmpty());
+  // A list carries each sweep's verdict counts (it reads no report).
+  SweepRecord judged = makeSweep("s-b", 200, "finished");
+  judged.verdict = "FAIL";
+  judged.verdicts_pass = 4;
+  judged.verdicts_fail = 2;
+  judged.report_json = R"({"verdicts":[]})";
+  ASSERT_TRUE(sweeps().updateSweep(judged).ok());
+  auto listed = sweeps().listSweeps(0, "finished");
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[1].id, "s-b");
+  EXPECT_EQ((*listed)[1].verdicts_pass, 4u);
+  EXPECT_EQ((*listed)[1].verdicts_fail, 2u);
+  EXPECT_EQ((*listed)[1].verdicts_skip, 0u);
+}
+
+SweepTestStart marker(int plan_index, const std::string& test_id, int64_t started_ms) {
+  SweepTestStart m;
+  m.plan_index = plan_index;
+  m.test_id = test_id;
+  m.started_ms = started_ms;
+  return m;
 }
 
 TEST_P(ResultStoreContractTest, UnfinishedSweepTestsAreStartedWithoutAResult) {
   ASSERT_TRUE(sweeps().createSweep(makeSweep("s-1", 1, "running")).ok());
   ASSERT_TRUE(sweeps().createSweep(makeSweep("s-2", 2, "running")).ok());
   for (int i = 0; i < 4; ++i) {
-    Status s = sweeps().markSweepTestStarted("s-1", {i, "s1-t" + std::to_string(i), 10 + i});
+    Status s = sweeps().markSweepTestStarted("s-1", marker(i, "s1-t" + std::to_string(i), 10 + i));
     ASSERT_TRUE(s.ok()) << s.toString();
   }
-  ASSERT_TRUE(sweeps().markSweepTestStarted("s-2", {0, "s2-t0", 20}).ok());
+  ASSERT_TRUE(sweeps().markSweepTestStarted("s-2", marker(0, "s2-t0", 20)).ok());
 
   auto unfinished = [&](const std::string& sweep) {
     auto r = sweeps().unfinishedSweepTests(sweep);
@@ -896,18 +924,36 @@ TEST_P(ResultStoreContractTest, UnfinishedSweepTestsAreStartedWithoutAResult) {
   EXPECT_THAT(unfinished("s-none"), ::testing::IsEmpty());
 
   // What comes back is the marker; a re-run replaces it.
-  ASSERT_TRUE(sweeps().markSweepTestStarted("s-1", {2, "s1-t2-rerun", 99}).ok());
+  ASSERT_TRUE(sweeps().markSweepTestStarted("s-1", marker(2, "s1-t2-rerun", 99)).ok());
   auto r = sweeps().unfinishedSweepTests("s-1");
   ASSERT_TRUE(r.ok()) << r.status().toString();
   ASSERT_EQ(r->size(), 1u);
   EXPECT_EQ(r->front().plan_index, 2);
   EXPECT_EQ(r->front().test_id, "s1-t2-rerun");
   EXPECT_EQ(r->front().started_ms, 99);
+  EXPECT_EQ(r->front().initiator_worker, "");
+  // A marker names its pair (a restart records the test even when it cannot plan again).
+  SweepTestStart named = marker(2, "s1-t2-named", 100);
+  named.initiator_worker = "sim-0000";
+  named.initiator_nic = "sim0";
+  named.target_worker = "sim-0001";
+  named.target_nic = "sim1";
+  named.message_size = 65536;
+  ASSERT_TRUE(sweeps().markSweepTestStarted("s-1", named).ok());
+  r = sweeps().unfinishedSweepTests("s-1");
+  ASSERT_TRUE(r.ok() && r->size() == 1u);
+  EXPECT_EQ(r->front().test_id, "s1-t2-named");
+  EXPECT_EQ(r->front().initiator_worker, "sim-0000");
+  EXPECT_EQ(r->front().initiator_nic, "sim0");
+  EXPECT_EQ(r->front().target_worker, "sim-0001");
+  EXPECT_EQ(r->front().target_nic, "sim1");
+  EXPECT_EQ(r->front().message_size, 65536u);
 
-  Status unknown = sweeps().markSweepTestStarted("s-unknown", {0, "t", 1});
+  Status unknown = sweeps().markSweepTestStarted("s-unknown", marker(0, "t", 1));
   EXPECT_EQ(unknown.code(), Code::kNotFound) << unknown.toString();
   EXPECT_THAT(unknown.message(), ::testing::HasSubstr("s-unknown"));
-  EXPECT_EQ(sweeps().markSweepTestStarted("s-1", {-1, "t", 1}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(sweeps().markSweepTestStarted("s-1", marker(-1, "t", 1)).code(),
+            Code::kInvalidArgument);
 }
 
 TEST_P(ResultStoreContractTest, ScheduleRunsAreNewestFirstPerSchedule) {
@@ -953,7 +999,7 @@ TEST_P(ResultStoreContractTest, ReopenKeepsSweepsMarkersAndScheduleRuns) {
   if (!harness_->persistent()) GTEST_SKIP() << "store keeps nothing across a reopen";
   SweepRecord want = makeSweep("s-keep", 7, "running");
   ASSERT_TRUE(sweeps().createSweep(want).ok());
-  ASSERT_TRUE(sweeps().markSweepTestStarted("s-keep", {3, "t3", 8}).ok());
+  ASSERT_TRUE(sweeps().markSweepTestStarted("s-keep", marker(3, "t3", 8)).ok());
   ASSERT_TRUE(sweeps().recordScheduleRun({"nightly", 5, "started", "s-keep", 6, ""}).ok());
   Status s = harness_->reopen();
   ASSERT_TRUE(s.ok()) << s.toString();

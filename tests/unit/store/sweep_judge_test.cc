@@ -207,7 +207,32 @@ TEST(SweepJudge, TheLiveVerdictsAreThoseRecomputedFromTheStoredRows) {
   auto bad = manager.report(id, q);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("results_after"), std::string::npos);
+
+  // The list shows the failing verdicts beside the tests' counts (the sweep FAILs, as its
+  // verdicts say); and a coordinator started again on the same file (issue #22: every earlier
+  // sweep was listed 0/N with 0 failed) lists the same counts as the one that ran it.
+  auto listed = manager.list(10);
+  ASSERT_TRUE(listed.ok()) << listed.status().toString();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].verdict_counts.fail, fail);
+  EXPECT_EQ((*listed)[0].verdict_counts.pass, pass);
   manager.shutdown();
+  SweepManager restarted(workers, clock, *store, *store, writer, codec, floor50, options);
+  auto after = restarted.list(10);
+  ASSERT_TRUE(after.ok()) << after.status().toString();
+  ASSERT_EQ(after->size(), 1u);
+  const SweepProgress& a = (*after)[0];
+  EXPECT_EQ(a.id, id);
+  EXPECT_EQ(a.tests_total, p.tests_total);
+  EXPECT_EQ(a.tests_done, p.tests_done);
+  EXPECT_GT(a.tests_done, 0u);
+  EXPECT_EQ(a.tests_failed, p.tests_failed);
+  EXPECT_GT(a.tests_failed, 0u);
+  EXPECT_EQ(a.tests_skipped, p.tests_skipped);
+  EXPECT_EQ(a.verdict, "FAIL");
+  EXPECT_EQ(a.verdict_counts.fail, fail);
+  EXPECT_EQ(a.verdict_counts.pass, pass);
+  restarted.shutdown();
 }
 
 }  // namespace
