@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -125,6 +126,8 @@ Result<int> bindListener(const sockaddr_storage& addr, int backlog) {
   if (fd < 0) return unavailable("socket: " + errnoText(errno));
   int one = 1;
   (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  // Accepted sockets inherit it: small RPCs must not wait for Nagle (gRPC's own listener sets it).
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   if (addr.ss_family == AF_INET6) {
     int v6only = isWildcard(addr) ? 0 : 1;
     (void)::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));

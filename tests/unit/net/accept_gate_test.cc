@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -155,6 +156,10 @@ TEST(AcceptGate, HandsAConnectionOnOnceItHasSentItsFirstBytesUnread) {
   EXPECT_EQ(::recv(s, &b, 1, 0), 1) << "the first bytes must stay for the receiver";
   EXPECT_EQ(b, 0x16);
   EXPECT_EQ(::fcntl(s, F_GETFL) & O_NONBLOCK, O_NONBLOCK);
+  int nodelay = 0;
+  socklen_t len = sizeof(nodelay);
+  ASSERT_EQ(::getsockopt(s, IPPROTO_TCP, TCP_NODELAY, &nodelay, &len), 0);
+  EXPECT_NE(nodelay, 0) << "small RPCs would wait for Nagle";
   EXPECT_EQ(gate.stats().pending, 0u);
   EXPECT_EQ(gate.stats().handed_off, 1u);
 }
