@@ -474,6 +474,10 @@ void AcceptGate::acceptFrom(Listener& l, Clock::TimePoint now, bool& harvested) 
 }
 
 bool AcceptGate::outOfDescriptors(Listener& l, Clock::TimePoint now, int accept_errno) {
+  // accept4 wants a free descriptor before it looks at the queue: EMFILE does not say that a
+  // connection is waiting. Only one that is gets room made for it.
+  pollfd waiting{l.fd, POLLIN, 0};
+  if (::poll(&waiting, 1, 0) <= 0 || (waiting.revents & POLLIN) == 0) return false;
   const std::string head = options_.name + " " + describe(l.addr) +
                            ": out of file descriptors (accept4: " + errnoText(accept_errno) +
                            ", open-file limit " + std::to_string(softOpenFileLimit()) + "): ";
