@@ -375,7 +375,7 @@ void AcceptGate::loop() {
     if (stopping_) break;
     if (n < 0) {
       if (errno != EINTR)
-        log("poll", options_.name + " " + options_.listen + ": poll: " + errnoText(errno));
+        log("poll", options_.name + " " + where() + ": poll: " + errnoText(errno));
       continue;
     }
     if (fds[0].revents != 0) {
@@ -538,13 +538,13 @@ void AcceptGate::admit(int fd, int listener_fd, const sockaddr_storage& peer, Cl
     harvest();
   }
   if (from_source() > max_per_source_) {
-    log("evict-source", options_.name + " " + options_.listen + ": more than " +
+    log("evict-source", options_.name + " " + where() + ": more than " +
                             std::to_string(max_per_source_) + " connections from " + source +
                             " have sent nothing yet; closed the oldest");
     evictOldest(&source);
   }
   if (pending_.size() > max_pending_) {
-    log("evict-total", options_.name + " " + options_.listen + ": more than " +
+    log("evict-total", options_.name + " " + where() + ": more than " +
                            std::to_string(max_pending_) +
                            " connections have sent nothing yet; closed the oldest");
     evictOldest(nullptr);
@@ -697,6 +697,10 @@ void AcceptGate::arm(Clock::TimePoint when) {
   timer_ = clock_.schedule(when, [ref = lifeline_.ref(), this] { ref.run([this] { wake(); }); });
   armed_for_ = when;
   armed_ = true;
+}
+
+std::string AcceptGate::where() const {
+  return listeners_.empty() ? options_.listen : describe(listeners_[0].addr);
 }
 
 void AcceptGate::log(const std::string& kind, const std::string& line) {

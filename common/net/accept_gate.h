@@ -134,6 +134,7 @@ class AcceptGate {
   void arm(Clock::TimePoint when);
   void wake();
   void log(const std::string& kind, const std::string& line);
+  std::string where() const;  // the bound address, for log lines
 
   const AcceptGateOptions options_;
   Clock& clock_;

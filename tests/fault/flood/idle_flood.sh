@@ -62,9 +62,16 @@ pids+=($!)
 
 # One bounded CLI call: `gdrmesh workers` answers and lists w1 online.
 w1_online() {
-  timeout 10 "$bin" workers -o json 2>>"$dir/cli.err" | "$py" -c '
+  local out rc=0
+  out="$(timeout 10 "$bin" workers -o json 2>>"$dir/cli.err")" || rc=$?
+  ((rc != 124)) || echo "(gdrmesh workers: no answer within 10 s)" >>"$dir/cli.err"
+  "$py" -c '
 import json, sys
-sys.exit(0 if any(w["name"] == "w1" and w["state"] == "online" for w in json.load(sys.stdin)) else 1)'
+try:
+    workers = json.loads(sys.argv[1])
+except ValueError:
+    sys.exit(1)
+sys.exit(0 if any(w["name"] == "w1" and w["state"] == "online" for w in workers) else 1)' "$out"
 }
 ok=0
 for _ in $(seq 100); do w1_online && { ok=1; break; }; sleep 0.1; done
@@ -87,23 +94,28 @@ grep -q '^open' "$dir/flood.log" || fail "the flood helper did not open its conn
 echo "idle_flood: $(head -1 "$dir/flood.log" | awk '{print $3 " of " $2}') idle connections open (coordinator limit $limit)"
 
 # During the flood: a new client is served, the registered worker serves a test.
-t0=$(now_ms)
-w1_online || fail "during the flood, \`gdrmesh workers\` failed or lost w1: $(tail -3 "$dir/cli.err")"
-echo "idle_flood: during the flood \`gdrmesh workers\` answered in $(($(now_ms) - t0)) ms"
-timeout 30 "$bin" test w1 w1 --size 64KiB --iters 20 >"$dir/during.txt" 2>&1 ||
-  fail "during the flood a test on the registered worker failed: $(tail -5 "$dir/during.txt")"
+# (FLOOD_MEASURE_AFTER_ONLY=1 skips to the end of the flood: to measure a coordinator that fails
+# here how long it takes to accept again afterwards.)
+if [[ -z "${FLOOD_MEASURE_AFTER_ONLY:-}" ]]; then
+  t0=$(now_ms)
+  w1_online || fail "during the flood, \`gdrmesh workers\` failed or lost w1: $(tail -3 "$dir/cli.err")"
+  echo "idle_flood: during the flood \`gdrmesh workers\` answered in $(($(now_ms) - t0)) ms"
+  timeout 30 "$bin" test w1 w1 --size 64KiB --iters 20 >"$dir/during.txt" 2>&1 ||
+    fail "during the flood a test on the registered worker failed: $(tail -5 "$dir/during.txt")"
+fi
 
-# The flood ends; a new CLI call must succeed within 10 s.
+# The flood ends; a new CLI call must succeed within 10 s ($FLOOD_AFTER_S).
 touch "$dir/stop"
 for _ in $(seq 200); do grep -q '^closed' "$dir/flood.log" && break; sleep 0.05; done
 t_end=$(now_ms)
 ok=0
-deadline=$((t_end + 10000))
+after_s="${FLOOD_AFTER_S:-10}"
+deadline=$((t_end + after_s * 1000))
 while (($(now_ms) < deadline)); do
   if w1_online; then ok=1; break; fi
   sleep 0.1
 done
-((ok)) || fail "no CLI call succeeded within 10 s after the flood ended"
+((ok)) || fail "no CLI call succeeded within $after_s s after the flood ended: $(tail -2 "$dir/cli.err")"
 echo "idle_flood: accepting again $(($(now_ms) - t_end)) ms after the flood ended"
 
 rc=0
