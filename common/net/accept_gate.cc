@@ -25,7 +25,7 @@ std::string errnoText(int err) {
 
 // HOST and PORT of "HOST:PORT" or "[V6]:PORT".
 Status splitHostPort(const std::string& listen, std::string* host, std::string* port) {
-  const Status bad = invalidArgument(
+  Status bad = invalidArgument(
       "listen address '" + listen + "' is not HOST:PORT",
       "write it as 127.0.0.1:7070, 0.0.0.0:7070, [::1]:7070 or [::]:7070 (port 0: any free "
       "port)");
