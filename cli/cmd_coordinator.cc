@@ -281,6 +281,17 @@ int runCoordinator(const CoordinatorArgs& a) {
       return kExitUsage;
     }
   }
+  // Every worker, client and pending connection holds a descriptor: the soft open-file limit
+  // (often 1024) goes up to the hard one (systemd unit: LimitNOFILE), both logged.
+  auto files = raiseOpenFileLimit();
+  if (files.ok()) {
+    std::printf("gdrmesh coordinator: open-file limit %llu (was %llu; hard limit %llu)\n",
+                static_cast<unsigned long long>(files->soft),
+                static_cast<unsigned long long>(files->soft_before),
+                static_cast<unsigned long long>(files->hard));
+  } else {
+    std::fprintf(stderr, "gdrmesh coordinator: %s\n", files.status().toString().c_str());
+  }
   blockTerminationSignals();
   SystemClock clock;
   CoordinatorServer server(opts, **store, **store, clock);

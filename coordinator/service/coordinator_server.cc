@@ -79,7 +79,7 @@ class WorkerStream final
   };
 
   WorkerStream(Registry& registry, ResultStore& store, Clock& clock, int heartbeat_ms, bool tls,
-               RevocationList* revoked, grpc::CallbackServerContext* ctx)
+               RevocationList* revoked, int register_deadline_ms, grpc::CallbackServerContext* ctx)
       : registry_(registry),
         store_(store),
         clock_(clock),
@@ -89,12 +89,33 @@ class WorkerStream final
         ctx_(ctx),
         handle_(std::make_shared<Handle>()) {
     handle_->stream = this;
+    // A stream that never registers holds a connection (and a reactor) for nothing: it is
+    // cancelled at the deadline (issue #23). The first message decides the race with the timer.
+    std::shared_ptr<Handle> h = handle_;
+    register_timer_ = clock_.schedule(
+        clock_.after(register_deadline_ms / 1000.0), [h, ctx, register_deadline_ms] {
+          std::lock_guard<std::mutex> lock(h->mu);
+          if (h->stream == nullptr) return;
+          int waiting = kWaitingForRegister;
+          if (!h->stream->phase_.compare_exchange_strong(waiting, kTimedOut)) return;
+          std::fprintf(stderr,
+                       "gdrmesh coordinator: worker stream from %s sent no Register within %d ms; "
+                       "closed\n",
+                       ctx->peer().c_str(), register_deadline_ms);
+          ctx->TryCancel();
+        });
     StartRead(&in_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) return end(grpc::Status::OK);
     if (!link_) {
+      int waiting = kWaitingForRegister;
+      if (!phase_.compare_exchange_strong(waiting, kFirstMessageRead)) {
+        return end(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                "no Register message before the registration deadline"));
+      }
+      clock_.cancel(register_timer_);
       grpc::Status st = registerWorker();
       if (!st.ok()) return end(st);
     } else if (in_.has_heartbeat()) {
@@ -130,6 +151,7 @@ class WorkerStream final
       std::lock_guard<std::mutex> lock(handle_->mu);
       handle_->stream = nullptr;
     }
+    clock_.cancel(register_timer_);
     delete this;
   }
 
@@ -282,6 +304,9 @@ class WorkerStream final
   uint64_t checked_generation_ = 0;
   grpc::CallbackServerContext* ctx_;
   std::shared_ptr<Handle> handle_;
+  enum : int { kWaitingForRegister, kFirstMessageRead, kTimedOut };
+  std::atomic<int> phase_{kWaitingForRegister};
+  Clock::TimerId register_timer_ = 0;
   pb::WorkerMessage in_;
   std::string name_;
   bool simulated_ = false;
@@ -303,7 +328,8 @@ class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Cal
   grpc::ServerBidiReactor<pb::WorkerMessage, pb::CoordinatorMessage>* Connect(
       grpc::CallbackServerContext* ctx) override {
     return new WorkerStream(s_.registry_, s_.store_, s_.clock_, s_.options_.heartbeat_interval_ms,
-                            s_.options_.tls.has_value(), s_.options_.revoked.get(), ctx);
+                            s_.options_.tls.has_value(), s_.options_.revoked.get(),
+                            s_.options_.register_deadline_ms, ctx);
   }
 
  private:
@@ -744,12 +770,36 @@ Result<int> CoordinatorServer::start() {
     Status st = checkPlaintextListen(options_.listen, options_.insecure_allow_remote);
     if (!st.ok()) return st;
   }
+  // The coordinator owns its listening socket (common/net/accept_gate.h): gRPC 1.51's own
+  // accept loop stops for good on its first EMFILE, so a flood of idle connections would end
+  // the control plane until a restart (issue #23). gRPC gets each connection once it has spoken.
+  AcceptGateOptions gopts;
+  gopts.listen = options_.listen;
+  gopts.name = "gdrmesh coordinator: gRPC port";
+  gopts.first_bytes_deadline = std::chrono::milliseconds(options_.first_bytes_deadline_ms);
+  gopts.max_pending = options_.max_pending_connections;
+  gopts.max_pending_per_source = options_.max_pending_per_source;
+  gopts.self_check_interval = std::chrono::milliseconds(options_.self_check_interval_ms);
+  gate_ = std::make_unique<AcceptGate>(gopts, clock_, [this](int listener_fd, int fd) {
+    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters p;
+    p.listener_fd = listener_fd;
+    p.fd = fd;
+    acceptor_->HandleNewConnection(&p);
+  });
+  auto port = gate_->open();
+  if (!port.ok() && port.status().code() == Code::kInvalidArgument) return port.status();
+  if (!port.ok()) {
+    // A second coordinator on a port one already holds must fail, not share it (no
+    // SO_REUSEPORT: clients would see a different cluster on every call).
+    return unavailable(
+        port.status().message() + " (the port is in use, or the address is not local)",
+        "check --listen HOST:PORT: the address must be local and the port free "
+        "(is another coordinator running? `ss -ltnp | grep PORT`)");
+  }
   grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(options_.listen, serverCredentials(options_.tls), &port);
-  // A second coordinator on a port one already holds must fail, not share it (SO_REUSEPORT
-  // would let clients see a different cluster on every call).
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+      serverCredentials(options_.tls));
   // Message sizes set deliberately (common/limits.h): a request, a registration or a reply from
   // a worker is far smaller than 4 MiB within the registration limits; answers to the CLI (a
   // thousand workers' inventories) may be larger.
@@ -759,22 +809,25 @@ Result<int> CoordinatorServer::start() {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  // A peer that spoke but stalls in the TLS handshake is closed after this (gRPC's default is
+  // 120 s); one that completed it but never calls, after the idle time.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, options_.handshake_timeout_ms);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, options_.max_connection_idle_ms);
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(control_service_.get());
   server_ = builder.BuildAndStart();
-  if (!server_ || port == 0) {
-    return unavailable("cannot listen on " + options_.listen +
-                           " (the port is in use, or the address is not local)",
-                       "check --listen HOST:PORT: the address must be local and the port free "
-                       "(is another coordinator running? `ss -ltnp | grep PORT`)");
+  if (!server_) {
+    gate_->stop();
+    return internalError("the gRPC server did not start on " + options_.listen);
   }
+  gate_->start();
   monitor_ = std::thread([this] { monitor(); });
   // Sweeps a previous coordinator left running resume once workers can reconnect.
   sweep_manager_->resumeInterrupted();
   sweep_manager_->warmLatestReport();
   // Runs missed while the coordinator was down are recorded as missed, then schedules arm.
   scheduler_->start();
-  return port;
+  return *port;
 }
 
 void CoordinatorServer::shutdown() {
@@ -790,6 +843,7 @@ void CoordinatorServer::shutdown() {
   for (auto& e : registry_.entries()) {
     if (e.link) e.link->fail("(coordinator shutting down)");
   }
+  if (gate_) gate_->stop();  // no connection reaches gRPC once it is shutting down
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 

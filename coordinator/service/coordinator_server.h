@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/net/accept_gate.h"
 #include "common/pair_spec.h"
 #include "common/status.h"
 #include "coordinator/orchestrator/history.h"
@@ -27,7 +28,10 @@
 
 namespace grpc {
 class Server;
+namespace experimental {
+class ExternalConnectionAcceptor;
 }
+}  // namespace grpc
 
 namespace gdrmesh {
 
@@ -52,6 +56,22 @@ struct CoordinatorOptions {
   // worker is disconnected once its certificate shows up on it (security/revocation.h).
   std::shared_ptr<RevocationList> revoked;
   bool insecure_allow_remote = false;
+  // The control port's front door (docs/security.md, "Connections"; common/net/accept_gate.h):
+  // the coordinator accepts connections itself and hands one to gRPC once it has sent its first
+  // bytes within `first_bytes_deadline_ms`; pending ones are bounded (0: from the open-file
+  // limit); the listener checks itself every `self_check_interval_ms` (0: never) and is
+  // recreated if it does not accept.
+  int first_bytes_deadline_ms = 5000;
+  size_t max_pending_connections = 0;
+  size_t max_pending_per_source = 0;
+  int self_check_interval_ms = 10000;
+  // A TLS handshake (or plaintext preface) not done within this is closed by gRPC.
+  int handshake_timeout_ms = 10000;
+  // A connection with no call for this long is closed (GOAWAY; a client reconnects on its next
+  // call). A worker's stream is a call: registered workers are never idle.
+  int max_connection_idle_ms = 30000;
+  // A worker stream that sends no Register within this is cancelled.
+  int register_deadline_ms = 10000;
 };
 
 class CoordinatorServer {
@@ -105,7 +125,9 @@ class CoordinatorServer {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<ControlServiceImpl> control_service_;
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<AcceptGate> gate_;  // after what it feeds: stopped (destroyed) first
   std::thread monitor_;
   std::atomic<bool> stopping_{false};
   mutable std::mutex mu_;  // guards unstored_, and the monitor's wakeup
