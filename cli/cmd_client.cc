@@ -39,6 +39,7 @@ int runWorkers(const ClientOptions& o, bool notes) {
     v.peer = w.peer();
     v.active_tests = w.active_tests();
     v.inventory = convert::fromProto(w.inventory());
+    v.findings.assign(w.findings().begin(), w.findings().end());
     views.push_back(std::move(v));
   }
   if (o.output == "json") {

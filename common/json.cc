@@ -164,6 +164,7 @@ json toJson(const std::vector<WorkerStatus>& workers) {
                  {"last_heartbeat", w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : ""},
                  {"peer", w.peer},
                  {"active_tests", w.active_tests},
+                 {"findings", w.findings},
                  {"inventory", toJson(w.inventory)}});
   }
   return j;

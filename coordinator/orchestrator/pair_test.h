@@ -42,6 +42,12 @@ struct PairTestOptions {
   // A loss shown meanwhile ends the test at once. (A running test hears of either worker's
   // loss through WorkerChannel::onLost, whatever it is waiting on: nothing polls.)
   double lost_grace_seconds = 2;
+  // Told of every protocol violation (a reply that claims what its side was not asked, or a
+  // prepared endpoint that is not what was asked: docs/results-trust.md), once per violation,
+  // before the test's `done`, from any thread, without the test's lock held: `worker` is the
+  // worker that sent it, `what` names the field and the claim. The test itself is FAILED with
+  // the violation in its reason. Unset: the reason is the only record.
+  std::function<void(const std::string& worker, const std::string& what)> on_violation;
 };
 
 // A finished pair test: the row to store, and whether a retry may help (transient errors:
