@@ -318,9 +318,18 @@ void FakeWorkerChannel::run(const std::string& test_id, const RunSpec& spec, Dea
                             Done<SideOutcome> done) {
   note("run " + test_id);
   FakeBehaviour b = behaviour;
+  Role role = Role::kInitiator;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sides_.find(test_id);
+    if (it != sides_.end()) role = it->second.endpoint.role;
+  }
   reply<SideOutcome>("run", b.run_seconds, deadline, std::move(done),
-                     [b, spec, this]() -> Result<SideOutcome> {
+                     [b, spec, role, this]() -> Result<SideOutcome> {
                        if (!b.fail_run.ok()) return b.fail_run;
+                       // As a worker: the initiator measures; the target only its own
+                       // direction of a bidirectional run.
+                       if (role == Role::kTarget && !spec.bidirectional) return SideOutcome{};
                        return measured(spec);
                      });
 }

@@ -471,7 +471,8 @@ def main():
 
     def run_test(what, ini, tgt, op=pb.OP_WRITE, transport=pb.TRANSPORT_UNSPECIFIED):
         req = pb.RunTestRequest(initiator=ini, target=tgt, op=op, mode=pb.MODE_BANDWIDTH,
-                                message_size=65536, iterations=20, transport=transport)
+                                message_size=65536, iterations=20, transport=transport,
+                                gid_index=-1)
         try:
             return control.RunTest(req, timeout=bound(60)).result
         except grpc.RpcError as e:
