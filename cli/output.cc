@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/json.h"
+#include "common/limits.h"
 #include "common/pair_spec.h"
 #include "common/units.h"
 #include "convert.h"
@@ -122,6 +123,11 @@ std::string workersTable(const std::vector<WorkerView>& workers, bool notes) {
     if (n > 0) {
       note_cell = std::to_string(n) + (n == 1 ? " note" : " notes") + (notes ? "" : " (--notes)");
     }
+    if (!w.findings.empty()) {
+      const size_t f = w.findings.size();
+      note_cell =
+          (n > 0 ? note_cell + ", " : "") + std::to_string(f) + (f == 1 ? " FINDING" : " FINDINGS");
+    }
     const std::string labels = workerLabels(w, ",");
     rows.push_back({w.name, w.state, w.inventory.hostname, labels.empty() ? "-" : labels,
                     transports.empty() ? "-" : transports, caps.empty() ? "-" : caps,
@@ -129,6 +135,13 @@ std::string workersTable(const std::vector<WorkerView>& workers, bool notes) {
                     w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : "-", note_cell});
   }
   std::string out = renderTable(rows);
+  // The coordinator's findings (a registration that contradicts the config's expected
+  // inventory, protocol violations): always shown, they may mean a compromised host.
+  std::string findings;
+  for (const auto& w : workers) {
+    for (const auto& f : w.findings) findings += "  " + w.name + ": " + cleanText(f) + "\n";
+  }
+  if (!findings.empty()) out += "\nfindings of the coordinator\n" + findings;
   if (notes && total_notes > 0) {
     out += "\nnotes\n";
     for (const auto& w : workers) {
@@ -145,6 +158,7 @@ std::string workersCsv(const std::vector<WorkerView>& workers) {
   for (const auto& w : workers) {
     std::string notes;
     for (const auto& n : w.inventory.notes) notes += (notes.empty() ? "" : "; ") + n;
+    for (const auto& f : w.findings) notes += (notes.empty() ? "" : "; ") + ("finding: " + f);
     rows.push_back({w.name, w.state, w.inventory.hostname, workerTransports(w), workerNics(w),
                     workerGpus(w), w.last_heartbeat_ms ? formatRfc3339(w.last_heartbeat_ms) : "",
                     w.peer, std::to_string(w.active_tests), notes, workerLabels(w, "; ")});

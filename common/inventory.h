@@ -107,6 +107,13 @@ struct WorkerStatus {
   uint32_t active_tests = 0;
   std::map<std::string, std::string> labels;  // `gdrmesh worker --label KEY=VALUE`
   bool simulated = false;                     // `gdrmesh worker --simulate N`
+  // The coordinator's own findings about this worker, for the operator (`gdrmesh workers`):
+  // a registration that contradicts its host class's expected inventory, protocol violations
+  // counted against it (docs/results-trust.md). Never sent by the worker.
+  std::vector<std::string> findings;
+  // The port rate its host class expects (the cluster config's expect.nic_rate_gbps), which
+  // bounds its verbs figures instead of the rate it registered; 0: no class declares one.
+  double expected_port_rate_gbps = 0;
   bool online() const { return state == "online"; }
 };
 

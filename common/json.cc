@@ -165,6 +165,7 @@ json toJson(const std::vector<WorkerStatus>& workers) {
                  {"peer", w.peer},
                  {"active_tests", w.active_tests},
                  {"labels", w.labels},  // what --select KEY=VALUE matches
+                 {"findings", w.findings},
                  {"inventory", toJson(w.inventory)}});
   }
   return j;

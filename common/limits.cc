@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 
 namespace gdrmesh {
 namespace {
@@ -37,6 +39,21 @@ size_t utf8Length(std::string_view s, size_t i) {
   return n;
 }
 
+// Length of the Unicode bidirectional control at s[i] (U+061C, U+200E, U+200F,
+// U+202A..U+202E, U+2066..U+2069), 0 when there is none. They reorder what a terminal or a
+// report shows (a host name that reads backwards, a NIC name that hides another), so they
+// count as control characters.
+size_t bidiLength(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) {
+    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u;
+  };
+  if (b(0) == 0xD8 && b(1) == 0x9C) return 2;  // U+061C ARABIC LETTER MARK
+  if (b(0) != 0xE2) return 0;
+  if (b(1) == 0x80 && (b(2) == 0x8E || b(2) == 0x8F || (b(2) >= 0xAA && b(2) <= 0xAE))) return 3;
+  if (b(1) == 0x81 && b(2) >= 0xA6 && b(2) <= 0xA9) return 3;
+  return 0;
+}
+
 bool hasControl(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
@@ -46,7 +63,7 @@ bool hasControl(std::string_view s) {
       continue;
     }
     const size_t n = utf8Length(s, i);
-    if (n == 0) return true;
+    if (n == 0 || bidiLength(s, i) > 0) return true;
     i += n;
   }
   return false;
@@ -116,6 +133,20 @@ Status checkRegistration(const std::string& name, const Inventory& inv,
       const std::string pf = f + ".ports[" + std::to_string(p) + "]";
       for (const auto* v : {&port.state, &port.link_layer, &port.netdev}) {
         GDR_RETURN_IF_ERROR(text(pf, *v, st));
+      }
+      if (!std::isfinite(port.rate_gbps) || port.rate_gbps < 0 ||
+          port.rate_gbps > lim.max_port_rate_gbps) {
+        char buf[64];
+        std::snprintf(buf, sizeof(buf), "%g", port.rate_gbps);
+        return invalidArgument(pf + ".rate_gbps: " + buf + " is not a port rate (0.." +
+                                   std::to_string(static_cast<int>(lim.max_port_rate_gbps)) +
+                                   " Gb/s)",
+                               "report the port's rate as sysfs has it (docs/results-trust.md)");
+      }
+      if (port.state == "ACTIVE" && port.rate_gbps == 0) {
+        return invalidArgument(pf + ".rate_gbps: 0 on an ACTIVE port",
+                               "report the port's rate as sysfs has it (.../ports/N/rate); an "
+                               "active port has one (docs/results-trust.md)");
       }
       if (port.gids.size() > lim.gids_per_port) {
         return tooMany(pf + ".gids", port.gids.size(), lim.gids_per_port);
@@ -199,6 +230,8 @@ std::string cleanText(std::string_view s, size_t max_bytes) {
     if (out.size() + std::max<size_t>(n, 1) > max_bytes) break;
     if (c == '\n' || c == '\r' || c == '\t') {
       out += ' ';
+    } else if (n > 0 && bidiLength(s, i) > 0) {
+      out += '?';  // one mark for the whole control
     } else if (c < 0x20 || c == 0x7F || n == 0) {
       out += '?';
       n = 1;

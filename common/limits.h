@@ -29,6 +29,9 @@ struct RegistrationLimits {
   size_t labels = 32;
   size_t label_key = 63;  // A-Z a-z 0-9 . _ / -
   size_t label_value = 256;
+  // A port's rate: a number in 0..this (Gb/s; the fastest ports sold are 800 Gb/s), and above
+  // 0 on an ACTIVE port. It bounds the figures a worker's tests may report.
+  double max_port_rate_gbps = 1600;
 };
 
 // The wire-level bound that goes with RegistrationLimits: a registration within them is far
@@ -42,7 +45,9 @@ inline constexpr uint32_t kReportResultsPerPage = 50000;
 
 bool validWorkerName(std::string_view name, size_t max_len = RegistrationLimits{}.name);
 // kInvalidArgument naming `field` when `value` is longer than `max_bytes` or holds a control
-// character or invalid UTF-8 (for text a client sends: names, labels, selectors).
+// character or invalid UTF-8 (for text a client sends: names, labels, selectors). Control
+// characters here: C0, DEL, C1, and the Unicode bidirectional controls (U+061C, U+200E,
+// U+200F, U+202A..U+202E, U+2066..U+2069), which reorder what a terminal shows.
 Status checkText(const std::string& field, std::string_view value, size_t max_bytes);
 
 // kInvalidArgument naming the first field over a limit or holding a control character.
@@ -50,9 +55,9 @@ Status checkRegistration(const std::string& name, const Inventory& inv,
                          const std::map<std::string, std::string>& labels,
                          const RegistrationLimits& limits = {});
 
-// Text from a worker made safe for a terminal or a table: control characters (C0, DEL, C1) and
-// invalid UTF-8 become '?', line breaks and tabs a space; longer than max_bytes is cut (at a
-// character boundary) and marked.
+// Text from a worker made safe for a terminal or a table: control characters (C0, DEL, C1,
+// bidirectional controls) and invalid UTF-8 become '?', line breaks and tabs a space; longer than
+// max_bytes is cut (at a character boundary) and marked.
 std::string cleanText(std::string_view s, size_t max_bytes = 4096);
 
 }  // namespace gdrmesh

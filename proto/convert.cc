@@ -341,6 +341,7 @@ WorkerStatus fromProto(const pb::WorkerInfo& in) {
   w.active_tests = in.active_tests();
   w.labels.insert(in.labels().begin(), in.labels().end());
   w.inventory = fromProto(in.inventory());
+  w.findings.assign(in.findings().begin(), in.findings().end());
   return w;
 }
 

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace gdrmesh {
 
@@ -120,6 +121,48 @@ std::vector<PreflightCheck> checkExpectedInventory(const ClusterConfig& config,
     add("expect.transport." + t, "transport " + t + " usable", have,
         (have ? "usable" : "not usable" + why) + cls,
         "see the worker's notes (`gdrmesh workers --notes`) for why");
+  }
+  return out;
+}
+
+std::vector<std::string> registrationFindings(const ClusterConfig& config,
+                                              const std::string& worker,
+                                              const std::map<std::string, std::string>& labels,
+                                              const Inventory& inv, double* expected_rate_gbps) {
+  std::vector<std::string> out;
+  if (expected_rate_gbps != nullptr) *expected_rate_gbps = 0;
+  const HostClass* hc = config.classOf(worker, labels);
+  if (hc == nullptr) return out;
+  const auto& e = hc->expect;
+  const std::string cls = " (host class '" + hc->name + "' expects ";
+  auto fmt = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", v);
+    return std::string(buf);
+  };
+  if (e.nics && static_cast<int>(inv.nics.size()) != *e.nics) {
+    out.push_back("inventory.nics: " + std::to_string(inv.nics.size()) + " registered" + cls +
+                  std::to_string(*e.nics) + ")");
+  }
+  if (e.gpus && static_cast<int>(inv.gpus.size()) != *e.gpus) {
+    out.push_back("inventory.gpus: " + std::to_string(inv.gpus.size()) + " registered" + cls +
+                  std::to_string(*e.gpus) + ")");
+  }
+  if (e.nic_rate_gbps) {
+    if (expected_rate_gbps != nullptr) *expected_rate_gbps = *e.nic_rate_gbps;
+    for (const auto& n : inv.nics) {
+      if (n.ports.empty()) {
+        out.push_back("inventory.nics[" + n.name + "].ports: none registered" + cls +
+                      fmt(*e.nic_rate_gbps) + " Gb/s ports)");
+      }
+      for (const auto& p : n.ports) {
+        if (p.rate_gbps > *e.nic_rate_gbps) {
+          out.push_back("inventory.nics[" + n.name + "].ports[" + std::to_string(p.port) +
+                        "].rate_gbps: " + fmt(p.rate_gbps) + " registered" + cls +
+                        fmt(*e.nic_rate_gbps) + "; figures are bounded by that)");
+        }
+      }
+    }
   }
   return out;
 }

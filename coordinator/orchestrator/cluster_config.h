@@ -94,4 +94,16 @@ std::vector<PreflightCheck> checkExpectedInventory(const ClusterConfig& config,
                                                    const std::map<std::string, std::string>& labels,
                                                    const Inventory& inventory);
 
+// A registration against the expected inventory of its host class, as the coordinator sees it
+// when the worker registers: what the worker claims that its class contradicts (a NIC or GPU
+// count other than expected, a port rate above the class's, a NIC without ports). Each finding
+// names the field, the claim and the expectation; none when no class matches or it expects
+// nothing. `expected_rate_gbps` (may be null) gets the class's nic_rate_gbps, else 0: the
+// rate that bounds the worker's figures instead of the one it registered.
+std::vector<std::string> registrationFindings(const ClusterConfig& config,
+                                              const std::string& worker,
+                                              const std::map<std::string, std::string>& labels,
+                                              const Inventory& inventory,
+                                              double* expected_rate_gbps);
+
 }  // namespace gdrmesh

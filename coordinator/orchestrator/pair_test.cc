@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/capabilities.h"
+#include "common/limits.h"
 #include "common/pattern.h"
 #include "common/units.h"
 
@@ -77,7 +79,11 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
 
   SideSpec sideSpec(Role role) const;
   RunSpec runSpec() const;
-  void record(const EndpointDesc& d, EndpointRecord* e);
+  // mu_ held: what a prepared endpoint says about itself, where it fits what was asked.
+  void record(Role role, const EndpointDesc& d, EndpointRecord* e);
+  const std::string& nameOf(Role role) const {
+    return role == Role::kInitiator ? ep_.initiator->name : ep_.target->name;
+  }
 
   // Lean protocol.
   void leanPrepareTarget();
@@ -115,11 +121,21 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
     std::lock_guard<std::mutex> lock(mu_);
     phase_ = phase;
   }
-  void addOutcome(const SideOutcome& o);
+  // mu_ held: one side's reply. Only what that side was asked counts: integrity from the
+  // destination when `verify_asked`, figures from the side that measured (the initiator; the
+  // target too in a bidirectional test, for its own direction). Anything else it claims is a
+  // protocol violation.
+  void addOutcome(Role role, const SideOutcome& o, bool verify_asked);
+  // mu_ held: records a protocol violation by `role`'s worker; the test cannot pass.
+  void violation(Role role, const std::string& what);
+  // mu_ held: a result's reason, the violations (if any) first, then `why`.
+  std::string withViolations(const std::string& why);
   // Sealed test: checks the destination's digest against the source's pattern; on a mismatch
   // reveals the seed to the destination so it counts and locates the wrong bytes. Then `then`.
   void checkSealed(const std::function<void()>& then);
-  // Rejects figures no link could produce (verbs): above the ports' active rate. "" when fine.
+  // Rejects figures no link could produce: not finite or negative (any transport); verbs: a
+  // direction above the ports' rate (the expected rate of the host's class where the config
+  // declares one, else the registered rate), or no rate to bound it by. "" when fine.
   std::string impossibleFigures() const;
 
   const PairTestSpec spec_;
@@ -135,6 +151,10 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   EndpointDesc ini_desc_, tgt_desc_;
   bool ini_prepared_ = false, tgt_prepared_ = false;
   double staging_ = 0;
+  // Bidirectional test: the target's figures for its own direction (target -> initiator).
+  std::optional<Measurement> reverse_;
+  // Protocol violations, as "worker W: what"; reported through options_.on_violation.
+  std::vector<std::pair<std::string, std::string>> violations_;
   int pending_ = 0;  // classic: replies still expected in the current phase
   Status first_error_;
   std::string first_error_worker_;
@@ -230,11 +250,35 @@ RunSpec PairTestRun::runSpec() const {
   return rs;
 }
 
-void PairTestRun::record(const EndpointDesc& d, EndpointRecord* e) {
-  e->reg_path = d.reg_path == RegPath::kAuto ? RegPath::kHost : d.reg_path;
-  e->memory = d.memory;
+void PairTestRun::record(Role role, const EndpointDesc& d, EndpointRecord* e) {
+  // The record starts as asked (fillRecord). A side may only say which registration path its
+  // worker picked where the request left it open (auto on GPU memory: dmabuf, peermem or
+  // staged); memory, a named path and a named NIC are what was asked or a violation, and the
+  // record keeps what was asked.
+  const EndpointSelector& s = role == Role::kInitiator ? spec_.initiator : spec_.target;
+  const RegPath asked =
+      s.memory == MemoryKind::kHost && s.reg == RegPath::kAuto ? RegPath::kHost : s.reg;
+  const RegPath got = d.reg_path == RegPath::kAuto ? RegPath::kHost : d.reg_path;
+  const bool gpu_path =
+      got == RegPath::kDmabuf || got == RegPath::kPeermem || got == RegPath::kStaged;
+  if (d.memory != s.memory) {
+    violation(role, std::string("memory: its endpoint reports ") + toString(d.memory) +
+                        " memory, " + toString(s.memory) + " was asked");
+  } else if (asked == RegPath::kAuto ? !gpu_path : got != asked) {
+    violation(role, std::string("reg_path: its endpoint reports ") + toString(got) + ", " +
+                        toString(asked) + " was asked");
+  } else {
+    e->reg_path = got;
+  }
   if (const VerbsDesc* nic = d.nic()) {  // verbs, or the NIC a simulated worker plays
-    if (!nic->device.empty()) e->nic = nic->device;
+    if (!nic->device.empty()) {
+      if (s.device.empty() || nic->device == s.device) {
+        e->nic = nic->device;
+      } else {
+        violation(role, "nic: its endpoint reports " + cleanText(nic->device, 64) + ", " +
+                            s.device + " was asked");
+      }
+    }
     e->port = static_cast<int>(nic->port);
     e->gid_index = nic->gid_index;
   }
@@ -367,7 +411,7 @@ void PairTestRun::leanStart() {
       std::lock_guard<std::mutex> lock(self->mu_);
 
       self->ini_prepared_ = false;  // start releases the initiator
-      self->addOutcome(*o);
+      self->addOutcome(Role::kInitiator, *o, self->spec_.initiatorIsDestination());
     }
     self->leanFinish();
   });
@@ -382,7 +426,7 @@ void PairTestRun::leanFinish() {
     {
       std::lock_guard<std::mutex> lock(self->mu_);
       self->tgt_prepared_ = false;  // finish releases the target
-      self->addOutcome(*o);
+      self->addOutcome(Role::kTarget, *o, !self->spec_.initiatorIsDestination());
     }
     self->leanPassed();
   });
@@ -392,15 +436,10 @@ void PairTestRun::leanPassed() {
   Self self = shared_from_this();
   checkSealed([self] {
     std::unique_lock<std::mutex> lock(self->mu_);
-    if (!self->r_.integrity.ok()) {
-      std::string why = "data integrity: " + self->r_.integrity.toString();
-      lock.unlock();
-      return self->complete(TestStatus::kFailed, why);
-    }
-    std::string impossible = self->impossibleFigures();
+    std::string why = self->r_.integrity.ok() ? self->impossibleFigures()
+                                              : "data integrity: " + self->r_.integrity.toString();
     lock.unlock();
-    if (!impossible.empty()) return self->complete(TestStatus::kFailed, impossible);
-    self->complete(TestStatus::kPassed, "");
+    self->complete(why.empty() ? TestStatus::kPassed : TestStatus::kFailed, why);
   });
 }
 
@@ -439,13 +478,13 @@ void PairTestRun::leanJoined() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     fin = *finished_reply_;
-    addOutcome(started_->value());
+    addOutcome(Role::kInitiator, started_->value(), spec_.initiatorIsDestination());
   }
   if (!fin.ok()) return fail("verify", ep_.target->name, fin.status());
   mark("target finished");
   {
     std::lock_guard<std::mutex> lock(mu_);
-    addOutcome(*fin);
+    addOutcome(Role::kTarget, *fin, !spec_.initiatorIsDestination());
   }
   leanPassed();
 }
@@ -515,42 +554,130 @@ void PairTestRun::checkSealed(const std::function<void()>& then) {
 
 std::string PairTestRun::impossibleFigures() const {
   // mu_ held.
-  if (transport_ != TransportKind::kVerbs || !r_.measurement.has_bandwidth) return "";
-  const auto& bw = r_.measurement.bw;
-  const double directions = spec_.bidirectional ? 2.0 : 1.0;
+  char buf[400];
+  std::vector<std::pair<const char*, const Measurement*>> dirs;
+  if (r_.measurement.has_bandwidth) dirs.emplace_back("", &r_.measurement);
+  if (reverse_) dirs.emplace_back(" (target -> initiator)", &*reverse_);
+  for (const auto& [dir, m] : dirs) {
+    const auto& bw = m->bw;
+    for (double v : {bw.avg_gbps, bw.peak_gbps, bw.seconds, bw.msg_rate_mpps}) {
+      if (!std::isfinite(v) || v < 0) {
+        std::snprintf(buf, sizeof(buf),
+                      "impossible figure rejected%s: bandwidth %g Gb/s (peak %g, %g s): a figure "
+                      "is negative or not a number",
+                      dir, bw.avg_gbps, bw.peak_gbps, bw.seconds);
+        return buf;
+      }
+    }
+  }
+  if (r_.measurement.has_latency) {
+    const auto& l = r_.measurement.lat;
+    for (double v : {l.min_us, l.max_us, l.median_us, l.mean_us, l.stdev_us, l.p99_us, l.p999_us}) {
+      if (!std::isfinite(v) || v < 0) {
+        std::snprintf(buf, sizeof(buf),
+                      "impossible figure rejected: latency median %g us (min %g, max %g): a "
+                      "figure is negative or not a number",
+                      l.median_us, l.min_us, l.max_us);
+        return buf;
+      }
+    }
+  }
+  if (transport_ != TransportKind::kVerbs || dirs.empty()) return "";
+  // The rate one side's NIC can carry: its registered ports' rate, capped by the rate its host
+  // class expects (coordinator config). 0: nothing to bound by.
   auto port_rate = [](const WorkerStatus& w, const std::string& nic) {
     double rate = 0;
+    bool found = false;
     for (const auto& n : w.inventory.nics) {
       if (!nic.empty() && n.name != nic) continue;
-      for (const auto& p : n.ports) rate = std::max(rate, p.rate_gbps);
+      found = true;
+      for (const auto& p : n.ports) {
+        if (std::isfinite(p.rate_gbps)) rate = std::max(rate, p.rate_gbps);
+      }
+    }
+    if (w.expected_port_rate_gbps > 0) {
+      rate =
+          found && rate > 0 ? std::min(rate, w.expected_port_rate_gbps) : w.expected_port_rate_gbps;
     }
     return rate;
   };
   const double ini_rate = port_rate(*ep_.initiator, r_.initiator.nic);
   const double tgt_rate = port_rate(*ep_.target, r_.target.nic);
   const double link = std::min(ini_rate, tgt_rate);
-  char buf[320];
-  if (link > 0 && bw.avg_gbps > link * directions * 1.05) {
-    std::snprintf(buf, sizeof(buf),
-                  "impossible figure rejected: %.1f Gb/s reported, above the ports' active rate "
-                  "(%.0f Gb/s%s)",
-                  bw.avg_gbps, link * directions, directions > 1 ? ", both directions" : "");
-    return buf;
+  if (!(link > 0)) {
+    const bool ini_unknown = !(ini_rate > 0);
+    const WorkerStatus& w = ini_unknown ? *ep_.initiator : *ep_.target;
+    const std::string& nic = ini_unknown ? r_.initiator.nic : r_.target.nic;
+    return "impossible figure rejected: " + w.name + " registered no port rate for NIC " +
+           (nic.empty() ? std::string("(any)") : cleanText(nic, 64)) +
+           ", so no figure over it can be bounded (fix: declare the host class's nic_rate_gbps "
+           "in the coordinator's config, or check the port with `ibstat`)";
+  }
+  for (const auto& [dir, m] : dirs) {
+    if (m->bw.avg_gbps > link * 1.05) {
+      std::snprintf(buf, sizeof(buf),
+                    "impossible figure rejected%s: %.1f Gb/s reported, above the ports' rate "
+                    "(%.0f Gb/s)",
+                    dir, m->bw.avg_gbps, link);
+      return buf;
+    }
   }
   return "";
 }
 
-void PairTestRun::addOutcome(const SideOutcome& o) {
+void PairTestRun::violation(Role role, const std::string& what) {
   // mu_ held.
-  if (o.has_measurement && (o.measurement.has_bandwidth || o.measurement.has_latency)) {
-    r_.measurement = o.measurement;
-    if (spec_.duration_seconds > 0) r_.iterations = o.measurement.iterations;
+  violations_.emplace_back(nameOf(role), what);
+}
+
+std::string PairTestRun::withViolations(const std::string& why) {
+  // mu_ held.
+  std::string out;
+  for (const auto& [worker, what] : violations_) {
+    out += (out.empty() ? "" : "; ") + ("protocol violation by worker " + worker + ": " + what);
   }
-  if (o.verified) r_.integrity = o.integrity;
-  if (o.path_mtu > 0) r_.path_mtu = static_cast<int>(o.path_mtu);
+  if (out.empty()) return why;
+  return why.empty() ? out : out + "; " + why;
+}
+
+void PairTestRun::addOutcome(Role role, const SideOutcome& o, bool verify_asked) {
+  // mu_ held.
+  const bool is_ini = role == Role::kInitiator;
+  const Measurement& m = o.measurement;
+  if (o.has_measurement && (m.has_bandwidth || m.has_latency)) {
+    if (is_ini) {
+      r_.measurement = m;
+      if (spec_.duration_seconds > 0) r_.iterations = m.iterations;
+    } else if (spec_.bidirectional && m.has_bandwidth && !m.has_latency) {
+      reverse_ = m;  // its own direction
+    } else {
+      char buf[64] = "latency";
+      if (m.has_bandwidth) std::snprintf(buf, sizeof(buf), "%.1f Gb/s", m.bw.avg_gbps);
+      violation(role, std::string("measurement: the target sent figures (") + buf +
+                          ") where only the initiator measures; the initiator's are kept");
+    }
+  }
+  if (o.verified) {
+    if (verify_asked) {
+      r_.integrity = o.integrity;
+    } else {
+      violation(role,
+                std::string("integrity: the ") + (is_ini ? "initiator" : "target") +
+                    " sent an integrity report it was not asked for (" +
+                    (is_ini == spec_.initiatorIsDestination() ? "its verification was not requested"
+                                                              : "it is the source of this test") +
+                    "); only the destination's requested report counts");
+    }
+  }
+  if (o.path_mtu > 0 && (is_ini || r_.path_mtu == 0)) r_.path_mtu = static_cast<int>(o.path_mtu);
   // Each side's staging_seconds covers all of its GPU<->host copies (the channel folds a
-  // classic run's measurement.staging_seconds into it).
-  staging_ += o.staging_seconds;
+  // classic run's measurement.staging_seconds into it). Time cannot run backwards.
+  if (std::isfinite(o.staging_seconds) && o.staging_seconds >= 0) {
+    staging_ += o.staging_seconds;
+  } else {
+    violation(role, "staging_seconds: " + std::to_string(o.staging_seconds) +
+                        " is negative or not a number");
+  }
 }
 
 // ------------------------------------------------------------------ classic protocol
@@ -559,7 +686,7 @@ void PairTestRun::recordPrepared(Role role, const EndpointDesc& d) {
   const bool is_ini = role == Role::kInitiator;
   (is_ini ? ini_desc_ : tgt_desc_) = d;
   (is_ini ? ini_prepared_ : tgt_prepared_) = true;
-  record(d, is_ini ? &r_.initiator : &r_.target);
+  record(role, d, is_ini ? &r_.initiator : &r_.target);
 }
 
 void PairTestRun::joinPhase(const char* phase, Role role, const Status& st,
@@ -631,7 +758,7 @@ void PairTestRun::classicRun() {
     {
       std::lock_guard<std::mutex> lock(self->mu_);
       if (o.ok()) {
-        self->addOutcome(*o);
+        self->addOutcome(role, *o, false);  // a run verifies nothing
       } else {
         // The first side to fail aborts the other at once instead of waiting out its run.
         abort_other = self->first_error_.ok() && self->pending_ > 1;
@@ -658,21 +785,20 @@ void PairTestRun::classicVerify() {
   const std::string who = ini_dest ? ep_.initiator->name : ep_.target->name;
   Self self = shared_from_this();
   dest.verify(ini_dest ? r_.test_id : tgt_sid_, spec_.message_size, 0, cmdDeadline(),
-              [self, who](Result<SideOutcome> o) {
+              [self, who, ini_dest](Result<SideOutcome> o) {
                 if (!o.ok()) return self->fail("verify", who, o.status());
                 {
                   std::lock_guard<std::mutex> lock(self->mu_);
-                  self->addOutcome(*o);
+                  self->addOutcome(ini_dest ? Role::kInitiator : Role::kTarget, *o, true);
                 }
                 self->checkSealed([self] {
                   std::unique_lock<std::mutex> lock(self->mu_);
-                  bool ok = self->r_.integrity.ok();
-                  std::string why = ok ? "" : "data integrity: " + self->r_.integrity.toString();
-                  if (ok) why = self->impossibleFigures();
-                  ok = why.empty();
+                  std::string why = self->r_.integrity.ok()
+                                        ? self->impossibleFigures()
+                                        : "data integrity: " + self->r_.integrity.toString();
                   lock.unlock();
                   self->releaseAll("done");
-                  self->complete(ok ? TestStatus::kPassed : TestStatus::kFailed, why);
+                  self->complete(why.empty() ? TestStatus::kPassed : TestStatus::kFailed, why);
                 });
               });
 }
@@ -768,10 +894,31 @@ void PairTestRun::complete(TestStatus status, std::string reason, bool transient
   if (finished_.exchange(true)) return;
   PairTestOutcome out;
   std::unique_ptr<LossSubscription> ini_loss, tgt_loss;
+  std::vector<std::pair<std::string, std::string>> violations;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ini_loss = std::move(ini_loss_);
     tgt_loss = std::move(tgt_loss_);
+    violations = violations_;
+    if (!violations_.empty()) {
+      // A reply that claimed what it was not asked: the test cannot pass, whatever else it saw.
+      if (status != TestStatus::kFailed && status != TestStatus::kError) {
+        status = TestStatus::kFailed;
+        transient = false;
+      }
+      reason = withViolations(reason);
+    }
+    if (reverse_ && r_.measurement.has_bandwidth) {
+      // Bidirectional: both directions together, each as its sender measured it.
+      auto& bw = r_.measurement.bw;
+      const auto& rev = reverse_->bw;
+      bw.bytes += rev.bytes;
+      bw.messages += rev.messages;
+      bw.seconds = std::max(bw.seconds, rev.seconds);
+      bw.avg_gbps += rev.avg_gbps;
+      bw.peak_gbps += rev.peak_gbps;
+      bw.msg_rate_mpps += rev.msg_rate_mpps;
+    }
     if (staging_ > 0 && r_.measurement.has_bandwidth) {
       // Staged path: the host<->GPU copies are part of the transfer time.
       r_.measurement.staging_seconds = staging_;
@@ -808,6 +955,9 @@ void PairTestRun::complete(TestStatus status, std::string reason, bool transient
   // callback running on another thread now is waited for; it finds finished_ set).
   ini_loss.reset();
   tgt_loss.reset();
+  if (options_.on_violation) {
+    for (const auto& [worker, what] : violations) options_.on_violation(worker, what);
+  }
   auto done = std::move(done_);
   done(std::move(out));
 }

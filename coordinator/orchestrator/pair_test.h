@@ -15,6 +15,13 @@
 // Classic protocol (rdma_cm, whose connect is a handshake both sides must be in at once):
 // prepare both, connect both, run both, verify the destination, release both.
 //
+// What counts of each reply (docs/results-trust.md): integrity only from the destination, and
+// only from the reply that asked it to verify; figures only from the side that measured (the
+// initiator; the target too for its own direction of a bidirectional test); an endpoint's
+// memory, registration path and NIC only as asked (auto: the worker's pick). A reply that claims
+// anything else is a protocol violation: ignored, the test FAILED naming the worker, and
+// PairTestOptions::on_violation told.
+//
 // Every fabric failure becomes a FAILED/SKIPPED result with the phase, the worker and the
 // reason; a lost worker is named as such, and ends the test as soon as it is declared lost
 // (WorkerChannel::onLost), whichever side the test is waiting on. Both sides are released on
@@ -42,6 +49,12 @@ struct PairTestOptions {
   // A loss shown meanwhile ends the test at once. (A running test hears of either worker's
   // loss through WorkerChannel::onLost, whatever it is waiting on: nothing polls.)
   double lost_grace_seconds = 2;
+  // Told of every protocol violation (a reply that claims what its side was not asked, or a
+  // prepared endpoint that is not what was asked: docs/results-trust.md), once per violation,
+  // before the test's `done`, from any thread, without the test's lock held: `worker` is the
+  // worker that sent it, `what` names the field and the claim. The test itself is FAILED with
+  // the violation in its reason. Unset: the reason is the only record.
+  std::function<void(const std::string& worker, const std::string& what)> on_violation;
 };
 
 // A finished pair test: the row to store, and whether a retry may help (transient errors:

@@ -79,13 +79,15 @@ class WorkerStream final
   };
 
   WorkerStream(Registry& registry, ResultStore& store, Clock& clock, int heartbeat_ms, bool tls,
-               RevocationList* revoked, int register_deadline_ms, grpc::CallbackServerContext* ctx)
+               RevocationList* revoked, const ClusterConfig* config, int register_deadline_ms,
+               grpc::CallbackServerContext* ctx)
       : registry_(registry),
         store_(store),
         clock_(clock),
         heartbeat_ms_(heartbeat_ms),
         tls_(tls),
         revoked_(revoked),
+        config_(config),
         ctx_(ctx),
         handle_(std::make_shared<Handle>()) {
     handle_->stream = this;
@@ -223,6 +225,19 @@ class WorkerStream final
     w.last_heartbeat_ms = w.connected_ms;
     w.simulated = reg.simulated();
     simulated_ = w.simulated;
+    if (!w.simulated) {
+      // The cluster config's expected inventory for the worker's host class: a registration
+      // that contradicts it is flagged (not refused: a degraded host must still be tested), and
+      // the class's port rate, not the registered one, bounds the worker's figures.
+      w.findings =
+          registrationFindings(*config_, name_, w.labels, w.inventory, &w.expected_port_rate_gbps);
+      for (const auto& f : w.findings) {
+        std::fprintf(stderr,
+                     "gdrmesh coordinator: WARNING: worker %s registration contradicts the "
+                     "config: %s\n",
+                     name_.c_str(), f.c_str());
+      }
+    }
     if (w.simulated) {
       // A simulated worker offers only the simulated transport, whatever it claims.
       w.inventory.transports = {toString(TransportKind::kSimulated)};
@@ -299,8 +314,9 @@ class WorkerStream final
   Clock& clock_;
   const int heartbeat_ms_;
   const bool tls_;
-  RevocationList* const revoked_;  // null: no --crl
-  CertInfo cert_;                  // the registered worker's certificate (TLS)
+  RevocationList* const revoked_;      // null: no --crl
+  const ClusterConfig* const config_;  // never null (empty: no --config)
+  CertInfo cert_;                      // the registered worker's certificate (TLS)
   uint64_t checked_generation_ = 0;
   grpc::CallbackServerContext* ctx_;
   std::shared_ptr<Handle> handle_;
@@ -329,7 +345,7 @@ class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Cal
       grpc::CallbackServerContext* ctx) override {
     return new WorkerStream(s_.registry_, s_.store_, s_.clock_, s_.options_.heartbeat_interval_ms,
                             s_.options_.tls.has_value(), s_.options_.revoked.get(),
-                            s_.options_.register_deadline_ms, ctx);
+                            s_.config_.get(), s_.options_.register_deadline_ms, ctx);
   }
 
  private:
@@ -407,6 +423,7 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
       w->set_peer(st.peer);
       w->set_active_tests(st.active_tests);
       w->mutable_labels()->insert(st.labels.begin(), st.labels.end());
+      for (const auto& f : st.findings) w->add_findings(f);
     }
     return grpc::Status::OK;
   }
@@ -465,7 +482,7 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
       std::fprintf(stderr, "gdrmesh coordinator: test %s runs unmarked: %s\n", test_id.c_str(),
                    marked.toString().c_str());
     }
-    runPairTest(spec, ep, s_.clock_, s_.options_.pair, test_id, newSeed(),
+    runPairTest(spec, ep, s_.clock_, s_.pair_, test_id, newSeed(),
                 [&promise](PairTestOutcome o) { promise.set_value(std::move(o)); });
     TestResult r = future.get().result;
     st = s_.storeResult(r);
@@ -717,8 +734,27 @@ CoordinatorServer::CoordinatorServer(CoordinatorOptions options, ResultStore& st
       clock_(clock),
       writer_(store, ResultWriter::Options{}),
       history_(store, sweeps, registry_) {
+  auto config = std::make_shared<ClusterConfig>();
+  if (!options_.config_yaml.empty() && options_.parse_config) {
+    auto parsed = options_.parse_config(options_.config_yaml);
+    if (parsed.ok()) {
+      *config = std::move(parsed).value();
+    } else {
+      std::fprintf(stderr, "gdrmesh coordinator: config: %s (no expected inventory checked)\n",
+                   parsed.status().toString().c_str());
+    }
+  }
+  config_ = std::move(config);
+  pair_ = options_.pair;
+  pair_.on_violation = [this](const std::string& worker, const std::string& what) {
+    const uint64_t n = registry_.noteViolation(worker, what);
+    std::fprintf(stderr,
+                 "gdrmesh coordinator: WARNING: protocol violation by worker %s (%llu so far): "
+                 "%s\n",
+                 worker.c_str(), static_cast<unsigned long long>(n), what.c_str());
+  };
   SweepManagerOptions so = options_.sweeps;
-  so.executor.pair = options_.pair;
+  so.executor.pair = pair_;
   sweep_manager_ = std::make_unique<SweepManager>(registry_, clock_, sweep_store_, store_, writer_,
                                                   codec_, options_.parse_config, so);
   starter_ = std::make_unique<Starter>(*this);

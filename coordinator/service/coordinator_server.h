@@ -112,6 +112,11 @@ class CoordinatorServer {
   Status recordInterruptedTests();
 
   const CoordinatorOptions options_;
+  // options_.config_yaml parsed (empty when none): host classes' expected inventory checks
+  // each registration and bounds its figures.
+  std::shared_ptr<const ClusterConfig> config_;
+  // options_.pair, with protocol violations logged and counted against the worker.
+  PairTestOptions pair_;
   ResultStore& store_;
   SweepStore& sweep_store_;
   Clock& clock_;

@@ -1,5 +1,7 @@
 #include "coordinator/service/registry.h"
 
+#include <algorithm>
+
 namespace gdrmesh {
 
 Status Registry::add(WorkerStatus status, std::shared_ptr<WorkerLink> link) {
@@ -11,6 +13,9 @@ Status Registry::add(WorkerStatus status, std::shared_ptr<WorkerLink> link) {
         "give each worker a unique --name");
   }
   status.state = "online";
+  if (auto v = violations_.find(status.name); v != violations_.end()) {
+    status.findings.push_back(v->second.finding());  // a reconnection does not clear them
+  }
   WorkerEntry e;
   const std::string name = status.name;
   e.status = std::make_shared<const WorkerStatus>(std::move(status));
@@ -109,6 +114,28 @@ Result<WorkerEntry> Registry::forget(const std::string& name, bool force,
     e.channel.reset();
   }
   return e;
+}
+
+std::string Registry::Violations::finding() const {
+  return std::to_string(count) + " protocol violation" + (count == 1 ? "" : "s") +
+         " in pair tests, last: " + last;
+}
+
+uint64_t Registry::noteViolation(const std::string& name, const std::string& what) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Violations& v = violations_[name];
+  const std::string before = v.count > 0 ? v.finding() : "";
+  ++v.count;
+  v.last = what;
+  auto it = workers_.find(name);
+  if (it != workers_.end()) {
+    auto s = std::make_shared<WorkerStatus>(*it->second.status);
+    auto& f = s->findings;
+    f.erase(std::remove(f.begin(), f.end(), before), f.end());
+    f.push_back(v.finding());
+    it->second.status = std::move(s);
+  }
+  return v.count;
 }
 
 std::vector<WorkerStatus> Registry::list() const {

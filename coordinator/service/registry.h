@@ -50,6 +50,10 @@ class Registry final : public WorkerDirectory {
   // after which the worker may register again.
   Result<WorkerEntry> forget(const std::string& name, bool force,
                              const std::function<Status()>& also = {});
+  // A protocol violation by `name` (a pair test's reply claimed what it was not asked):
+  // counted against the worker, shown in its findings ("3 protocol violations, last: ...")
+  // for as long as this coordinator runs, across reconnections. Returns the count so far.
+  uint64_t noteViolation(const std::string& name, const std::string& what);
 
   // WorkerDirectory
   std::vector<WorkerStatus> list() const override;
@@ -57,8 +61,14 @@ class Registry final : public WorkerDirectory {
   std::shared_ptr<WorkerChannel> channel(const std::string& name) const override;
 
  private:
-  mutable std::mutex mu_;  // guards workers_
+  struct Violations {
+    uint64_t count = 0;
+    std::string last;
+    std::string finding() const;
+  };
+  mutable std::mutex mu_;  // guards workers_, violations_
   std::map<std::string, WorkerEntry> workers_;
+  std::map<std::string, Violations> violations_;
 };
 
 }  // namespace gdrmesh

@@ -68,6 +68,31 @@ IntegrityReport FakeWorkerChannel::landed(const std::string& id, uint64_t len,
   return ir;
 }
 
+void FakeWorkerChannel::claim(const std::string& id, uint64_t len, const FakeBehaviour& b,
+                              SideOutcome* o) {
+  if (b.claim_integrity && !o->verified) {
+    uint64_t fill = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = sides_.find(id);
+      if (it != sides_.end()) fill = it->second.fill_seed;
+    }
+    o->verified = true;
+    o->integrity.bytes_checked = len;
+    o->integrity.where = "gpu:0";
+    o->integrity.digested = true;
+    o->integrity.digest = digestPattern(fill, len);
+  }
+  if (b.claim_gbps > 0) {
+    o->has_measurement = true;
+    o->measurement.has_bandwidth = true;
+    o->measurement.message_size = len;
+    o->measurement.bw.avg_gbps = b.claim_gbps;
+    o->measurement.bw.peak_gbps = b.claim_gbps;
+    o->measurement.bw.seconds = b.run_seconds;
+  }
+}
+
 void FakeWorkerChannel::signalEnd(const std::string& test_id) {
   std::function<void()> end;
   {
@@ -215,6 +240,7 @@ void FakeWorkerChannel::prepareFinishing(const PrepareCommand& c, Deadline deadl
           o.verified = true;
           o.integrity = landed(fin.test_id, fin.verify_length, b);
         }
+        claim(fin.test_id, fin.verify_length, b, &o);
         answer(o);
       });
     };
@@ -254,8 +280,12 @@ void FakeWorkerChannel::prepare(const PrepareCommand& c, Deadline deadline,
                           return b.fail_prepare;
                         }
                         EndpointDesc d;
-                        d.memory = side.memory;
-                        d.reg_path = side.reg == RegPath::kAuto ? RegPath::kHost : side.reg;
+                        d.memory = b.claim_memory.value_or(side.memory);
+                        // auto: a GPU side registers through dma-buf, a host side as host.
+                        d.reg_path = b.claim_reg.value_or(side.reg != RegPath::kAuto ? side.reg
+                                                          : side.memory == MemoryKind::kCuda
+                                                              ? RegPath::kDmabuf
+                                                              : RegPath::kHost);
                         VerbsDesc nic;
                         nic.device = side.endpoint.device.empty() ? "mlx5_0" : side.endpoint.device;
                         nic.port = 1;
@@ -288,9 +318,18 @@ void FakeWorkerChannel::run(const std::string& test_id, const RunSpec& spec, Dea
                             Done<SideOutcome> done) {
   note("run " + test_id);
   FakeBehaviour b = behaviour;
+  Role role = Role::kInitiator;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sides_.find(test_id);
+    if (it != sides_.end()) role = it->second.endpoint.role;
+  }
   reply<SideOutcome>("run", b.run_seconds, deadline, std::move(done),
-                     [b, spec, this]() -> Result<SideOutcome> {
+                     [b, spec, role, this]() -> Result<SideOutcome> {
                        if (!b.fail_run.ok()) return b.fail_run;
+                       // As a worker: the initiator measures; the target only its own
+                       // direction of a bidirectional run.
+                       if (role == Role::kTarget && !spec.bidirectional) return SideOutcome{};
                        return measured(spec);
                      });
 }
@@ -360,6 +399,9 @@ void FakeWorkerChannel::start(const StartCommand& c, Deadline deadline, Done<Sid
                          o.verified = true;
                          o.integrity = landed(cmd.test_id, cmd.verify_length, b);
                        }
+                       FakeBehaviour rogue = b;
+                       rogue.claim_gbps = 0;  // an initiator's figures are its own to report
+                       claim(cmd.test_id, cmd.verify_length, rogue, &o);
                        return o;
                      });
 }
@@ -376,6 +418,7 @@ void FakeWorkerChannel::finish(const FinishCommand& c, Deadline deadline, Done<S
                          o.verified = true;
                          o.integrity = landed(cmd.test_id, cmd.verify_length, b);
                        }
+                       claim(cmd.test_id, cmd.verify_length, b, &o);
                        return o;
                      });
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,6 +36,15 @@ struct FakeBehaviour {
   // A destination that answers a sealed test as an old or forged worker would: "checked, no
   // wrong byte", no digest.
   bool claim_check = false;
+  // Rogue claims (docs/results-trust.md): every start/finish reply carries an integrity report
+  // whether asked or not (a digest of this side's own pattern: what a rogue source can always
+  // compute), and a target's finish carries figures at claim_gbps (> 0) although a target
+  // measures nothing in a one-way test.
+  bool claim_integrity = false;
+  double claim_gbps = 0;
+  // A prepare reply that describes other memory or another registration path than was asked.
+  std::optional<MemoryKind> claim_memory;
+  std::optional<RegPath> claim_reg;
 };
 
 class FakeWorkerChannel final : public WorkerChannel {
@@ -90,6 +100,8 @@ class FakeWorkerChannel final : public WorkerChannel {
   // What the destination of `id` reports about `len` landed bytes: a digest in a sealed test
   // (withheld seed), else a check.
   IntegrityReport landed(const std::string& id, uint64_t len, const FakeBehaviour& b);
+  // Adds the rogue claims of `b` to a reply of session `id` (start or finish).
+  void claim(const std::string& id, uint64_t len, const FakeBehaviour& b, SideOutcome* o);
 
   const std::string name_;
   Clock& clock_;

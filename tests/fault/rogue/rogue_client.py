@@ -5,14 +5,21 @@ write it (issue #9). It sends malformed, oversized, out-of-order and impersonati
 plays fake workers that try to get forged results stored. Each probe states the answer it
 expects; the coordinator must give a clear status, keep serving, and store no forged result.
 
-Usage: rogue_client.py --addr HOST:PORT --proto-dir DIR --honest-worker NAME [--db FILE]
+Every connection is mutual TLS, as an attacker holding stolen or rogue *worker certificates*
+of the cluster CA would make it (issue #23): each fake worker presents the certificate of its own
+name (--pki DIR/NAME/{ca,cert,key}.pem), the control client an admin certificate.
+
+Usage: rogue_client.py --addr HOST:PORT --proto-dir DIR --pki DIR --admin NAME
+                       --honest-worker NAME [--db FILE]
 Prints one line per probe and a summary; exits 1 when any probe got an unexpected answer.
 """
 import argparse
 import importlib
 import os
 import queue
+import socket
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
@@ -107,11 +114,12 @@ class RogueWorker:
             self.ended.set()
 
 
-def inventory(pb, host, rate_gbps=400.0, gpus=1, transports=("emulated",)):
+def inventory(pb, host, rate_gbps=400.0, gpus=1, transports=("emulated",), ports=True):
     inv = pb.Inventory(hostname=host, worker_version="rogue")
     nic = inv.nics.add(name="mlx5_0")
-    port = nic.ports.add(port=1, state="ACTIVE", link_layer="Ethernet", rate_gbps=rate_gbps)
-    port.gids.add(index=0, gid="fe80:0000:0000:0000:0000:0000:0000:0001", type="RoCE v2")
+    if ports:
+        port = nic.ports.add(port=1, state="ACTIVE", link_layer="Ethernet", rate_gbps=rate_gbps)
+        port.gids.add(index=0, gid="fe80:0000:0000:0000:0000:0000:0000:0001", type="RoCE v2")
     for i in range(gpus):
         inv.gpus.add(index=i, name="NVIDIA H100", dma_buf_supported=True,
                      gpu_direct_rdma_supported=True)
@@ -120,28 +128,95 @@ def inventory(pb, host, rate_gbps=400.0, gpus=1, transports=("emulated",)):
     return inv
 
 
-def forger(pb, mode, peers):
-    """Answers like a worker that moves no data and claims a perfect 400 Gb/s run.
+M64 = (1 << 64) - 1
+
+
+def splitmix(x):
+    x = (x + 0x9E3779B97F4A7C15) & M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def digest_pattern(seed, length):
+    """common/pattern.h digestPattern, in Python."""
+    total = 0
+    for i in range((length + 7) // 8):
+        w = splitmix((seed + i * 0x9E3779B97F4A7C15) & M64)
+        if (i + 1) * 8 > length:
+            w &= (1 << (8 * (length - i * 8))) - 1
+        total = (total + splitmix(w ^ ((i * 0xD1B54A32D192ED03) & M64))) & M64
+    return total
+
+
+def digest_bytes(data):
+    """common/pattern.h digestBytes, in Python: what a destination reports of landed data."""
+    data = bytes(data) + b"\0" * (-len(data) % 8)
+    total = 0
+    for i, (w,) in enumerate(struct.iter_unpack("<Q", data)):
+        total = (total + splitmix(w ^ ((i * 0xD1B54A32D192ED03) & M64))) & M64
+    return total
+
+
+class DataServer:
+    """The target's side of the emulated transport (worker/transport/emulated/frame.h), so that
+    an honest initiator really moves data to or from a rogue target: HELLO, WRITE (kept), READ
+    (answered with zeros: the rogue never fills its buffer), END, each acknowledged."""
+    HEADER = struct.Struct("<IB3xIIQQQ")  # magic, type, key, error, offset, length, seq: 40 B
+    MAGIC = 0x45524447
+
+    def __init__(self, size):
+        self.key = 0x5EED1 | 1
+        self.buffer = bytearray(size)
+        self.landed = 0  # bytes of the largest write
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _read(self, conn, n):
+        out = bytearray()
+        while len(out) < n:
+            chunk = conn.recv(n - len(out))
+            if not chunk:
+                raise EOFError
+            out += chunk
+        return out
+
+    def _serve(self):
+        conn, _ = self.sock.accept()
+        try:
+            while True:
+                magic, kind, key, _, offset, length, seq = self.HEADER.unpack(
+                    self._read(conn, self.HEADER.size))
+                if kind in (2, 5):  # WRITE, SEND: payload lands
+                    data = self._read(conn, length)
+                    off = 0 if kind == 5 else offset
+                    self.buffer[off:off + length] = data
+                    self.landed = max(self.landed, off + length)
+                if kind == 3:  # READ request: READ response with (zero) payload
+                    conn.sendall(self.HEADER.pack(self.MAGIC, 4, 0, 0, offset, length, seq) +
+                                 bytes(self.buffer[offset:offset + length]))
+                    continue
+                conn.sendall(self.HEADER.pack(self.MAGIC, 6, 0, 0, 0, 0, seq))  # ACK
+        except (EOFError, OSError):
+            pass
+        finally:
+            conn.close()
+
+
+def forger(pb, mode, peers, gbps=400.0, claim_memory=None, target_gbps=0.0, unasked_digest=False):
+    """Answers like a worker that moves no data and claims a perfect `gbps` run.
     mode: 'claim' (says 'checked, 0 wrong'), 'guess' (makes up a digest), 'collude' (computes
-    the digest from the initiator's seed, which it shares with its partner in this process)."""
-
-    def digest_pattern(seed, length):
-        # common/pattern.h, in Python.
-        M = (1 << 64) - 1
-
-        def splitmix(x):
-            x = (x + 0x9E3779B97F4A7C15) & M
-            x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M
-            x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M
-            return x ^ (x >> 31)
-
-        total = 0
-        for i in range((length + 7) // 8):
-            w = splitmix((seed + i * 0x9E3779B97F4A7C15) & M)
-            if (i + 1) * 8 > length:
-                w &= (1 << (8 * (length - i * 8))) - 1
-            total = (total + splitmix(w ^ ((i * 0xD1B54A32D192ED03) & M))) & M
-        return total
+    the digest from the initiator's seed, which it shares with its partner in this process),
+    'serve' (a real emulated data path, DataServer: an honest initiator moves data to or from
+    it; its finish reports a digest of what landed when asked, and a digest of its own pattern
+    when not asked, as a rogue source of a read can).
+    claim_memory: (memory, reg_path) its prepare reports whatever was asked.
+    target_gbps: figures its finish sends although a target measures nothing.
+    unasked_digest ('serve'): its finish sends a digest although it was not asked to verify."""
+    servers = {}
 
     def answer(cmd):
         r = pb.CommandReply(request_id=cmd.request_id)
@@ -150,28 +225,56 @@ def forger(pb, mode, peers):
         if kind == "prepare":
             spec = cmd.prepare.spec
             peers[spec.role] = spec.fill_seed
+            peers["own"] = spec.fill_seed
             d = r.prepare.local
             d.transport = spec.transport
             d.memory = spec.memory
             d.reg_path = pb.REG_PATH_DMABUF if spec.memory == pb.MEMORY_KIND_CUDA else pb.REG_PATH_HOST
+            if claim_memory is not None:
+                d.memory, d.reg_path = claim_memory
             d.device = "mlx5_0"
             d.port = 1
             d.tcp_host = "127.0.0.1"
             d.tcp_port = 9
             d.length = spec.buffer_size
+            if mode == "serve":
+                srv = DataServer(spec.buffer_size)
+                servers["data"] = srv
+                d.tcp_port = srv.port
+                d.rkey = srv.key
         elif kind == "start":
             m = r.start.measurement
             m.message_size = cmd.start.run.message_size
             m.iterations = cmd.start.run.iterations
             m.bw.bytes = m.message_size * m.iterations
             m.bw.messages = m.iterations
-            m.bw.seconds = m.bw.bytes * 8 / 400e9
-            m.bw.avg_gbps = 400.0
-            m.bw.peak_gbps = 400.0
+            m.bw.seconds = m.bw.bytes * 8 / (gbps * 1e9)
+            m.bw.avg_gbps = gbps
+            m.bw.peak_gbps = gbps
             r.start.path_mtu = 4096
         elif kind == "finish":
-            ig = r.finish.integrity
             length = cmd.finish.verify_length
+            if target_gbps > 0:
+                m = r.finish.measurement
+                m.message_size = length
+                m.bw.bytes = length * 100
+                m.bw.messages = 100
+                m.bw.seconds = m.bw.bytes * 8 / (target_gbps * 1e9)
+                m.bw.avg_gbps = target_gbps
+                m.bw.peak_gbps = target_gbps
+            if mode == "serve":
+                srv = servers["data"]
+                if cmd.finish.verify or unasked_digest:
+                    ig = r.finish.integrity
+                    ig.digested = True
+                    ig.bytes_checked = length
+                    ig.where = "host"
+                    # Asked: what landed. Not asked (the source of a read): its own pattern,
+                    # whose digest the coordinator expects of the honest destination.
+                    ig.digest = (digest_bytes(srv.buffer[:length]) if cmd.finish.verify
+                                 else digest_pattern(peers["own"], length))
+                return r
+            ig = r.finish.integrity
             if mode == "claim":
                 ig.checked = True
                 ig.bytes_checked = length
@@ -198,14 +301,28 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--addr", required=True)
     ap.add_argument("--proto-dir", required=True)
+    ap.add_argument("--pki", required=True, help="DIR/NAME/{ca,cert,key}.pem per identity")
+    ap.add_argument("--admin", required=True, help="the admin identity under --pki")
     ap.add_argument("--honest-worker", required=True)
     ap.add_argument("--db", default="")
     args = ap.parse_args()
     pb, rpc = load_stubs(args.proto_dir)
-    channel = grpc.insecure_channel(args.addr, options=[
-        ("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)])
-    grpc.channel_ready_future(channel).result(timeout=bound(10))
+
+    def channel_for(name):
+        """A mutual-TLS channel presenting the certificate of `name` (issued by run_rogue.sh)."""
+        def read(f):
+            with open(os.path.join(args.pki, name, f), "rb") as fh:
+                return fh.read()
+        creds = grpc.ssl_channel_credentials(read("ca.pem"), read("key.pem"), read("cert.pem"))
+        ch = grpc.secure_channel(args.addr, creds, options=[
+            ("grpc.max_send_message_length", 64 << 20),
+            ("grpc.max_receive_message_length", 64 << 20)])
+        grpc.channel_ready_future(ch).result(timeout=bound(10))
+        return ch
+
+    channel = channel_for(args.admin)
     control = rpc.ControlServiceStub(channel)
+    probe_channel = channel_for("rogue-probe")  # a worker certificate of the cluster CA
 
     def serving():
         c, d = code_of(lambda: control.ListWorkers(pb.ListWorkersRequest(), timeout=bound(10)))
@@ -233,7 +350,7 @@ def main():
               f"{c} {d[:80]}")
 
     # 2. Malformed bytes on the worker stream.
-    raw_stream = channel.stream_stream("/gdrmesh.v1.WorkerService/Connect",
+    raw_stream = probe_channel.stream_stream("/gdrmesh.v1.WorkerService/Connect",
                                        request_serializer=None, response_deserializer=None)
     c, d = code_of(lambda: list(raw_stream(iter([b"\x0a\xff\xff\xff"]), timeout=bound(10))))
     # gRPC's callback API reports an unparsable message as the end of the client's stream, so
@@ -243,7 +360,7 @@ def main():
 
     # 3. Out of order: a heartbeat before Register.
     hb = iter([pb.WorkerMessage(heartbeat=pb.Heartbeat(unix_ms=1))])
-    c, d = code_of(lambda: list(rpc.WorkerServiceStub(channel).Connect(hb, timeout=bound(10))))
+    c, d = code_of(lambda: list(rpc.WorkerServiceStub(probe_channel).Connect(hb, timeout=bound(10))))
     probe("heartbeat before Register", c == "INVALID_ARGUMENT" and "Register" in d, f"{c} {d[:80]}")
 
     # 4. Registrations nobody should be able to make.
@@ -261,7 +378,7 @@ def main():
         "protocol_version 99": pb.Register(name="future", protocol_version=99),
     }
     for what, reg in bad.items():
-        w = RogueWorker(pb, channel, reg)
+        w = RogueWorker(pb, probe_channel, reg)
         w.ended.wait(bound(10))
         c, d = w.status or ("NONE", f"no answer within {bound(10):.0f} s")
         probe(f"register: {what}",
@@ -273,16 +390,16 @@ def main():
           ", ".join(sorted(w.name for w in ws)))
 
     # 5. Impersonation of the honest worker while it is online.
-    w = RogueWorker(pb, channel, pb.Register(name=args.honest_worker, protocol_version=1,
-                                             inventory=inventory(pb, "impostor")))
+    w = RogueWorker(pb, probe_channel, pb.Register(name=args.honest_worker, protocol_version=1,
+                                                   inventory=inventory(pb, "impostor")))
     w.ended.wait(bound(10))
     c, d = w.status or ("NONE", "")
     probe("register as an online worker", c in ("ALREADY_EXISTS", "PERMISSION_DENIED")
           and online(args.honest_worker), f"{c} {d[:100]}; {args.honest_worker} still online")
 
     # 6. A reply to a command never sent, and a second Register, on a registered stream.
-    w = RogueWorker(pb, channel, pb.Register(name="rogue-ooo", protocol_version=1,
-                                             inventory=inventory(pb, "ooo")))
+    w = RogueWorker(pb, channel_for("rogue-ooo"), pb.Register(name="rogue-ooo", protocol_version=1,
+                                                             inventory=inventory(pb, "ooo")))
     w.registered.wait(bound(10))
     w.send(pb.WorkerMessage(reply=pb.CommandReply(request_id=987654321)))
     w.send(pb.WorkerMessage(register=pb.Register(name="rogue-ooo2", protocol_version=1)))
@@ -315,7 +432,7 @@ def main():
                                ("collude", 100.0, "impossible figure")]:
         peers = {}
         names = (f"rogue-{mode}-a", f"rogue-{mode}-b")
-        fakes = [RogueWorker(pb, channel,
+        fakes = [RogueWorker(pb, channel_for(n),
                              pb.Register(name=n, protocol_version=1,
                                          inventory=inventory(pb, n, rate_gbps=rate,
                                                              transports=("verbs",))),
@@ -341,7 +458,117 @@ def main():
         for f in fakes:
             f.close()
 
-    # 9. Nothing forged reached the store, and the coordinator still serves.
+    # 9. Issue #23: which side's reply counts, and the bound no worker can switch off.
+    def fake(name, answer, **inv):
+        w = RogueWorker(pb, channel_for(name), pb.Register(
+            name=name, protocol_version=1, inventory=inventory(pb, name, **inv)), answer)
+        w.registered.wait(bound(10))
+        return w
+
+    def sel(name, memory=pb.MEMORY_KIND_HOST, reg=pb.REG_PATH_AUTO):
+        return pb.EndpointSelector(worker=name, memory=memory, gpu=0 if memory == pb.MEMORY_KIND_CUDA
+                                   else -1, reg_path=reg)
+
+    def run_test(what, ini, tgt, op=pb.OP_WRITE, transport=pb.TRANSPORT_UNSPECIFIED):
+        req = pb.RunTestRequest(initiator=ini, target=tgt, op=op, mode=pb.MODE_BANDWIDTH,
+                                message_size=65536, iterations=20, transport=transport,
+                                gid_index=-1)
+        try:
+            return control.RunTest(req, timeout=bound(60)).result
+        except grpc.RpcError as e:
+            probe(what, False, f"RunTest failed: {e.code().name} {e.details()}")
+            return None
+
+    def findings(name):
+        ws = control.ListWorkers(pb.ListWorkersRequest(), timeout=bound(10)).workers
+        return [f for w in ws if w.name == name for f in w.findings]
+
+    def shown(r):
+        return (f"{pb.TestStatus.Name(r.status)} {r.measurement.bw.avg_gbps:.1f} Gb/s "
+                f"{pb.MemoryKind.Name(r.target.memory)}/{pb.RegPath.Name(r.target.reg_path)}"
+                f"{' GPUDirect' if r.gpudirect else ''}: {r.reason[:220]}")
+
+    # A read's target is its source: it served the honest initiator zeros, then put a digest of
+    # its own pattern into a finish that asked for no verification.
+    w = fake("rogue-read", forger(pb, "serve", {}, unasked_digest=True))
+    r = run_test("read target's unasked digest", sel(args.honest_worker), sel("rogue-read"),
+                 op=pb.OP_READ)
+    if r is not None:
+        probe("read target's unasked digest: FAILED, the violation named",
+              r.status == pb.TEST_STATUS_FAILED and
+              "protocol violation by worker rogue-read: integrity" in r.reason and
+              r.integrity.wrong_bytes > 60000, shown(r))
+        f = findings("rogue-read")
+        probe("read target's violation recorded against it (gdrmesh workers)",
+              any("protocol violation" in x for x in f), "; ".join(f)[:200])
+    w.close()
+
+    # A write's target sends figures of its own: the initiator's measured figure is stored.
+    w = fake("rogue-write", forger(pb, "serve", {}, target_gbps=9999.0))
+    r = run_test("write target's figures", sel(args.honest_worker), sel("rogue-write"))
+    if r is not None:
+        bw = r.measurement.bw.avg_gbps
+        probe("write target's 9999 Gb/s: not stored, the initiator's figure is",
+              r.status == pb.TEST_STATUS_FAILED and 0 < bw < 9999 and
+              "protocol violation by worker rogue-write: measurement" in r.reason, shown(r))
+    w.close()
+
+    # Port rates that would switch the bound off are refused, the field named.
+    for what, rate in [("0", 0.0), ("NaN", float("nan")), ("+inf", float("inf"))]:
+        w = RogueWorker(pb, probe_channel, pb.Register(
+            name="rogue-probe", protocol_version=1, inventory=inventory(pb, "rate", rate_gbps=rate)))
+        w.ended.wait(bound(10))
+        c, d = w.status or ("NONE", f"no answer within {bound(10):.0f} s")
+        probe(f"register: port rate {what}",
+              c == "INVALID_ARGUMENT" and d.startswith("inventory.nics[0].ports[0].rate_gbps"),
+              f"{c} {d[:120]}")
+
+    # Host memory asked on both sides; one colluder reports GPU memory through dma-buf.
+    peers = {}
+    fakes = [fake("rogue-hostmem-a", forger(pb, "collude", peers, gbps=100.0),
+                  transports=("verbs",)),
+             fake("rogue-hostmem-b", forger(pb, "collude", peers, gbps=100.0,
+                                            claim_memory=(pb.MEMORY_KIND_CUDA, pb.REG_PATH_DMABUF)),
+                  transports=("verbs",))]
+    r = run_test("host memory reported as GPU", sel("rogue-hostmem-a"), sel("rogue-hostmem-b"),
+                 transport=pb.TRANSPORT_VERBS)
+    if r is not None:
+        probe("host memory asked, GPU + dma-buf reported: not stored as GPUDirect",
+              r.status != pb.TEST_STATUS_PASSED and not r.gpudirect and
+              r.target.memory == pb.MEMORY_KIND_HOST and
+              "protocol violation by worker rogue-hostmem-b: memory" in r.reason, shown(r))
+    for f in fakes:
+        f.close()
+
+    # One certificate testing itself over a NIC without ports (no rate to bound it by).
+    w = fake("rogue-self", forger(pb, "collude", {}, gbps=5000.0), transports=("verbs",),
+             ports=False)
+    gpu = dict(memory=pb.MEMORY_KIND_CUDA, reg=pb.REG_PATH_DMABUF)
+    r = run_test("self-test without ports", sel("rogue-self", **gpu), sel("rogue-self", **gpu),
+                 transport=pb.TRANSPORT_VERBS)
+    if r is not None:
+        probe("self-test over a NIC without ports at 5000 Gb/s: not PASSED",
+              r.status != pb.TEST_STATUS_PASSED and "registered no port rate" in r.reason, shown(r))
+    w.close()
+
+    # Hosts of a class the config expects at 100 Gb/s register 1600 Gb/s ports and collude.
+    peers = {}
+    names = ("rogue-class-a", "rogue-class-b")
+    fakes = [fake(n, forger(pb, "collude", peers, gbps=400.0), rate_gbps=1600.0,
+                  transports=("verbs",)) for n in names]
+    f = findings(names[0])
+    probe("registration contradicting the config's expected inventory is flagged",
+          any("rate_gbps: 1600 registered" in x for x in f), "; ".join(f)[:200])
+    r = run_test("class-bounded collusion", sel(names[0], **gpu), sel(names[1], **gpu),
+                 transport=pb.TRANSPORT_VERBS)
+    if r is not None:
+        probe("400 Gb/s between hosts of a 100 Gb/s class: rejected by the class's rate",
+              r.status != pb.TEST_STATUS_PASSED and
+              "above the ports' rate (100 Gb/s)" in r.reason, shown(r))
+    for f in fakes:
+        f.close()
+
+    # 10. Nothing forged reached the store, and the coordinator still serves.
     passed_after = passed_count()
     probe("no PASSED result was added by the probes", passed_after == passed_before,
           f"{passed_before} -> {passed_after}")

@@ -52,6 +52,7 @@ v1::Inventory hugeInventory() {
       port->set_port(p);
       port->set_state("ACTIVE");
       port->set_link_layer("Ethernet");
+      port->set_rate_gbps(400);  // an ACTIVE port has a rate (issue #23)
       for (int g = 0; g < 64; ++g) {
         auto* gid = port->add_gids();
         gid->set_index(g);

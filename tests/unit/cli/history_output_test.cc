@@ -293,6 +293,26 @@ TEST(WorkersTable, NotesAreFoldedToACountUnlessAsked) {
   EXPECT_THAT(workersCsv({w}), HasSubstr("verbs: no RDMA device; cuda: no driver"));
 }
 
+// Issue #23: the coordinator's findings about a worker (protocol violations, a registration that
+// contradicts its host class) are always shown, never folded behind --notes.
+TEST(WorkersTable, TheCoordinatorsFindingsAreAlwaysShown) {
+  WorkerView w;
+  w.name = "rogue";
+  w.state = "online";
+  w.findings = {"2 protocol violations in pair tests, last: integrity: unasked",
+                "inventory.gpus: 16 registered (host class 'ndr' expects 8)"};
+  WorkerView quiet;
+  quiet.name = "h2";
+  quiet.state = "online";
+  const std::string t = workersTable({w, quiet});
+  EXPECT_THAT(t, HasSubstr("2 FINDINGS"));
+  EXPECT_THAT(t, HasSubstr("findings of the coordinator\n"));
+  EXPECT_THAT(t, HasSubstr("rogue: 2 protocol violations in pair tests, last: integrity: unasked"));
+  EXPECT_THAT(t, HasSubstr("rogue: inventory.gpus: 16 registered (host class 'ndr' expects 8)"));
+  EXPECT_THAT(workersCsv({w}), HasSubstr("finding: 2 protocol violations"));
+  EXPECT_THAT(workersTable({quiet}), Not(HasSubstr("findings")));
+}
+
 TEST(ResultsTable, ShowsTestAndRunIdsAndNofM) {
   const std::string t = resultsTable({sample("t-1"), sample("t-2")}, 1234);
   EXPECT_THAT(t, HasSubstr("TEST ID"));

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -22,6 +24,7 @@ Inventory plausible() {
   n.name = "mlx5_0";
   NicPort p;
   p.state = "ACTIVE";
+  p.rate_gbps = 400;
   p.gids.push_back(GidEntry{0, "fe80:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"});
   n.ports.push_back(p);
   inv.nics.assign(8, n);
@@ -58,6 +61,39 @@ TEST(LimitsTest, EachLimitNamesTheField) {
        }},
       {"labels: key", [](Inventory&, auto& l) { l["bad key"] = "v"; }},
       {"labels[rack]", [](Inventory&, auto& l) { l["rack"] = "r12\nforged row"; }},
+      // Issue #23: a port rate the figure bound cannot use.
+      {"inventory.nics[0].ports[0].rate_gbps",
+       [](Inventory& i, auto&) { i.nics[0].ports[0].rate_gbps = 0; }},
+      {"inventory.nics[1].ports[0].rate_gbps",
+       [](Inventory& i, auto&) { i.nics[1].ports[0].rate_gbps = std::nan(""); }},
+      {"inventory.nics[2].ports[0].rate_gbps",
+       [](Inventory& i, auto&) {
+         i.nics[2].ports[0].rate_gbps = std::numeric_limits<double>::infinity();
+       }},
+      {"inventory.nics[3].ports[0].rate_gbps",
+       [](Inventory& i, auto&) { i.nics[3].ports[0].rate_gbps = -400; }},
+      {"inventory.nics[4].ports[0].rate_gbps",
+       [](Inventory& i, auto&) { i.nics[4].ports[0].rate_gbps = 5000; }},
+      // Issue #23: bidirectional overrides in host and NIC names.
+      {"inventory.hostname",
+       [](Inventory& i, auto&) {
+         i.hostname =
+             "gpu-\xe2\x80\xae"
+             "710-edon";
+       }},
+      {"inventory.nics[5]",
+       [](Inventory& i, auto&) {
+         i.nics[5].name =
+             "mlx5_\xe2\x81\xa6"
+             "5";
+       }},
+      {"inventory.gpus[1]", [](Inventory& i, auto&) { i.gpus[1].name = "H100\xe2\x80\x8f"; }},
+      {"labels[rack]",
+       [](Inventory&, auto& l) {
+         l["rack"] =
+             "r\xd8\x9c"
+             "12";
+       }},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.field);
@@ -69,6 +105,29 @@ TEST(LimitsTest, EachLimitNamesTheField) {
     EXPECT_EQ(st.message().rfind(c.field, 0), 0u) << st.message();
     EXPECT_FALSE(st.fix().empty());
     EXPECT_LT(st.message().size(), 300u);  // the refusal does not echo the junk
+  }
+}
+
+TEST(LimitsTest, ADownPortMayHaveNoRate) {
+  Inventory inv = plausible();
+  inv.nics[0].ports[0].state = "DOWN";
+  inv.nics[0].ports[0].rate_gbps = 0;
+  EXPECT_TRUE(checkRegistration("w1", inv, {}).ok());
+}
+
+TEST(LimitsTest, EveryBidirectionalControlIsRefusedAndCleaned) {
+  const char* controls[] = {"\xd8\x9c",     "\xe2\x80\x8e", "\xe2\x80\x8f", "\xe2\x80\xaa",
+                            "\xe2\x80\xab", "\xe2\x80\xac", "\xe2\x80\xad", "\xe2\x80\xae",
+                            "\xe2\x81\xa6", "\xe2\x81\xa7", "\xe2\x81\xa8", "\xe2\x81\xa9"};
+  for (const char* c : controls) {
+    const std::string text = std::string("host") + c + "name";
+    SCOPED_TRACE(text);
+    EXPECT_EQ(checkText("host", text, 256).code(), Code::kInvalidArgument);
+    EXPECT_EQ(cleanText(text), "host?name");
+  }
+  // Their neighbours are ordinary text: U+2010 (hyphen), U+2065 (unassigned), U+202F (space).
+  for (const char* ok : {"\xe2\x80\x90", "\xe2\x81\xa5", "\xe2\x80\xaf", "\xd8\x9b"}) {
+    EXPECT_TRUE(checkText("host", std::string("a") + ok, 256).ok()) << ok;
   }
 }
 

@@ -82,5 +82,52 @@ TEST(ClusterConfig, AcceptancePreflightFailsAHostWithLessThanItsClassExpects) {
   EXPECT_EQ(none[0].status, "UNKNOWN");
 }
 
+// Issue #23: the coordinator checks a registration against its host class, so that a worker
+// cannot raise the bound on its own figures by claiming a faster port (or none).
+TEST(ClusterConfig, ARegistrationThatContradictsItsClassIsFlaggedAndItsRateIsTheClasss) {
+  ClusterConfig c;
+  HostClass ndr;
+  ndr.name = "ndr";
+  ndr.match = "gpu-*";
+  ndr.expect.gpus = 8;
+  ndr.expect.nics = 1;
+  ndr.expect.nic_rate_gbps = 400;
+  c.host_classes.push_back(ndr);
+  Inventory inv;
+  for (int i = 0; i < 8; ++i) inv.gpus.push_back(Gpu{});
+  Nic n;
+  n.name = "mlx5_0";
+  NicPort p;
+  p.state = "ACTIVE";
+  p.rate_gbps = 400;
+  n.ports.push_back(p);
+  inv.nics.push_back(n);
+  double rate = -1;
+  EXPECT_TRUE(registrationFindings(c, "gpu-1", {}, inv, &rate).empty());
+  EXPECT_EQ(rate, 400);
+
+  Inventory rogue = inv;
+  rogue.nics[0].ports[0].rate_gbps = 1600;
+  rogue.gpus.resize(16);
+  Nic portless;
+  portless.name = "mlx5_1";
+  rogue.nics.push_back(portless);
+  auto f = registrationFindings(c, "gpu-1", {}, rogue, &rate);
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(f[0], "inventory.nics: 2 registered (host class 'ndr' expects 1)");
+  EXPECT_EQ(f[1], "inventory.gpus: 16 registered (host class 'ndr' expects 8)");
+  EXPECT_EQ(f[2],
+            "inventory.nics[mlx5_0].ports[1].rate_gbps: 1600 registered (host class 'ndr' "
+            "expects 400; figures are bounded by that)");
+  EXPECT_EQ(f[3],
+            "inventory.nics[mlx5_1].ports: none registered (host class 'ndr' expects 400 "
+            "Gb/s ports)");
+  EXPECT_EQ(rate, 400);
+
+  // No class: nothing to contradict, and the registered rate bounds.
+  EXPECT_TRUE(registrationFindings(c, "cpu-1", {}, rogue, &rate).empty());
+  EXPECT_EQ(rate, 0);
+}
+
 }  // namespace
 }  // namespace gdrmesh

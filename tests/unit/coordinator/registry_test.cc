@@ -31,6 +31,25 @@ struct FakeStream {
   }
 };
 
+// Issue #23: a protocol violation is counted against the worker where `gdrmesh workers` shows
+// it, and a reconnection does not clear it.
+TEST(RegistryViolations, AreCountedInTheWorkersFindingsAcrossReconnections) {
+  ManualClock clock;
+  FakeStream stream;
+  Registry r;
+  auto link = stream.link("rogue", clock);
+  ASSERT_TRUE(r.add(worker("rogue"), link).ok());
+  EXPECT_EQ(r.noteViolation("rogue", "integrity: unasked"), 1u);
+  EXPECT_EQ(r.noteViolation("rogue", "measurement: 9999 Gb/s"), 2u);
+  ASSERT_EQ(r.get("rogue")->findings.size(), 1u);
+  EXPECT_EQ(r.get("rogue")->findings[0],
+            "2 protocol violations in pair tests, last: measurement: 9999 Gb/s");
+  r.remove("rogue", link.get());
+  ASSERT_TRUE(r.add(worker("rogue"), stream.link("rogue", clock)).ok());
+  ASSERT_EQ(r.get("rogue")->findings.size(), 1u);
+  EXPECT_EQ(r.get("rogue")->findings[0].rfind("2 protocol violations", 0), 0u);
+}
+
 TEST(RegistryForget, AnUnknownNameIsNotFoundAndNamesIt) {
   Registry r;
   r.addKnown(worker("good"));

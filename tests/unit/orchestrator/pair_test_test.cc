@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <tuple>
@@ -29,16 +32,32 @@ class PairTestTest : public ::testing::Test {
     PairEndpoints ep{dir_.get(spec_.initiator.worker), dir_.get(spec_.target.worker),
                      dir_.channel(spec_.initiator.worker), dir_.channel(spec_.target.worker)};
     std::optional<PairTestOutcome> out;
-    runPairTest(spec_, ep, clock_, PairTestOptions{}, "t-1", 42,
+    runPairTest(spec_, ep, clock_, options_, "t-1", 42,
                 [&](PairTestOutcome o) { out = std::move(o); });
     for (double t = 0; !out && t < max_seconds; t += 0.001) clock_.advanceSeconds(0.001);
     EXPECT_TRUE(out.has_value()) << "the pair test never ended";
     return out ? *out : PairTestOutcome{};
   }
 
+  // Protocol violations as on_violation hears them: "worker: what".
+  std::vector<std::string> violations() {
+    std::lock_guard<std::mutex> lock(violations_mu_);
+    return violations_;
+  }
+
   ManualClock clock_;
   FakeDirectory dir_;
   PairTestSpec spec_;
+  std::mutex violations_mu_;
+  std::vector<std::string> violations_;
+  PairTestOptions options_ = [this] {
+    PairTestOptions o;
+    o.on_violation = [this](const std::string& worker, const std::string& what) {
+      std::lock_guard<std::mutex> lock(violations_mu_);
+      violations_.push_back(worker + ": " + what);
+    };
+    return o;
+  }();
 };
 
 TEST_F(PairTestTest, LeanProtocolTakesTwoRoundTripsPerSide) {
@@ -578,6 +597,175 @@ TEST_F(PairTestTest, AFigureAboveThePortRateIsRejected) {
   dir_.fake("a").behaviour.bandwidth_gbps = 190;
   auto ok = runToEnd();
   EXPECT_EQ(ok.result.status, TestStatus::kPassed) << ok.result.reason;
+}
+
+// Issue #23: which side's reply counts. Integrity only from the destination, when asked;
+// figures only from the side that measured; anything else a side claims is a protocol
+// violation that fails the test and is recorded against that worker.
+TEST_F(PairTestTest, ARogueReadTargetCannotReplaceTheInitiatorsDigest) {
+  spec_.op = Op::kRead;  // the target is the source: it knows its own pattern's digest
+  spec_.message_size = 65536;
+  dir_.fake("a").behaviour.wrong_bytes = 65254;  // it served the honest initiator zeros
+  dir_.fake("b").behaviour.claim_integrity = true;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed) << o.result.reason;
+  EXPECT_EQ(o.result.integrity.wrong_bytes, 65254u);
+  EXPECT_NE(o.result.reason.find("protocol violation by worker b: integrity"), std::string::npos)
+      << o.result.reason;
+  EXPECT_NE(o.result.reason.find("data integrity: 65254 of"), std::string::npos) << o.result.reason;
+  ASSERT_EQ(violations().size(), 1u);
+  EXPECT_EQ(violations()[0].rfind("b: integrity:", 0), 0u) << violations()[0];
+}
+
+TEST_F(PairTestTest, AnUnaskedDigestFailsTheTestEvenWhenTheDataLanded) {
+  spec_.op = Op::kRead;
+  dir_.fake("b").behaviour.claim_integrity = true;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed) << o.result.reason;
+  EXPECT_TRUE(o.result.integrity.ok());  // the initiator's own digest, which matched
+  EXPECT_EQ(violations().size(), 1u);
+}
+
+TEST_F(PairTestTest, AWriteSourceSendingADigestIsAViolationToo) {
+  dir_.fake("a").behaviour.claim_integrity = true;  // the initiator is the source of a write
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed) << o.result.reason;
+  EXPECT_NE(o.result.reason.find("protocol violation by worker a: integrity"), std::string::npos)
+      << o.result.reason;
+}
+
+TEST_F(PairTestTest, ATargetCannotOverwriteTheInitiatorsFigures) {
+  dir_.fake("a").behaviour.bandwidth_gbps = 17;
+  dir_.fake("b").behaviour.claim_gbps = 9999;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed) << o.result.reason;
+  EXPECT_DOUBLE_EQ(o.result.measurement.bw.avg_gbps, 17);
+  EXPECT_NE(o.result.reason.find("protocol violation by worker b: measurement"), std::string::npos)
+      << o.result.reason;
+  ASSERT_EQ(violations().size(), 1u);
+  EXPECT_EQ(violations()[0].rfind("b: measurement:", 0), 0u) << violations()[0];
+}
+
+TEST_F(EndSignalPairTest, ATargetCannotOverwriteTheInitiatorsFiguresWithTheEndSignal) {
+  dir_.fake("a").behaviour.bandwidth_gbps = 17;
+  dir_.fake("b").behaviour.claim_gbps = 9999;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed) << o.result.reason;
+  EXPECT_DOUBLE_EQ(o.result.measurement.bw.avg_gbps, 17);
+}
+
+TEST_F(PairTestTest, ABidirectionalTestCountsEachDirectionFromItsSender) {
+  dir_.setTransports("a", {"verbs"});
+  dir_.setTransports("b", {"verbs"});
+  spec_.bidirectional = true;
+  dir_.fake("a").behaviour.bandwidth_gbps = 150;
+  dir_.fake("b").behaviour.claim_gbps = 120;  // its own direction, target -> initiator
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kPassed) << o.result.reason;
+  EXPECT_DOUBLE_EQ(o.result.measurement.bw.avg_gbps, 270);
+  EXPECT_TRUE(violations().empty());
+  // One direction above the ports' rate (200) is impossible, however low the other.
+  dir_.fake("a").behaviour.bandwidth_gbps = 10;
+  dir_.fake("b").behaviour.claim_gbps = 390;
+  auto bad = runToEnd();
+  EXPECT_EQ(bad.result.status, TestStatus::kFailed);
+  EXPECT_NE(bad.result.reason.find("impossible figure rejected (target -> initiator): 390.0"),
+            std::string::npos)
+      << bad.result.reason;
+}
+
+TEST_F(PairTestTest, HostMemoryReportedAsGpuDirectIsNotRecordedAsGpuDirect) {
+  dir_.setTransports("a", {"verbs"});
+  dir_.setTransports("b", {"verbs"});
+  dir_.fake("b").behaviour.claim_memory = MemoryKind::kCuda;
+  dir_.fake("b").behaviour.claim_reg = RegPath::kDmabuf;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed) << o.result.reason;
+  EXPECT_EQ(o.result.target.memory, MemoryKind::kHost);
+  EXPECT_EQ(o.result.target.reg_path, RegPath::kHost);
+  EXPECT_FALSE(o.result.gpudirect());
+  EXPECT_NE(o.result.reason.find("protocol violation by worker b: memory"), std::string::npos)
+      << o.result.reason;
+}
+
+TEST_F(PairTestTest, ARegistrationPathOtherThanAskedIsAViolation) {
+  dir_.setTransports("a", {"verbs"});
+  dir_.setTransports("b", {"verbs"});
+  for (auto* n : {"a", "b"}) {
+    dir_.edit(n, [](WorkerStatus& w) { w.inventory.gpus.resize(1); });
+  }
+  spec_.initiator.memory = spec_.target.memory = MemoryKind::kCuda;
+  spec_.initiator.reg = spec_.target.reg = RegPath::kStaged;
+  dir_.fake("a").behaviour.claim_reg = RegPath::kDmabuf;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed) << o.result.reason;
+  EXPECT_EQ(o.result.initiator.reg_path, RegPath::kStaged);
+  EXPECT_NE(o.result.reason.find("protocol violation by worker a: reg_path"), std::string::npos)
+      << o.result.reason;
+  // auto leaves the path to the worker: dma-buf is an answer, and GPUDirect.
+  dir_.fake("a").behaviour.claim_reg.reset();
+  spec_.initiator.reg = spec_.target.reg = RegPath::kAuto;
+  auto ok = runToEnd();
+  EXPECT_EQ(ok.result.status, TestStatus::kPassed) << ok.result.reason;
+  EXPECT_EQ(ok.result.initiator.reg_path, RegPath::kDmabuf);
+  EXPECT_TRUE(ok.result.gpudirect());
+}
+
+// Issue #23 item 2: the bound on figures cannot be switched off by the worker it bounds.
+TEST_F(PairTestTest, NoRegisteredPortRateMeansNoVerbsFigureIsTrusted) {
+  dir_.setTransports("a", {"verbs"});
+  dir_.setTransports("b", {"verbs"});
+  dir_.fake("a").behaviour.bandwidth_gbps = 5000;
+  for (auto* n : {"a", "b"}) {
+    dir_.edit(n, [](WorkerStatus& w) { w.inventory.nics[0].ports.clear(); });
+  }
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("registered no port rate for NIC mlx5_0"), std::string::npos)
+      << o.result.reason;
+  for (auto* n : {"a", "b"}) {
+    dir_.edit(n, [](WorkerStatus& w) {
+      NicPort p;
+      p.state = "ACTIVE";
+      p.rate_gbps = std::nan("");
+      w.inventory.nics[0].ports = {p};
+    });
+  }
+  auto nan = runToEnd();
+  EXPECT_EQ(nan.result.status, TestStatus::kFailed);
+  EXPECT_NE(nan.result.reason.find("impossible figure rejected"), std::string::npos)
+      << nan.result.reason;
+}
+
+TEST_F(PairTestTest, TheHostClassRateBoundsFiguresInsteadOfTheRegisteredOne) {
+  dir_.setTransports("a", {"verbs"});
+  dir_.setTransports("b", {"verbs"});
+  for (auto* n : {"a", "b"}) {
+    dir_.edit(n, [](WorkerStatus& w) {
+      w.inventory.nics[0].ports[0].rate_gbps = 1600;  // what it claims
+      w.expected_port_rate_gbps = 100;                // what its class has
+    });
+  }
+  dir_.fake("a").behaviour.bandwidth_gbps = 400;
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("400.0 Gb/s reported, above the ports' rate (100 Gb/s)"),
+            std::string::npos)
+      << o.result.reason;
+  // Without any registered port, the class's rate still bounds.
+  for (auto* n : {"a", "b"}) {
+    dir_.edit(n, [](WorkerStatus& w) { w.inventory.nics[0].ports.clear(); });
+  }
+  dir_.fake("a").behaviour.bandwidth_gbps = 95;
+  auto ok = runToEnd();
+  EXPECT_EQ(ok.result.status, TestStatus::kPassed) << ok.result.reason;
+}
+
+TEST_F(PairTestTest, ANonFiniteFigureIsRejectedOnEveryTransport) {
+  dir_.fake("a").behaviour.bandwidth_gbps = std::numeric_limits<double>::infinity();
+  auto o = runToEnd();
+  EXPECT_EQ(o.result.status, TestStatus::kFailed);
+  EXPECT_NE(o.result.reason.find("negative or not a number"), std::string::npos) << o.result.reason;
 }
 
 }  // namespace
