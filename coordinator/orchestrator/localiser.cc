@@ -177,9 +177,14 @@ Analysis analyse(const JudgeRows& rows, const JudgeVerdicts& verdicts,
   for (const auto& j : an.retests) {
     // A repeat of a failing sweep test: its outcome belongs to that test, not to a host.
     bool repeat = false;
+    // Only a pair that no strong suspect explains is repeated, and an endpoint retest never
+    // pairs the two ends of such a pair: the same endpoints mean a repeat.
     for (size_t t = 0; t < an.tests.size(); ++t) {
       const Judged& s = an.tests[t];
-      if (!s.failed || !isRepeatOf(rows[j.row], rows[s.row])) continue;
+      if (!s.failed || an.strong[s.a.host] || an.strong[s.b.host] ||
+          !isRepeatOf(rows[j.row], rows[s.row])) {
+        continue;
+      }
       an.repeats[t].push_back({0, !j.failed, j.row});
       repeat = true;
     }
@@ -383,6 +388,7 @@ Localisation localiseAnalysis(const Analysis& an) {
       if (!any_failed) {
         result.notes.push_back(an.name(j.a) + "->" + an.name(j.b) + ": " + an.why(j.row) +
                                "; passed on its repeat: noise, not a link");
+        result.noise_rows.push_back(j.row);
         continue;
       }
     }

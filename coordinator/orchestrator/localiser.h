@@ -48,6 +48,7 @@ std::vector<Suspect> localise(const std::vector<TestResult>& results,
 struct Localisation {
   std::vector<Suspect> suspects;
   std::vector<std::string> notes;
+  std::vector<size_t> noise_rows;  // failing sweep tests whose repeats all passed
 };
 Localisation localiseSweep(const JudgeRows& rows, const JudgeVerdicts& verdicts);
 

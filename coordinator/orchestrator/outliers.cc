@@ -298,27 +298,17 @@ OutlierFindings findOutliers(const JudgeRows& rows, const OutlierOptions& o) {
 }
 
 SweepVerdict sweepVerdict(const JudgeRows& rows, const JudgeVerdicts& verdicts,
-                          const OutlierFindings& outliers, const ClusterConfig& config) {
+                          const OutlierFindings& outliers, const ClusterConfig& config,
+                          const std::vector<size_t>& noise_rows) {
   SweepVerdict v;
-  std::vector<size_t> retests;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].retest) retests.push_back(i);
-  }
+  const std::set<size_t> noise(noise_rows.begin(), noise_rows.end());
   for (size_t i = 0; i < rows.size() && i < verdicts.size(); ++i) {
     const JudgeRow& r = rows[i];
     if (r.retest || verdicts.kind[i] != VerdictKind::kFail) continue;
     // A threshold FAIL: the test ran, its bytes were right, a figure missed a threshold.
     const bool threshold_only =
         r.status == TestStatus::kPassed && !(r.integrity_checked && r.wrong_bytes > 0);
-    size_t repeats = 0, passed = 0;
-    if (threshold_only) {
-      for (const size_t j : retests) {
-        if (!isRepeatOf(rows[j], r)) continue;
-        ++repeats;
-        if (verdicts.kind[j] == VerdictKind::kPass) ++passed;
-      }
-    }
-    if (repeats > 0 && passed == repeats) {
+    if (threshold_only && noise.count(i)) {
       v.notes.push_back(rows.endpointName(r.initiator) + "->" + rows.endpointName(r.target) + " " +
                         formatSize(r.message_size) + ": " + verdicts.firstReason(i) +
                         " once, passed on its repeat: counted as noise, not a failure");

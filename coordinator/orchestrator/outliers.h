@@ -44,8 +44,8 @@ OutlierFindings findOutliers(const JudgeRows& rows, const OutlierOptions& option
 
 // The sweep's verdict from its judged rows, the outlier findings and the config:
 //   - a FAIL of the sweep's own tests fails it, except a threshold FAIL (the test ran and its
-//     bytes were right; only a figure missed a threshold) whose repeats all passed: noise,
-//     named in a note;
+//     bytes were right; only a figure missed a threshold) among `noise_rows` (the localiser's
+//     failing pairs whose repeats all passed): noise, named in a note;
 //   - an outlier suspect fails it when options.fail is kAlways, or kAuto and the config sets
 //     no threshold (thresholds, where configured, decide the verdict).
 // `reason` names the outlier that failed it ("" otherwise).
@@ -55,7 +55,8 @@ struct SweepVerdict {
   std::vector<std::string> notes;
 };
 SweepVerdict sweepVerdict(const JudgeRows& rows, const JudgeVerdicts& verdicts,
-                          const OutlierFindings& outliers, const ClusterConfig& config);
+                          const OutlierFindings& outliers, const ClusterConfig& config,
+                          const std::vector<size_t>& noise_rows);
 
 // Whether retest row `r` repeats sweep row `s`: the same two endpoints (either direction),
 // size, op, mode and memory kinds.

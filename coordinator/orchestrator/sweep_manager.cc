@@ -571,7 +571,7 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
   if (baseline.ok()) *baseline = JudgeRows{};
   const OutlierFindings outliers = findOutliers(rows, a->config.outliers);
   Localisation located = localiseSweep(rows, verdicts);
-  const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, a->config);
+  const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, a->config, located.noise_rows);
   {
     std::lock_guard<std::mutex> lock(mu_);
     a->verdicts = std::move(verdicts);
@@ -1184,7 +1184,7 @@ Result<SweepReportData> SweepManager::judge(const std::string& id, const std::st
   const JudgeVerdicts verdicts = judgeSweepRows(rows, config, base);
   const OutlierFindings outliers = findOutliers(rows, config.outliers);
   Localisation located = localiseSweep(rows, verdicts);
-  const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, config);
+  const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, config, located.noise_rows);
   d.suspects = mergeSuspects(std::move(located.suspects), outliers.suspects);
   // The stored notes hold those of the live judge; a changed config may add others.
   for (const std::vector<std::string>* notes :

@@ -12,7 +12,7 @@
 #   healthy    no fault                          -> no suspect
 #   slow       slow:X:0.4                        -> host X first
 #   nic        fail:X/mlx5_K of 4 NICs (rails)   -> nic X/mlx5_K first
-#   flap       flap:X:0.5                        -> host X first
+#   flap       flap:X:0.7 (after the default retry, ~half its tests fail) -> host X first
 #   link       link:X:Y:0.4                      -> the link X<->Y first
 #   noisy      glitch:X:Y:0.16 (its first test)  -> no suspect (noise, not a link)
 #   two        slow:X:0.4 and slow:Y:0.6         -> both in the top 3
@@ -56,7 +56,7 @@ scenario() {
     healthy) expect="none" ;;
     slow) faults=("slow:$(name $x):0.4"); expect="host $(name $x)" ;;
     nic) nics=4; pattern=rails; faults=("fail:$(name $x)/mlx5_$k"); expect="nic $(name $x)/mlx5_$k" ;;
-    flap) faults=("flap:$(name $x):0.5"); expect="host $(name $x)" ;;
+    flap) faults=("flap:$(name $x):0.7"); expect="host $(name $x)" ;;
     link) faults=("link:$(name $x):$(name $y):0.4"); expect="link $(name $x) $(name $y)" ;;
     noisy) faults=("glitch:$(name $x):$(name $y):0.16"); expect="none" ;;
     two) faults=("slow:$(name $x):0.4" "slow:$(name $y):0.6"); expect="two $(name $x) $(name $y)" ;;

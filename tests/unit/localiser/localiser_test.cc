@@ -178,7 +178,7 @@ TEST(Localiser, APairThatPassesOnItsRepeatIsNoiseNotALink) {
       << located.notes[0];
   EXPECT_NE(located.notes[0].find("passed on its repeat: noise, not a link"), std::string::npos);
   ClusterConfig c = config();
-  const SweepVerdict v = sweepVerdict(judge_rows, jv, OutlierFindings{}, c);
+  const SweepVerdict v = sweepVerdict(judge_rows, jv, OutlierFindings{}, c, located.noise_rows);
   EXPECT_TRUE(v.pass);
   ASSERT_EQ(v.notes.size(), 1u);
   EXPECT_NE(v.notes[0].find("counted as noise"), std::string::npos) << v.notes[0];

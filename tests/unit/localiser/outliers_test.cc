@@ -64,11 +64,11 @@ TEST(Outliers, AHostAt40PercentAmong64IsFoundWithoutAThresholdAndFailsTheSweep) 
   EXPECT_TRUE(hasEvidence(f.suspects[0], "median 40.0 Gb/s over 63 partners, cluster median 100."))
       << f.suspects[0].evidence[0];
   EXPECT_TRUE(hasEvidence(f.suspects[0], "(64 hosts)"));
-  EXPECT_TRUE(hasEvidence(f.suspects[0], "60 % below (64 KiB write)"));
+  EXPECT_TRUE(hasEvidence(f.suspects[0], "60 % below (64KiB write)"));
   EXPECT_TRUE(f.repeat.empty());  // its pairs are explained by it
 
   const JudgeVerdicts verdicts = judgeRows(rows, ClusterConfig{}, JudgeContext{}, JudgeRows{});
-  SweepVerdict v = sweepVerdict(rows, verdicts, f, ClusterConfig{});
+  SweepVerdict v = sweepVerdict(rows, verdicts, f, ClusterConfig{}, {});
   EXPECT_FALSE(v.pass);
   EXPECT_NE(v.reason.find("outlier host h17: median 40.0 Gb/s"), std::string::npos) << v.reason;
   EXPECT_NE(v.reason.find("no threshold is configured"), std::string::npos) << v.reason;
@@ -76,16 +76,16 @@ TEST(Outliers, AHostAt40PercentAmong64IsFoundWithoutAThresholdAndFailsTheSweep) 
   // Thresholds, where configured, decide: the outlier is a suspect and a note.
   ClusterConfig with;
   with.thresholds.bandwidth_gbps_min = 10;
-  v = sweepVerdict(rows, judgeRows(rows, with, JudgeContext{}, JudgeRows{}), f, with);
+  v = sweepVerdict(rows, judgeRows(rows, with, JudgeContext{}, JudgeRows{}), f, with, {});
   EXPECT_TRUE(v.pass);
   ASSERT_EQ(v.notes.size(), 1u);
   EXPECT_NE(v.notes[0].find("a suspect, not the verdict"), std::string::npos) << v.notes[0];
   with.outliers.fail = OutlierOptions::Fail::kAlways;
   EXPECT_FALSE(
-      sweepVerdict(rows, judgeRows(rows, with, JudgeContext{}, JudgeRows{}), f, with).pass);
+      sweepVerdict(rows, judgeRows(rows, with, JudgeContext{}, JudgeRows{}), f, with, {}).pass);
   ClusterConfig never;
   never.outliers.fail = OutlierOptions::Fail::kNever;
-  EXPECT_TRUE(sweepVerdict(rows, verdicts, f, never).pass);
+  EXPECT_TRUE(sweepVerdict(rows, verdicts, f, never, {}).pass);
   OutlierOptions off;
   off.detect = false;
   EXPECT_TRUE(findOutliers(rows, off).suspects.empty());
@@ -120,7 +120,7 @@ TEST(Outliers, OneLowPairIsRepeatedAndIsALinkOnlyWhenTheRepeatIsLowToo) {
   EXPECT_TRUE(f.suspects.empty()) << f.suspects[0].name;
   EXPECT_TRUE(f.repeat.empty());
   ASSERT_EQ(f.notes.size(), 1u);
-  EXPECT_NE(f.notes[0].find("h2/mlx5_0->h5/mlx5_0 (64 KiB write): 16.0 Gb/s on the sweep's test, "
+  EXPECT_NE(f.notes[0].find("h2/mlx5_0->h5/mlx5_0 (64KiB write): 16.0 Gb/s on the sweep's test, "
                             "99.0 Gb/s on its repeat: noise, not a link"),
             std::string::npos)
       << f.notes[0];
@@ -209,7 +209,10 @@ TEST(Outliers, OnlyAThresholdFailureWhoseRepeatPassedIsNoise) {
   JudgeRows rows = allPairs(6, [](int a, int b) { return a == 1 && b == 2 ? 10.0 : 100.0; });
   rows.add(row("r0", "h1", "h2", 100.0), true);
   JudgeVerdicts v = judgeRows(rows, c, JudgeContext{}, JudgeRows{});
-  EXPECT_TRUE(sweepVerdict(rows, v, OutlierFindings{}, c).pass);
+  const Localisation located = localiseSweep(rows, v);
+  ASSERT_EQ(located.noise_rows, std::vector<size_t>{0});
+  EXPECT_TRUE(sweepVerdict(rows, v, OutlierFindings{}, c, located.noise_rows).pass);
+  EXPECT_FALSE(sweepVerdict(rows, v, OutlierFindings{}, c, {}).pass);
 
   JudgeRows broken;
   for (int i = 1; i <= 6; ++i) {
@@ -221,7 +224,7 @@ TEST(Outliers, OnlyAThresholdFailureWhoseRepeatPassedIsNoise) {
   }
   broken.add(row("r0", "h1", "h2", 100.0), true);
   v = judgeRows(broken, c, JudgeContext{}, JudgeRows{});
-  EXPECT_FALSE(sweepVerdict(broken, v, OutlierFindings{}, c).pass);
+  EXPECT_FALSE(sweepVerdict(broken, v, OutlierFindings{}, c, {0}).pass);
 }
 
 }  // namespace
