@@ -212,7 +212,7 @@ TEST(SimModelTest, LinkGlitchAndNoiseShapeThePairFactor) {
   EXPECT_FALSE(parseSimFault("glitch:sim-0001/mlx5_0:sim-0002:0.4").ok());
   EXPECT_FALSE(parseSimFault("link:sim-0001:sim-0002").ok());
   SimConfig c;
-  c.count = 4;
+  c.count = 5;  // sim-0000 .. sim-0004
   c.nics = 2;
   c.faults = {*link, *glitch};
   EXPECT_TRUE(validateSimConfig(c).ok()) << validateSimConfig(c).toString();
