@@ -61,8 +61,8 @@ std::shared_ptr<SimulateArgs> addSimulateOptions(CLI::App* worker) {
   a->file = worker
                 ->add_option("--sim-config", a->config_file,
                              "simulation config: key: value lines (count, nics, gpus, "
-                             "test_ms, bandwidth_gbps, latency_us, seed, end_signal: false, "
-                             "fault: SPEC...)")
+                             "test_ms, bandwidth_gbps, latency_us, noise, seed, end_signal: "
+                             "false, fault: SPEC...)")
                 ->group(group)
                 ->check(CLI::ExistingFile);
   auto keep = [&](CLI::Option* o, std::function<void(SimConfig&)> apply) {
@@ -106,12 +106,13 @@ std::shared_ptr<SimulateArgs> addSimulateOptions(CLI::App* worker) {
            ->group(group)
            ->capture_default_str(),
        [h](SimConfig& c) { c.connections = h->connections; });
-  keep(worker->add_option("--sim-seed", h->seed, "seed of flap faults")->group(group),
+  keep(worker->add_option("--sim-seed", h->seed, "seed of flap faults and noise")->group(group),
        [h](SimConfig& c) { c.seed = h->seed; });
   worker
       ->add_option("--sim-fault", a->faults,
                    "fault, repeatable: slow:WORKER[/NIC]:FACTOR, fail:WORKER[/NIC], "
-                   "flap:WORKER:P, mute:WORKER[:AFTER_N], drop:WORKER:AFTER_N")
+                   "flap:WORKER:P, mute:WORKER[:AFTER_N], drop:WORKER:AFTER_N, "
+                   "link:WORKER[/NIC]:WORKER[/NIC]:FACTOR, glitch:WORKER:WORKER:FACTOR[:N]")
       ->group(group);
   return a;
 }

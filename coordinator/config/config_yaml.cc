@@ -467,8 +467,9 @@ Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std
   if (root.IsNull()) return config;  // an empty file: no sweeps, no thresholds
   const Parser p(origin);
   try {
-    GDR_RETURN_IF_ERROR(p.checkMap(
-        root, "(top level)", {"sweeps", "thresholds", "host_classes", "schedules", "retention"}));
+    GDR_RETURN_IF_ERROR(
+        p.checkMap(root, "(top level)",
+                   {"sweeps", "thresholds", "host_classes", "schedules", "retention", "outliers"}));
     auto list = [&](const char* key) -> Result<YAML::Node> {
       YAML::Node n = root[key];
       if (n && !n.IsSequence()) {
@@ -530,6 +531,59 @@ Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std
         o.batch_rows = static_cast<uint32_t>(batch);
       }
       config.retention_set = true;
+    }
+    if (YAML::Node n = root["outliers"]) {
+      GDR_RETURN_IF_ERROR(
+          p.checkMap(n, "outliers",
+                     {"detect", "fail", "robust_z", "min_shortfall", "min_partners", "min_hosts"}));
+      OutlierOptions& o = config.outliers;
+      if (n["detect"]) {
+        GDR_ASSIGN_OR_RETURN(const std::string d, p.string(n["detect"], "outliers.detect"));
+        if (d != "true" && d != "false") {
+          return p.error(n["detect"], "outliers.detect", "'" + d + "' is not true or false",
+                         "detect: false turns outlier detection off");
+        }
+        o.detect = d == "true";
+      }
+      if (n["fail"]) {
+        GDR_ASSIGN_OR_RETURN(const std::string f, p.string(n["fail"], "outliers.fail"));
+        if (f == "auto") {
+          o.fail = OutlierOptions::Fail::kAuto;
+        } else if (f == "always") {
+          o.fail = OutlierOptions::Fail::kAlways;
+        } else if (f == "never") {
+          o.fail = OutlierOptions::Fail::kNever;
+        } else {
+          return p.error(n["fail"], "outliers.fail",
+                         "'" + f + "' is not one of: auto, always, never",
+                         "auto: an outlier fails a sweep whose config sets no threshold");
+        }
+      }
+      if (n["robust_z"]) {
+        GDR_ASSIGN_OR_RETURN(o.robust_z, p.number(n["robust_z"], "outliers.robust_z"));
+        if (!(o.robust_z >= 1 && o.robust_z <= 1000)) {
+          return p.error(n["robust_z"], "outliers.robust_z", "is outside [1, 1000]",
+                         "give robust standard deviations, e.g. 5");
+        }
+      }
+      if (n["min_shortfall"]) {
+        GDR_ASSIGN_OR_RETURN(o.min_shortfall,
+                             p.number(n["min_shortfall"], "outliers.min_shortfall"));
+        if (!(o.min_shortfall >= 0 && o.min_shortfall < 1)) {
+          return p.error(n["min_shortfall"], "outliers.min_shortfall", "is outside [0, 1)",
+                         "give a fraction (0.1 = 10 % below the cluster's median)");
+        }
+      }
+      if (n["min_partners"]) {
+        GDR_ASSIGN_OR_RETURN(const uint64_t v,
+                             p.count(n["min_partners"], "outliers.min_partners", 1, 100000));
+        o.min_partners = static_cast<int>(v);
+      }
+      if (n["min_hosts"]) {
+        GDR_ASSIGN_OR_RETURN(const uint64_t v,
+                             p.count(n["min_hosts"], "outliers.min_hosts", 3, 100000));
+        o.min_hosts = static_cast<int>(v);
+      }
     }
   } catch (const YAML::Exception& e) {
     return invalidArgument(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg,

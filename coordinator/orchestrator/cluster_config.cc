@@ -43,6 +43,19 @@ Thresholds ClusterConfig::thresholdsFor(const std::string& worker,
   return t;
 }
 
+bool ClusterConfig::hasThresholds() const {
+  auto any = [](const Thresholds& t) {
+    return t.bandwidth_gbps_min || t.latency_us_max || t.line_rate_fraction_min ||
+           t.best_pair_fraction_min || t.lowest_latency_factor_max || t.gpu_host_ratio_min ||
+           t.regression_tolerance;
+  };
+  if (any(thresholds)) return true;
+  for (const auto& c : host_classes) {
+    if (any(c.thresholds)) return true;
+  }
+  return false;
+}
+
 std::vector<PreflightCheck> checkExpectedInventory(const ClusterConfig& config,
                                                    const std::string& worker,
                                                    const std::map<std::string, std::string>& labels,

@@ -39,6 +39,25 @@ struct Thresholds {
   void inheritFrom(const Thresholds& base);
 };
 
+// Outlier detection (`outliers:`; docs/config.md): runs on every sweep, needs no threshold.
+// A host (or a NIC of a host with several) whose median figure over all its partners lies at
+// least `robust_z` robust spreads (1.4826 x MAD of the hosts' medians, at least 1 %) AND at
+// least `min_shortfall` below the cluster's median is a suspect; so is a pair that far below
+// its group's median on the sweep's test and again on its repeat. Defaults and why: README
+// "Localisation".
+struct OutlierOptions {
+  bool detect = true;
+  // When an outlier fails the sweep: kAuto when the config sets no bandwidth or latency
+  // threshold (thresholds, where configured, decide the verdict), kAlways, or kNever (a
+  // suspect, never the verdict).
+  enum class Fail { kAuto, kAlways, kNever };
+  Fail fail = Fail::kAuto;
+  double robust_z = 5;
+  double min_shortfall = 0.10;  // 0.10: 10 % below the cluster's median
+  int min_partners = 4;         // partners a host needs before it is judged
+  int min_hosts = 5;            // hosts with that many partners before anyone is
+};
+
 // What a host of a class must have: an acceptance preflight fails a host that has less.
 struct ExpectedInventory {
   std::optional<int> gpus;
@@ -73,6 +92,7 @@ struct ClusterConfig {
   Thresholds thresholds;
   std::vector<HostClass> host_classes;
   std::vector<ScheduleConfig> schedules;
+  OutlierOptions outliers;
   // The coordinator's raw-row retention (`retention:`); retention_set when the file has it.
   RetentionOptions retention;
   bool retention_set = false;
@@ -83,6 +103,8 @@ struct ClusterConfig {
                            const std::map<std::string, std::string>& labels) const;
   Thresholds thresholdsFor(const std::string& worker,
                            const std::map<std::string, std::string>& labels) const;
+  // Whether any bandwidth or latency threshold is set, globally or in a host class.
+  bool hasThresholds() const;
 };
 
 // An acceptance preflight: the host's inventory against the expected inventory of its host

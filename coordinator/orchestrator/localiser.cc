@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "coordinator/orchestrator/outliers.h"
 #include "coordinator/orchestrator/planner.h"
 
 namespace gdrmesh {
@@ -52,6 +53,9 @@ struct Analysis {
   std::vector<int> passes;  // host -> passed sweep tests
   std::vector<bool> strong, known_good;
   std::map<uint32_t, std::vector<RetestOutcome>> retested;  // examined host -> outcomes
+  // Repeats of failing sweep tests (the same two endpoints and shape), by the failing test's
+  // index in `tests`.
+  std::map<size_t, std::vector<RetestOutcome>> repeats;
 
   const std::string& str(uint32_t id) const { return rows->str(id); }
   std::string name(const Side& s) const {
@@ -151,7 +155,13 @@ Analysis analyse(const JudgeRows& rows, const JudgeVerdicts& verdicts,
   for (auto& f : an.failed_with) settle(f);
   for (uint32_t host = 0; host < n; ++host) {
     const auto& failed = an.failed_with[host];
-    if (failed.size() >= 2 && 2 * failed.size() >= an.partners[host].size()) {
+    if (failed.size() < 2) continue;
+    // With at least half of its partners; or a star: most of the partners it failed with
+    // failed with nobody else (a host that fails now and then with many partners, each of
+    // whom is fine with everyone else).
+    size_t only_with_it = 0;
+    for (const uint32_t p : failed) only_with_it += an.failed_with[p].size() == 1 ? 1 : 0;
+    if (2 * failed.size() >= an.partners[host].size() || 2 * only_with_it > failed.size()) {
       an.strong[host] = true;
     }
   }
@@ -165,6 +175,20 @@ Analysis analyse(const JudgeRows& rows, const JudgeVerdicts& verdicts,
     if (explained) an.known_good[host] = true;
   }
   for (const auto& j : an.retests) {
+    // A repeat of a failing sweep test: its outcome belongs to that test, not to a host.
+    bool repeat = false;
+    // Only a pair that no strong suspect explains is repeated, and an endpoint retest never
+    // pairs the two ends of such a pair: the same endpoints mean a repeat.
+    for (size_t t = 0; t < an.tests.size(); ++t) {
+      const Judged& s = an.tests[t];
+      if (!s.failed || an.strong[s.a.host] || an.strong[s.b.host] ||
+          !isRepeatOf(rows[j.row], rows[s.row])) {
+        continue;
+      }
+      an.repeats[t].push_back({0, !j.failed, j.row});
+      repeat = true;
+    }
+    if (repeat) continue;
     const bool a_good = an.known_good[j.a.host];
     const bool b_good = an.known_good[j.b.host];
     if (a_good == b_good) continue;  // cannot tell which side it examined
@@ -186,7 +210,15 @@ std::string retestLine(const Analysis& an, const RetestOutcome& o, bool for_link
 }
 
 int kindRank(const std::string& kind) {
-  return kind == "host" ? 0 : kind == "nic" ? 1 : 2;
+  return kind == "threshold" ? 0 : kind == "host" ? 1 : kind == "nic" ? 2 : 3;
+}
+
+void rank(std::vector<Suspect>& out) {
+  std::sort(out.begin(), out.end(), [](const Suspect& a, const Suspect& b) {
+    if (a.score != b.score) return a.score > b.score;
+    if (a.kind != b.kind) return kindRank(a.kind) < kindRank(b.kind);
+    return a.name < b.name;
+  });
 }
 
 // The one NIC of `host` that all of its failures involve while its other NICs passed, or "".
@@ -210,8 +242,75 @@ std::string failingNicOf(const Analysis& an, uint32_t host) {
   return passing.empty() ? "" : an.str(nic);
 }
 
-std::vector<Suspect> localiseAnalysis(const Analysis& an) {
-  std::vector<Suspect> out;
+// The rule a threshold reason names: "... < 25 Gb/s (bandwidth_gbps_min)" -> its last
+// parenthesis when that is a rule name; "" for other reasons (status, integrity).
+std::string ruleOf(const std::string& reason) {
+  if (reason.empty() || reason.back() != ')') return "";
+  const size_t open = reason.rfind('(');
+  if (open == std::string::npos) return "";
+  std::string rule = reason.substr(open + 1, reason.size() - open - 2);
+  for (const char c : rule) {
+    if (!((c >= 'a' && c <= 'z') || c == '_')) return "";
+  }
+  return rule;
+}
+
+// (Nearly) every sweep test failing one threshold: the threshold or the fleet, not one host.
+std::optional<Suspect> fleetFinding(const Analysis& an) {
+  constexpr size_t kMinTests = 6;
+  constexpr double kShare = 0.9;
+  size_t judged = 0;
+  std::map<std::string, std::pair<size_t, size_t>> by_rule;  // rule -> tests, first row
+  for (const auto& j : an.tests) {
+    if (j.loopback()) continue;
+    ++judged;
+    if (!j.failed) continue;
+    const uint32_t k = an.verdicts->reasons_of[j.row];
+    if (k == 0) continue;
+    std::set<std::string> rules;
+    for (const auto& reason : an.verdicts->reasons[k - 1]) rules.insert(ruleOf(reason));
+    rules.erase("");
+    for (const auto& rule : rules) {
+      auto [it, inserted] = by_rule.emplace(rule, std::make_pair(size_t{0}, j.row));
+      ++it->second.first;
+    }
+  }
+  if (judged < kMinTests) return std::nullopt;
+  const std::pair<const std::string, std::pair<size_t, size_t>>* top = nullptr;
+  for (const auto& e : by_rule) {
+    if (!top || e.second.first > top->second.first) top = &e;
+  }
+  if (!top || static_cast<double>(top->second.first) < kShare * static_cast<double>(judged)) {
+    return std::nullopt;
+  }
+  const auto& [rule, count_row] = *top;
+  const auto& [count, row] = count_row;
+  const JudgeRow& r = (*an.rows)[row];
+  std::string example;
+  for (const auto& reason : an.verdicts->reasons[an.verdicts->reasons_of[row] - 1]) {
+    if (ruleOf(reason) == rule) example = reason;
+  }
+  Suspect s;
+  s.kind = "threshold";
+  s.name = rule;
+  s.score = 1.0;
+  s.evidence.push_back((count == judged ? "all " + std::to_string(judged)
+                                        : std::to_string(count) + " of " + std::to_string(judged)) +
+                       " tests fail " + rule + " (e.g. " + an.rows->endpointName(r.initiator) +
+                       "->" + an.rows->endpointName(r.target) + ": " + example +
+                       "): the threshold or the fleet, not one host");
+  return s;
+}
+
+Localisation localiseAnalysis(const Analysis& an) {
+  Localisation result;
+  if (auto fleet = fleetFinding(an)) {
+    result.notes.push_back("localisation: " + fleet->evidence.front() +
+                           "; no host, NIC or link is ranked from it");
+    result.suspects.push_back(std::move(*fleet));
+    return result;
+  }
+  std::vector<Suspect>& out = result.suspects;
 
   // Hosts in name order.
   std::vector<uint32_t> host_ids;
@@ -269,10 +368,30 @@ std::vector<Suspect> localiseAnalysis(const Analysis& an) {
     return LinkKey{x, y};
   };
   std::map<LinkKey, Suspect> links;
-  for (const auto& j : an.tests) {
+  for (size_t t = 0; t < an.tests.size(); ++t) {
+    const Judged& j = an.tests[t];
     if (j.loopback() || !j.failed) continue;
     if (an.isStrong(j.a.host) || an.isStrong(j.b.host)) continue;
     if (an.failedRetests(j.a.host) > 0 || an.failedRetests(j.b.host) > 0) continue;
+    // The pair itself again: a failure its repeats do not show is noise, not a link.
+    const auto rep = an.repeats.find(t);
+    std::vector<std::string> repeat_lines;
+    if (rep != an.repeats.end()) {
+      bool any_failed = false;
+      for (const auto& o : rep->second) {
+        any_failed = any_failed || !o.passed;
+        repeat_lines.push_back(
+            o.passed
+                ? "repeat: passed"
+                : "repeat: " + (an.why(o.row).empty() ? std::string("failed") : an.why(o.row)));
+      }
+      if (!any_failed) {
+        result.notes.push_back(an.name(j.a) + "->" + an.name(j.b) + ": " + an.why(j.row) +
+                               "; passed on its repeat: noise, not a link");
+        result.noise_rows.push_back(j.row);
+        continue;
+      }
+    }
     const LinkKey key = link_of(j);
     if (links.count(key)) continue;
     std::string x = an.name(j.a), y = an.name(j.b);
@@ -282,6 +401,7 @@ std::vector<Suspect> localiseAnalysis(const Analysis& an) {
     s.name = x + "<->" + y;
     s.score = 0.5;
     s.evidence.push_back(an.name(j.a) + "->" + an.name(j.b) + ": " + an.why(j.row));
+    for (auto& line : repeat_lines) s.evidence.push_back(std::move(line));
     for (const Side* side : {&j.a, &j.b}) {
       auto r_it = an.retested.find(side->host);
       if (r_it == an.retested.end() || an.passedRetests(side->host) == 0) continue;
@@ -312,23 +432,40 @@ std::vector<Suspect> localiseAnalysis(const Analysis& an) {
     }
   }
 
-  std::sort(out.begin(), out.end(), [](const Suspect& a, const Suspect& b) {
-    if (a.score != b.score) return a.score > b.score;
-    if (a.kind != b.kind) return kindRank(a.kind) < kindRank(b.kind);
-    return a.name < b.name;
-  });
-  return out;
+  rank(out);
+  return result;
 }
 
 std::vector<PlannedTest> planRetestsOf(const Analysis& an, const std::vector<std::string>& hosts,
-                                       int max_retests) {
+                                       int max_retests, const std::vector<size_t>& repeat_rows) {
   const JudgeRows& rows = *an.rows;
   std::vector<uint32_t> good;
   for (const auto& h : std::set<std::string>(hosts.begin(), hosts.end())) {
     const auto id = rows.strings().find(h);
     if (id && an.isGood(*id)) good.push_back(*id);
   }
-  if (good.empty()) return {};
+  // Repeats: each failing pair that no strong suspect explains (a link candidate), and each
+  // row asked for, once per pair and shape.
+  std::vector<size_t> repeats;
+  for (const auto& j : an.tests) {
+    if (j.failed && j.has_row && !j.loopback() && !an.isStrong(j.a.host) &&
+        !an.isStrong(j.b.host)) {
+      repeats.push_back(j.row);
+    }
+  }
+  for (const size_t row : repeat_rows) {
+    if (row < rows.size() && !rows[row].retest) repeats.push_back(row);
+  }
+  {
+    std::vector<size_t> unique;
+    for (const size_t row : repeats) {
+      bool seen = false;
+      for (const size_t u : unique) seen = seen || isRepeatOf(rows[row], rows[u]);
+      if (!seen) unique.push_back(row);
+    }
+    repeats = std::move(unique);
+  }
+  if (good.empty() && repeats.empty()) return {};
 
   // The NICs each known-good host has tested, by name.
   std::map<uint32_t, std::set<uint32_t>> nics_of;
@@ -371,8 +508,29 @@ std::vector<PlannedTest> planRetestsOf(const Analysis& an, const std::vector<std
   };
   std::vector<PlannedTest> out;
   std::vector<ResourceSet> rounds;
+  auto place = [&rounds](PlannedTest& t) {
+    const auto res = resourcesOf(t);
+    size_t r = 0;
+    while (r < rounds.size() && !rounds[r].canTake(res)) ++r;
+    if (r == rounds.size()) rounds.emplace_back();
+    rounds[r].take(res);
+    t.round = static_cast<int>(r);
+  };
+  for (const size_t row_index : repeats) {
+    if (static_cast<int>(out.size()) >= max_retests) break;
+    const JudgeRow& row = rows[row_index];
+    PlannedTest t;
+    t.initiator = selector(row.initiator);
+    t.target = selector(row.target);
+    t.message_size = row.message_size;
+    t.retest = true;
+    t.retest_of = std::string(rows.testId(row));
+    place(t);
+    out.push_back(std::move(t));
+  }
   size_t next = 0;
   for (const auto& c : candidates) {
+    if (good.empty()) break;
     if (static_cast<int>(out.size()) >= max_retests) break;
     const JudgeRow& row = rows[c.row];
     const JudgeSide& mine = c.initiator ? row.initiator : row.target;
@@ -396,12 +554,7 @@ std::vector<PlannedTest> planRetestsOf(const Analysis& an, const std::vector<std
     t.message_size = row.message_size;
     t.retest = true;
     t.retest_of = std::string(rows.testId(row));
-    const auto res = resourcesOf(t);
-    size_t r = 0;
-    while (r < rounds.size() && !rounds[r].canTake(res)) ++r;
-    if (r == rounds.size()) rounds.emplace_back();
-    rounds[r].take(res);
-    t.round = static_cast<int>(r);
+    place(t);
     out.push_back(std::move(t));
   }
   std::stable_sort(out.begin(), out.end(),
@@ -453,20 +606,25 @@ Converted convert(const std::vector<TestResult>& results,
 
 }  // namespace
 
-std::vector<Suspect> localise(const JudgeRows& rows, const JudgeVerdicts& verdicts) {
+Localisation localiseSweep(const JudgeRows& rows, const JudgeVerdicts& verdicts) {
   return localiseAnalysis(analyse(rows, verdicts));
 }
 
+std::vector<Suspect> localise(const JudgeRows& rows, const JudgeVerdicts& verdicts) {
+  return localiseSweep(rows, verdicts).suspects;
+}
+
 std::vector<PlannedTest> planRetests(const JudgeRows& rows, const JudgeVerdicts& verdicts,
-                                     const std::vector<std::string>& hosts, int max_retests) {
+                                     const std::vector<std::string>& hosts, int max_retests,
+                                     const std::vector<size_t>& repeat_rows) {
   if (max_retests <= 0) return {};
-  return planRetestsOf(analyse(rows, verdicts), hosts, max_retests);
+  return planRetestsOf(analyse(rows, verdicts), hosts, max_retests, repeat_rows);
 }
 
 std::vector<Suspect> localise(const std::vector<TestResult>& results,
                               const std::vector<PairVerdict>& verdicts) {
   const Converted c = convert(results, verdicts);
-  return localiseAnalysis(analyse(c.rows, c.verdicts, &c.has_row));
+  return localiseAnalysis(analyse(c.rows, c.verdicts, &c.has_row)).suspects;
 }
 
 std::vector<PlannedTest> planRetests(const std::vector<TestResult>& results,
@@ -474,7 +632,22 @@ std::vector<PlannedTest> planRetests(const std::vector<TestResult>& results,
                                      const std::vector<std::string>& hosts, int max_retests) {
   if (max_retests <= 0) return {};
   const Converted c = convert(results, verdicts);
-  return planRetestsOf(analyse(c.rows, c.verdicts, &c.has_row), hosts, max_retests);
+  return planRetestsOf(analyse(c.rows, c.verdicts, &c.has_row), hosts, max_retests, {});
+}
+
+std::vector<Suspect> mergeSuspects(std::vector<Suspect> a, const std::vector<Suspect>& b) {
+  for (const auto& s : b) {
+    auto it = std::find_if(a.begin(), a.end(),
+                           [&s](const Suspect& x) { return x.kind == s.kind && x.name == s.name; });
+    if (it == a.end()) {
+      a.push_back(s);
+      continue;
+    }
+    it->score = std::max(it->score, s.score);
+    it->evidence.insert(it->evidence.end(), s.evidence.begin(), s.evidence.end());
+  }
+  rank(a);
+  return a;
 }
 
 }  // namespace gdrmesh

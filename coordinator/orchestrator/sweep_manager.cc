@@ -8,12 +8,14 @@
 #include <optional>
 #include <random>
 #include <string_view>
+#include <utility>
 
 #include "common/capabilities.h"
 #include "common/limits.h"
 #include "common/units.h"
 #include "coordinator/orchestrator/judge.h"
 #include "coordinator/orchestrator/localiser.h"
+#include "coordinator/orchestrator/outliers.h"
 #include "coordinator/orchestrator/planner.h"
 
 namespace gdrmesh {
@@ -622,7 +624,9 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
   if (!cancelled && a->spec.localise) {
     rows.sortByPlanIndex();
     auto verdicts = judgeSweepRows(rows, a->config, JudgeRows{});
-    auto retests = planRetests(rows, verdicts, a->hosts, options_.max_retests);
+    // The outlier detector's low pairs are repeated too, before they are called links.
+    const OutlierFindings low = findOutliers(rows, a->config.outliers);
+    auto retests = planRetests(rows, verdicts, a->hosts, options_.max_retests, low.repeat);
     if (!retests.empty()) {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& t : retests) {
@@ -640,18 +644,23 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
   auto baseline = baselineRows(a->spec.baseline, a->id);
   auto verdicts = judgeSweepRows(rows, a->config, baseline.ok() ? *baseline : JudgeRows{});
   if (baseline.ok()) *baseline = JudgeRows{};
-  auto suspects = localise(rows, verdicts);
+  const OutlierFindings outliers = findOutliers(rows, a->config.outliers);
+  Localisation located = localiseSweep(rows, verdicts);
+  const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, a->config, located.noise_rows);
   {
     std::lock_guard<std::mutex> lock(mu_);
     a->verdicts = std::move(verdicts);
     a->verdict_counts = {};
     for (VerdictKind k : a->verdicts.kind) a->verdict_counts.add(k);
-    a->suspects = std::move(suspects);
+    a->suspects = mergeSuspects(std::move(located.suspects), outliers.suspects);
     if (!baseline.ok()) a->notes.push_back("baseline: " + baseline.status().message());
-    bool pass = a->failed == 0;
-    for (size_t i = 0; i < a->rows.size(); ++i) {
-      if (a->verdicts.kind[i] == VerdictKind::kFail && !a->rows[i].retest) pass = false;
+    for (const std::vector<std::string>* notes :
+         {&std::as_const(located.notes), &outliers.notes, &judged.notes}) {
+      a->notes.insert(a->notes.end(), notes->begin(), notes->end());
     }
+    // Every result is a row, a FAILED or ERROR one a FAIL verdict: the sweep's verdict reads
+    // them all (retests are evidence for the localiser, never a verdict of their own).
+    const bool pass = judged.pass;
     a->finished_ms = clock_.unixMs();
     a->report_pending = true;
     if (stopping_ && !a->cancel_requested) {
@@ -665,6 +674,7 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       a->state = SweepState::kFinished;
       a->verdict = pass && a->skipped < a->plan_size ? "PASS" : "FAIL";
       if (a->skipped == a->plan_size) a->reason = "every test was skipped";
+      if (!judged.reason.empty() && a->reason.empty()) a->reason = judged.reason;
     }
   }
   // The report is stored before anyone learns that the sweep ended (report_pending: followers,
@@ -1285,13 +1295,20 @@ Result<SweepReportData> SweepManager::judge(const std::string& id, const std::st
   for (const auto& r : d.results) rows.add(r, isRetest(r, plan_size));
   rows.sortByPlanIndex();
   const JudgeVerdicts verdicts = judgeSweepRows(rows, config, base);
-  d.suspects = localise(rows, verdicts);
-  const std::vector<PairVerdict> all = verdictsOf(rows, verdicts);
-  bool pass = true;
-  for (const auto& v : all) {
-    if (v.verdict == VerdictKind::kFail && !v.retest) pass = false;
+  const OutlierFindings outliers = findOutliers(rows, config.outliers);
+  Localisation located = localiseSweep(rows, verdicts);
+  const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, config, located.noise_rows);
+  d.suspects = mergeSuspects(std::move(located.suspects), outliers.suspects);
+  // The stored notes hold those of the live judge; a changed config may add others.
+  for (const std::vector<std::string>* notes :
+       {&std::as_const(located.notes), &outliers.notes, &judged.notes}) {
+    for (const auto& n : *notes) {
+      if (std::find(d.notes.begin(), d.notes.end(), n) == d.notes.end()) d.notes.push_back(n);
+    }
   }
-  d.progress.verdict = pass ? "PASS" : "FAIL";
+  const std::vector<PairVerdict> all = verdictsOf(rows, verdicts);
+  d.progress.verdict = judged.pass ? "PASS" : "FAIL";
+  if (!judged.reason.empty()) d.progress.reason = judged.reason;
   d.figures = summariseFigures(all);
   d.results.clear();
   d.verdict_counts = {};

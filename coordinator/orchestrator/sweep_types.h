@@ -127,7 +127,7 @@ uint64_t selectVerdicts(const std::vector<PairVerdict>& all, VerdictFilter filte
 
 // A localisation suspect, ranked by score (higher = more likely at fault).
 struct Suspect {
-  std::string kind;  // host | nic | link
+  std::string kind;  // host | nic | link | threshold (the whole fleet misses one)
   std::string name;  // "h3", "h3/mlx5_1", "h1/mlx5_0<->h3/mlx5_0"
   double score = 0;
   std::vector<std::string> evidence;  // "failed with 5 of 7 partners", ...

@@ -69,8 +69,9 @@ void splitTarget(const std::string& target, SimFault* f) {
 Result<SimFault> parseSimFault(std::string_view spec) {
   const std::string where = "--sim-fault '" + std::string(spec) + "'";
   const std::string usage =
-      "use slow:WORKER[/NIC]:FACTOR, fail:WORKER[/NIC], flap:WORKER:P, mute:WORKER[:AFTER_N] "
-      "or drop:WORKER:AFTER_N";
+      "use slow:WORKER[/NIC]:FACTOR, fail:WORKER[/NIC], flap:WORKER:P, mute:WORKER[:AFTER_N], "
+      "drop:WORKER:AFTER_N, link:WORKER[/NIC]:WORKER[/NIC]:FACTOR or "
+      "glitch:WORKER:WORKER:FACTOR[:N]";
   auto parts = splitColons(spec);
   SimFault f;
   f.text = std::string(spec);
@@ -103,6 +104,32 @@ Result<SimFault> parseSimFault(std::string_view spec) {
       return invalidArgument(where + ": P must be within [0, 1]");
     }
     f.kind = SimFault::Kind::kFlap;
+  } else if (kind == "link" || kind == "glitch") {
+    const bool link = kind == "link";
+    if (link ? parts.size() != 4 : parts.size() < 4 || parts.size() > 5) {
+      return invalidArgument(where + (link ? ": expected link:WORKER[/NIC]:WORKER[/NIC]:FACTOR"
+                                           : ": expected glitch:WORKER:WORKER:FACTOR[:N]"),
+                             usage);
+    }
+    if (!link) GDR_RETURN_IF_ERROR(no_nic());
+    SimFault peer;
+    splitTarget(parts[2], &peer);
+    if (peer.worker.empty() || (parts[2].find('/') != std::string::npos && peer.nic.empty()) ||
+        (!link && !peer.nic.empty())) {
+      return invalidArgument(where + ": the second end names no worker, or an empty NIC", usage);
+    }
+    if (peer.worker == f.worker) {
+      return invalidArgument(where + ": both ends are " + f.worker, "name two different workers");
+    }
+    f.peer = peer.worker;
+    f.peer_nic = peer.nic;
+    GDR_ASSIGN_OR_RETURN(f.factor, parseNumber(parts[3], where + " FACTOR"));
+    if (f.factor <= 0) return invalidArgument(where + ": FACTOR must be > 0 (0.5 = half speed)");
+    f.after_n = 1;
+    if (parts.size() == 5) {
+      GDR_ASSIGN_OR_RETURN(f.after_n, parseCount(parts[4], where + " N"));
+    }
+    f.kind = link ? SimFault::Kind::kLink : SimFault::Kind::kGlitch;
   } else if (kind == "mute") {
     if (parts.size() > 3) return invalidArgument(where + ": expected mute:WORKER[:AFTER_N]", usage);
     GDR_RETURN_IF_ERROR(no_nic());
@@ -141,21 +168,30 @@ Status validateSimConfig(const SimConfig& c) {
   if (!(c.bandwidth_gbps > 0)) return invalidArgument("--sim-bandwidth-gbps: must be > 0");
   if (!(c.latency_us > 0)) return invalidArgument("--sim-latency-us: must be > 0");
   if (c.connections < 0) return invalidArgument("--sim-connections: must be >= 0");
+  if (!(c.noise >= 0 && c.noise <= 0.5)) {
+    return invalidArgument("noise: " + std::to_string(c.noise) + " is outside [0, 0.5]",
+                           "give the spread as a fraction (0.05 = +-5 %)");
+  }
   std::set<std::string> names;
   for (int i = 0; i < c.count; ++i) names.insert(simWorkerName(c.name_prefix, i, c.count));
   for (const auto& f : c.faults) {
-    if (names.count(f.worker) == 0) {
-      return invalidArgument(
-          "--sim-fault '" + f.text + "': no simulated worker '" + f.worker + "' here",
-          "names run " + simWorkerName(c.name_prefix, 0, c.count) + " .. " +
-              simWorkerName(c.name_prefix, c.count - 1, c.count));
-    }
-    if (!f.nic.empty()) {
-      bool known = false;
-      for (int n = 0; n < c.nics; ++n) known = known || f.nic == "mlx5_" + std::to_string(n);
-      if (!known) {
-        return invalidArgument("--sim-fault '" + f.text + "': no NIC '" + f.nic + "'",
-                               "simulated NICs are mlx5_0 .. mlx5_" + std::to_string(c.nics - 1));
+    const bool two_ends = !f.peer.empty();
+    for (int end = 0; end < (two_ends ? 2 : 1); ++end) {
+      const std::string& worker = end == 0 ? f.worker : f.peer;
+      const std::string& nic = end == 0 ? f.nic : f.peer_nic;
+      if (names.count(worker) == 0) {
+        return invalidArgument(
+            "--sim-fault '" + f.text + "': no simulated worker '" + worker + "' here",
+            "names run " + simWorkerName(c.name_prefix, 0, c.count) + " .. " +
+                simWorkerName(c.name_prefix, c.count - 1, c.count));
+      }
+      if (!nic.empty()) {
+        bool known = false;
+        for (int n = 0; n < c.nics; ++n) known = known || nic == "mlx5_" + std::to_string(n);
+        if (!known) {
+          return invalidArgument("--sim-fault '" + f.text + "': no NIC '" + nic + "'",
+                                 "simulated NICs are mlx5_0 .. mlx5_" + std::to_string(c.nics - 1));
+        }
       }
     }
   }
@@ -219,16 +255,17 @@ Status parseSimConfigText(std::string_view text, SimConfig* c) {
                                 : c->heartbeat_ms) = iv;
       }
     } else if (key == "test_ms" || key == "bandwidth_gbps" || key == "latency_us" ||
-               key == "nic_rate_gbps") {
+               key == "nic_rate_gbps" || key == "noise") {
       GDR_ASSIGN_OR_RETURN(double v, parseNumber(value, field));
       (key == "test_ms"          ? c->test_ms
        : key == "bandwidth_gbps" ? c->bandwidth_gbps
        : key == "latency_us"     ? c->latency_us
+       : key == "noise"          ? c->noise
                                  : c->nic_rate_gbps) = v;
     } else {
       return invalidArgument(where + ": unknown key '" + key + "'",
                              "keys: count, name_prefix, nics, nic_rate_gbps, gpus, test_ms, "
-                             "bandwidth_gbps, latency_us, seed, connections, coordinator, "
+                             "bandwidth_gbps, latency_us, noise, seed, connections, coordinator, "
                              "end_signal, fault, faults");
     }
   }

@@ -15,6 +15,14 @@
 //                             heartbeating, so only the coordinator's per-phase timeout ends it
 //   drop:WORKER:AFTER_N       answers AFTER_N commands, then closes its stream on the next one
 //                             and stays away
+//   link:WORKER[/NIC]:WORKER[/NIC]:FACTOR
+//                             bandwidth x FACTOR (latency / FACTOR) on every test between the
+//                             two, in either direction: one bad link (cable, port, switch path)
+//   glitch:WORKER:WORKER:FACTOR[:N]
+//                             the first N (default 1) tests between the two run at FACTOR, the
+//                             rest at full speed: one noisy sample, which a repeat does not show
+// `noise: F` (a --sim-config key) scales each test's figures by a factor drawn uniformly
+// from [1 - F, 1 + F], seeded by (seed, test id): the spread of a healthy fabric.
 // WORKER is a full simulated name ("sim-0003"); NIC a device name ("mlx5_1").
 #pragma once
 
@@ -31,13 +39,15 @@
 namespace gdrmesh {
 
 struct SimFault {
-  enum class Kind { kSlow, kFail, kFlap, kMute, kDrop };
+  enum class Kind { kSlow, kFail, kFlap, kMute, kDrop, kLink, kGlitch };
   Kind kind = Kind::kSlow;
   std::string worker;
   std::string nic;         // "" = every NIC of the worker
-  double factor = 1;       // slow
+  std::string peer;        // link, glitch: the other end's worker
+  std::string peer_nic;    // link: "" = every NIC of the peer
+  double factor = 1;       // slow, link, glitch
   double probability = 0;  // flap
-  uint64_t after_n = 0;    // mute, drop: commands answered first
+  uint64_t after_n = 0;    // mute, drop: commands answered first; glitch: tests slowed
   std::string text;        // the spec as given, quoted in reasons
 };
 
@@ -56,7 +66,8 @@ struct SimConfig {
   double test_ms = 10;  // how long a run takes, on the wall clock
   double bandwidth_gbps = 100;
   double latency_us = 2;
-  uint64_t seed = 1;  // flap draws
+  double noise = 0;   // each test's figures x U[1 - noise, 1 + noise]; 0..0.5
+  uint64_t seed = 1;  // flap and noise draws
   // TCP connections to the coordinator, the workers spread over them round robin;
   // 0 = one per worker, as separate hosts would have.
   int connections = 0;
@@ -77,7 +88,7 @@ struct SimConfig {
 Status validateSimConfig(const SimConfig& config);
 
 // Reads a small config: one `key: value` (or `key = value`) per line, `#` comments, keys
-// count, name_prefix, nics, nic_rate_gbps, gpus, test_ms, bandwidth_gbps, latency_us, seed,
+// count, name_prefix, nics, nic_rate_gbps, gpus, test_ms, bandwidth_gbps, latency_us, noise, seed,
 // connections, coordinator, end_signal (true|false), and `fault: SPEC` (repeatable; also as `-
 // SPEC` items under a `faults:` line). Values override those already in `config`.
 Status parseSimConfigText(std::string_view text, SimConfig* config);

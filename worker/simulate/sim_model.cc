@@ -57,8 +57,37 @@ const char* const kFix =
 
 // ------------------------------------------------------------------------------- faults
 
-SimFaults::SimFaults(std::vector<SimFault> faults, uint64_t seed)
-    : faults_(std::move(faults)), seed_(seed) {}
+SimFaults::SimFaults(std::vector<SimFault> faults, uint64_t seed, double noise)
+    : faults_(std::move(faults)), seed_(seed), noise_(noise) {}
+
+double SimFaults::pairFactor(const std::string& test_id, const std::string& worker,
+                             const std::string& nic, const std::string& peer,
+                             const std::string& peer_nic) const {
+  double f = 1;
+  for (size_t i = 0; i < faults_.size(); ++i) {
+    const SimFault& x = faults_[i];
+    if (x.kind != SimFault::Kind::kLink && x.kind != SimFault::Kind::kGlitch) continue;
+    auto ends = [&](const std::string& w, const std::string& n, const std::string& p,
+                    const std::string& pn) {
+      return x.worker == w && (x.nic.empty() || x.nic == n) && x.peer == p &&
+             (x.peer_nic.empty() || x.peer_nic == pn);
+    };
+    if (!ends(worker, nic, peer, peer_nic) && !ends(peer, peer_nic, worker, nic)) continue;
+    if (x.kind == SimFault::Kind::kLink) {
+      f *= x.factor;
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& seen = glitched_[i];
+    if (std::find(seen.begin(), seen.end(), test_id) == seen.end()) {
+      if (seen.size() >= x.after_n) continue;  // over: full speed
+      seen.push_back(test_id);
+    }
+    f *= x.factor;
+  }
+  if (noise_ > 0) f *= 1 + noise_ * (2 * draw(seed_, test_id, "") - 1);
+  return f;
+}
 
 double SimFaults::slowFactor(const std::string& worker, const std::string& nic) const {
   double f = 1;
@@ -269,6 +298,7 @@ Result<Measurement> SimWorkerModel::measure(const std::string& test_id, const Se
     const auto& peer = std::get<SimulatedDesc>(s.peer->fields);  // checked in connect()
     GDR_RETURN_IF_ERROR(faults_.testFault(test_id, peer.worker, peer.nic.device));
     factor *= faults_.slowFactor(peer.worker, peer.nic.device);
+    factor *= faults_.pairFactor(test_id, name_, device, peer.worker, peer.nic.device);
   }
   Measurement m;
   m.message_size = run.message_size;

@@ -11,7 +11,8 @@
 // name and the NIC it plays (SimulatedDesc), so faults apply to every test touching a faulty
 // worker or NIC, on both sides.
 //
-// Thread contract: SimFaults is immutable and shared by every worker. SimWorkerModel methods are
+// Thread contract: SimFaults is shared by every worker and thread-safe (its one mutable part, the
+// tests a glitch has slowed so far, is guarded). SimWorkerModel methods are
 // thread-safe (the stream's reactor calls the commands, the heartbeat timer reads
 // activeTests()).
 #pragma once
@@ -34,10 +35,16 @@ namespace gdrmesh {
 // The fault table of one process of simulated workers.
 class SimFaults {
  public:
-  SimFaults(std::vector<SimFault> faults, uint64_t seed);
+  // `noise`: SimConfig::noise.
+  SimFaults(std::vector<SimFault> faults, uint64_t seed, double noise = 0);
 
   // Product of the slow factors on (worker, nic): < 1 is slower.
   double slowFactor(const std::string& worker, const std::string& nic) const;
+  // The factor of test `test_id` between the two endpoints beyond their own slow factors: the
+  // link faults between them, a glitch while it lasts (the first N distinct test ids between
+  // the two), and the noise draw. Both sides of a test get the same answer.
+  double pairFactor(const std::string& test_id, const std::string& worker, const std::string& nic,
+                    const std::string& peer, const std::string& peer_nic) const;
   // Why a test touching these endpoints fails (fail, then flap), or OK.
   Status testFault(const std::string& test_id, const std::string& worker,
                    const std::string& nic) const;
@@ -47,6 +54,9 @@ class SimFaults {
  private:
   std::vector<SimFault> faults_;
   uint64_t seed_;
+  double noise_;
+  mutable std::mutex mu_;                                        // guards glitched_
+  mutable std::map<size_t, std::vector<std::string>> glitched_;  // fault index -> test ids
 };
 
 // What a worker claims: NICs mlx5_0.. (one ACTIVE InfiniBand port at nic_rate_gbps), GPUs whose

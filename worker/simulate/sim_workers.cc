@@ -43,7 +43,7 @@ class SimulatedWorkers::Impl {
 
   Impl(SimConfig c, Clock* injected)
       : config(std::move(c)),
-        faults(config.faults, config.seed),
+        faults(config.faults, config.seed, config.noise),
         own_clock(injected == nullptr ? std::make_unique<SystemClock>() : nullptr),
         clock(injected == nullptr ? own_clock.get() : injected) {
     for (int i = 0; i < config.count; ++i) {

@@ -31,6 +31,29 @@ TEST(ConfigYaml, TheSmallestExampleParsesAsWritten) {
   EXPECT_EQ(c->thresholdsFor("any", {}).bandwidth_gbps_min, 25.0);
 }
 
+TEST(ConfigYaml, OutlierDetectionIsOnByDefaultAndConfigurable) {
+  auto d = parseClusterConfig("", "empty.yaml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->outliers.detect);
+  EXPECT_EQ(d->outliers.fail, OutlierOptions::Fail::kAuto);
+  EXPECT_DOUBLE_EQ(d->outliers.robust_z, 5);
+  EXPECT_DOUBLE_EQ(d->outliers.min_shortfall, 0.1);
+  EXPECT_FALSE(d->hasThresholds());
+  auto c = parseClusterConfig(
+      "outliers:\n  detect: false\n  fail: never\n  robust_z: 3.5\n  min_shortfall: 0.2\n"
+      "  min_partners: 6\n  min_hosts: 8\nhost_classes:\n  - name: a\n    thresholds:\n"
+      "      latency_us_max: 9\n",
+      "o.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_FALSE(c->outliers.detect);
+  EXPECT_EQ(c->outliers.fail, OutlierOptions::Fail::kNever);
+  EXPECT_DOUBLE_EQ(c->outliers.robust_z, 3.5);
+  EXPECT_DOUBLE_EQ(c->outliers.min_shortfall, 0.2);
+  EXPECT_EQ(c->outliers.min_partners, 6);
+  EXPECT_EQ(c->outliers.min_hosts, 8);
+  EXPECT_TRUE(c->hasThresholds());  // a class's threshold counts
+}
+
 TEST(ConfigYaml, EmptyFileIsAnEmptyConfig) {
   auto c = parseClusterConfig("", "empty.yaml");
   ASSERT_TRUE(c.ok());
@@ -190,6 +213,16 @@ const BadCase kBad[] = {
      "sweeps[0].pairs[0]: 'a-b' is not INITIATOR[/NIC]:TARGET[/NIC]", ""},
     {"not_yaml", "sweeps: [a, b\n", "not valid YAML", "indentation"},
     {"top_level_list", "- a\n- b\n", "(top level): must be a mapping", ""},
+    {"outliers_unknown_key", "outliers:\n  z: 3\n", "outliers.z: unknown key", "robust_z"},
+    {"outliers_bad_fail", "outliers:\n  fail: sometimes\n",
+     "outliers.fail: 'sometimes' is not one of: auto, always, never", "auto:"},
+    {"outliers_bad_detect", "outliers:\n  detect: yes please\n",
+     "outliers.detect: 'yes please' is not true or false", ""},
+    {"outliers_shortfall_range", "outliers:\n  min_shortfall: 10\n",
+     "outliers.min_shortfall: is outside [0, 1)", "0.1 = 10 %"},
+    {"outliers_z_range", "outliers:\n  robust_z: 0.5\n", "outliers.robust_z: is outside", ""},
+    {"outliers_min_hosts", "outliers:\n  min_hosts: 2\n", "outliers.min_hosts: 2 is out of range",
+     ""},
 };
 
 INSTANTIATE_TEST_SUITE_P(Cases, ConfigYamlBad, ::testing::ValuesIn(kBad),

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -198,6 +199,58 @@ TEST(SimModelTest, FlapDrawsAgreeOnBothSidesAndMatchP) {
   }
   EXPECT_GT(failed, 500);
   EXPECT_LT(failed, 700);
+}
+
+// The benchmark's faults: a bad link (both directions, NIC-scoped), a glitch on a pair's first
+// test only, and noise the same for both sides of one test.
+TEST(SimModelTest, LinkGlitchAndNoiseShapeThePairFactor) {
+  auto link = parseSimFault("link:sim-0001/mlx5_1:sim-0002:0.4");
+  ASSERT_TRUE(link.ok()) << link.status().toString();
+  auto glitch = parseSimFault("glitch:sim-0003:sim-0004:0.16");
+  ASSERT_TRUE(glitch.ok()) << glitch.status().toString();
+  EXPECT_FALSE(parseSimFault("link:sim-0001:sim-0001:0.4").ok());
+  EXPECT_FALSE(parseSimFault("glitch:sim-0001/mlx5_0:sim-0002:0.4").ok());
+  EXPECT_FALSE(parseSimFault("link:sim-0001:sim-0002").ok());
+  SimConfig c;
+  c.count = 5;  // sim-0000 .. sim-0004
+  c.nics = 2;
+  c.faults = {*link, *glitch};
+  EXPECT_TRUE(validateSimConfig(c).ok()) << validateSimConfig(c).toString();
+  c.faults = {*parseSimFault("link:sim-0001:sim-0009:0.5")};
+  EXPECT_EQ(validateSimConfig(c).code(), Code::kInvalidArgument);
+  c.faults.clear();
+  c.noise = 0.6;
+  EXPECT_EQ(validateSimConfig(c).code(), Code::kInvalidArgument);
+
+  SimFaults faults({*link, *glitch}, 7);
+  EXPECT_DOUBLE_EQ(faults.pairFactor("t1", "sim-0001", "mlx5_1", "sim-0002", "mlx5_0"), 0.4);
+  EXPECT_DOUBLE_EQ(faults.pairFactor("t1", "sim-0002", "mlx5_0", "sim-0001", "mlx5_1"), 0.4);
+  EXPECT_DOUBLE_EQ(faults.pairFactor("t2", "sim-0001", "mlx5_0", "sim-0002", "mlx5_0"), 1.0);
+  EXPECT_DOUBLE_EQ(faults.pairFactor("t3", "sim-0001", "mlx5_1", "sim-0003", "mlx5_1"), 1.0);
+  // The glitch: its first test, asked by both sides, then full speed.
+  EXPECT_DOUBLE_EQ(faults.pairFactor("g1", "sim-0003", "mlx5_0", "sim-0004", "mlx5_0"), 0.16);
+  EXPECT_DOUBLE_EQ(faults.pairFactor("g1", "sim-0004", "mlx5_0", "sim-0003", "mlx5_0"), 0.16);
+  EXPECT_DOUBLE_EQ(faults.pairFactor("g2", "sim-0004", "mlx5_0", "sim-0003", "mlx5_0"), 1.0);
+
+  SimFaults noisy({}, 7, 0.05);
+  double lo = 2, hi = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string id = "n" + std::to_string(i);
+    const double f = noisy.pairFactor(id, "sim-0000", "mlx5_0", "sim-0001", "mlx5_0");
+    EXPECT_DOUBLE_EQ(f, noisy.pairFactor(id, "sim-0001", "mlx5_0", "sim-0000", "mlx5_0"));
+    lo = std::min(lo, f);
+    hi = std::max(hi, f);
+  }
+  EXPECT_GE(lo, 0.95);
+  EXPECT_LT(lo, 0.96);
+  EXPECT_LE(hi, 1.05);
+  EXPECT_GT(hi, 1.04);
+  SimConfig parsed;
+  ASSERT_TRUE(
+      parseSimConfigText("noise: 0.05\nfault: glitch:sim-0000:sim-0001:0.2:3\n", &parsed).ok());
+  EXPECT_DOUBLE_EQ(parsed.noise, 0.05);
+  ASSERT_EQ(parsed.faults.size(), 1u);
+  EXPECT_EQ(parsed.faults[0].after_n, 3u);
 }
 
 TEST(SimModelTest, RunsAreDueAfterTheSimulatedTime) {
