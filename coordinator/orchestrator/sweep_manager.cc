@@ -628,10 +628,20 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
     const OutlierFindings low = findOutliers(rows, a->config.outliers);
     auto retests = planRetests(rows, verdicts, a->hosts, options_.max_retests, low.repeat);
     if (!retests.empty()) {
+      // A retest runs with the template of the test it re-examines (its op, mode, memory and
+      // iterations): a read pair's retest is a read, not the config's first sweep.
+      std::map<std::string_view, int32_t> plan_index_of;
+      for (const auto& r : rows) plan_index_of.emplace(rows.testId(r), r.plan_index);
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& t : retests) {
+        int tmpl = a->template_of.empty() ? 0 : a->template_of.front();
+        auto it = plan_index_of.find(t.retest_of);
+        if (it != plan_index_of.end() && it->second >= 0 &&
+            static_cast<size_t>(it->second) < a->template_of.size()) {
+          tmpl = a->template_of[static_cast<size_t>(it->second)];
+        }
         a->plan.push_back(std::move(t));
-        a->template_of.push_back(a->template_of.empty() ? 0 : a->template_of.front());
+        a->template_of.push_back(tmpl);
       }
       a->retests = static_cast<uint32_t>(retests.size());
       publish(a);

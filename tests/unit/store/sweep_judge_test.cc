@@ -235,5 +235,76 @@ TEST(SweepJudge, TheLiveVerdictsAreThoseRecomputedFromTheStoredRows) {
   restarted.shutdown();
 }
 
+// An acceptance sweep of two parts, a write over known-good hosts then a read with a slow host:
+// the retests of the failing reads are reads (the template of the test they re-examine), not
+// the config's first sweep (a retest of a read ran as a write and "passed").
+Result<ClusterConfig> writeThenRead(const std::string& /*yaml*/) {
+  ClusterConfig c;
+  c.thresholds.bandwidth_gbps_min = 50;
+  SweepSpec w;
+  w.pattern = SweepPattern::kAllPairs;
+  w.test.op = Op::kWrite;
+  w.test.message_size = 4096;
+  w.test.iterations = 10;
+  w.hosts = {"h0", "h1", "h2", "h3", "h4", "h5"};
+  SweepSpec r = w;
+  r.test.op = Op::kRead;
+  r.test.message_size = 65536;
+  r.hosts.push_back("h6");
+  c.sweeps = {w, r};
+  return c;
+}
+
+TEST(SweepJudge, ARetestRunsTheTemplateOfTheTestItReExamines) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  auto opened = SqliteStore::open(dir.file("results.db"));
+  ASSERT_TRUE(opened.ok()) << opened.status().toString();
+  std::unique_ptr<SqliteStore> store = std::move(opened).value();
+  ResultWriter writer(*store);
+  SystemClock clock;
+  FakeDirectory workers(clock);
+  for (int i = 0; i < 7; ++i) workers.add("h" + std::to_string(i));
+  workers.fake("h6").behaviour.bandwidth_gbps = 10;
+  OneSpecCodec codec;
+  SweepManagerOptions options;
+  options.checkpoint_seconds = 0.05;
+  SweepManager manager(workers, clock, *store, *store, writer, codec, writeThenRead, options);
+
+  SweepSpec spec;
+  spec.pattern_from_config = true;
+  spec.config_yaml = "sweeps: [write, read]";
+  spec.retries = 0;
+  spec.localise = true;
+  auto started = manager.start(spec);
+  ASSERT_TRUE(started.ok()) << started.status().toString();
+  const std::string id = started->id;
+  SweepProgress p = *started;
+  uint64_t version = 0;
+  const auto give_up = clock.now() + std::chrono::seconds(120);
+  while (p.state == SweepState::kQueued || p.state == SweepState::kRunning) {
+    ASSERT_LT(clock.now(), give_up) << "the sweep did not end";
+    auto next = manager.waitForChange(id, version, clock.now() + std::chrono::seconds(1));
+    ASSERT_TRUE(next.ok()) << next.status().toString();
+    p = next->first;
+    version = next->second;
+  }
+  ASSERT_EQ(p.state, SweepState::kFinished) << p.reason;
+  ASSERT_GT(p.retests, 0u) << "h6's slow reads were retested";
+  SweepReportQuery with_results;
+  with_results.with_results = true;
+  auto live = manager.report(id, with_results);
+  ASSERT_TRUE(live.ok()) << live.status().toString();
+  ASSERT_EQ(live->verdicts.size(), live->results.size());
+  size_t retests = 0;
+  for (size_t i = 0; i < live->results.size(); ++i) {
+    if (!live->verdicts[i].retest) continue;
+    ++retests;
+    EXPECT_EQ(live->results[i].op, Op::kRead) << live->results[i].test_id;
+    EXPECT_EQ(live->results[i].message_size, 65536u) << live->results[i].test_id;
+  }
+  EXPECT_EQ(retests, p.retests);
+}
+
 }  // namespace
 }  // namespace gdrmesh::testing
