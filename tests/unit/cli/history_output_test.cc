@@ -27,9 +27,10 @@ TestResult sample(const std::string& id) {
   r.op = Op::kRead;
   r.mode = Mode::kBandwidth;
   r.transport = TransportKind::kVerbs;
-  r.initiator = {"h1",           "node-1",          "mlx5_0",         1, 0,
-                 "0000:17:00.0", MemoryKind::kCuda, RegPath::kDmabuf, 3, "PIX"};
-  r.target = {"h2", "node-2", "mlx5_1", 1, -1, "", MemoryKind::kHost, RegPath::kHost, 3, ""};
+  r.initiator = {
+      "h1", "node-1", "mlx5_0", 1, 0, "0000:17:00.0", MemoryKind::kCuda, RegPath::kDmabuf,
+      3,    "PIX",    ""};
+  r.target = {"h2", "node-2", "mlx5_1", 1, -1, "", MemoryKind::kHost, RegPath::kHost, 3, "", ""};
   r.message_size = 65536;
   r.iterations = 100;
   r.measurement.has_bandwidth = true;
