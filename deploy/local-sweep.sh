@@ -64,7 +64,7 @@ launch() {
 # refuses it on any other address). A cluster uses certificates: docs/security.md.
 launch "$work/coordinator.log" "$bin" coordinator --listen 127.0.0.1:0 --db "$db" \
   --port-file "$work/port" --http 127.0.0.1:0 --insecure
-for _ in $(seq 200); do
+for _ in $(seq 600); do  # up to 30 s on a loaded machine
   [[ -s "$work/port" ]] && grep -q "status page on" "$work/coordinator.log" && break
   sleep 0.05
 done

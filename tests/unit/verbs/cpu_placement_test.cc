@@ -60,7 +60,8 @@ TEST(CpuPlacement, ConcurrentTestsOnOneNodeGetTheLeastLoadedCpu) {
   // CPU 16 carries one endpoint: the next goes to 17; with 16..31 and 48..62 taken, to 63.
   EXPECT_EQ(chooseCpu(sysOf("two_socket_4gpu_2nic"), "mlx5_1", -1, all, {{16, 1}}).cpu, 17);
   std::map<int, int> busy;
-  for (int c : *parseCpuList("16-31,48-62")) busy[c] = 2;
+  for (int c : range(16, 31)) busy[c] = 2;
+  for (int c : range(48, 62)) busy[c] = 2;
   busy[63] = 1;
   EXPECT_EQ(chooseCpu(sysOf("two_socket_4gpu_2nic"), "mlx5_1", -1, all, busy).cpu, 63);
   // Load on the other node changes nothing.
@@ -123,7 +124,7 @@ TEST(CpuPlacer, EndpointsAreCountedWhileTheyLive) {
   EXPECT_EQ(moved.placement().cpu, 1);
   EXPECT_EQ(placer.place("mlx5_0").placement().cpu, 0);
   // Unbound placements are not counted.
-  CpuPlacer vm(sysOf("softroce_vm"), -1, {0, 1});
+  CpuPlacer vm(sysOf("softroce_vm"), -1, std::vector<int>{0, 1});
   EXPECT_EQ(vm.place("rxe0").placement().cpu, -1);
 }
 

@@ -38,8 +38,10 @@ Status VerbsEndpointImpl::init(RegPath reg) {
     return callError("ibv_query_device", rc, dev_);
   }
   roce_ = port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET;
-  if (placer_) cpu_ = placer_->place(dev_);
-  local_.cpu_binding = cpu_.placement().describe();
+  if (placer_) {
+    cpu_ = placer_->place(dev_);
+    local_.cpu_binding = cpu_.placement().describe();
+  }
 
   ibv_gid gid{};
   if (roce_ || spec_.gid_index >= 0) {
