@@ -500,9 +500,9 @@ const std::vector<std::string>& resultCsvHeader() {
                           "integrity_wrong_bytes",
                           "integrity_first_wrong_offset",
                           "integrity_where",
-                          "reason",
                           "initiator_cpu_binding",
-                          "target_cpu_binding"}) {
+                          "target_cpu_binding",
+                          "reason"}) {
       h.push_back(f);
     }
     return h;
@@ -555,9 +555,9 @@ std::vector<std::string> resultCsvRow(const TestResult& r) {
                                std::to_string(r.integrity.wrong_bytes),
                                std::to_string(r.integrity.first_wrong_offset),
                                r.integrity.where,
-                               r.reason,
                                r.initiator.cpu_binding,
-                               r.target.cpu_binding}) {
+                               r.target.cpu_binding,
+                               r.reason}) {
     row.push_back(v);
   }
   return row;
