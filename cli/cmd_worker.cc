@@ -13,6 +13,7 @@
 #include "cli/control.h"
 #include "cli/worker_setup.h"
 #include "worker/service/worker_agent.h"
+#include "worker/transport/verbs/cpu_placement.h"
 
 namespace gdrmesh::cli {
 namespace {
@@ -27,6 +28,7 @@ struct WorkerArgs {
   std::string sysfs_root = "/";
   std::vector<std::string> labels;  // KEY=VALUE
   std::vector<std::string> nics;    // --nic: offer only these
+  int cpu = -1;                     // --cpu: bind every verbs run's thread here
   TlsArgs tls;
 };
 
@@ -50,7 +52,14 @@ int runWorker(const WorkerArgs& a) {
     std::fprintf(stderr, "gdrmesh worker: %s\n", labels.status().toString().c_str());
     return kExitUsage;
   }
+  if (a.cpu >= 0) {
+    if (Status st = verbs::checkCpuOverride(a.cpu, verbs::allowedCpus()); !st.ok()) {
+      std::fprintf(stderr, "gdrmesh worker: %s\n", st.toString().c_str());
+      return kExitUsage;
+    }
+  }
   WorkerSetupOptions so;
+  so.cpu = a.cpu;
   so.enable_verbs = !a.no_verbs;
   so.enable_cuda = !a.no_cuda;
   so.sysfs_root = a.sysfs_root;
@@ -157,6 +166,10 @@ void registerWorker(CLI::App& app, Action* action) {
                   "offer only this NIC (repeatable; default every NIC): the inventory lists only "
                   "these and verbs tests without a device use the first")
       ->take_all();
+  cmd->add_option("--cpu", a->cpu,
+                  "bind the thread of every verbs test to this CPU (default: a CPU of the "
+                  "test's NIC's NUMA node, recorded with each result)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--sysfs-root", a->sysfs_root, "read NIC and PCI topology from this root")
       ->capture_default_str();
   addTlsOptions(cmd, &a->tls, /*env_insecure=*/true);

@@ -639,6 +639,8 @@ const std::vector<std::string>& resultCsvHeader() {
                           "integrity_wrong_bytes",
                           "integrity_first_wrong_offset",
                           "integrity_where",
+                          "initiator_cpu_binding",
+                          "target_cpu_binding",
                           "reason"}) {
       h.push_back(f);
     }
@@ -692,6 +694,8 @@ std::vector<std::string> resultCsvRow(const TestResult& r) {
                                std::to_string(r.integrity.wrong_bytes),
                                std::to_string(r.integrity.first_wrong_offset),
                                r.integrity.where,
+                               r.initiator.cpu_binding,
+                               r.target.cpu_binding,
                                r.reason}) {
     row.push_back(v);
   }
@@ -865,6 +869,8 @@ std::string resultWhole(const TestResult& r) {
       o << "  GPUDirect " << (isGpuDirect(r.transport, e.memory, e.reg_path) ? "yes" : "no");
     }
     o << "\n";
+    // Where this side's test thread ran (verbs: the NIC's NUMA node, or --cpu).
+    if (!e.cpu_binding.empty()) o << "           thread " << e.cpu_binding << "\n";
   }
   const Measurement& m = r.measurement;
   o << "measured   " << formatSize(m.message_size) << " x " << m.iterations << " (+"

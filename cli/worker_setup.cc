@@ -181,6 +181,7 @@ std::unique_ptr<WorkerSetup> setUpWorker(const WorkerSetupOptions& o) {
       vo.sysfs_root = o.sysfs_root == "/" ? "/sys" : o.sysfs_root + "/sys";
       vo.max_rd_atomic = 128;  // clamped to the device; negotiated down to the peer's
       vo.devices = o.nics;
+      vo.cpu = o.cpu;
       s->sessions->addTransport(std::make_unique<VerbsTransport>(vo));
     } else {
       s->notes.push_back("verbs: disabled with --no-verbs");

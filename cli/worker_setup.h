@@ -30,6 +30,9 @@ struct WorkerSetupOptions {
   // Non-empty: offer only these NICs (`gdrmesh worker --nic`): the inventory lists only them and
   // the verbs transport opens only them (the first by default).
   std::vector<std::string> nics;
+  // `gdrmesh worker --cpu`: the CPU every verbs run's thread is bound to; -1: a CPU of the
+  // NIC's NUMA node (worker/transport/verbs/cpu_placement.h).
+  int cpu = -1;
 };
 
 struct WorkerSetup {

@@ -77,6 +77,9 @@ struct EndpointDesc {
   int gpu = -1;
   std::string gpu_pci;
   std::string topo_class;
+  // Where the side's test thread runs: "cpu 3 (numa 0, nic mlx5_0)", "not bound: ..." (verbs:
+  // worker/transport/verbs/cpu_placement.h); "" where the transport does not bind.
+  std::string cpu_binding;
 
   TransportKind transport() const {
     if (std::holds_alternative<VerbsDesc>(fields)) return TransportKind::kVerbs;

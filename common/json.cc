@@ -130,7 +130,8 @@ json toJson(const EndpointRecord& e) {
           {"memory", toString(e.memory)},
           {"reg_path", toString(e.reg_path)},
           {"gid_index", e.gid_index},
-          {"topo_class", e.topo_class}};
+          {"topo_class", e.topo_class},
+          {"cpu_binding", e.cpu_binding}};
 }
 
 json toJson(const TestResult& r) {

@@ -27,6 +27,9 @@ struct EndpointRecord {
   RegPath reg_path = RegPath::kHost;  // the path that ran (never kAuto in a stored result)
   int gid_index = -1;
   std::string topo_class;  // GPU-NIC path class: PIX, PXB, PHB, NODE, SYS; "" if not applicable
+  // The CPU the side's test thread ran on: "cpu 3 (numa 0, nic mlx5_0)", "cpu 1 (--cpu; ...)",
+  // "not bound: ..."; "" where the transport does not bind (emulated, simulated, older workers).
+  std::string cpu_binding;
 };
 
 struct TestResult {

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs everything gdrmesh needs to build and test on Debian 12 or Ubuntu 24.04, from the
-# distribution's own packages. Idempotent: already-installed packages are skipped quickly.
+# Installs what gdrmesh needs on Debian 12 or Ubuntu 24.04, from the distribution's own
+# packages. Idempotent: already-installed packages are skipped quickly.
 #
-#   deploy/install-deps.sh            build + test dependencies (default)
+#   deploy/install-deps.sh            build + test dependencies (default; deploy/test.sh)
+#   deploy/install-deps.sh --main     what the main job needs (deploy/quickstart.sh): build the
+#                                     `gdrmesh` program and run it; no test tools, no qemu, no
+#                                     browser, no clang
 #   deploy/install-deps.sh --runtime  only what a worker/coordinator host needs to run
 set -euo pipefail
 
@@ -15,17 +18,20 @@ fi
 
 runtime=(libgrpc++1.51 libprotobuf32 libsqlite3-0 libssl3 libyaml-cpp0.7 libibverbs1 librdmacm1 ibverbs-providers
          rdma-core tzdata)
-build=(build-essential cmake ninja-build pkg-config git
+# Building the `gdrmesh` program (what the main job builds).
+build=(build-essential cmake ninja-build pkg-config
        libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-       libsqlite3-dev sqlite3 libyaml-cpp-dev libgtest-dev libgmock-dev
+       libsqlite3-dev libyaml-cpp-dev
        libssl-dev  # certificates and mTLS (security/certs.h)
        libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
-       nlohmann-json3-dev libcli11-dev libcpp-httplib-dev clang-format ccache bc
+       nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+       tzdata)  # zone database for schedules (coordinator/orchestrator/cron.h)
+# Building and checking the tests (deploy/test.sh).
+tests=(git sqlite3 libgtest-dev libgmock-dev clang-format ccache bc
        clang  # libFuzzer harnesses (tests/fuzz/run_ci.sh)
        e2fsprogs  # chattr: the read-only database fault test (tests/fault/readonly)
        clang-tidy  # deploy/check-tidy.sh (.clang-tidy)
-       curl  # the status page token test (tests/integration/trust) and tests/bench/history_queries.sh
-       tzdata)  # zone database for schedules (coordinator/orchestrator/cron.h)
+       curl)  # the status page token test (tests/integration/trust) and tests/bench/history_queries.sh
 # Soft-RoCE VM tests (tests/softroce): qemu, a static busybox, the rdma userspace and perftest.
 softroce=(qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils perftest iproute2 cpio kmod
           ca-certificates)
@@ -51,8 +57,9 @@ missing() {
 
 case "$mode" in
   --runtime) want=("${runtime[@]}") ;;
-  all|--all) want=("${build[@]}" "${softroce[@]}" "${browser[@]}") ;;
-  *) echo "usage: $0 [--runtime]" >&2; exit 2 ;;
+  --main) want=("${build[@]}") ;;
+  all|--all) want=("${build[@]}" "${tests[@]}" "${softroce[@]}" "${browser[@]}") ;;
+  *) echo "usage: $0 [--main | --runtime]" >&2; exit 2 ;;
 esac
 
 need=$(missing "${want[@]}")

@@ -8,7 +8,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/deploy/install-deps.sh"
-"$root/deploy/build.sh" -DGDRMESH_UNIT_TESTS="${GDRMESH_UNIT_TESTS:-ON}"
+# Every test program (the quick start's build in the same folder leaves them out).
+"$root/deploy/build.sh" -DGDRMESH_BUILD_TESTS=ON -DGDRMESH_UNIT_TESTS="${GDRMESH_UNIT_TESTS:-ON}"
 "$root/deploy/check-format.sh"
 # clang-tidy over our sources with the build's compile commands (.clang-tidy has the checks).
 "$root/deploy/check-tidy.sh"

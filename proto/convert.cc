@@ -451,6 +451,7 @@ void toProto(const EndpointRecord& in, pb::EndpointRecord* out) {
   out->set_reg_path(toProto(in.reg_path));
   out->set_gid_index(in.gid_index);
   out->set_topo_class(in.topo_class);
+  out->set_cpu_binding(in.cpu_binding);
 }
 
 EndpointRecord fromProto(const pb::EndpointRecord& in) {
@@ -465,6 +466,7 @@ EndpointRecord fromProto(const pb::EndpointRecord& in) {
   r.reg_path = fromProto(in.reg_path(), RegPath::kHost);
   r.gid_index = in.gid_index();
   r.topo_class = in.topo_class();
+  r.cpu_binding = in.cpu_binding();
   return r;
 }
 
@@ -611,6 +613,7 @@ void toProto(const EndpointDesc& in, pb::EndpointDesc* out) {
   out->set_gpu(in.gpu);
   out->set_gpu_pci(in.gpu_pci);
   out->set_topo_class(in.topo_class);
+  out->set_cpu_binding(in.cpu_binding);
 }
 
 EndpointDesc fromProto(const pb::EndpointDesc& in) {
@@ -660,6 +663,7 @@ EndpointDesc fromProto(const pb::EndpointDesc& in) {
   d.gpu = in.gpu();
   d.gpu_pci = cleanText(in.gpu_pci(), 256);
   d.topo_class = cleanText(in.topo_class(), 256);
+  d.cpu_binding = cleanText(in.cpu_binding(), 256);
   return d;
 }
 

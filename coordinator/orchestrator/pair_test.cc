@@ -284,6 +284,7 @@ void PairTestRun::record(Role role, const EndpointDesc& d, EndpointRecord* e) {
   }
   if (!d.topo_class.empty()) e->topo_class = d.topo_class;
   if (!d.gpu_pci.empty()) e->gpu_pci = d.gpu_pci;
+  e->cpu_binding = d.cpu_binding;
 }
 
 void PairTestRun::begin(std::string test_id, uint64_t seed) {

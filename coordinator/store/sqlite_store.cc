@@ -293,6 +293,10 @@ void visitResultColumns(R& r, V& v) {
   v.field("integrity_where", r.integrity.where);
   v.field("status", r.status);
   v.field("reason", r.reason);
+  // Migration 7; last, so that a spool line of an earlier build is these two short
+  // (replaySpool fills them in).
+  v.field("initiator_cpu_binding", r.initiator.cpu_binding);
+  v.field("target_cpu_binding", r.target.cpu_binding);
 }
 
 // The sweeps columns, in the same way. `id` must stay first and `created_ms` is never updated
@@ -810,6 +814,12 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
            "ALTER TABLE sweep_test_starts ADD COLUMN target_worker TEXT NOT NULL DEFAULT ''",
            "ALTER TABLE sweep_test_starts ADD COLUMN target_nic TEXT NOT NULL DEFAULT ''",
            "ALTER TABLE sweep_test_starts ADD COLUMN message_size INTEGER NOT NULL DEFAULT 0",
+       }},
+      {8,
+       "where each side's test thread ran (EndpointRecord::cpu_binding)",
+       {
+           "ALTER TABLE results ADD COLUMN initiator_cpu_binding TEXT NOT NULL DEFAULT ''",
+           "ALTER TABLE results ADD COLUMN target_cpu_binding TEXT NOT NULL DEFAULT ''",
        }},
   };
   return kMigrations;
@@ -2182,6 +2192,9 @@ Result<SpoolReplay> SqliteStore::replaySpool() {
       continue;
     }
     fields.erase(fields.begin());
+    // Spooled by a build before migration 7: without the last two fields (empty bindings).
+    const size_t spooled = resultColumns().size() - 1;  // gpudirect is derived, not spooled
+    if (fields.size() + 2 == spooled) fields.resize(spooled);
     TestResult r;
     SpoolDecoder dec(std::move(fields));
     visitResultColumns(r, dec);

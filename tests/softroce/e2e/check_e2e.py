@@ -35,6 +35,7 @@ PASS_CASES = {
     "write_bw": "bw", "read_bw": "bw", "send_bw": "bw", "write_imm_bw": "bw",
     "write_bw_1m": "bw", "write_bw_qp4": "bw", "write_lat": "lat", "send_lat": "lat",
     "read_lat": "lat", "loopback_write": "bw", "loopback_read": "bw", "after_faults": "bw",
+    "bound": "bw",
 }
 for name, mode in PASS_CASES.items():
     j = load(name)
@@ -49,6 +50,14 @@ for name, mode in PASS_CASES.items():
     check(j["path_mtu"] == 1024, f"{name}: path MTU {j['path_mtu']} (netdev MTU 1500 -> 1024)")
     check(j["initiator"]["nic"] in ("rxe1", "rxe2"), f"{name}: nic {j['initiator']['nic']}")
     check(j["initiator"]["gid_index"] >= 0, f"{name}: no GID index recorded")
+    # Where each side's thread ran: worker b (the target) with --cpu 1; worker a unbound, as
+    # rxe has no PCI device and so no NUMA node.
+    tb = j["target"].get("cpu_binding")
+    check(tb == f"cpu 1 (--cpu; nic {j['target']['nic']}, numa unknown)",
+          f"{name}: target cpu_binding {tb!r}")
+    ib = j["initiator"].get("cpu_binding")
+    check(ib == f"not bound: {j['initiator']['nic']} has no readable numa_node "
+          "(no PCI device: rxe, siw)", f"{name}: initiator cpu_binding {ib!r}")
     m = j["measurement"]
     if mode == "bw":
         check(m["bandwidth"] and m["bandwidth"]["avg_gbps"] > 0, f"{name}: no bandwidth")
@@ -73,10 +82,17 @@ for name, (status, rc, needle) in FAIL_CASES.items():
     check(needle.lower() in j["reason"].lower(), f"{name}: reason lacks '{needle}': {j['reason']}")
     check(j["gpudirect"] is False, f"{name}: gpudirect set on a failed/emulated path")
 
+# The binding itself (guest_e2e.sh): a thread of worker b was bound to CPU 1 alone while the
+# "bound" run was on, and none was left bound after it.
+bound = dict(kv.split("=") for kv in (out / "bound.txt").read_text().split())
+check(bound.get("thread", "none") != "none", f"no thread of worker b ran bound to CPU 1: {bound}")
+check(bound.get("after") == "0", f"threads of worker b still bound after the run: {bound}")
+
 # The SQLite file holds one row per case, with the same verdicts.
 db = sqlite3.connect(str(out / "results.db"))
 rows = {r[0]: r[1:] for r in db.execute(
-    "SELECT test_id, status, transport, integrity_wrong_bytes, reason FROM results")}
+    "SELECT test_id, status, transport, integrity_wrong_bytes, reason, target_cpu_binding "
+    "FROM results")}
 check(len(rows) == len(PASS_CASES) + len(FAIL_CASES),
       f"database holds {len(rows)} rows, want {len(PASS_CASES) + len(FAIL_CASES)}")
 for name in list(PASS_CASES) + list(FAIL_CASES):
@@ -87,6 +103,7 @@ for name in list(PASS_CASES) + list(FAIL_CASES):
     check(row is not None, f"{name}: no row for {j['test_id']}")
     if row:
         check(row[0] == j["status"], f"{name}: row status {row[0]} vs {j['status']}")
+        check(row[4] == j["target"].get("cpu_binding"), f"{name}: stored binding {row[4]!r}")
 
 for name in PASS_CASES:
     j = load(name)

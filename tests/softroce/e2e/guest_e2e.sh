@@ -11,7 +11,10 @@ G=gdrmesh
 cd /tmp || exit 1
 cluster_start_coordinator --heartbeat-ms 200
 cluster_start_worker a "" --allow-fault-injection
-cluster_start_worker b "" --allow-fault-injection
+# Worker b binds the thread of each of its verbs runs to CPU 1 (--cpu; rxe has no NUMA node,
+# so worker a's runs are not bound): checked below while a run is on, and in every result.
+cluster_start_worker b "" --allow-fault-injection --cpu 1
+worker_b=$!
 cluster_wait_online 2
 $G workers
 $G workers -o json >/tmp/workers.json
@@ -39,6 +42,23 @@ case_ send_lat a/rxe1 b/rxe0 "$V" --op send --mode lat --size 2 --iters 500
 case_ read_lat a/rxe1 b/rxe0 "$V" --op read --mode lat --size 2 --iters 500
 case_ loopback_write a/rxe2 b/rxe2 "$V" --op write --size 64KiB --iters 300
 case_ loopback_read a/rxe2 b/rxe2 "$V" --op read --size 64KiB --iters 300
+# The binding itself: while the run is on, one thread of worker b may run on CPU 1 only; once
+# it is over, none is left bound (pool threads get their mask back).
+$G test a/rxe1 b/rxe0 "$V" --op send --size 64KiB --duration 4s -o json >/tmp/case-bound.json \
+  2>/tmp/case-bound.err &
+bound_test=$!
+seen=none
+while kill -0 "$bound_test" 2>/dev/null && [ "$seen" = none ]; do
+  for s in /proc/"$worker_b"/task/*/status; do
+    grep -q "^Cpus_allowed_list:[[:space:]]*1$" "$s" 2>/dev/null && seen=$(basename "$(dirname "$s")")
+  done
+  usleep 20000
+done
+wait "$bound_test"
+echo "bound rc=$?" >>/tmp/cases.txt
+after=$(grep -l "^Cpus_allowed_list:[[:space:]]*1$" /proc/"$worker_b"/task/*/status 2>/dev/null | wc -l)
+echo "thread=$seen after=$after" >/tmp/bound.txt
+echo "E2E bound $(cat /tmp/bound.txt)"
 # Failure cases: each must end as a stored FAILED/SKIPPED result with a reason, never a hang.
 case_ corrupt a/rxe1 b/rxe0 "$V" --op write --size 64KiB --iters 50 --inject-corrupt-bytes 3
 case_ wrong_gid a/rxe1 b/rxe0 "$V" --op write --size 4KiB --iters 20 --gid-index 5 --timeout 20
@@ -58,7 +78,7 @@ $G results --limit 100 -o json >/tmp/results.json
 # shellcheck disable=SC2154 # set by cluster_start_coordinator
 kill "$coordinator"
 wait "$coordinator"
-for f in /tmp/case-*.json /tmp/case-*.err /tmp/cases.txt /tmp/results.json /tmp/workers.json \
+for f in /tmp/case-*.json /tmp/case-*.err /tmp/cases.txt /tmp/bound.txt /tmp/results.json /tmp/workers.json \
   /tmp/results.db /tmp/coordinator.log /tmp/worker-a.log /tmp/worker-b.log; do
   [ -f "$f" ] && /opt/export "$f"
 done

@@ -27,9 +27,18 @@ TestResult sample(const std::string& id) {
   r.op = Op::kRead;
   r.mode = Mode::kBandwidth;
   r.transport = TransportKind::kVerbs;
-  r.initiator = {"h1",           "node-1",          "mlx5_0",         1, 0,
-                 "0000:17:00.0", MemoryKind::kCuda, RegPath::kDmabuf, 3, "PIX"};
-  r.target = {"h2", "node-2", "mlx5_1", 1, -1, "", MemoryKind::kHost, RegPath::kHost, 3, ""};
+  r.initiator = {"h1",
+                 "node-1",
+                 "mlx5_0",
+                 1,
+                 0,
+                 "0000:17:00.0",
+                 MemoryKind::kCuda,
+                 RegPath::kDmabuf,
+                 3,
+                 "PIX",
+                 "cpu 3 (numa 0, nic mlx5_0)"};
+  r.target = {"h2", "node-2", "mlx5_1", 1, -1, "", MemoryKind::kHost, RegPath::kHost, 3, "", ""};
   r.message_size = 65536;
   r.iterations = 100;
   r.measurement.has_bandwidth = true;
@@ -62,6 +71,11 @@ TEST(Csv, ResultsHaveAHeaderAndOneRowEachWithEveryField) {
   EXPECT_EQ(records, 3u) << csv;
   EXPECT_EQ(csv.rfind("test_id,run_id,started,finished,status,op,mode,transport,", 0), 0u);
   EXPECT_THAT(csv, HasSubstr("initiator_reg_path"));
+  // Each side's CPU binding (docs/metrics.md), before the reason, which stays last.
+  EXPECT_THAT(csv,
+              HasSubstr(",integrity_where,initiator_cpu_binding,target_cpu_binding,reason\r\n"));
+  EXPECT_THAT(csv,
+              HasSubstr(",\"cpu 3 (numa 0, nic mlx5_0)\",,"));  // quoted (a comma); target: none
   EXPECT_THAT(csv, HasSubstr("t-1,s-1,2026-11-20T00:00:00.000Z,2026-11-20T00:00:01.500Z,PASSED,"
                              "read,bw,verbs,true,"));
   EXPECT_THAT(csv, HasSubstr(",dmabuf,"));

@@ -173,5 +173,29 @@ TEST(EndpointConvert, TextInTheOneofIsCleanedLikeTheFlatFields) {
   EXPECT_EQ(device.find('\n'), std::string::npos) << device;
 }
 
+// Where a side's test thread ran travels from the worker (EndpointDesc, cleaned like every text
+// a worker sends) to the stored record (EndpointRecord) and back; an earlier worker sends none.
+TEST(EndpointConvert, TheCpuBindingTravelsWithTheDescriptionAndTheRecord) {
+  EndpointDesc d = verbsDesc();
+  d.cpu_binding = "cpu 3 (numa 0, nic mlx5_0)";
+  pb::EndpointDesc wire;
+  toProto(d, &wire);
+  EXPECT_EQ(wire.cpu_binding(), "cpu 3 (numa 0, nic mlx5_0)");
+  EXPECT_EQ(fromProto(wire).cpu_binding, d.cpu_binding);
+  wire.set_cpu_binding("cpu 3\x1b[31m" + std::string(400, 'x'));
+  const std::string cleaned = fromProto(wire).cpu_binding;
+  EXPECT_EQ(cleaned.rfind("cpu 3?[31m", 0), 0u) << cleaned;  // the escape is neutralised
+  EXPECT_NE(cleaned.find("more bytes)"), std::string::npos) << "cut at 256 bytes: " << cleaned;
+  wire.clear_cpu_binding();
+  EXPECT_EQ(fromProto(wire).cpu_binding, "");
+
+  EndpointRecord r;
+  r.worker = "node-a";
+  r.cpu_binding = "not bound: rxe0 has no readable numa_node";
+  pb::EndpointRecord pr;
+  toProto(r, &pr);
+  EXPECT_EQ(fromProto(pr).cpu_binding, r.cpu_binding);
+}
+
 }  // namespace
 }  // namespace gdrmesh

@@ -500,9 +500,20 @@ TEST_F(SqliteStoreTest, VersionThreeGpuDirectClaimsFollowThePerSideRule) {
     host_to_gpu.initiator.memory = MemoryKind::kHost;
     host_to_gpu.initiator.reg_path = RegPath::kHost;
     host_to_gpu.target.reg_path = RegPath::kPeermem;
+    // Today's insert names the columns of later migrations (8: cpu_binding): present while
+    // the rows go in, gone again before the upgrade adds them.
+    RawDb raw(dbPath());
+    for (const char* side : {"initiator", "target"}) {
+      ASSERT_EQ(raw.exec(std::string("ALTER TABLE results ADD COLUMN ") + side +
+                         "_cpu_binding TEXT NOT NULL DEFAULT ''"),
+                SQLITE_OK);
+    }
     ASSERT_TRUE(store->insertResult(mixed).ok());
     ASSERT_TRUE(store->insertResult(host_to_gpu).ok());
-    RawDb raw(dbPath());
+    for (const char* side : {"initiator", "target"}) {
+      ASSERT_EQ(raw.exec(std::string("ALTER TABLE results DROP COLUMN ") + side + "_cpu_binding"),
+                SQLITE_OK);
+    }
     ASSERT_EQ(raw.one("PRAGMA user_version"), "3");
     // As the old rule wrote them: both claimed.
     ASSERT_EQ(raw.exec("UPDATE results SET gpudirect = 1"), SQLITE_OK);
@@ -614,6 +625,52 @@ TEST_F(SqliteStoreTest, VersionFiveReportsMoveToTheirOwnTable) {
   ASSERT_TRUE(back.ok() && back->has_value());
   EXPECT_EQ((*back)->report_json, done.report_json);
   EXPECT_EQ((*back)->report_revision, 1);
+}
+
+// Migration 7: each side's CPU binding; rows stored before it read as "" (unknown), new rows
+// keep theirs.
+TEST_F(SqliteStoreTest, VersionSixResultsGainAnEmptyCpuBinding) {
+  const std::vector<SqliteMigration> v6(sqliteSchemaMigrations().begin(),
+                                        sqliteSchemaMigrations().begin() + 6);
+  SqliteStoreOptions old_build;
+  old_build.migrations = &v6;
+  {
+    auto store = openOk(old_build);
+    ASSERT_NE(store, nullptr);
+    RawDb raw(dbPath());
+    ASSERT_EQ(raw.one("PRAGMA user_version"), "6");
+    EXPECT_EQ(raw.one("SELECT count(*) FROM pragma_table_info('results') WHERE name LIKE "
+                      "'%cpu_binding'"),
+              "0");
+    // Today's insert names the new columns: present while the row goes in, gone before the
+    // upgrade.
+    for (const char* side : {"initiator", "target"}) {
+      ASSERT_EQ(raw.exec(std::string("ALTER TABLE results ADD COLUMN ") + side +
+                         "_cpu_binding TEXT NOT NULL DEFAULT ''"),
+                SQLITE_OK);
+    }
+    ASSERT_TRUE(store->insertResult(makeResult("t-old", "a", "b", 1)).ok());
+    for (const char* side : {"initiator", "target"}) {
+      ASSERT_EQ(raw.exec(std::string("ALTER TABLE results DROP COLUMN ") + side + "_cpu_binding"),
+                SQLITE_OK);
+    }
+  }
+  auto store = openOk();
+  ASSERT_NE(store, nullptr);
+  RawDb raw(dbPath());
+  EXPECT_EQ(raw.one("PRAGMA user_version"), std::to_string(SqliteStore::latestSchemaVersion()));
+  auto old = store->getResult("t-old");
+  ASSERT_TRUE(old.ok() && old->has_value()) << old.status().toString();
+  EXPECT_EQ((*old)->initiator.cpu_binding, "");
+  EXPECT_EQ((*old)->target.cpu_binding, "");
+  TestResult now = makeResult("t-new", "a", "b", 2);
+  now.initiator.cpu_binding = "cpu 3 (numa 0, nic mlx5_0)";
+  now.target.cpu_binding = "not bound: rxe0 has no readable numa_node";
+  ASSERT_TRUE(store->insertResult(now).ok());
+  auto got = store->getResult("t-new");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->initiator.cpu_binding, now.initiator.cpu_binding);
+  EXPECT_EQ((*got)->target.cpu_binding, now.target.cpu_binding);
 }
 
 // The revision changes with every write of a report, so a cache of parsed reports can key on
@@ -1113,6 +1170,35 @@ TEST_F(SqliteStoreTest, ReplaySkipsStoredResultsAndARecordCutShortByACrash) {
   auto rows = store->queryResults(all);
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(rows->size(), 2u) << "each result once, nothing half-written";
+}
+
+// A spool line written by a build before migration 8 lacks the two cpu_binding fields at its
+// end: it is replayed with them empty, not counted as torn.
+TEST_F(SqliteStoreTest, ASpoolLineOfAnEarlierBuildIsReplayed) {
+  auto store = openOk();
+  ASSERT_NE(store, nullptr);
+  TestResult r = makeResult("t-earlier", "a", "b", 7);
+  r.initiator.cpu_binding = "cpu 1 (numa 0, nic mlx5_0)";
+  r.target.cpu_binding = "cpu 2 (numa 0, nic mlx5_1)";
+  ASSERT_TRUE(store->spoolResult(r).ok());
+  std::string line = slurp(store->spoolPath());
+  ASSERT_EQ(line.back(), '\n');
+  const std::string tail = "\t" + r.initiator.cpu_binding + "\t" + r.target.cpu_binding + "\n";
+  ASSERT_GT(line.size(), tail.size());
+  ASSERT_EQ(line.substr(line.size() - tail.size()), tail) << "the bindings are the last fields";
+  line = line.substr(0, line.size() - tail.size()) + "\n";  // as the earlier build wrote it
+  {
+    std::ofstream f(store->spoolPath(), std::ios::trunc | std::ios::binary);
+    f << line;
+  }
+  auto replay = store->replaySpool();
+  ASSERT_TRUE(replay.ok()) << replay.status().toString();
+  EXPECT_EQ(replay->replayed, 1u);
+  EXPECT_EQ(replay->torn, 0u);
+  auto got = store->getResult("t-earlier");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->started_ms, 7);
+  EXPECT_EQ((*got)->initiator.cpu_binding, "");
 }
 
 TEST_F(SqliteStoreTest, AReplayIntoAFullDatabaseKeepsTheSpool) {

@@ -35,6 +35,7 @@ void expectSameEndpoint(const char* side, const EndpointRecord& want, const Endp
   EXPECT_EQ(want.reg_path, got.reg_path);
   EXPECT_EQ(want.gid_index, got.gid_index);
   EXPECT_EQ(want.topo_class, got.topo_class);
+  EXPECT_EQ(want.cpu_binding, got.cpu_binding);
 }
 
 std::vector<std::string> ids(const std::vector<TestResult>& v) {
@@ -62,8 +63,17 @@ TestResult makeFullResult(const std::string& test_id) {
   r.op = Op::kWriteImm;
   r.mode = Mode::kLatency;
   r.transport = TransportKind::kVerbs;
-  r.initiator = {"node-a",       "host-a.example",  "mlx5_0",         1, 3,
-                 "0000:3b:00.0", MemoryKind::kCuda, RegPath::kDmabuf, 3, "PXB"};
+  r.initiator = {"node-a",
+                 "host-a.example",
+                 "mlx5_0",
+                 1,
+                 3,
+                 "0000:3b:00.0",
+                 MemoryKind::kCuda,
+                 RegPath::kDmabuf,
+                 3,
+                 "PXB",
+                 "cpu 3 (numa 0, nic mlx5_0)"};
   r.target = {"nöde-ß",
               "host-b",
               "mlx5_1",
@@ -73,7 +83,8 @@ TestResult makeFullResult(const std::string& test_id) {
               MemoryKind::kHost,
               RegPath::kStaged,
               std::numeric_limits<int>::max(),
-              "SYS"};
+              "SYS",
+              "not bound: 'quoted'\ttab, ünïcode"};
   r.message_size = std::numeric_limits<uint64_t>::max();
   r.iterations = (uint64_t{1} << 63) + 5;
   r.num_qps = std::numeric_limits<uint32_t>::max();

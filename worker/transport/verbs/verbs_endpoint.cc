@@ -38,6 +38,10 @@ Status VerbsEndpointImpl::init(RegPath reg) {
     return callError("ibv_query_device", rc, dev_);
   }
   roce_ = port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET;
+  if (placer_) {
+    cpu_ = placer_->place(dev_);
+    local_.cpu_binding = cpu_.placement().describe();
+  }
 
   ibv_gid gid{};
   if (roce_ || spec_.gid_index >= 0) {
@@ -183,6 +187,9 @@ Result<Measurement> VerbsEndpointImpl::run(const RunSpec& rs) {
   if (rs.duration_seconds <= 0 && rs.iterations == 0) {
     return invalidArgument("iterations must be >= 1 (or duration_seconds > 0)");
   }
+  // The thread that posts and polls runs on the endpoint's CPU for the run (cpu_placement.h).
+  ScopedCpuBinding binding;
+  GDR_RETURN_IF_ERROR(binding.bind(cpu_.placement().cpu));
   const auto before = readCounterSnapshot(sysfs_root_, dev_, port_);
   const bool target = spec_.role == Role::kTarget;
   if (rs.end_signal && target && !needs_recv_) GDR_RETURN_IF_ERROR(fail(postEndReceive()));

@@ -17,10 +17,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "worker/transport/fault_injection.h"
+#include "worker/transport/verbs/cpu_placement.h"
 #include "worker/transport/verbs/verbs_errors.h"
 #include "worker/transport/verbs/verbs_objects.h"
 #include "worker/transport/verbs/verbs_registration.h"
@@ -32,12 +34,14 @@ namespace gdrmesh::verbs {
 class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
  public:
   VerbsEndpointImpl(EndpointSpec spec, Buffer& buffer, MrRegistrar& registrar,
-                    std::string sysfs_root, uint32_t max_rd_atomic)
+                    std::string sysfs_root, uint32_t max_rd_atomic,
+                    std::shared_ptr<CpuPlacer> placer)
       : spec_(std::move(spec)),
         buffer_(buffer),
         registrar_(registrar),
         sysfs_root_(std::move(sysfs_root)),
-        max_rd_atomic_(max_rd_atomic) {
+        max_rd_atomic_(max_rd_atomic),
+        placer_(std::move(placer)) {
     local_.fields.emplace<VerbsDesc>();
   }
 
@@ -67,6 +71,7 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   int gidIndex() const override { return gid_index_; }
   const std::string& registrationAttempts() const override { return reg_.attempts; }
   uint32_t rdAtomic() const override { return rd_atomic_; }
+  const CpuPlacement& cpuPlacement() const override { return cpu_.placement(); }
   // Deregisters the MR now (the QPs stay up).
   Status invalidateRemoteAccess() override { return deregisterMr(); }
 
@@ -169,6 +174,8 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   MrRegistrar& registrar_;
   std::string sysfs_root_;
   uint32_t max_rd_atomic_ = 16;
+  std::shared_ptr<CpuPlacer> placer_;  // null: not placed (never bound)
+  CpuPlacer::Lease cpu_;               // this endpoint's CPU, counted while it lives
   // What this side publishes; its transport part is always a VerbsDesc (localNic()).
   EndpointDesc local_;
   EndpointDesc peer_;  // set by connect() once its part is known to be verbs

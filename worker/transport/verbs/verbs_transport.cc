@@ -9,7 +9,10 @@
 
 namespace gdrmesh {
 
-VerbsTransport::VerbsTransport(VerbsOptions options) : options_(std::move(options)) {}
+VerbsTransport::VerbsTransport(VerbsOptions options)
+    : options_(std::move(options)),
+      placer_(std::make_shared<verbs::CpuPlacer>(options_.sysfs_root, options_.cpu,
+                                                 options_.allowed_cpus)) {}
 
 Status VerbsTransport::viable() const {
   return verbs::anyActivePort(options_.devices);
@@ -33,7 +36,7 @@ Result<std::unique_ptr<VerbsEndpoint>> VerbsTransport::createVerbsEndpoint(const
   }
   auto ep = std::make_unique<verbs::VerbsEndpointImpl>(
       use, buffer, options_.registrar ? *options_.registrar : verbs::systemRegistrar(),
-      options_.sysfs_root, options_.max_rd_atomic);
+      options_.sysfs_root, options_.max_rd_atomic, placer_);
   GDR_RETURN_IF_ERROR(ep->init(reg));
   return std::unique_ptr<VerbsEndpoint>(std::move(ep));
 }

@@ -34,15 +34,21 @@
 // peer's accesses fail with a remote access error; send/write_imm: the receives fail); an
 // initiator's run() is refused. Destruction afterwards releases the rest as usual.
 //
+// CPU placement (cpu_placement.h): each endpoint is placed when it is created (a CPU of its NIC's
+// NUMA node, or the worker's --cpu), the placement goes into local().cpu_binding for the
+// records, and run() binds its calling thread to that CPU for the run (restored afterwards).
+//
 // Thread contract: connect(), run() and the fault injection are called from one thread at a
 // time; abort() from any.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "worker/transport/transport.h"
+#include "worker/transport/verbs/cpu_placement.h"
 #include "worker/transport/verbs/verbs_registration.h"
 
 namespace gdrmesh {
@@ -57,6 +63,11 @@ struct VerbsOptions {
   // Non-empty: the only RDMA devices this transport uses (`gdrmesh worker --nic`); an endpoint
   // without a device gets the first, one naming another device is refused.
   std::vector<std::string> devices;
+  // The CPU every run's thread is bound to (`gdrmesh worker --cpu`); -1: a CPU of the NIC's NUMA
+  // node (cpu_placement.h).
+  int cpu = -1;
+  // The CPUs the placement may choose from; nullopt: this process's (sched_getaffinity).
+  std::optional<std::vector<int>> allowed_cpus;
 };
 
 class VerbsEndpoint : public Endpoint {
@@ -67,6 +78,8 @@ class VerbsEndpoint : public Endpoint {
   virtual const std::string& registrationAttempts() const = 0;
   // Outstanding RDMA reads per QP in use (after the device caps).
   virtual uint32_t rdAtomic() const = 0;
+  // Where run() binds its calling thread (also local().cpu_binding, as text).
+  virtual const verbs::CpuPlacement& cpuPlacement() const = 0;
 };
 
 class VerbsTransport final : public Transport {
@@ -83,6 +96,8 @@ class VerbsTransport final : public Transport {
 
  private:
   VerbsOptions options_;
+  // Shared by this transport's endpoints: how many each CPU carries.
+  std::shared_ptr<verbs::CpuPlacer> placer_;
 };
 
 }  // namespace gdrmesh
