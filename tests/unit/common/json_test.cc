@@ -51,7 +51,7 @@ TEST(JsonTest, TestResultHasTheDocumentedKeys) {
   EXPECT_EQ(keysOf(j), expected);
   EXPECT_EQ(keysOf(j["initiator"]),
             (std::set<std::string>{"worker", "host", "nic", "port", "gpu", "gpu_pci", "memory",
-                                   "reg_path", "gid_index", "topo_class"}));
+                                   "reg_path", "gid_index", "topo_class", "cpu_binding"}));
   EXPECT_EQ(keysOf(j["integrity"]),
             (std::set<std::string>{"checked", "bytes_checked", "wrong_bytes", "first_wrong_offset",
                                    "where"}));
