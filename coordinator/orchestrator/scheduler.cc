@@ -30,7 +30,7 @@ std::string formatSecondsShort(double seconds) {
 }
 
 // "a, b, c" (at most 10 names, then how many more).
-std::string joinNames(const std::vector<std::string>& names) {
+std::string commaList(const std::vector<std::string>& names) {
   std::string out;
   for (size_t k = 0; k < names.size() && k < 10; ++k) out += (k ? ", " : "") + names[k];
   if (names.size() > 10) out += " and " + std::to_string(names.size() - 10) + " more";
@@ -251,7 +251,7 @@ void Scheduler::onCatchUpTimer(size_t i, uint64_t generation) {
             "missed: the coordinator was not running at the due time, and its catch-up "
             "waited " +
                 formatSecondsShort(config.catch_up_grace_seconds) +
-                " after the restart for workers that did not come back: " + joinNames(missing));
+                " after the restart for workers that did not come back: " + commaList(missing));
       } else {
         std::lock_guard<std::mutex> lock(mu_);
         armCatchUpLocked(i, kCatchUpPollMs);
