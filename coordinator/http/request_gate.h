@@ -30,8 +30,8 @@ namespace gdrmesh {
 struct RequestGateLimits {
   std::chrono::milliseconds header_timeout{5000};
   std::chrono::milliseconds body_timeout{10000};
-  size_t max_header_bytes = 16 * 1024;
-  size_t max_body_bytes = 64 * 1024;
+  size_t max_header_bytes = size_t{16} * 1024;
+  size_t max_body_bytes = size_t{64} * 1024;
   // Per address: a dashboard host, a proxy or a script legitimately opens dozens at once
   // (tests/fault/load has 40 readers on one address); a slow client costs the gate one
   // descriptor and at most one head's buffer, never a worker.
