@@ -119,6 +119,7 @@ std::map<Entity, Flagged> judgeEntities(const std::map<Entity, Samples>& entitie
   std::map<Entity, Flagged> out;
   if (static_cast<int>(values.size()) < o.min_hosts) return out;
   std::vector<double> v;
+  v.reserve(values.size());
   for (const auto& [e, x] : values) v.push_back(x);
   *spread = spreadOf(v);
   for (const auto& [e, x] : values) {

@@ -58,12 +58,12 @@ bool transientCode(Code c) {
 // The state of one running pair test. Owned by the callbacks that are still pending.
 class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
  public:
-  PairTestRun(PairTestSpec spec, PairEndpoints ep, Clock& clock, const PairTestOptions& options,
+  PairTestRun(PairTestSpec spec, PairEndpoints ep, Clock& clock, PairTestOptions options,
               std::function<void(PairTestOutcome)> done)
       : spec_(std::move(spec)),
         ep_(std::move(ep)),
         clock_(clock),
-        options_(options),
+        options_(std::move(options)),
         done_(std::move(done)) {}
 
   void begin(std::string test_id, uint64_t seed);

@@ -148,7 +148,7 @@ SweepManager::SweepManager(WorkerDirectory& workers, Clock& clock, SweepStore& s
       writer_(writer),
       codec_(codec),
       parse_config_(std::move(parse_config)),
-      options_(options),
+      options_(std::move(options)),
       thread_([this] { loop(); }) {}
 
 SweepManager::~SweepManager() {
