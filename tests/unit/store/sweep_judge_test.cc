@@ -17,6 +17,7 @@
 #include "coordinator/store/result_writer.h"
 #include "coordinator/store/sqlite_store.h"
 #include "tests/support/fake_worker_channel.h"
+#include "tests/support/sweep_wait.h"
 #include "tests/support/temp_dir.h"
 
 namespace gdrmesh::testing {
@@ -279,16 +280,9 @@ TEST(SweepJudge, ARetestRunsTheTemplateOfTheTestItReExamines) {
   auto started = manager.start(spec);
   ASSERT_TRUE(started.ok()) << started.status().toString();
   const std::string id = started->id;
-  SweepProgress p = *started;
-  uint64_t version = 0;
-  const auto give_up = clock.now() + std::chrono::seconds(120);
-  while (p.state == SweepState::kQueued || p.state == SweepState::kRunning) {
-    ASSERT_LT(clock.now(), give_up) << "the sweep did not end";
-    auto next = manager.waitForChange(id, version, clock.now() + std::chrono::seconds(1));
-    ASSERT_TRUE(next.ok()) << next.status().toString();
-    p = next->first;
-    version = next->second;
-  }
+  auto ended = waitForSweepEnd(manager, id, *started, 0, clock, std::chrono::seconds(120));
+  ASSERT_TRUE(ended.ok()) << ended.status().toString();
+  const SweepProgress p = *ended;
   ASSERT_EQ(p.state, SweepState::kFinished) << p.reason;
   ASSERT_GT(p.retests, 0u) << "h6's slow reads were retested";
   SweepReportQuery with_results;
