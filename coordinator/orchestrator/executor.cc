@@ -29,7 +29,7 @@ std::vector<std::string> resourceKeys(const EndpointSelector& initiator,
 }
 
 Executor::Executor(WorkerDirectory& workers, Clock& clock, ExecutorOptions options)
-    : workers_(workers), clock_(clock), options_(options) {}
+    : workers_(workers), clock_(clock), options_(std::move(options)) {}
 
 size_t Executor::run(std::vector<ExecutorTask> tasks, ExecutorCallbacks callbacks) {
   auto owned = std::make_shared<std::vector<ExecutorTask>>(std::move(tasks));
