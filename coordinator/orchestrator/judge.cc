@@ -5,27 +5,14 @@
 #include <optional>
 #include <tuple>
 
+#include "common/stats.h"
+
 namespace gdrmesh {
 namespace {
 
-std::string fixed1(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
-std::string fixed2(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
 std::string compact(double v) {  // thresholds as written: 25, 0.9, 2.1
   char buf[64];
   std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-std::string percent(double fraction) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.0f%%", fraction * 100.0);
   return buf;
 }
 
@@ -229,7 +216,7 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
 
     if (r.has_bandwidth) {
       const double bw = r.bw_avg_gbps;
-      const std::string fig = "bandwidth " + fixed1(bw) + " Gb/s";
+      const std::string fig = "bandwidth " + formatFixed(bw, 1) + " Gb/s";
       if (t.bandwidth_gbps_min && bw < *t.bandwidth_gbps_min) {
         why.push_back(fig + " < " + compact(*t.bandwidth_gbps_min) + " Gb/s (bandwidth_gbps_min)");
       }
@@ -238,17 +225,17 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
       if (t.line_rate_fraction_min && ra > 0 && rb > 0) {
         const double rate = std::min(ra, rb);
         if (bw / rate < *t.line_rate_fraction_min) {
-          why.push_back(fig + " is " + fixed2(bw / rate) + " of line rate " + compact(rate) +
-                        " Gb/s < " + compact(*t.line_rate_fraction_min) +
+          why.push_back(fig + " is " + formatFixed(bw / rate, 2) + " of line rate " +
+                        compact(rate) + " Gb/s < " + compact(*t.line_rate_fraction_min) +
                         " (line_rate_fraction_min)");
         }
       }
       const auto& best = best_bw[groupOf(r)];
       if (t.best_pair_fraction_min && best && best->value > 0 &&
           bw / best->value < *t.best_pair_fraction_min) {
-        why.push_back(fig + " is " + fixed2(bw / best->value) + " of the best pair's " +
-                      fixed1(best->value) + " Gb/s (" + pair_name(rows[best->row]) + ") < " +
-                      compact(*t.best_pair_fraction_min) + " (best_pair_fraction_min)");
+        why.push_back(fig + " is " + formatFixed(bw / best->value, 2) + " of the best pair's " +
+                      formatFixed(best->value, 1) + " Gb/s (" + pair_name(rows[best->row]) +
+                      ") < " + compact(*t.best_pair_fraction_min) + " (best_pair_fraction_min)");
       }
       if (t.gpu_host_ratio_min && r.usesCuda()) {
         auto host = host_bw.find(nicPairOf(r));
@@ -256,10 +243,10 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
           const double ratio = bw / host->second->value;
           if (ratio < *t.gpu_host_ratio_min) {
             const std::string topo = rows.topologyOf(r);
-            why.push_back("GPU " + fixed1(bw) + " Gb/s is " + fixed2(ratio) + " of host " +
-                          fixed1(host->second->value) + " Gb/s on the same NICs (topology " +
-                          (topo.empty() ? "unknown" : topo) + ") < " +
-                          compact(*t.gpu_host_ratio_min) + " (gpu_host_ratio_min)");
+            why.push_back("GPU " + formatFixed(bw, 1) + " Gb/s is " + formatFixed(ratio, 2) +
+                          " of host " + formatFixed(host->second->value, 1) +
+                          " Gb/s on the same NICs (topology " + (topo.empty() ? "unknown" : topo) +
+                          ") < " + compact(*t.gpu_host_ratio_min) + " (gpu_host_ratio_min)");
           }
         }
       }
@@ -267,33 +254,34 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
         const double was = base->bw_avg_gbps;
         const double drop = 1.0 - bw / was;
         if (drop > *t.regression_tolerance) {
-          why.push_back(fig + " is " + percent(drop) + " below baseline " + fixed1(was) +
-                        " Gb/s (" + base_id() + ") > " + percent(*t.regression_tolerance) +
-                        " (regression_tolerance)");
+          why.push_back(fig + " is " + formatPercent(drop) + " below baseline " +
+                        formatFixed(was, 1) + " Gb/s (" + base_id() + ") > " +
+                        formatPercent(*t.regression_tolerance) + " (regression_tolerance)");
         }
       }
     }
 
     if (r.has_latency) {
       const double lat = r.lat_median_us;
-      const std::string fig = "latency " + fixed2(lat) + " us";
+      const std::string fig = "latency " + formatFixed(lat, 2) + " us";
       if (t.latency_us_max && lat > *t.latency_us_max) {
         why.push_back(fig + " > " + compact(*t.latency_us_max) + " us (latency_us_max)");
       }
       const auto& lowest = lowest_lat[groupOf(r)];
       if (t.lowest_latency_factor_max && lowest && lowest->value > 0 &&
           lat / lowest->value > *t.lowest_latency_factor_max) {
-        why.push_back(fig + " is " + fixed2(lat / lowest->value) + "x the lowest " +
-                      fixed2(lowest->value) + " us (" + pair_name(rows[lowest->row]) + ") > " +
-                      compact(*t.lowest_latency_factor_max) + "x (lowest_latency_factor_max)");
+        why.push_back(fig + " is " + formatFixed(lat / lowest->value, 2) + "x the lowest " +
+                      formatFixed(lowest->value, 2) + " us (" + pair_name(rows[lowest->row]) +
+                      ") > " + compact(*t.lowest_latency_factor_max) +
+                      "x (lowest_latency_factor_max)");
       }
       if (t.regression_tolerance && base && base->has_latency && base->lat_median_us > 0) {
         const double was = base->lat_median_us;
         const double rise = lat / was - 1.0;
         if (rise > *t.regression_tolerance) {
-          why.push_back(fig + " is " + percent(rise) + " above baseline " + fixed2(was) + " us (" +
-                        base_id() + ") > " + percent(*t.regression_tolerance) +
-                        " (regression_tolerance)");
+          why.push_back(fig + " is " + formatPercent(rise) + " above baseline " +
+                        formatFixed(was, 2) + " us (" + base_id() + ") > " +
+                        formatPercent(*t.regression_tolerance) + " (regression_tolerance)");
         }
       }
     }

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/stats.h"
 #include "common/units.h"
 
 namespace gdrmesh {
@@ -44,38 +45,17 @@ std::string shown(double x, bool latency) {
   }
   return buf;
 }
-std::string fixed1(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
-std::string percent(double fraction) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.0f %%", fraction * 100.0);
-  return buf;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double hi = v[mid];
-  if (v.size() % 2 == 1) return hi;
-  const double lo = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return (lo + hi) / 2;
-}
-
 struct Spread {
   double median = 0;
   double sd = kMinSpread;  // 1.4826 x MAD, at least kMinSpread
 };
 Spread spreadOf(const std::vector<double>& v) {
   Spread s;
-  s.median = median(v);
+  s.median = medianOf(v);
   std::vector<double> dev;
   dev.reserve(v.size());
   for (double x : v) dev.push_back(std::fabs(x - s.median));
-  s.sd = std::max(kMadToSd * median(std::move(dev)), kMinSpread);
+  s.sd = std::max(kMadToSd * medianOf(std::move(dev)), kMinSpread);
   return s;
 }
 
@@ -113,7 +93,8 @@ std::map<Entity, Flagged> judgeEntities(const std::map<Entity, Samples>& entitie
                                         const OutlierOptions& o, Spread* spread, size_t* judged) {
   std::vector<std::pair<Entity, double>> values;
   for (const auto& [e, s] : entities) {
-    if (static_cast<int>(s.partners.size()) >= o.min_partners) values.emplace_back(e, median(s.x));
+    if (static_cast<int>(s.partners.size()) >= o.min_partners)
+      values.emplace_back(e, medianOf(s.x));
   }
   *judged = values.size();
   std::map<Entity, Flagged> out;
@@ -225,7 +206,8 @@ OutlierFindings findOutliers(const JudgeRows& rows, const OutlierOptions& o) {
       return "median " + shown(f.value, latency) + " over " + std::to_string(f.partners) +
              (f.partners == 1 ? " partner" : " partners") + ", cluster median " +
              shown(s.median, latency) + " (" + std::to_string(judged) + " " + peers + "), " +
-             fixed1(f.b.z) + " robust SDs and " + percent(f.b.shortfall) + " below (" + group + ")";
+             formatFixed(f.b.z, 1) + " robust SDs and " + formatPercent(f.b.shortfall) +
+             " below (" + group + ")";
     };
     // A NIC stands for its host when the host's other NICs are not outliers.
     std::set<uint32_t> replaced;
@@ -279,8 +261,8 @@ OutlierFindings findOutliers(const JudgeRows& rows, const OutlierOptions& o) {
       if (all_low) {
         addSuspect(suspects, "link", linkName(rows, r), scoreOf(b.shortfall),
                    pair + ": " + first + "; the group's median " +
-                       shown(pair_spread.median, latency) + ", " + fixed1(b.z) +
-                       " robust SDs and " + percent(b.shortfall) + " below");
+                       shown(pair_spread.median, latency) + ", " + formatFixed(b.z, 1) +
+                       " robust SDs and " + formatPercent(b.shortfall) + " below");
       } else {
         out.notes.push_back(pair + ": " + first + ": noise, not a link (the group's median " +
                             shown(pair_spread.median, latency) + ")");

@@ -4,6 +4,8 @@
 #include <map>
 #include <tuple>
 
+#include "common/stats.h"
+
 namespace gdrmesh {
 
 std::vector<SweepSpec> partSpecs(const SweepSpec& spec,
@@ -44,15 +46,6 @@ std::vector<SweepPart> sweepParts(const SweepSpec& spec,
 }
 
 namespace {
-
-double medianOf(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double hi = v[mid];
-  if (v.size() % 2 == 1) return hi;
-  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + hi) / 2;
-}
 
 std::string workerOf(const std::string& endpoint) {
   return endpoint.substr(0, endpoint.find('/'));

@@ -64,7 +64,7 @@ TEST(Outliers, AHostAt40PercentAmong64IsFoundWithoutAThresholdAndFailsTheSweep) 
   EXPECT_TRUE(hasEvidence(f.suspects[0], "median 40.0 Gb/s over 63 partners, cluster median 100."))
       << f.suspects[0].evidence[0];
   EXPECT_TRUE(hasEvidence(f.suspects[0], "(64 hosts)"));
-  EXPECT_TRUE(hasEvidence(f.suspects[0], "60 % below (64KiB write)"));
+  EXPECT_TRUE(hasEvidence(f.suspects[0], "60% below (64KiB write)"));
   EXPECT_TRUE(f.repeat.empty());  // its pairs are explained by it
 
   const JudgeVerdicts verdicts = judgeRows(rows, ClusterConfig{}, JudgeContext{}, JudgeRows{});
