@@ -24,52 +24,12 @@ if ! mount -t tmpfs -o size=8m tmpfs "$mnt" 2>"$dir/mount.err"; then
   exit 77
 fi
 db="$mnt/r.db"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  umount "$mnt" 2>/dev/null || true
-  [[ -n "${KEEP:-}" ]] || rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  echo "--- coordinator"; tail -30 "$dir/coord.log" 2>/dev/null || true
-  df -k "$mnt" || true
-  exit 1
-}
-start_coordinator() {  # [PORT]
-  rm -f "$dir/port"
-  "$bin" coordinator --listen "127.0.0.1:${1:-0}" --db "$db" --port-file "$dir/port" \
-    --heartbeat-ms 200 --insecure >>"$dir/coord.log" 2>&1 &
-  coord=$!
-  pids+=("$coord")
-  for _ in $(seq 100); do [[ -s "$dir/port" ]] && break; sleep 0.1; done
-  [[ -s "$dir/port" ]] || fail "the coordinator did not start"
-}
+# shellcheck source=tests/fault/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+fault_extra_cleanup() { umount "$mnt" 2>/dev/null || true; }
+fault_extra_fail() { df -k "$mnt" || true; }
 start_coordinator
-port=$(cat "$dir/port")
-export GDRMESH_COORDINATOR="127.0.0.1:$port" GDRMESH_INSECURE=1
-for w in a b; do
-  "$bin" worker --coordinator "$GDRMESH_COORDINATOR" --name "$w" --no-verbs --no-cuda \
-    --insecure >"$dir/$w.log" 2>&1 &
-  pids+=($!)
-done
-online() {
-  "$bin" workers -o json 2>/dev/null | /usr/bin/python3 -c '
-import json, sys
-print(sum(1 for w in json.load(sys.stdin) if w["state"] == "online"))'
-}
-for _ in $(seq 200); do [[ "$(online)" == 2 ]] && break; sleep 0.1; done
-[[ "$(online)" == 2 ]] || fail "the workers did not register"
-
-ids=()
-run_test() {  # EXPECTED_EXIT -> appends the test id
-  local out="$dir/t${#ids[@]}.json" rc=0
-  "$bin" test a b --size 4KiB --iters 5 -o json >"$out" 2>"$out.err" || rc=$?
-  [[ $rc -eq $1 ]] || fail "test exited $rc, expected $1: $(cat "$out" "$out.err")"
-  ids+=("$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["test_id"])' "$out")")
-}
+start_workers
 run_test 0
 
 # The disk fills up.

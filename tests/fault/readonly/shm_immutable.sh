@@ -26,56 +26,12 @@ if ! chattr +i "$dir/probe" 2>"$dir/chattr.err"; then
   exit 77
 fi
 chattr -i "$dir/probe"
-pids=()
+# shellcheck source=tests/fault/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+fault_extra_cleanup() { writable; }
 writable() { chattr -i "$db-shm" 2>/dev/null || true; }
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  writable
-  [[ -n "${KEEP:-}" ]] || rm -rf "$dir"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  echo "--- coordinator"; tail -30 "$dir/coord.log" 2>/dev/null || true
-  exit 1
-}
-start_coordinator() {  # [PORT]
-  rm -f "$dir/port"
-  "$bin" coordinator --listen "127.0.0.1:${1:-0}" --db "$db" --port-file "$dir/port" \
-    --heartbeat-ms 200 --insecure >>"$dir/coord.log" 2>&1 &
-  coord=$!
-  pids+=("$coord")
-  for _ in $(seq 100); do [[ -s "$dir/port" ]] && break; sleep 0.1; done
-  [[ -s "$dir/port" ]] || fail "the coordinator did not start"
-}
 start_coordinator
-port=$(cat "$dir/port")
-export GDRMESH_COORDINATOR="127.0.0.1:$port" GDRMESH_INSECURE=1
-for w in a b; do
-  "$bin" worker --coordinator "$GDRMESH_COORDINATOR" --name "$w" --no-verbs --no-cuda \
-    --insecure >"$dir/$w.log" 2>&1 &
-  pids+=($!)
-done
-online() {
-  "$bin" workers -o json 2>/dev/null | /usr/bin/python3 -c '
-import json, sys
-print(sum(1 for w in json.load(sys.stdin) if w["state"] == "online"))'
-}
-for _ in $(seq 200); do [[ "$(online)" == 2 ]] && break; sleep 0.1; done
-[[ "$(online)" == 2 ]] || fail "the workers did not register"
-
-ids=()
-run_test() {  # EXPECTED_EXIT -> appends the test id
-  local out="$dir/t${#ids[@]}.json" rc=0
-  "$bin" test a b --size 4KiB --iters 5 -o json >"$out" 2>"$out.err" || rc=$?
-  [[ $rc -eq $1 ]] || fail "test exited $rc, expected $1: $(cat "$out" "$out.err")"
-  ids+=("$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["test_id"])' "$out")")
-}
-stored() {  # ID -> rows with that test id
-  sqlite3 -readonly "file:$db?mode=ro" "SELECT count(*) FROM results WHERE test_id = '$1'" 2>/dev/null ||
-    echo "?"
-}
+start_workers
 run_test 0
 [[ "$(stored "${ids[0]}")" == 1 ]] || fail "the first result was not stored"
 [[ -e "$db-shm" ]] || fail "no WAL index $db-shm"
