@@ -560,6 +560,40 @@
     if (sweep.report) drawHeatmap(sweep.report.matrix);
   }
 
+  function tableBody(id, rows, columns) {
+    $(id).tBodies[0].replaceChildren(...(rows.length ? rows :
+        [el('tr', {class: 'empty'}, el('td', {colspan: String(columns)}, 'none'))]));
+  }
+
+  // What the sweep measured per (op, mode, size), even when every verdict is PASS.
+  function renderFigures(figures) {
+    const rows = figures.map((f) => el('tr', {'data-figure': f.op + ' ' + f.mode + ' ' + f.message_size},
+        el('td', {}, f.op), el('td', {}, f.mode), el('td', {}, fmtSize(f.message_size)),
+        el('td', {class: 'r'}, String(f.pairs)),
+        el('td', {class: 'r'}, fmtNum(f.min, 2) + ' ' + f.unit),
+        el('td', {class: 'r'}, fmtNum(f.median, 2) + ' ' + f.unit),
+        el('td', {class: 'r'}, fmtNum(f.max, 2) + ' ' + f.unit),
+        el('td', {class: 'small mono'}, f.worst.map((w) => w.src + '\u2192' + w.dst + ' ' + fmtNum(w.value, 2)).join(', ') || '-'),
+        el('td', {class: 'small mono'}, f.worst_hosts.map((h) => h.host + ' ' + fmtNum(h.median, 2)).join(', ') || '-')));
+    tableBody('sweep-figures', rows, 9);
+  }
+
+  function sideText(s) {
+    return s.memory + (s.gpu !== undefined ? ' gpu' + s.gpu : '') + (s.memory !== 'host' ? ' ' + s.reg : '') +
+        (s.device ? ' ' + s.device : '');
+  }
+
+  // The sweeps of the config as they ran (an acceptance run), or a plain sweep's own spec.
+  function renderParts(parts) {
+    const rows = parts.map((p) => el('tr', {},
+        el('td', {class: 'r'}, String(p.index + 1)), el('td', {}, p.pattern || '-'), el('td', {}, p.direction),
+        el('td', {}, p.op + ' ' + p.mode + ' ' + p.sizes.map(fmtSize).join(',')),
+        el('td', {}, p.duration_seconds > 0 ? p.duration_seconds + ' s' : p.iterations + ' iters'),
+        el('td', {class: 'small'}, sideText(p.initiator) + ' \u2192 ' + sideText(p.target)),
+        el('td', {class: 'r'}, p.planned === null ? '?' : String(p.planned))));
+    tableBody('sweep-parts', rows, 7);
+  }
+
   function renderSweepReport(rep) {
     const p = rep.progress;
     const vc = rep.verdict_counts;
@@ -598,6 +632,8 @@
     $('sweep-failures').replaceChildren(...(shown.length ? shown : [el('li', {class: 'small'}, 'none')]));
     const notes = rep.notes.map((n) => el('li', {}, n));
     $('sweep-notes').replaceChildren(...(notes.length ? notes : [el('li', {}, 'none')]));
+    renderFigures(rep.figures || []);
+    renderParts(rep.parts || []);
 
     if (sweep.pendingPair) {
       const [s, d] = sweep.pendingPair;

@@ -324,6 +324,63 @@ json sweepMatrixJson(const std::vector<PairVerdict>& verdicts) {
   return {{"hosts", hosts}, {"cells", std::move(out_cells)}, {"best", std::move(best)}};
 }
 
+json sideJson(const EndpointSelector& e) {
+  json j{{"memory", toString(e.memory)}, {"reg", toString(e.reg)}};
+  if (e.gpu >= 0) j["gpu"] = e.gpu;
+  if (!e.device.empty()) j["device"] = e.device;
+  return j;
+}
+
+// What ran: the config's sweeps of an acceptance run, or a plain sweep's own spec.
+json sweepPartsJson(const std::vector<SweepPart>& parts) {
+  json out = json::array();
+  for (const auto& part : parts) {
+    const SweepSpec& s = part.spec;
+    json sizes = json::array();
+    for (uint64_t b : s.sizes.empty() ? std::vector<uint64_t>{s.test.message_size} : s.sizes) {
+      sizes.push_back(b);
+    }
+    json j{{"index", part.index},
+           {"pattern", s.pattern_from_config ? "" : toString(s.pattern)},
+           {"direction", toString(s.direction)},
+           {"op", toString(s.test.op)},
+           {"mode", toString(s.test.mode)},
+           {"sizes", std::move(sizes)},
+           {"iterations", s.test.iterations},
+           {"duration_seconds", s.test.duration_seconds},
+           {"initiator", sideJson(s.test.initiator)},
+           {"target", sideJson(s.test.target)},
+           {"planned", part.planned_known ? json(part.planned) : json(nullptr)}};
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// Per (op, mode, size): the spread of the figures over pairs, worst pairs and hosts first.
+json sweepFiguresJson(const std::vector<FigureSummary>& figures) {
+  json out = json::array();
+  for (const auto& f : figures) {
+    json worst = json::array();
+    for (const auto& w : f.worst)
+      worst.push_back({{"src", w.src}, {"dst", w.dst}, {"value", w.value}});
+    json hosts = json::array();
+    for (const auto& h : f.worst_hosts) {
+      hosts.push_back({{"host", h.host}, {"median", h.median}, {"pairs", h.pairs}});
+    }
+    out.push_back({{"op", toString(f.op)},
+                   {"mode", toString(f.mode)},
+                   {"message_size", f.message_size},
+                   {"unit", f.unit},
+                   {"pairs", f.pairs},
+                   {"min", f.min},
+                   {"median", f.median},
+                   {"max", f.max},
+                   {"worst", std::move(worst)},
+                   {"worst_hosts", std::move(hosts)}});
+  }
+  return out;
+}
+
 json sweepJson(const SweepReportData& report, VerdictFilter filter, VerdictPage page) {
   json j;
   j["progress"] = sweepProgressJson(report.progress);
@@ -356,6 +413,8 @@ json sweepJson(const SweepReportData& report, VerdictFilter filter, VerdictPage 
         {{"kind", s.kind}, {"name", s.name}, {"score", s.score}, {"evidence", s.evidence}});
   }
   j["notes"] = report.notes;
+  j["parts"] = sweepPartsJson(report.parts);
+  j["figures"] = sweepFiguresJson(report.figures);
   j["matrix"] = sweepMatrixJson(report.verdicts);
   return j;
 }

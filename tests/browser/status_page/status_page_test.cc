@@ -210,6 +210,26 @@ SweepReportData doneSweep() {
   r.suspects = {{"nic", "gpu-b/mlx5_0", 3.5, {"failed with 1 of 1 partners"}},
                 {"host", "gpu-b", 1.25, {"its only NIC is a suspect"}}};
   r.notes = {"hosts with unequal NIC counts: old-c has 0, others 1"};
+  FigureSummary f;
+  f.message_size = 8 << 20;
+  f.unit = "Gb/s";
+  f.pairs = 2;
+  f.min = 97.5;
+  f.median = 145.9;
+  f.max = 194.31;
+  f.worst = {{"gpu-b/mlx5_0", "gpu-a/mlx5_0", 97.5}};
+  f.worst_hosts = {{"gpu-b", 97.5, 1}};
+  r.figures = {f};
+  SweepPart part;
+  part.spec.pattern = SweepPattern::kAllPairs;
+  part.spec.sizes = {1 << 20, 8 << 20};
+  part.spec.test.iterations = 50;
+  part.spec.test.initiator.memory = MemoryKind::kCuda;
+  part.spec.test.initiator.gpu = 0;
+  part.spec.test.initiator.reg = RegPath::kDmabuf;
+  part.planned = 4;
+  part.planned_known = true;
+  r.parts = {part};
   return r;
 }
 
@@ -604,6 +624,23 @@ TEST_F(StatusPageTest, SweepReportHasAMatrixKeyedByWorkerAndNic) {
   EXPECT_EQ(m["cells"][2],
             json({1, 0, "FAIL", 97.5, "Gb/s", "min_bw_gbps: 97.50 Gb/s is below 150 Gb/s"}));
   EXPECT_EQ(m["best"]["Gb/s"], 194.31);
+  // What it measured and what ran, in the words of docs/json.md.
+  ASSERT_EQ(j["figures"].size(), 1u) << j.dump(2);
+  EXPECT_EQ(j["figures"][0]["op"], "write");
+  EXPECT_EQ(j["figures"][0]["mode"], "bw");
+  EXPECT_EQ(j["figures"][0]["message_size"], 8 << 20);
+  EXPECT_EQ(j["figures"][0]["median"], 145.9);
+  EXPECT_EQ(j["figures"][0]["worst"][0],
+            json({{"src", "gpu-b/mlx5_0"}, {"dst", "gpu-a/mlx5_0"}, {"value", 97.5}}));
+  EXPECT_EQ(j["figures"][0]["worst_hosts"][0],
+            json({{"host", "gpu-b"}, {"median", 97.5}, {"pairs", 1}}));
+  ASSERT_EQ(j["parts"].size(), 1u) << j.dump(2);
+  EXPECT_EQ(j["parts"][0]["pattern"], "all-pairs");
+  EXPECT_EQ(j["parts"][0]["sizes"], json({1 << 20, 8 << 20}));
+  EXPECT_EQ(j["parts"][0]["iterations"], 50);
+  EXPECT_EQ(j["parts"][0]["initiator"], json({{"memory", "cuda"}, {"reg", "dmabuf"}, {"gpu", 0}}));
+  EXPECT_EQ(j["parts"][0]["target"], json({{"memory", "host"}, {"reg", "auto"}}));
+  EXPECT_EQ(j["parts"][0]["planned"], 4);
 
   j = getJson("/api/sweeps/sw-done?verdicts=failed");
   ASSERT_EQ(j["verdicts"].size(), 1u);
@@ -907,7 +944,10 @@ TEST_F(StatusPageTest, ChromiumRendersWorkersAndResults) {
       "id=\"live-done\">10/20<", "id=\"live-failed\">2<", "id=\"shown-sweep\">sw-done<",
       "data-drawn=\"1\"", "data-hosts=\"3\"", "data-suspect=\"gpu-b/mlx5_0\"",
       "failed with 1 of 1 partners", "data-src=\"gpu-b/mlx5_0\" data-dst=\"gpu-a/mlx5_0\"",
-      "min_bw_gbps: 97.50 Gb/s is below 150 Gb/s", "data-js-errors=\"0\""};
+      "min_bw_gbps: 97.50 Gb/s is below 150 Gb/s", "data-js-errors=\"0\"",
+      // Its figures over pairs and what ran.
+      "data-figure=\"write bw 8388608\"", "145.90 Gb/s", "gpu-b/mlx5_0\u2192gpu-a/mlx5_0 97.50",
+      "gpu-b 97.50", "write bw 1MiB,8MiB", "50 iters", "cuda gpu0 dmabuf \u2192 host"};
   const std::string missing = missingIn(dom, present, absent);
   EXPECT_TRUE(missing.empty()) << missing << "rendered DOM:\n" << dom;
   EXPECT_EQ(consoleLines(readFile(dir.path() + "/chromium.log")), "");
@@ -1085,7 +1125,7 @@ TEST(StatusPageRealSweep, ChromiumShowsTheFailureTheSuspectAndThePairDetail) {
                 {"id=\"shown-sweep\">" + id + "<", "data-drawn=\"1\"", "data-hosts=\"4\"",
                  "data-js-errors=\"0\"", "class=\"top-suspect\"", "data-suspect=\"" + top + "\"",
                  "class=\"failure\"", "data-src=\"" + fail_src + "\" data-dst=\"" + fail_dst + "\"",
-                 ">FAIL<"},
+                 ">FAIL<", "data-figure=\"write bw 65536\"", "write bw 64KiB"},
                 {"Cannot refresh", "[object"});
   EXPECT_TRUE(missing.empty()) << missing << "rendered DOM:\n" << dom;
 
