@@ -17,6 +17,12 @@
 // after the last transition) under /usr/share/zoneinfo (Debian package tzdata). Leap-second
 // records ("right/" zones) are ignored: unix time has no leap seconds. The process-wide TZ
 // environment is never read or changed.
+// Why not Debian's date library (libhowardhinnant-date-dev, libdate-tz3 3.0.1): it is built with
+// USE_OS_TZDB=1, and that mode ignores the TZif footer (HowardHinnant/date issues 563, 760), so
+// it answers wrong offsets after a zone's last listed transition: measured on Debian 12 it gives
+// Europe/Berlin +01:00 on 2040-07-01 and America/New_York -05:00 on 2060-07-01 (summer time in
+// both), and on slim TZif files (zic's default since 2020b) it is wrong for today's dates too.
+// GCC 12's std::chrono has no time zones. The reader below keeps the footer rule.
 //
 // Daylight-saving rules of nextRun(), for a local time that a zone change skips or repeats:
 //   skipped (spring forward, e.g. 02:30 on the last Sunday of March in Europe/Berlin): the run
