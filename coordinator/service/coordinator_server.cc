@@ -10,6 +10,7 @@
 #include <deque>
 #include <future>
 #include <set>
+#include <vector>
 
 #include "common/limits.h"
 #include "common/units.h"
@@ -76,6 +77,11 @@ class WorkerStream final
   struct Handle {
     std::mutex mu;
     WorkerStream* stream = nullptr;  // guarded by mu
+    // The worker is in the registry (commands may be sent to it) a moment before its
+    // Registered reply is queued; a worker takes a command before that reply as a broken
+    // stream. Commands sent in that moment wait here, in order, until the reply is queued.
+    bool greeted = false;                       // guarded by mu
+    std::vector<pb::CoordinatorMessage> early;  // guarded by mu
   };
 
   WorkerStream(Registry& registry, ResultStore& store, Clock& clock, int heartbeat_ms, bool tls,
@@ -213,7 +219,12 @@ class WorkerStream final
         name_, clock_,
         [h](pb::CoordinatorMessage&& m) {
           std::lock_guard<std::mutex> lock(h->mu);
-          return h->stream != nullptr && h->stream->write(std::move(m));
+          if (h->stream == nullptr) return false;
+          if (!h->greeted) {
+            h->early.push_back(std::move(m));
+            return true;
+          }
+          return h->stream->write(std::move(m));
         },
         [h, ctx] {
           std::lock_guard<std::mutex> lock(h->mu);
@@ -268,7 +279,11 @@ class WorkerStream final
     pb::CoordinatorMessage hello;
     hello.mutable_registered()->set_worker_id(name_);
     hello.mutable_registered()->set_heartbeat_interval_ms(static_cast<uint32_t>(heartbeat_ms_));
+    std::lock_guard<std::mutex> lock(h->mu);
     write(std::move(hello));
+    h->greeted = true;
+    for (auto& m : h->early) write(std::move(m));
+    h->early.clear();
     return grpc::Status::OK;
   }
 

@@ -45,12 +45,14 @@ void StreamWorker::readLoop() {
     std::lock_guard<std::mutex> lock(mu_);
     if (m.has_registered()) {
       registered_ = true;
+      messages_.emplace_back("registered");
     } else if (m.has_command()) {
       const auto* field = m.command().GetDescriptor()->FindOneofByName("command");
       const auto* set =
           field ? m.command().GetReflection()->GetOneofFieldDescriptor(m.command(), field)
                 : nullptr;
       commands_.push_back(set ? set->name() : "?");
+      messages_.push_back(commands_.back());
     }
     cv_.notify_all();
   }
@@ -96,6 +98,11 @@ bool StreamWorker::waitCommands(size_t n, std::chrono::milliseconds limit) {
 std::vector<std::string> StreamWorker::commands() const {
   std::lock_guard<std::mutex> lock(mu_);
   return commands_;
+}
+
+std::vector<std::string> StreamWorker::messages() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return messages_;
 }
 
 grpc::Status StreamWorker::status() const {

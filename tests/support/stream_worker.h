@@ -39,6 +39,8 @@ class StreamWorker {
   bool waitCommands(size_t n, std::chrono::milliseconds limit);
   // The commands received, by kind ("prepare", "start", ...), in order.
   std::vector<std::string> commands() const;
+  // Every message received, in order: "registered" or the command's kind.
+  std::vector<std::string> messages() const;
   // The stream's final status (after waitEnded).
   grpc::Status status() const;
 
@@ -57,6 +59,7 @@ class StreamWorker {
   bool stopping_ = false;
   grpc::Status status_;
   std::vector<std::string> commands_;
+  std::vector<std::string> messages_;
   std::thread reader_;
   std::thread heartbeat_;
 };
