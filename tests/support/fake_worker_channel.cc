@@ -142,6 +142,30 @@ void FakeWorkerChannel::close(const std::string& id) {
   armed_.erase(id);
 }
 
+uint64_t FakeWorkerChannel::track(std::function<void(const Status&)> fail) {
+  std::lock_guard<std::mutex> lock(calls_mu_);
+  const uint64_t key = next_call_++;
+  calls_[key] = std::move(fail);
+  return key;
+}
+
+void FakeWorkerChannel::untrack(uint64_t key) {
+  std::lock_guard<std::mutex> lock(calls_mu_);
+  calls_.erase(key);
+}
+
+void FakeWorkerChannel::lose(const std::string& reason) {
+  lost_ = true;
+  std::map<uint64_t, std::function<void(const Status&)>> calls;
+  {
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    calls.swap(calls_);
+  }
+  const Status st = unavailable("worker lost: " + name_ + " " + reason);
+  for (auto& [key, fail] : calls) fail(st);
+  lost_signal_.fire(reason);
+}
+
 template <typename T>
 void FakeWorkerChannel::reply(const char* command, double after_seconds, Deadline deadline,
                               Done<T> done, std::function<Result<T>()> f) {
@@ -149,19 +173,29 @@ void FakeWorkerChannel::reply(const char* command, double after_seconds, Deadlin
     done(unavailable("worker lost: " + name_ + " (fake)"));
     return;
   }
-  auto shared = std::make_shared<Done<T>>(std::move(done));
-  auto fired = std::make_shared<bool>(false);
-  auto timer = clock_.schedule(deadline, [shared, fired, this] {
-    if (*fired) return;
-    *fired = true;
-    (*shared)(Status(Code::kDeadlineExceeded, "worker " + name_ + " did not answer (fake)"));
+  // The call's one answer: its reply, its deadline or the worker's loss, whichever comes first.
+  struct Call {
+    Done<T> done;
+    std::atomic<bool> fired{false};
+  };
+  auto call = std::make_shared<Call>();
+  call->done = std::move(done);
+  auto fire = [call](Result<T> r) {
+    if (call->fired.exchange(true)) return;
+    call->done(std::move(r));
+    call->done = nullptr;
+  };
+  const uint64_t key = track([fire](const Status& st) { fire(st); });
+  auto timer = clock_.schedule(deadline, [fire, key, this] {
+    untrack(key);
+    fire(Status(Code::kDeadlineExceeded, "worker " + name_ + " did not answer (fake)"));
   });
   if (behaviour.mute || behaviour.hold.count(command) > 0) return;
-  clock_.schedule(clock_.after(after_seconds), [shared, fired, f, timer, this] {
-    if (*fired) return;
-    *fired = true;
+  clock_.schedule(clock_.after(after_seconds), [call, fire, f, timer, key, this] {
+    if (call->fired.load()) return;
+    untrack(key);
     clock_.cancel(timer);
-    (*shared)(f());
+    fire(f());
   });
 }
 
@@ -192,6 +226,7 @@ void FakeWorkerChannel::prepareFinishing(const PrepareCommand& c, Deadline deadl
     Done<SideOutcome> finished;
     bool fired = false;
     Clock::TimerId timer = 0;
+    uint64_t call = 0;  // track()'s key: the worker's loss ends the finish too
   };
   auto pending = std::make_shared<Pending>();
   pending->finished = std::move(finished);
@@ -209,6 +244,7 @@ void FakeWorkerChannel::prepareFinishing(const PrepareCommand& c, Deadline deadl
       fabric().ends.erase(baseId(id));
     }
     clock_.cancel(pending->timer);
+    untrack(pending->call);
     pending->finished(std::move(r));
     pending->finished = nullptr;
   };
@@ -217,6 +253,7 @@ void FakeWorkerChannel::prepareFinishing(const PrepareCommand& c, Deadline deadl
     answer(unavailable("worker lost: " + name_ + " (fake)"));
     return;
   }
+  pending->call = track([answer](const Status& st) { answer(st); });
   pending->timer = clock_.schedule(finish_deadline, [answer, this] {
     answer(Status(Code::kDeadlineExceeded, "worker " + name_ + " did not answer (fake)"));
   });

@@ -60,14 +60,11 @@ class FakeWorkerChannel final : public WorkerChannel {
   std::unique_ptr<LossSubscription> onLost(LossSignal::Callback on_lost) override {
     return lost_signal_.subscribe(std::move(on_lost));
   }
-  // Declares the worker lost, as the gRPC link does when its stream ends: every later call
-  // fails at once, then the loss's subscribers are told, on this thread. Unlike the real link,
-  // replies already scheduled are left to arrive (or to their deadlines), so a test sees this
-  // loss only through onLost(), never through a failed call.
-  void lose(const std::string& reason = "(lost, fake)") {
-    lost_ = true;
-    lost_signal_.fire(reason);
-  }
+  // Declares the worker lost, as the gRPC link does when its stream ends (WorkerLink::fail):
+  // every call still waiting for its reply fails with kUnavailable "worker lost", every later
+  // call fails at once, then the loss's subscribers are told, on this thread
+  // (tests/integration/channel checks the fake and the real link against one contract).
+  void lose(const std::string& reason = "(lost, fake)");
   size_t lossSubscribers() const { return lost_signal_.subscribers(); }
   int inFlight() const;
   int maxInFlight() const;  // prepared sessions at once, highest seen
@@ -103,9 +100,16 @@ class FakeWorkerChannel final : public WorkerChannel {
   // Adds the rogue claims of `b` to a reply of session `id` (start or finish).
   void claim(const std::string& id, uint64_t len, const FakeBehaviour& b, SideOutcome* o);
 
+  // A call waiting for its reply, as lose() ends it; returns the key for untrack().
+  uint64_t track(std::function<void(const Status&)> fail);
+  void untrack(uint64_t key);
+
   const std::string name_;
   Clock& clock_;
   std::atomic<bool> lost_{false};
+  std::mutex calls_mu_;  // guards calls_ and next_call_
+  std::map<uint64_t, std::function<void(const Status&)>> calls_;
+  uint64_t next_call_ = 1;
   LossSignal lost_signal_;
   mutable std::mutex mu_;
   std::vector<std::string> log_;
