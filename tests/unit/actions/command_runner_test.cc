@@ -1,0 +1,47 @@
+#include "coordinator/actions/command_runner.h"
+
+#include <gtest/gtest.h>
+
+namespace gdrmesh {
+namespace {
+
+TEST(ProcessRunnerTest, CapturesOutputAndExitCode) {
+  ProcessRunner runner;
+  auto r = runner.run({"printf", "%s|%s", "a b", "c"}, 30);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->out, "a b|c");  // one argument with a space: no shell split it
+  auto f = runner.run({"false"}, 30);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->exit_code, 1);
+}
+
+TEST(ProcessRunnerTest, FeedsStdin) {
+  ProcessRunner runner;
+  auto r = runner.run({"cat"}, 30, "{\"verdict\":\"PASS\"}");
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->out, "{\"verdict\":\"PASS\"}");
+}
+
+TEST(ProcessRunnerTest, AMissingProgramIsAnError) {
+  ProcessRunner runner;
+  auto r = runner.run({"/nonexistent/gdrmesh-no-such-program"}, 30);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cannot run it"), std::string::npos);
+}
+
+TEST(ProcessRunnerTest, KillsAProgramPastItsTimeout) {
+  ProcessRunner runner;
+  auto r = runner.run({"sleep", "600"}, 0.2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kDeadlineExceeded);
+}
+
+TEST(DescribeArgvTest, QuotesWhatAShellWouldSplit) {
+  EXPECT_EQ(describeArgv({"scontrol", "update", "Reason=gdrmesh: x (sweep s)"}),
+            "scontrol update 'Reason=gdrmesh: x (sweep s)'");
+  EXPECT_EQ(describeArgv({"echo", "it's"}), "echo 'it'\\''s'");
+}
+
+}  // namespace
+}  // namespace gdrmesh
