@@ -9,6 +9,9 @@
 #include "cli/cli.h"
 #include "common/units.h"
 #include "convert.h"
+#include "coordinator/actions/action_engine.h"
+#include "coordinator/actions/command_runner.h"
+#include "coordinator/actions/slurm_actuator.h"
 #include "coordinator/config/config_yaml.h"
 #include "coordinator/http/http_auth.h"
 #include "coordinator/http/status_http_server.h"
@@ -214,6 +217,7 @@ int runCoordinator(const CoordinatorArgs& a) {
   opts.limits.max_message_size = *max;
   opts.parse_config = [](const std::string& yaml) { return parseClusterConfig(yaml, "config"); };
   RetentionOptions retention;
+  ActionOptions actions;
   if (!a.config.empty()) {
     std::ifstream f(a.config);
     if (!f) {
@@ -237,6 +241,7 @@ int runCoordinator(const CoordinatorArgs& a) {
     opts.config_yaml = ss.str();
     opts.schedules = cfg->schedules;
     retention = cfg->retention;
+    actions = cfg->actions;
   }
   if (a.retention_days >= 0) retention.days = static_cast<uint32_t>(a.retention_days);
   if (Status st = validateRetention(retention); !st.ok()) {
@@ -294,6 +299,31 @@ int runCoordinator(const CoordinatorArgs& a) {
   }
   blockTerminationSignals();
   SystemClock clock;
+  // Acting on verdicts (`actions:` in --config): off unless turned on.
+  ProcessRunner runner;
+  std::unique_ptr<Actuator> actuator;
+  std::unique_ptr<ActionEngine> action_engine;
+  if (actions.mode != ActionOptions::Mode::kOff) {
+    if (actions.actuator == "slurm") {
+      actuator = std::make_unique<SlurmActuator>(runner, actions.scontrol,
+                                                 actions.command_timeout_seconds);
+    } else {
+      std::fprintf(stderr,
+                   "gdrmesh coordinator: --config %s: actions.actuator: '%s' is not built in\n",
+                   a.config.c_str(), actions.actuator.c_str());
+      return kExitUsage;
+    }
+    action_engine = std::make_unique<ActionEngine>(actions, *actuator, **store, clock);
+    opts.sweeps.on_end = [engine = action_engine.get()](const SweepEnding& end) {
+      return engine->onSweepEnd(end);
+    };
+    std::printf(
+        "gdrmesh coordinator: actions %s through %s (circuit breaker: at most %g %% of a sweep's "
+        "hosts drained within %g s)\n",
+        toString(actions.mode), actuator->name().c_str(), actions.max_share * 100,
+        actions.window_seconds);
+    std::fflush(stdout);
+  }
   CoordinatorServer server(opts, **store, **store, clock);
   auto port = server.start();
   if (!port.ok()) {
