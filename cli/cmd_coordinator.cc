@@ -11,6 +11,7 @@
 #include "convert.h"
 #include "coordinator/actions/action_engine.h"
 #include "coordinator/actions/command_runner.h"
+#include "coordinator/actions/hooks.h"
 #include "coordinator/actions/slurm_actuator.h"
 #include "coordinator/config/config_yaml.h"
 #include "coordinator/http/http_auth.h"
@@ -218,6 +219,7 @@ int runCoordinator(const CoordinatorArgs& a) {
   opts.parse_config = [](const std::string& yaml) { return parseClusterConfig(yaml, "config"); };
   RetentionOptions retention;
   ActionOptions actions;
+  std::vector<HookOptions> hook_options;
   if (!a.config.empty()) {
     std::ifstream f(a.config);
     if (!f) {
@@ -242,6 +244,7 @@ int runCoordinator(const CoordinatorArgs& a) {
     opts.schedules = cfg->schedules;
     retention = cfg->retention;
     actions = cfg->actions;
+    hook_options = cfg->hooks;
   }
   if (a.retention_days >= 0) retention.days = static_cast<uint32_t>(a.retention_days);
   if (Status st = validateRetention(retention); !st.ok()) {
@@ -314,15 +317,30 @@ int runCoordinator(const CoordinatorArgs& a) {
       return kExitUsage;
     }
     action_engine = std::make_unique<ActionEngine>(actions, *actuator, **store, clock);
-    opts.sweeps.on_end = [engine = action_engine.get()](const SweepEnding& end) {
-      return engine->onSweepEnd(end);
-    };
     std::printf(
         "gdrmesh coordinator: actions %s through %s (circuit breaker: at most %g %% of a sweep's "
         "hosts drained within %g s)\n",
         toString(actions.mode), actuator->name().c_str(), actions.max_share * 100,
         actions.window_seconds);
     std::fflush(stdout);
+  }
+  // Hooks (`hooks:` in --config): told of every sweep's end and of suspects appearing and
+  // clearing, on their own thread.
+  DefaultHookTransport hook_transport(runner);
+  std::unique_ptr<Hooks> hooks;
+  if (!hook_options.empty()) {
+    hooks = std::make_unique<Hooks>(hook_options, hook_transport, clock);
+    std::printf("gdrmesh coordinator: %zu hook(s) told of sweep ends and suspects\n",
+                hook_options.size());
+    std::fflush(stdout);
+  }
+  if (action_engine || hooks) {
+    opts.sweeps.on_end = [engine = action_engine.get(), h = hooks.get()](const SweepEnding& end) {
+      std::vector<std::string> lines;
+      if (engine) lines = engine->onSweepEnd(end);
+      if (h) h->onSweepEnd(end, lines);
+      return lines;
+    };
   }
   CoordinatorServer server(opts, **store, **store, clock);
   auto port = server.start();

@@ -4,7 +4,8 @@
 // four simulated workers named after the nodes, one of them (sim-0001) failing every test.
 //   - the failing sweep drains sim-0001 with gdrmesh's reason and its sweep id;
 //   - sim-0003, drained by "someone else" before, keeps its state and reason throughout;
-//   - after a passing sweep sim-0001 is resumed, and every decision is in node_actions.
+//   - after a passing sweep sim-0001 is resumed, and every decision is in node_actions;
+//   - a command hook is told of each sweep's end and of the suspect appearing and clearing.
 // Every wait is a bounded poll of an observable state (scontrol's answer, the CLI's).
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -222,7 +223,8 @@ TEST(SlurmActionsTest, DrainsTheSuspectLeavesOthersAndResumesItOncePassed) {
 
     const std::string cfg = c.dir() + "/cluster.yaml";
     std::ofstream(cfg) << "actions:\n  mode: on\n  actuator: slurm\n  scontrol: /usr/bin/scontrol\n"
-                       << "  max_share: 0.5\n  window: 5m\n";
+                       << "  max_share: 0.5\n  window: 5m\n"
+                       << "hooks:\n  - command: [tee, -a, " << c.dir() << "/events]\n";
     c.startCoordinator({"--config", cfg});
     c.startWorker("sim-0000",
                   {"--simulate", "4", "--sim-test-ms", "5", "--sim-fault", "fail:sim-0001"});
@@ -285,6 +287,19 @@ TEST(SlurmActionsTest, DrainsTheSuspectLeavesOthersAndResumesItOncePassed) {
     EXPECT_EQ(rows[1].at("node"), "sim-0001");
     EXPECT_EQ(rows[1].at("action"), "resume");
     EXPECT_EQ(rows[1].at("outcome"), "taken");
+    // The hook (a command, on its own thread) was told of both ends and of sim-0001 appearing
+    // as a suspect and clearing.
+    const auto told = [&](const std::string& what) {
+      for (int i = 0; i < 300; ++i) {  // bounded poll of the file: 30 s
+        if (readFile(c.dir() + "/events").find(what) != std::string::npos) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      return false;
+    };
+    EXPECT_TRUE(told("{\"event\":\"suspect-appeared\""));
+    EXPECT_TRUE(told("{\"event\":\"suspect-cleared\""));
+    EXPECT_TRUE(told("\"actions\":[\"action resume sim-0001: taken"))
+        << readFile(c.dir() + "/events");
     const auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
     std::printf("slurm up in %.1f s; whole test %.1f s\n", secs(slurm_up - t0),
                 secs(std::chrono::steady_clock::now() - t0));
