@@ -12,6 +12,7 @@
 #include "coordinator/actions/action_engine.h"
 #include "coordinator/actions/command_runner.h"
 #include "coordinator/actions/hooks.h"
+#include "coordinator/actions/kubernetes_actuator.h"
 #include "coordinator/actions/slurm_actuator.h"
 #include "coordinator/config/config_yaml.h"
 #include "coordinator/http/http_auth.h"
@@ -304,6 +305,7 @@ int runCoordinator(const CoordinatorArgs& a) {
   SystemClock clock;
   // Acting on verdicts (`actions:` in --config): off unless turned on.
   ProcessRunner runner;
+  std::unique_ptr<KubeApi> kube_api;
   std::unique_ptr<Actuator> actuator;
   std::unique_ptr<ActionEngine> action_engine;
   if (actions.mode != ActionOptions::Mode::kOff) {
@@ -311,10 +313,9 @@ int runCoordinator(const CoordinatorArgs& a) {
       actuator = std::make_unique<SlurmActuator>(runner, actions.scontrol,
                                                  actions.command_timeout_seconds);
     } else {
-      std::fprintf(stderr,
-                   "gdrmesh coordinator: --config %s: actions.actuator: '%s' is not built in\n",
-                   a.config.c_str(), actions.actuator.c_str());
-      return kExitUsage;
+      kube_api = makeKubeApi(actions.kubernetes_api, actions.kubernetes_token_file,
+                             actions.kubernetes_ca_file, actions.command_timeout_seconds);
+      actuator = std::make_unique<KubernetesActuator>(*kube_api);
     }
     action_engine = std::make_unique<ActionEngine>(actions, *actuator, **store, clock);
     std::printf(
