@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -93,6 +94,14 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
     return notFound(argv[0] + ": cannot run it: " + std::strerror(spawned),
                     "install it or give its full path in the config");
   }
+  // A program may exit without reading its input: writing into the closed pipe then raises
+  // SIGPIPE, whose default action ends the whole process. It is blocked on this thread while
+  // the input is written, and one raised meanwhile is taken off before it is unblocked.
+  sigset_t pipe_set, old_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  bool broken_pipe = false;
   ::fcntl(in[1], F_SETFL, O_NONBLOCK);
   size_t written = 0;
   if (input.empty()) closeRunnerFd(in[1]);
@@ -122,7 +131,10 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
       if (fds[i].fd == in[1]) {
         const ssize_t w = ::write(in[1], input.data() + written, input.size() - written);
         if (w > 0) written += static_cast<size_t>(w);
-        if (w < 0 && errno != EAGAIN) written = input.size();
+        if (w < 0 && errno != EAGAIN) {
+          broken_pipe = broken_pipe || errno == EPIPE;
+          written = input.size();
+        }
         if (written >= input.size()) closeRunnerFd(in[1]);
         continue;
       }
@@ -139,6 +151,12 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
   closeRunnerFd(in[1]);
   closeRunnerFd(out[0]);
   closeRunnerFd(err[0]);
+  if (broken_pipe && !sigismember(&old_set, SIGPIPE)) {
+    const timespec now_ts{0, 0};
+    while (::sigtimedwait(&pipe_set, nullptr, &now_ts) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
   int status = 0;
   if (timed_out) {
     ::kill(-pid, SIGKILL);

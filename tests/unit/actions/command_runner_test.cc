@@ -23,6 +23,16 @@ TEST(ProcessRunnerTest, FeedsStdin) {
   EXPECT_EQ(r->out, "{\"verdict\":\"PASS\"}");
 }
 
+// A hook that exits without reading its stdin: writing the rest of the event into the closed
+// pipe raised SIGPIPE, whose default action killed the whole coordinator.
+TEST(ProcessRunnerTest, AProgramThatDoesNotReadItsInputIsNoSignal) {
+  ProcessRunner runner;
+  const std::string input(4u << 20, 'x');  // beyond any pipe buffer
+  auto r = runner.run({"true"}, 30, input);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->exit_code, 0);
+}
+
 TEST(ProcessRunnerTest, AMissingProgramIsAnError) {
   ProcessRunner runner;
   auto r = runner.run({"/nonexistent/gdrmesh-no-such-program"}, 30);
