@@ -107,7 +107,7 @@ class HttplibKubeApi final : public KubeApi {
     c->set_read_timeout(t);
     c->set_write_timeout(t);
 #ifdef CPPHTTPLIB_OPENSSL_SUPPORT
-    if (!ca_file_.empty()) c->set_ca_cert_path(ca_file_.c_str());
+    if (!ca_file_.empty()) c->set_ca_cert_path(ca_file_);
 #endif
     return c;
   }
