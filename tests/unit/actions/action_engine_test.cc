@@ -223,6 +223,32 @@ TEST_F(ActionEngineTest, FailuresAreRecorded) {
   EXPECT_EQ(r[1].outcome, "failed");
 }
 
+TEST_F(ActionEngineTest, ARestartedCoordinatorStillResumesWhatItDrained) {
+  {
+    auto first = engine(ActionOptions::Mode::kOn);
+    first.onSweepEnd(ending("s1", 4, {hostSuspect("h2")}));
+  }
+  ASSERT_TRUE(actuator.nodes["h2"].out);
+  auto second = engine(ActionOptions::Mode::kOn);  // a new engine over the same records
+  auto lines = second.onSweepEnd(ending("s2", 4, {}));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("action resume h2: taken"), std::string::npos) << lines[0];
+  EXPECT_FALSE(actuator.nodes["h2"].out);
+}
+
+TEST_F(ActionEngineTest, DryRunRecordsNeitherHoldNorCountOnceTurnedOn) {
+  {
+    auto dry = engine(ActionOptions::Mode::kDryRun);
+    dry.onSweepEnd(ending("s1", 4, {hostSuspect("h1"), hostSuspect("h2")}));
+  }
+  auto on = engine(ActionOptions::Mode::kOn);
+  // The dry-run drains do not fill the breaker's window, and h1 (no longer a suspect) is not
+  // "resumed": it was never drained.
+  auto lines = on.onSweepEnd(ending("s2", 4, {hostSuspect("h2"), hostSuspect("h3")}));
+  EXPECT_EQ(actuator.calls, (std::vector<std::string>{"mark h2", "mark h3"}));
+  EXPECT_EQ(lines.size(), 2u);
+}
+
 TEST(ActionStoreTest, RecordsSurviveAReopen) {
   gdrmesh::testing::TempDir dir;
   {
