@@ -1,6 +1,9 @@
 #include "coordinator/actions/command_runner.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <csignal>
 
 namespace gdrmesh {
 namespace {
@@ -31,6 +34,21 @@ TEST(ProcessRunnerTest, AProgramThatDoesNotReadItsInputIsNoSignal) {
   auto r = runner.run({"true"}, 30, input);
   ASSERT_TRUE(r.ok()) << r.status().toString();
   EXPECT_EQ(r->exit_code, 0);
+}
+
+// The coordinator blocks SIGTERM and SIGINT in every thread (a signal thread takes them): a
+// program it runs (scontrol, a hook) must not inherit that mask, or it could not be stopped.
+TEST(ProcessRunnerTest, TheProgramStartsWithNoSignalBlocked) {
+  sigset_t term, old;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  sigaddset(&term, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &term, &old);
+  ProcessRunner runner;
+  auto r = runner.run({"grep", "SigBlk", "/proc/self/status"}, 30);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().toString();
+  EXPECT_EQ(r->out, "SigBlk:\t0000000000000000\n");
 }
 
 TEST(ProcessRunnerTest, AMissingProgramIsAnError) {
