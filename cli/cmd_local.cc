@@ -2,10 +2,12 @@
 // `check --local` (a health check / prolog for one node); and `doctor WORKER`, which shows the
 // checks a worker ran at start (through the coordinator).
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -18,6 +20,8 @@
 #include "cli/worker_setup.h"
 #include "common/units.h"
 #include "convert.h"
+#include "coordinator/actions/command_runner.h"
+#include "coordinator/actions/slurm_actuator.h"
 #include "coordinator/config/config_yaml.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
 #include "worker/doctor/doctor.h"
@@ -41,6 +45,9 @@ struct LocalArgs {
   uint64_t iterations = 200;
   std::string time_limit = "50s";
   uint64_t test_corrupt_bytes = 0;  // TEST ONLY: the loopback's destination gets wrong bytes
+  bool slurm_drain = false;
+  std::string slurm_node;  // "" = $SLURMD_NODENAME, else the short hostname
+  std::string scontrol = "scontrol";
 };
 
 int runTopo(const LocalArgs& a) {
@@ -230,6 +237,52 @@ PreflightCheck runLoopbackCheck(SessionManager& sessions, TransportKind transpor
   return c;
 }
 
+// `check --local --slurm-drain`: Slurm ignores a HealthCheckProgram's exit code, so the check
+// drains its own node when unhealthy (reason "gdrmesh: check --local: ...") and resumes it once
+// healthy, only when the drain is its own: never a node drained by someone else, nor one the
+// coordinator drained for a sweep's suspect.
+void slurmDrainForCheck(const LocalArgs& a, const std::vector<PreflightCheck>& checks, int code) {
+  std::string node = a.slurm_node;
+  if (node.empty()) {
+    const char* env = std::getenv("SLURMD_NODENAME");
+    node = env != nullptr ? env : "";
+  }
+  if (node.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof(host) - 1) == 0) node = host;
+    node = node.substr(0, node.find('.'));
+  }
+  ProcessRunner runner;
+  SlurmActuator slurm(runner, a.scontrol, 10);
+  auto mark = slurm.inspect(node);
+  if (!mark.ok()) {
+    std::fprintf(stderr, "gdrmesh check: --slurm-drain: %s\n", mark.status().toString().c_str());
+    return;
+  }
+  const std::string own = std::string(kGdrmeshReasonPrefix) + " check --local";
+  const bool ours = mark->detail.find("Reason=" + own) != std::string::npos;
+  if (code != kExitOk) {
+    if (mark->owner != MarkOwner::kNone) {
+      std::printf("slurm: %s is out of service already (%s): left as it is\n", node.c_str(),
+                  mark->detail.c_str());
+      return;
+    }
+    std::string failed;
+    for (const auto& c : checks) {
+      if (c.status == "FAIL") failed += (failed.empty() ? "" : ", ") + c.id;
+    }
+    const MarkRequest req{node, "check --local: " + failed + " failed", ""};
+    Status st = slurm.mark(req);
+    std::printf("slurm: %s %s\n", st.ok() ? "drained" : "could not drain", node.c_str());
+    if (!st.ok()) std::fprintf(stderr, "gdrmesh check: --slurm-drain: %s\n", st.toString().c_str());
+  } else if (mark->owner == MarkOwner::kGdrmesh && ours) {
+    Status st = slurm.clear(node);
+    std::printf("slurm: %s %s (its drain was this check's)\n",
+                st.ok() ? "resumed" : "could not resume", node.c_str());
+    if (!st.ok()) std::fprintf(stderr, "gdrmesh check: --slurm-drain: %s\n", st.toString().c_str());
+  }
+}
+
 int runCheck(const LocalArgs& a) {
   if (!a.local) {
     std::fprintf(stderr, "gdrmesh check: give --local (the checks of this host)\n");
@@ -341,7 +394,9 @@ int runCheck(const LocalArgs& a) {
               << (code == kExitOk ? "healthy" : "UNHEALTHY") << " (exit " << code << ", " << took
               << ")\n";
   }
-  return exitFor(checks);
+  const int code = exitFor(checks);
+  if (a.slurm_drain) slurmDrainForCheck(a, checks, code);
+  return code;
 }
 
 }  // namespace
@@ -400,6 +455,12 @@ void registerLocalCommands(CLI::App& app, Action* action) {
     cmd->add_flag("--no-cuda", a->no_cuda, "do not load the CUDA driver");
     cmd->add_option("-o,--output", a->output, "table | json")
         ->check(CLI::IsMember({"table", "json"}));
+    cmd->add_flag("--slurm-drain", a->slurm_drain,
+                  "as Slurm's HealthCheckProgram (whose exit code Slurm ignores): drain this "
+                  "node when unhealthy, resume it when healthy again (only its own drain)");
+    cmd->add_option("--slurm-node", a->slurm_node,
+                    "this node's Slurm name (default: $SLURMD_NODENAME, else the short hostname)");
+    cmd->add_option("--scontrol", a->scontrol, "the scontrol program")->capture_default_str();
     cmd->add_option("--test-corrupt-bytes", a->test_corrupt_bytes,
                     "TEST ONLY: bytes of the loopback's landed data made wrong")
         ->group("");

@@ -19,8 +19,9 @@ const char* toString(MarkOwner o) {
 }
 
 std::string gdrmeshReason(const MarkRequest& request) {
-  return std::string(kGdrmeshReasonPrefix) + " " + request.reason + " (sweep " + request.sweep_id +
-         ")";
+  std::string r = std::string(kGdrmeshReasonPrefix) + " " + request.reason;
+  if (!request.sweep_id.empty()) r += " (sweep " + request.sweep_id + ")";
+  return r;
 }
 
 namespace {

@@ -30,7 +30,7 @@ struct NodeMark {
 struct MarkRequest {
   std::string node;
   std::string reason;
-  std::string sweep_id;
+  std::string sweep_id;  // "" = none (`gdrmesh check --local --slurm-drain`)
 };
 
 class Actuator {
@@ -48,8 +48,8 @@ class Actuator {
   virtual std::string describeClear(const std::string& node) const = 0;
 };
 
-// "gdrmesh: <reason> (sweep <id>)": the reason every actuator writes; its prefix is how a
-// node's mark is known to be gdrmesh's.
+// "gdrmesh: <reason> (sweep <id>)" ("gdrmesh: <reason>" without a sweep: `check --local`): the
+// reason every actuator writes; its prefix is how a node's mark is known to be gdrmesh's.
 std::string gdrmeshReason(const MarkRequest& request);
 inline constexpr const char* kGdrmeshReasonPrefix = "gdrmesh:";
 

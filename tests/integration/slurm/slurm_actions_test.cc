@@ -5,7 +5,8 @@
 //   - the failing sweep drains sim-0001 with gdrmesh's reason and its sweep id;
 //   - sim-0003, drained by "someone else" before, keeps its state and reason throughout;
 //   - after a passing sweep sim-0001 is resumed, and every decision is in node_actions;
-//   - a command hook is told of each sweep's end and of the suspect appearing and clearing.
+//   - a command hook is told of each sweep's end and of the suspect appearing and clearing;
+//   - `check --local --slurm-drain` drains and resumes its own node, and only its own drain.
 // Every wait is a bounded poll of an observable state (scontrol's answer, the CLI's).
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -300,6 +301,43 @@ TEST(SlurmActionsTest, DrainsTheSuspectLeavesOthersAndResumesItOncePassed) {
     EXPECT_TRUE(told("{\"event\":\"suspect-cleared\""));
     EXPECT_TRUE(told("\"actions\":[\"action resume sim-0001: taken"))
         << readFile(c.dir() + "/events");
+    // `check --local --slurm-drain` as the HealthCheckProgram of sim-0002: unhealthy drains it
+    // with its own reason, healthy resumes it; it leaves sim-0003 (someone else's drain) and a
+    // drain the coordinator made for a sweep (sim-0000 here) alone.
+    const std::vector<std::string> check = {
+        "check", "--local", "--no-cuda", "--transport",   "emulated",   "--iters",
+        "5",     "--size",  "4KiB",      "--slurm-drain", "--scontrol", "/usr/bin/scontrol"};
+    auto with = [&](std::vector<std::string> extra) {
+      std::vector<std::string> args = check;
+      args.insert(args.end(), extra.begin(), extra.end());
+      return c.cli(args, false);
+    };
+    auto sick = with({"--slurm-node", "sim-0002", "--test-corrupt-bytes", "3"});
+    EXPECT_EQ(sick.exit_code, 1) << sick.out << sick.err;
+    const std::string by_check = slurm.state("sim-0002");
+    EXPECT_NE(slurmValue(by_check, "State").find("DRAIN"), std::string::npos) << by_check;
+    EXPECT_EQ(slurmValue(by_check, "Reason")
+                  .rfind("gdrmesh: check --local: loopback.emulated "
+                         "failed",
+                         0),
+              0u)
+        << by_check;
+    auto well = with({"--slurm-node", "sim-0002"});
+    EXPECT_EQ(well.exit_code, 0) << well.out << well.err;
+    EXPECT_EQ(slurmValue(slurm.state("sim-0002"), "State").find("DRAIN"), std::string::npos)
+        << slurm.state("sim-0002");
+    EXPECT_EQ(with({"--slurm-node", "sim-0003", "--test-corrupt-bytes", "3"}).exit_code, 1);
+    EXPECT_EQ(slurmValue(slurm.state("sim-0003"), "Reason").rfind("maintenance: cable swap", 0),
+              0u);
+    ASSERT_EQ(slurm
+                  .scontrol({"update", "NodeName=sim-0000", "State=DRAIN",
+                             "Reason=gdrmesh: host suspect: x (sweep s-0)"})
+                  .code,
+              0);
+    EXPECT_EQ(with({"--slurm-node", "sim-0000"}).exit_code, 0);
+    EXPECT_NE(slurmValue(slurm.state("sim-0000"), "State").find("DRAIN"), std::string::npos)
+        << "a healthy check must not resume the coordinator's drain";
+
     const auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
     std::printf("slurm up in %.1f s; whole test %.1f s\n", secs(slurm_up - t0),
                 secs(std::chrono::steady_clock::now() - t0));
