@@ -209,6 +209,11 @@ TEST(SlurmActionsTest, DrainsTheSuspectLeavesOthersAndResumesItOncePassed) {
   char tmpl[] = "/tmp/gdrslurm-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string sdir = tmpl;
+  // Removed however the test ends (a failed assertion returns early, a throw unwinds).
+  struct RemoveSlurmDir {
+    std::string dir;
+    ~RemoveSlurmDir() { runProgram({"rm", "-rf", dir}, "/dev/null"); }
+  } remove_dir{sdir};
   {
     SingleHostSlurm slurm(sdir, nodes);
     const std::string up = slurm.start();
@@ -342,7 +347,6 @@ TEST(SlurmActionsTest, DrainsTheSuspectLeavesOthersAndResumesItOncePassed) {
     std::printf("slurm up in %.1f s; whole test %.1f s\n", secs(slurm_up - t0),
                 secs(std::chrono::steady_clock::now() - t0));
   }
-  runProgram({"rm", "-rf", sdir}, "/dev/null");
 }
 
 }  // namespace
