@@ -9,6 +9,11 @@
 #include "cli/cli.h"
 #include "common/units.h"
 #include "convert.h"
+#include "coordinator/actions/action_engine.h"
+#include "coordinator/actions/command_runner.h"
+#include "coordinator/actions/hooks.h"
+#include "coordinator/actions/kubernetes_actuator.h"
+#include "coordinator/actions/slurm_actuator.h"
 #include "coordinator/config/config_yaml.h"
 #include "coordinator/http/http_auth.h"
 #include "coordinator/http/status_http_server.h"
@@ -214,6 +219,8 @@ int runCoordinator(const CoordinatorArgs& a) {
   opts.limits.max_message_size = *max;
   opts.parse_config = [](const std::string& yaml) { return parseClusterConfig(yaml, "config"); };
   RetentionOptions retention;
+  ActionOptions actions;
+  std::vector<HookOptions> hook_options;
   if (!a.config.empty()) {
     std::ifstream f(a.config);
     if (!f) {
@@ -237,6 +244,8 @@ int runCoordinator(const CoordinatorArgs& a) {
     opts.config_yaml = ss.str();
     opts.schedules = cfg->schedules;
     retention = cfg->retention;
+    actions = cfg->actions;
+    hook_options = cfg->hooks;
   }
   if (a.retention_days >= 0) retention.days = static_cast<uint32_t>(a.retention_days);
   if (Status st = validateRetention(retention); !st.ok()) {
@@ -294,6 +303,46 @@ int runCoordinator(const CoordinatorArgs& a) {
   }
   blockTerminationSignals();
   SystemClock clock;
+  // Acting on verdicts (`actions:` in --config): off unless turned on.
+  ProcessRunner runner;
+  std::unique_ptr<KubeApi> kube_api;
+  std::unique_ptr<Actuator> actuator;
+  std::unique_ptr<ActionEngine> action_engine;
+  if (actions.mode != ActionOptions::Mode::kOff) {
+    if (actions.actuator == "slurm") {
+      actuator = std::make_unique<SlurmActuator>(runner, actions.scontrol,
+                                                 actions.command_timeout_seconds);
+    } else {
+      kube_api = makeKubeApi(actions.kubernetes_api, actions.kubernetes_token_file,
+                             actions.kubernetes_ca_file, actions.command_timeout_seconds);
+      actuator = std::make_unique<KubernetesActuator>(*kube_api);
+    }
+    action_engine = std::make_unique<ActionEngine>(actions, *actuator, **store, clock);
+    std::printf(
+        "gdrmesh coordinator: actions %s through %s (circuit breaker: at most %g %% of a sweep's "
+        "hosts drained within %g s)\n",
+        toString(actions.mode), actuator->name().c_str(), actions.max_share * 100,
+        actions.window_seconds);
+    std::fflush(stdout);
+  }
+  // Hooks (`hooks:` in --config): told of every sweep's end and of suspects appearing and
+  // clearing, on their own thread.
+  DefaultHookTransport hook_transport(runner);
+  std::unique_ptr<Hooks> hooks;
+  if (!hook_options.empty()) {
+    hooks = std::make_unique<Hooks>(hook_options, hook_transport, clock);
+    std::printf("gdrmesh coordinator: %zu hook(s) told of sweep ends and suspects\n",
+                hook_options.size());
+    std::fflush(stdout);
+  }
+  if (action_engine || hooks) {
+    opts.sweeps.on_end = [engine = action_engine.get(), h = hooks.get()](const SweepEnding& end) {
+      std::vector<std::string> lines;
+      if (engine) lines = engine->onSweepEnd(end);
+      if (h) h->onSweepEnd(end, lines);
+      return lines;
+    };
+  }
   CoordinatorServer server(opts, **store, **store, clock);
   auto port = server.start();
   if (!port.ok()) {

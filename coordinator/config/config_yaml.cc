@@ -154,6 +154,8 @@ class Parser {
   Status sweep(const YAML::Node& node, const std::string& path, SweepSpec& s) const;
   Status hostClass(const YAML::Node& node, const std::string& path, HostClass& c) const;
   Status schedule(const YAML::Node& node, const std::string& path, ScheduleConfig& c) const;
+  Status actions(const YAML::Node& node, const std::string& path, ActionOptions& a) const;
+  Status hook(const YAML::Node& node, const std::string& path, HookOptions& h) const;
 
  private:
   std::string origin_;
@@ -453,6 +455,123 @@ Status Parser::schedule(const YAML::Node& node, const std::string& path, Schedul
 
 }  // namespace
 
+Status Parser::actions(const YAML::Node& n, const std::string& path, ActionOptions& a) const {
+  GDR_RETURN_IF_ERROR(checkMap(
+      n, path,
+      {"mode", "actuator", "max_share", "window", "scontrol", "command_timeout", "kubernetes"}));
+  if (n["mode"]) {
+    GDR_ASSIGN_OR_RETURN(const std::string m, string(n["mode"], join(path, "mode")));
+    if (m == "off") {
+      a.mode = ActionOptions::Mode::kOff;
+    } else if (m == "dry-run") {
+      a.mode = ActionOptions::Mode::kDryRun;
+    } else if (m == "on") {
+      a.mode = ActionOptions::Mode::kOn;
+    } else {
+      return error(n["mode"], join(path, "mode"), "'" + m + "' is not one of: off, dry-run, on",
+                   "start with dry-run, read `gdrmesh sweep show`, then turn it on");
+    }
+  }
+  if (n["actuator"]) {
+    GDR_ASSIGN_OR_RETURN(a.actuator, string(n["actuator"], join(path, "actuator")));
+    if (a.actuator != "slurm" && a.actuator != "kubernetes") {
+      return error(n["actuator"], join(path, "actuator"),
+                   "'" + a.actuator + "' is not one of: slurm, kubernetes");
+    }
+  }
+  if (n["max_share"]) {
+    GDR_ASSIGN_OR_RETURN(a.max_share, number(n["max_share"], join(path, "max_share")));
+    if (!(a.max_share > 0 && a.max_share <= 1)) {
+      return error(n["max_share"], join(path, "max_share"), "is outside (0, 1]",
+                   "give the share of the sweep's hosts, e.g. 0.5");
+    }
+  }
+  if (n["window"]) {
+    GDR_ASSIGN_OR_RETURN(a.window_seconds, seconds(n["window"], join(path, "window")));
+    if (!(a.window_seconds >= 1 && a.window_seconds <= 7 * 86400.0)) {
+      return error(n["window"], join(path, "window"), "is out of range 1s..7 days", "e.g. 5m");
+    }
+  }
+  if (n["scontrol"]) {
+    GDR_ASSIGN_OR_RETURN(a.scontrol, string(n["scontrol"], join(path, "scontrol")));
+  }
+  if (n["command_timeout"]) {
+    GDR_ASSIGN_OR_RETURN(a.command_timeout_seconds,
+                         seconds(n["command_timeout"], join(path, "command_timeout")));
+    if (!(a.command_timeout_seconds >= 0.1 && a.command_timeout_seconds <= 600)) {
+      return error(n["command_timeout"], join(path, "command_timeout"),
+                   "is out of range 100ms..10m", "e.g. 10s");
+    }
+  }
+  if (YAML::Node k = n["kubernetes"]) {
+    const std::string kp = join(path, "kubernetes");
+    GDR_RETURN_IF_ERROR(checkMap(k, kp, {"api", "token_file", "ca_file"}));
+    if (k["api"]) {
+      GDR_ASSIGN_OR_RETURN(a.kubernetes_api, string(k["api"], join(kp, "api")));
+    }
+    if (k["token_file"]) {
+      GDR_ASSIGN_OR_RETURN(a.kubernetes_token_file,
+                           string(k["token_file"], join(kp, "token_file")));
+    }
+    if (k["ca_file"]) {
+      GDR_ASSIGN_OR_RETURN(a.kubernetes_ca_file, string(k["ca_file"], join(kp, "ca_file")));
+    }
+  }
+  if (a.mode != ActionOptions::Mode::kOff && a.actuator == "kubernetes" &&
+      a.kubernetes_api.empty()) {
+    return error(n, join(path, "kubernetes.api"), "is required with actuator: kubernetes",
+                 "e.g. https://kubernetes.default.svc");
+  }
+  return Status::okStatus();
+}
+
+Status Parser::hook(const YAML::Node& n, const std::string& path, HookOptions& h) const {
+  GDR_RETURN_IF_ERROR(checkMap(
+      n, path, {"command", "url", "token_file", "attempts", "timeout", "backoff", "queue_limit"}));
+  if (n["command"]) {
+    if (!n["command"].IsSequence()) {
+      return error(n["command"], join(path, "command"), "must be a list (the argv, no shell)",
+                   "e.g. command: [/usr/local/bin/notify, --channel, fabric]");
+    }
+    GDR_ASSIGN_OR_RETURN(h.command, strings(n["command"], join(path, "command")));
+  }
+  if (n["url"]) {
+    GDR_ASSIGN_OR_RETURN(h.url, string(n["url"], join(path, "url")));
+    if (h.url.rfind("http://", 0) != 0 && h.url.rfind("https://", 0) != 0) {
+      return error(n["url"], join(path, "url"), "'" + h.url + "' is not an http(s) URL",
+                   "e.g. https://alerts.example.com/gdrmesh");
+    }
+  }
+  if (h.command.empty() == h.url.empty()) {
+    return error(n, path, "needs exactly one of command and url", "give one of them per hook");
+  }
+  if (n["token_file"]) {
+    GDR_ASSIGN_OR_RETURN(h.token_file, string(n["token_file"], join(path, "token_file")));
+  }
+  if (n["attempts"]) {
+    GDR_ASSIGN_OR_RETURN(const uint64_t v, count(n["attempts"], join(path, "attempts"), 1, 20));
+    h.attempts = static_cast<int>(v);
+  }
+  if (n["timeout"]) {
+    GDR_ASSIGN_OR_RETURN(h.timeout_seconds, seconds(n["timeout"], join(path, "timeout")));
+    if (!(h.timeout_seconds >= 0.1 && h.timeout_seconds <= 600)) {
+      return error(n["timeout"], join(path, "timeout"), "is out of range 100ms..10m", "e.g. 10s");
+    }
+  }
+  if (n["backoff"]) {
+    GDR_ASSIGN_OR_RETURN(h.backoff_seconds, seconds(n["backoff"], join(path, "backoff")));
+    if (!(h.backoff_seconds >= 0 && h.backoff_seconds <= 3600)) {
+      return error(n["backoff"], join(path, "backoff"), "is out of range 0..1h", "e.g. 1s");
+    }
+  }
+  if (n["queue_limit"]) {
+    GDR_ASSIGN_OR_RETURN(const uint64_t v,
+                         count(n["queue_limit"], join(path, "queue_limit"), 1, 100000));
+    h.queue_limit = static_cast<int>(v);
+  }
+  return Status::okStatus();
+}
+
 Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std::string& origin) {
   YAML::Node root;
   try {
@@ -467,9 +586,9 @@ Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std
   if (root.IsNull()) return config;  // an empty file: no sweeps, no thresholds
   const Parser p(origin);
   try {
-    GDR_RETURN_IF_ERROR(
-        p.checkMap(root, "(top level)",
-                   {"sweeps", "thresholds", "host_classes", "schedules", "retention", "outliers"}));
+    GDR_RETURN_IF_ERROR(p.checkMap(root, "(top level)",
+                                   {"sweeps", "thresholds", "host_classes", "schedules",
+                                    "retention", "outliers", "actions", "hooks"}));
     auto list = [&](const char* key) -> Result<YAML::Node> {
       YAML::Node n = root[key];
       if (n && !n.IsSequence()) {
@@ -584,6 +703,15 @@ Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std
                              p.count(n["min_hosts"], "outliers.min_hosts", 3, 100000));
         o.min_hosts = static_cast<int>(v);
       }
+    }
+    if (YAML::Node n = root["actions"]) {
+      GDR_RETURN_IF_ERROR(p.actions(n, "actions", config.actions));
+    }
+    GDR_ASSIGN_OR_RETURN(YAML::Node hooks, list("hooks"));
+    for (size_t i = 0; hooks && i < hooks.size(); ++i) {
+      HookOptions h;
+      GDR_RETURN_IF_ERROR(p.hook(hooks[i], Parser::index("hooks", i), h));
+      config.hooks.push_back(std::move(h));
     }
   } catch (const YAML::Exception& e) {
     return invalidArgument(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg,

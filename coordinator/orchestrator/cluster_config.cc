@@ -7,6 +7,18 @@
 
 namespace gdrmesh {
 
+const char* toString(ActionOptions::Mode m) {
+  switch (m) {
+    case ActionOptions::Mode::kOff:
+      return "off";
+    case ActionOptions::Mode::kDryRun:
+      return "dry-run";
+    case ActionOptions::Mode::kOn:
+      return "on";
+  }
+  return "off";
+}
+
 void Thresholds::inheritFrom(const Thresholds& base) {
   auto fill = [](std::optional<double>& mine, const std::optional<double>& theirs) {
     if (!mine) mine = theirs;

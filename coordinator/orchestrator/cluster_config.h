@@ -21,6 +21,7 @@
 
 #include "common/inventory.h"
 #include "common/status.h"
+#include "coordinator/actions/action_options.h"
 #include "coordinator/orchestrator/retention.h"
 #include "coordinator/orchestrator/sweep_types.h"
 
@@ -96,6 +97,10 @@ struct ClusterConfig {
   // The coordinator's raw-row retention (`retention:`); retention_set when the file has it.
   RetentionOptions retention;
   bool retention_set = false;
+  // What the coordinator does with verdicts (`actions:`, `hooks:`); read from the coordinator's
+  // own --config only, never from a sweep's.
+  ActionOptions actions;
+  std::vector<HookOptions> hooks;
   std::string source;  // the YAML text it was parsed from (stored with sweeps)
 
   // The class of a worker (nullptr = none) and the thresholds that apply to it.

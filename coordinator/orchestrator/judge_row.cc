@@ -144,4 +144,14 @@ std::vector<PairVerdict> verdictsOf(const JudgeRows& rows, const JudgeVerdicts& 
   return out;
 }
 
+std::set<std::string> passingWorkers(const JudgeRows& rows, const JudgeVerdicts& verdicts) {
+  std::set<std::string> out;
+  for (size_t i = 0; i < rows.size() && i < verdicts.size(); ++i) {
+    if (verdicts.kind[i] != VerdictKind::kPass) continue;
+    out.insert(rows.str(rows[i].initiator.worker));
+    out.insert(rows.str(rows[i].target.worker));
+  }
+  return out;
+}
+
 }  // namespace gdrmesh

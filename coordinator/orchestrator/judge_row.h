@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -121,5 +122,7 @@ struct JudgeVerdicts {
 // The verdict of row i as the report writes it.
 PairVerdict verdictOf(const JudgeRows& rows, const JudgeVerdicts& verdicts, size_t i);
 std::vector<PairVerdict> verdictsOf(const JudgeRows& rows, const JudgeVerdicts& verdicts);
+// The workers on either side of a row whose verdict is PASS.
+std::set<std::string> passingWorkers(const JudgeRows& rows, const JudgeVerdicts& verdicts);
 
 }  // namespace gdrmesh

@@ -657,6 +657,8 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
   const OutlierFindings outliers = findOutliers(rows, a->config.outliers);
   Localisation located = localiseSweep(rows, verdicts);
   const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, a->config, located.noise_rows);
+  SweepEnding ending;
+  if (options_.on_end) ending.passing = passingWorkers(rows, verdicts);
   {
     std::lock_guard<std::mutex> lock(mu_);
     a->verdicts = std::move(verdicts);
@@ -686,6 +688,20 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       if (a->skipped == a->plan_size) a->reason = "every test was skipped";
       if (!judged.reason.empty() && a->reason.empty()) a->reason = judged.reason;
     }
+  }
+  if (options_.on_end) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ending.sweep_id = a->id;
+      ending.state = a->state;
+      ending.verdict = a->verdict;
+      ending.reason = a->reason;
+      ending.hosts = a->hosts;
+      ending.suspects = a->suspects;
+    }
+    std::vector<std::string> lines = options_.on_end(ending);
+    std::lock_guard<std::mutex> lock(mu_);
+    a->notes.insert(a->notes.end(), lines.begin(), lines.end());
   }
   // The report is stored before anyone learns that the sweep ended (report_pending: followers,
   // lists and progress show it running until then), so what they read next (GetSweep) holds

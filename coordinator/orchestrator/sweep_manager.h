@@ -94,6 +94,10 @@ struct SweepManagerOptions {
   ExecutorOptions executor;
   int max_retests = 64;
   double checkpoint_seconds = 1.0;  // how often a running sweep's progress is stored
+  // Called on the sweep's thread once an ended sweep is judged, before its report is stored;
+  // the lines it returns join the sweep's notes (coordinator/actions: what was done about the
+  // verdict). Must not block for long: actuators bound their commands.
+  std::function<std::vector<std::string>(const SweepEnding& end)> on_end;
 };
 
 class SweepManager {

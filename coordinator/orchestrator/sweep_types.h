@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -136,6 +137,17 @@ struct Suspect {
 enum class SweepState { kQueued, kRunning, kFinished, kCancelled, kInterrupted, kFailed };
 const char* toString(SweepState s);  // queued, running, finished, cancelled, interrupted, failed
 std::optional<SweepState> parseSweepState(const std::string& s);
+
+// What the end of a sweep tells those who act on it (SweepManagerOptions::on_end).
+struct SweepEnding {
+  std::string sweep_id;
+  SweepState state = SweepState::kFinished;
+  std::string verdict;             // PASS | FAIL
+  std::string reason;              // why it failed, was cancelled, ...
+  std::vector<std::string> hosts;  // the hosts the sweep tested
+  std::vector<Suspect> suspects;   // ranked
+  std::set<std::string> passing;   // hosts with at least one PASS verdict
+};
 
 struct SweepProgress {
   std::string id;

@@ -64,7 +64,7 @@ struct SqliteStoreOptions {
   std::function<void()> on_query_row_for_testing;
 };
 
-class SqliteStore : public ResultStore, public SweepStore {
+class SqliteStore : public ResultStore, public SweepStore, public ActionStore {
  public:
   // Opens (creating if needed) the database at `path` and brings its schema up to date.
   // ":memory:" gives a private in-memory database (journal mode "memory", not WAL).
@@ -115,6 +115,10 @@ class SqliteStore : public ResultStore, public SweepStore {
   Result<std::vector<PairAggregate>> sweepAggregates(const std::string& sweep_id) override;
   Result<std::vector<PairAggregate>> pairHistory(const std::string& src, const std::string& dst,
                                                  int64_t before_ms, uint32_t limit) override;
+
+  // ActionStore.
+  Result<int64_t> recordAction(const ActionRecord& action) override;
+  Result<std::vector<ActionRecord>> listActions(const ActionQuery& query) override;
 
   const std::string& path() const { return path_; }
   // The schema version of the open file (PRAGMA user_version).

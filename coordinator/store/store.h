@@ -102,6 +102,28 @@ struct ScheduleRun {
   std::string detail;
 };
 
+// One action on a node that a sweep's verdict asked for (coordinator/actions): a drain (Slurm) or
+// taint (Kubernetes) of a suspect, or a resume/untaint of a node gdrmesh acted on once it
+// passes. Every decision is a row, whatever came of it, so the operator can audit them.
+struct ActionRecord {
+  int64_t id = 0;  // read only: assigned when recorded, in recording order
+  int64_t recorded_ms = 0;
+  std::string sweep_id;
+  std::string node;
+  std::string action;    // drain | resume
+  std::string outcome;   // taken | dry-run | refused | failed | skipped
+  std::string actuator;  // slurm | kubernetes | ...
+  std::string reason;    // the reason written on the node ("gdrmesh: ... (sweep ID)")
+  std::string detail;    // what ran, what would have run, why it was refused or failed
+};
+
+struct ActionQuery {
+  uint32_t limit = 50;   // newest first; 0 = no limit
+  std::string node;      // "" = any
+  std::string sweep_id;  // "" = any
+  int64_t since_ms = 0;  // recorded_ms >= since_ms
+};
+
 // What a finished sweep leaves behind when its raw result rows are gone (retention): per
 // (initiator worker, target worker, op, mode, message size), the count of tests by status and
 // the median / min / max of the figure that judges it (bw.avg_gbps for bandwidth,
@@ -231,6 +253,17 @@ class SweepStore {
   virtual Result<std::vector<PairAggregate>> pairHistory(const std::string& src,
                                                          const std::string& dst, int64_t before_ms,
                                                          uint32_t limit) = 0;
+};
+
+// Actions taken (or not) on nodes. Same thread contract.
+class ActionStore {
+ public:
+  virtual ~ActionStore() = default;
+  // Appends the record (its id is ignored); returns the id it got. Empty node, action or
+  // outcome is kInvalidArgument.
+  virtual Result<int64_t> recordAction(const ActionRecord& action) = 0;
+  // Newest first (by id: recording order).
+  virtual Result<std::vector<ActionRecord>> listActions(const ActionQuery& query) = 0;
 };
 
 }  // namespace gdrmesh

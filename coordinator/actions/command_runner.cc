@@ -1,0 +1,199 @@
+#include "coordinator/actions/command_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+
+namespace gdrmesh {
+
+namespace {
+
+constexpr size_t kRunnerOutputCap = size_t{1} << 20;
+
+void closeRunnerFd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+}  // namespace
+
+std::string describeArgv(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& a : argv) {
+    if (!out.empty()) out += ' ';
+    const bool plain =
+        !a.empty() && a.find_first_of(" \t\n'\"\\$`;&|<>()*?[]{}!#~") == std::string::npos;
+    if (plain) {
+      out += a;
+      continue;
+    }
+    out += '\'';
+    for (char c : a) {
+      if (c == '\'') {
+        out += "'\\''";
+      } else {
+        out += c;
+      }
+    }
+    out += '\'';
+  }
+  return out;
+}
+
+Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
+                                         double timeout_seconds, const std::string& input) {
+  if (argv.empty() || argv[0].empty()) {
+    return invalidArgument("command: empty argv", "give the program and its arguments");
+  }
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    const int e = errno;
+    for (int* p : {in, out, err}) {
+      closeRunnerFd(p[0]);
+      closeRunnerFd(p[1]);
+    }
+    return unavailable(describeArgv(argv) + ": pipe: " + std::strerror(e),
+                       "raise the open-file limit");
+  }
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  // posix_spawn (vfork + exec in glibc): safe in a process with threads, and it reports a
+  // program that cannot be run as its return value.
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Its own process group (killed whole at the deadline), no signal blocked (the coordinator
+  // blocks SIGTERM and SIGINT in every thread for its signal thread) and default actions.
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGINT);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  pid_t pid = -1;
+  const int spawned = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  closeRunnerFd(in[0]);
+  closeRunnerFd(out[1]);
+  closeRunnerFd(err[1]);
+  if (spawned != 0) {
+    closeRunnerFd(in[1]);
+    closeRunnerFd(out[0]);
+    closeRunnerFd(err[0]);
+    return notFound(argv[0] + ": cannot run it: " + std::strerror(spawned),
+                    "install it or give its full path in the config");
+  }
+  // A program may exit without reading its input: writing into the closed pipe then raises
+  // SIGPIPE, whose default action ends the whole process. It is blocked on this thread while
+  // the input is written, and one raised meanwhile is taken off before it is unblocked.
+  sigset_t pipe_set, old_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  bool broken_pipe = false;
+  ::fcntl(in[1], F_SETFL, O_NONBLOCK);
+  size_t written = 0;
+  if (input.empty()) closeRunnerFd(in[1]);
+
+  CommandOutput result;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_seconds));
+  bool timed_out = false;
+  while (out[0] >= 0 || err[0] >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd fds[3];
+    int n = 0;
+    for (int fd : {out[0], err[0]}) {
+      if (fd >= 0) fds[n++] = {fd, POLLIN, 0};
+    }
+    if (in[1] >= 0) fds[n++] = {in[1], POLLOUT, 0};
+    const int ready = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(left.count()));
+    if (ready < 0 && errno != EINTR) break;
+    for (int i = 0; i < n && ready > 0; ++i) {
+      if (fds[i].revents == 0) continue;
+      if (fds[i].fd == in[1]) {
+        const ssize_t w = ::write(in[1], input.data() + written, input.size() - written);
+        if (w > 0) written += static_cast<size_t>(w);
+        if (w < 0 && errno != EAGAIN) {
+          broken_pipe = broken_pipe || errno == EPIPE;
+          written = input.size();
+        }
+        if (written >= input.size()) closeRunnerFd(in[1]);
+        continue;
+      }
+      char buf[4096];
+      const ssize_t r = ::read(fds[i].fd, buf, sizeof(buf));
+      std::string& into = fds[i].fd == out[0] ? result.out : result.err;
+      if (r > 0) {
+        if (into.size() < kRunnerOutputCap) into.append(buf, static_cast<size_t>(r));
+      } else if (r == 0 || errno != EINTR) {
+        closeRunnerFd(fds[i].fd == out[0] ? out[0] : err[0]);
+      }
+    }
+  }
+  closeRunnerFd(in[1]);
+  closeRunnerFd(out[0]);
+  closeRunnerFd(err[0]);
+  if (broken_pipe && !sigismember(&old_set, SIGPIPE)) {
+    const timespec now_ts{0, 0};
+    while (::sigtimedwait(&pipe_set, nullptr, &now_ts) == SIGPIPE) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
+  int status = 0;
+  if (timed_out) {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return Status(Code::kDeadlineExceeded,
+                  describeArgv(argv) + ": still running after " + std::to_string(timeout_seconds) +
+                      " s; killed",
+                  "raise the command's timeout in the config, or fix what it waits on");
+  }
+  // The pipes closed: the program has ended (or closed them); wait for it up to the deadline.
+  while (true) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return Status(Code::kDeadlineExceeded,
+                    describeArgv(argv) + ": still running after " +
+                        std::to_string(timeout_seconds) + " s; killed",
+                    "raise the command's timeout in the config");
+    }
+    ::usleep(2000);  // a program that closed its output and has not exited yet
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+}  // namespace gdrmesh

@@ -1,0 +1,213 @@
+#include "coordinator/actions/hooks.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "tests/support/temp_dir.h"
+
+namespace gdrmesh {
+namespace {
+
+using nlohmann::json;
+using std::chrono::steady_clock;
+
+// A bound for waits on other threads: generous, never a pace.
+constexpr auto kHookPrompt = std::chrono::seconds(30);
+
+SweepEnding hookEnding(const std::string& id, std::vector<std::string> hosts,
+                       std::vector<Suspect> suspects) {
+  SweepEnding e;
+  e.sweep_id = id;
+  e.state = SweepState::kFinished;
+  e.verdict = suspects.empty() ? "PASS" : "FAIL";
+  e.hosts = std::move(hosts);
+  e.suspects = std::move(suspects);
+  return e;
+}
+
+// An HTTP receiver on 127.0.0.1:0 that records every request and answers from a script.
+class Receiver {
+ public:
+  struct Request {
+    std::string method, path, content_type, authorization, body;
+  };
+  Receiver() {
+    server_.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      requests_.push_back({req.method, req.path, req.get_header_value("Content-Type"),
+                           req.get_header_value("Authorization"), req.body});
+      res.status = statuses_.empty() ? 200 : statuses_.front();
+      if (!statuses_.empty()) statuses_.erase(statuses_.begin());
+      cv_.notify_all();
+    });
+    // Bound and listening on return: a request waits in the backlog until listen_after_bind.
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~Receiver() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
+  void answer(std::vector<int> statuses) {
+    std::lock_guard<std::mutex> lock(mu_);
+    statuses_ = std::move(statuses);
+  }
+  // Waits (bounded) until `n` requests arrived; returns them.
+  std::vector<Request> waitFor(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, kHookPrompt, [&] { return requests_.size() >= n; });
+    return requests_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Request> requests_;
+  std::vector<int> statuses_;
+};
+
+TEST(HookEventsTest, SuspectsAppearAndClearOnlyWhenTheirHostsWereTested) {
+  std::set<std::string> previous;
+  const Suspect h2{"host", "h2", 1, {"failed with 3 of 3 partners"}};
+  auto e =
+      hookEvents(hookEnding("s1", {"h1", "h2", "h3"}, {h2}), {"action drain h2: taken"}, &previous);
+  ASSERT_EQ(e.size(), 2u);
+  auto end = json::parse(e[0]);
+  EXPECT_EQ(end["event"], "sweep-end");
+  EXPECT_EQ(end["sweep"]["id"], "s1");
+  EXPECT_EQ(end["sweep"]["verdict"], "FAIL");
+  EXPECT_EQ(end["sweep"]["actions"][0], "action drain h2: taken");
+  auto appeared = json::parse(e[1]);
+  EXPECT_EQ(appeared["event"], "suspect-appeared");
+  EXPECT_EQ(appeared["suspect"]["name"], "h2");
+  // Named again: no new event.
+  EXPECT_EQ(hookEvents(hookEnding("s2", {"h1", "h2"}, {h2}), {}, &previous).size(), 1u);
+  // A sweep that did not test h2 does not clear it.
+  EXPECT_EQ(hookEvents(hookEnding("s3", {"h1", "h3"}, {}), {}, &previous).size(), 1u);
+  e = hookEvents(hookEnding("s4", {"h1", "h2"}, {}), {}, &previous);
+  ASSERT_EQ(e.size(), 2u);
+  auto cleared = json::parse(e[1]);
+  EXPECT_EQ(cleared["event"], "suspect-cleared");
+  EXPECT_EQ(cleared["suspect"]["kind"], "host");
+  EXPECT_EQ(cleared["suspect"]["name"], "h2");
+  EXPECT_EQ(cleared["sweep"]["id"], "s4");
+  // A cancelled sweep: its end only.
+  auto cancelled = hookEnding("s5", {"h1", "h2"}, {h2});
+  cancelled.state = SweepState::kCancelled;
+  EXPECT_EQ(hookEvents(cancelled, {}, &previous).size(), 1u);
+}
+
+TEST(HooksTest, WebhookPostsTheJsonWithTheBearerTokenAndRetries) {
+  Receiver receiver;
+  receiver.answer({503});  // the first try fails
+  gdrmesh::testing::TempDir dir;
+  dir.write("token", "s3cret\n");
+  HookOptions h;
+  h.url = receiver.url("/gdrmesh/events");
+  h.token_file = dir.file("token");
+  h.attempts = 3;
+  h.backoff_seconds = 5;
+  ProcessRunner runner;
+  DefaultHookTransport transport(runner);
+  ManualClock clock;
+  std::vector<std::string> log;
+  std::mutex log_mu;
+  Hooks hooks({h}, transport, clock, [&](const std::string& l) {
+    std::lock_guard<std::mutex> lock(log_mu);
+    log.push_back(l);
+  });
+  hooks.onSweepEnd(hookEnding("s1", {"h1", "h2"}, {}), {});
+  auto got = receiver.waitFor(1);
+  ASSERT_EQ(got.size(), 1u);
+  // The retry waits on the clock: nothing more until it moves.
+  ASSERT_TRUE(hooks.waitCounters([](const Hooks::Counters& c) { return c.retried == 1; },
+                                 steady_clock::now() + kHookPrompt));
+  clock.advanceSeconds(4.9);
+  EXPECT_EQ(clock.pendingTimers(), 1u);  // the retry, not due yet
+  clock.advanceSeconds(0.1);
+  EXPECT_EQ(clock.pendingTimers(), 0u);
+  got = receiver.waitFor(2);
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_TRUE(hooks.waitIdle(steady_clock::now() + kHookPrompt));
+  for (const auto& r : got) {
+    EXPECT_EQ(r.method, "POST");
+    EXPECT_EQ(r.path, "/gdrmesh/events");
+    EXPECT_EQ(r.content_type, "application/json");
+    EXPECT_EQ(r.authorization, "Bearer s3cret");
+    EXPECT_EQ(json::parse(r.body)["sweep"]["id"], "s1");
+  }
+  const auto c = hooks.counters();
+  EXPECT_EQ(c.delivered, 1u);
+  EXPECT_EQ(c.retried, 1u);
+  EXPECT_EQ(c.dropped, 0u);
+}
+
+TEST(HooksTest, GivesUpAfterItsAttempts) {
+  Receiver receiver;
+  receiver.answer({500, 500});
+  HookOptions h;
+  h.url = receiver.url("/x");
+  h.attempts = 2;
+  h.backoff_seconds = 1;
+  ProcessRunner runner;
+  DefaultHookTransport transport(runner);
+  ManualClock clock;
+  Hooks hooks({h}, transport, clock, [](const std::string&) {});
+  hooks.onSweepEnd(hookEnding("s1", {"h1"}, {}), {});
+  ASSERT_TRUE(hooks.waitCounters([](const Hooks::Counters& c) { return c.retried == 1; },
+                                 steady_clock::now() + kHookPrompt));
+  clock.advanceSeconds(1);
+  receiver.waitFor(2);
+  ASSERT_TRUE(hooks.waitIdle(steady_clock::now() + kHookPrompt));
+  EXPECT_EQ(hooks.counters().dropped, 1u);
+  EXPECT_EQ(hooks.counters().delivered, 0u);
+}
+
+TEST(HooksTest, CommandGetsTheEventOnStdinAndNeverBlocksTheCaller) {
+  gdrmesh::testing::TempDir dir;
+  HookOptions slow;
+  slow.command = {"sleep", "600"};  // a hook that hangs: killed at its timeout
+  slow.timeout_seconds = 0.3;
+  slow.attempts = 1;
+  HookOptions tee;
+  tee.command = {"tee", "-a", dir.file("events")};
+  ProcessRunner runner;
+  DefaultHookTransport transport(runner);
+  ManualClock clock;
+  Hooks hooks({slow, tee}, transport, clock, [](const std::string&) {});
+  // Returns while the slow hook runs: the sweep never waits for a hook.
+  hooks.onSweepEnd(hookEnding("s1", {"h1", "h2"}, {Suspect{"host", "h2", 1, {"x"}}}), {});
+  ASSERT_TRUE(hooks.waitIdle(steady_clock::now() + kHookPrompt));
+  const std::string text = [&] {
+    std::ifstream f(dir.file("events"));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }();
+  // Two events (the end and h2 appearing), one JSON object each, no newline between them.
+  EXPECT_NE(text.find("\"event\":\"sweep-end\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"event\":\"suspect-appeared\""), std::string::npos) << text;
+  EXPECT_EQ(hooks.counters().delivered, 2u);
+  EXPECT_EQ(hooks.counters().dropped, 2u);  // the slow hook's two events, each timed out
+}
+
+}  // namespace
+}  // namespace gdrmesh
