@@ -39,7 +39,6 @@ fi
 
 build="${1:?usage: $0 BUILD_DIR}"
 build="$(cd "$build" && pwd)"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 skip() {
   echo "SKIPPED: $*"
   exit 77
@@ -303,11 +302,11 @@ wait_for "$work/coordinator.log" "listening on 0.0.0.0:7070" "the coordinator"
 grep -q "mutual TLS as" "$work/coordinator.log" || fail "the coordinator runs without TLS"
 start_unit node1 gdrmesh-worker.service
 start_unit node2 gdrmesh-worker.service /tmp/gdrmesh-worker-node2
-admin=(chroot "$root" env GDRMESH_COORDINATOR=127.0.0.1:7070 GDRMESH_TLS_DIR=$pki/ops gdrmesh)
+admin=(chroot "$root" env GDRMESH_COORDINATOR=127.0.0.1:7070 "GDRMESH_TLS_DIR=$pki/ops" gdrmesh)
 for ((i = 0; i < 300; i++)); do
   rm -f "$work/workers.done"
   echo "${admin[*]@Q} workers >$work/workers.txt 2>&1; echo done >$work/workers.done" >&"${NS[1]}"
-  wait_for "$work/workers.done" done "gdrmesh workers"
+  wait_for "$work/workers.done" "done" "gdrmesh workers"
   [[ $(grep -cE '^node[12] .*online' "$work/workers.txt") -eq 2 ]] && break
   sleep 0.1
 done
