@@ -32,7 +32,8 @@ tests=(git sqlite3 libgtest-dev libgmock-dev clang-format ccache bc
        e2fsprogs  # chattr: the read-only database fault test (tests/fault/readonly)
        clang-tidy  # deploy/check-tidy.sh (.clang-tidy)
        curl  # the status page token test (tests/integration/trust) and tests/bench/history_queries.sh
-       help2man lintian mmdebstrap)  # the .deb's man page; its test (tests/package/deb)
+       help2man lintian mmdebstrap  # the .deb's man page; its test (tests/package/deb)
+       podman runc)  # the container image's test (tests/package/container)
 # Soft-RoCE VM tests (tests/softroce): qemu, a static busybox, the rdma userspace and perftest.
 softroce=(qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils perftest iproute2 cpio kmod
           ca-certificates)
