@@ -32,7 +32,7 @@ tests=(git sqlite3 libgtest-dev libgmock-dev clang-format ccache bc
        e2fsprogs  # chattr: the read-only database fault test (tests/fault/readonly)
        clang-tidy  # deploy/check-tidy.sh (.clang-tidy)
        curl  # the status page token test (tests/integration/trust) and tests/bench/history_queries.sh
-       help2man lintian mmdebstrap  # the .deb's man page; its test (tests/package/deb)
+       help2man lintian mmdebstrap bash-completion  # the .deb's man page; its test (tests/package/deb)
        podman runc  # the container image's test (tests/package/container)
        nodejs npm)  # the Kubernetes manifests' validator (tests/package/kubernetes, kubernetes-models)
 # Soft-RoCE VM tests (tests/softroce): qemu, a static busybox, the rdma userspace and perftest.

@@ -39,7 +39,6 @@ podman=(podman --runtime runc)
 limits=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=32768:32768)
 
 cache="${GDRMESH_PACKAGE_CACHE:-/var/cache/gdrmesh-ci}"
-tarball="$cache/debian12-apt.tar"
 base=localhost/gdrmesh-base:debian12
 image=localhost/gdrmesh:ci-test
 net=gdrmesh-ci-coord
@@ -66,12 +65,10 @@ cp "$src/deploy/container/Containerfile" "$src/deploy/container/Containerfile.do
   "$ctx/deploy/container/"
 
 step "the base image"
-mkdir -p "$cache"
-if [[ ! -s $tarball ]] || [[ -n $(find "$tarball" -mtime +14) ]]; then
-  mmdebstrap --quiet --variant=apt --mode=root bookworm "$tarball.tmp" ||
-    fail "mmdebstrap could not make a Debian 12 root (mirror unreachable?)"
-  mv "$tarball.tmp" "$tarball"
-fi
+# shellcheck source=tests/package/lib_root.sh
+source "$src/tests/package/lib_root.sh"
+tarball=$(debian12_tarball "$cache") ||
+  fail "mmdebstrap could not make a Debian 12 root (mirror unreachable?)"
 stamp=$(stat -c %Y "$tarball")
 if [[ $("${podman[@]}" image inspect -f '{{index .Labels "tarball"}}' "$base" 2>/dev/null) != "$stamp" ]]; then
   "${podman[@]}" import --change "LABEL tarball=$stamp" "$tarball" "$base" >/dev/null

@@ -101,20 +101,36 @@ echo "Depends: $depends"
 [[ $depends == *libgrpc++* && $depends == *libibverbs1* && $depends == *adduser* ]] ||
   fail "Depends lacks what dpkg-shlibdeps should have found (libgrpc++, libibverbs1) or adduser"
 
+# The packaged completion, with the packaged program, in bash-completion (where installed).
+if [[ -f /usr/share/bash-completion/bash_completion ]]; then
+  mkdir -p "$work/x"
+  dpkg-deb -x "$deb" "$work/x"
+  got=$(PATH="$work/x/usr/bin:$PATH" bash -c '
+    source /usr/share/bash-completion/bash_completion
+    source "$1"
+    complete_words() {
+      COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMP_LINE="$*"
+      COMP_POINT=${#COMP_LINE}; COMPREPLY=(); _gdrmesh; echo "${COMPREPLY[*]}"
+    }
+    complete_words gdrmesh wor; complete_words gdrmesh coordinator --http-t
+    complete_words gdrmesh sweep run --pat' _ "$work/x/usr/share/bash-completion/completions/gdrmesh")
+  [[ $got == $'worker workers\n--http-token-file\n--pattern' ]] ||
+    fail "bash completion: got '$got'"
+  echo "bash completion: subcommands and options complete"
+else
+  echo "bash-completion not installed: the completion script is not exercised"
+fi
+
 # ---- 2. lintian ------------------------------------------------------------------------------
 step "lintian"
 lintian --allow-root --fail-on error --display-level '>=warning' "$deb" | tee "$work/lintian.log" ||
   fail "lintian reports errors (above)"
 
 # ---- 3. a clean Debian 12 root ---------------------------------------------------------------
-tarball="$cache/debian12-apt.tar"
-mkdir -p "$cache"
-if [[ ! -s $tarball ]] || [[ -n $(find "$tarball" -mtime +14) ]]; then
-  step "mmdebstrap bookworm (variant apt) -> $tarball"
-  mmdebstrap --quiet --variant=apt --mode=root bookworm "$tarball.tmp" ||
-    fail "mmdebstrap could not make a Debian 12 root (mirror unreachable?)"
-  mv "$tarball.tmp" "$tarball"
-fi
+# shellcheck source=tests/package/lib_root.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib_root.sh"
+tarball=$(debian12_tarball "$cache") ||
+  fail "mmdebstrap could not make a Debian 12 root (mirror unreachable?)"
 step "unpacking the root"
 mkdir -p "$root"
 tar -xf "$tarball" -C "$root"
