@@ -4,7 +4,10 @@
 # build folder: --build-arg DEBS=context), runs the binary out of the image, then the
 # coordinator and two workers as containers with the run lines of docs/operations.md ("Container
 # image"; no /dev/infiniband or GPU here: emulated transport), a pair test, and checks the
-# workers' capabilities (IPC_LOCK only) and the coordinator's user (gdrmesh, uid 999).
+# workers' capabilities (IPC_LOCK only) and the coordinator's user (gdrmesh, uid 999). Then the
+# package's systemd units under a real systemd (PID 1 of a container, Containerfile.systemd):
+# enabled and started as docs/operations.md says, a pair test, their users and capabilities, a
+# clean stop, and a purge with systemd running.
 #   tests/package/container/run_container_test.sh BUILD_DIR
 # The base image: Debian 12 made by mmdebstrap (the tarball tests/package/deb caches), imported
 # as localhost/gdrmesh-base:debian12, since this machine reaches Debian's mirror but no image
@@ -41,11 +44,13 @@ limits=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=32768:32768
 cache="${GDRMESH_PACKAGE_CACHE:-/var/cache/gdrmesh-ci}"
 base=localhost/gdrmesh-base:debian12
 image=localhost/gdrmesh:ci-test
+sd_image=localhost/gdrmesh-systemd:ci-test
+sd=gdrmesh-ci-systemd
 net=gdrmesh-ci-coord
 work="$(mktemp -d /tmp/gdrmesh-container.XXXXXX)"
 cleanup() {
-  "${podman[@]}" rm -f -t 0 gdrmesh-ci-node1 gdrmesh-ci-node2 "$net" >/dev/null 2>&1 || true
-  "${podman[@]}" rmi -f "$image" >/dev/null 2>&1 || true
+  "${podman[@]}" rm -f -t 0 gdrmesh-ci-node1 gdrmesh-ci-node2 "$net" "$sd" >/dev/null 2>&1 || true
+  # The images stay (their layers are the next run's cache); earlier builds' go.
   "${podman[@]}" image prune -f >/dev/null 2>&1 || true
   rm -rf --one-file-system "$work"
 }
@@ -136,5 +141,77 @@ done
 [[ $("${podman[@]}" exec "$net" id -u) == 999 ]] || fail "the coordinator does not run as uid 999"
 [[ -f $work/db/results.db ]] || fail "no database in the coordinator's volume"
 "${podman[@]}" stop -t 10 gdrmesh-ci-node1 gdrmesh-ci-node2 "$net" >/dev/null
+
+# ---- the package's units under a real systemd (PID 1 of a container) ---------------------------
+# Certificates, the worker's conffile edited as docs/operations.md says, `systemctl enable --now`,
+# a pair test (node1 with itself), the units' user and capabilities, a clean stop, and a purge
+# with systemd running (prerm's stop, postrm's daemon-reload and deb-systemd-helper purge).
+step "the units under systemd"
+cp "$src/tests/package/container/Containerfile.systemd" "$ctx/"
+"${podman[@]}" build --network host "${limits[@]}" -f "$ctx/Containerfile.systemd" \
+  --build-arg "BASE=$base" -t "$sd_image" "$ctx" >"$work/build-systemd.log" 2>&1 || {
+  tail -40 "$work/build-systemd.log"
+  fail "podman build of the systemd image failed"
+}
+# IPC_LOCK in the container's bounding set, so that systemd can give it to the worker.
+"${run[@]}" -d --name "$sd" --systemd=always --network none --cap-add IPC_LOCK "$sd_image" >/dev/null
+for ((i = 0; i < 100; i++)); do
+  state=$("${podman[@]}" exec "$sd" systemctl is-system-running 2>/dev/null || true)
+  [[ $state == running || $state == degraded ]] && break
+  sleep 0.3
+done
+[[ $state == running || $state == degraded ]] || fail "systemd in the container did not come up ($state)"
+"${podman[@]}" exec "$sd" bash -c '
+  set -e
+  g() { gdrmesh "$@" >/dev/null; }
+  g certs init --dir /root/pki
+  g certs issue --dir /root/pki --role coordinator --name coord --san localhost,127.0.0.1
+  g certs issue --dir /root/pki --role worker --name node1
+  g certs issue --dir /root/pki --role admin --name ops
+  install -o gdrmesh -g gdrmesh -m 600 /root/pki/coord/*.pem /etc/gdrmesh/coordinator/
+  install -o gdrmesh -g gdrmesh -m 600 /root/pki/node1/*.pem /etc/gdrmesh/worker/
+  sed -i "s/^GDRMESH_COORDINATOR=.*/GDRMESH_COORDINATOR=127.0.0.1:7070/" /etc/default/gdrmesh-worker
+  systemctl enable --now gdrmesh-coordinator gdrmesh-worker 2>/dev/null
+  export GDRMESH_TLS_DIR=/root/pki/ops
+  for ((i = 0; i < 100; i++)); do
+    gdrmesh workers 2>/dev/null | grep -q "^node1 .*online" && break
+    sleep 0.3
+  done
+  gdrmesh test node1 node1 --transport emulated --size 64KiB --iters 100
+' >"$work/systemd.txt" 2>&1 || {
+  cat "$work/systemd.txt"
+  "${podman[@]}" exec "$sd" journalctl --no-pager -u gdrmesh-coordinator -u gdrmesh-worker | tail -30
+  fail "the units did not run a pair test under systemd"
+}
+grep -q PASSED "$work/systemd.txt" || fail "the pair test under systemd did not pass"
+sdx() { "${podman[@]}" exec "$sd" "$@"; }
+for u in gdrmesh-coordinator gdrmesh-worker; do
+  p=$(sdx systemctl show -p MainPID --value "$u")
+  user=$(sdx stat -c %U "/proc/$p")
+  caps=$(sdx grep CapEff "/proc/$p/status")
+  echo "$u: pid $p, user $user, $caps"
+  [[ $user == gdrmesh ]] || fail "$u runs as $user"
+  if [[ $u == gdrmesh-worker ]]; then
+    [[ $caps == *0000000000004000 ]] || fail "$u: $caps, expected CAP_IPC_LOCK only"
+  else
+    [[ $caps == *0000000000000000 ]] || fail "$u: $caps, expected none"
+  fi
+  sdx systemd-analyze security "$u.service" 2>/dev/null | tail -1 || true
+done
+sdx systemctl stop gdrmesh-worker gdrmesh-coordinator
+for u in gdrmesh-coordinator gdrmesh-worker; do
+  [[ $(sdx systemctl show -p Result --value "$u") == success ]] || fail "$u did not stop cleanly"
+done
+sdx systemctl start gdrmesh-coordinator gdrmesh-worker
+sdx apt-get purge -y -qq gdrmesh >"$work/purge-systemd.log" 2>&1 || {
+  cat "$work/purge-systemd.log"
+  fail "apt-get purge under systemd failed"
+}
+[[ $(sdx systemctl is-active gdrmesh-coordinator gdrmesh-worker || true) != *active$'\n'active* ]] ||
+  fail "purge left the units running"
+sdx test ! -e /etc/systemd/system/multi-user.target.wants/gdrmesh-worker.service ||
+  fail "purge left the worker enabled"
+sdx test ! -e /etc/gdrmesh || fail "purge left /etc/gdrmesh"
+sdx test -f /var/lib/gdrmesh/results.db || fail "purge removed the database"
 step "passed"
 echo "container test: $((SECONDS - t0)) s"
