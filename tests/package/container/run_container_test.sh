@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The container image, for real (ctest label `package`; issue #21): builds
-# deploy/container/Containerfile with rootful podman (its `runtime` stage from the .deb of this
-# build folder: --build-arg DEBS=context), runs the binary out of the image, then the
+# deploy/container/Containerfile with rootful podman (its `prebuilt` target from the .deb of this
+# build folder: --target prebuilt), runs the binary out of the image, then the
 # coordinator and two workers as containers with the run lines of docs/operations.md ("Container
 # image"; no /dev/infiniband or GPU here: emulated transport), a pair test, and checks the
 # workers' capabilities (IPC_LOCK only) and the coordinator's user (gdrmesh, uid 999). Then the
@@ -62,7 +62,7 @@ step "the package"
   cat "$work/cpack.log"
   fail "building the package in $build failed"
 }
-# The Containerfile's `context` stage takes build/package/ of the context (the repository root).
+# The Containerfile's `prebuilt` target takes build/package/ of the context (the repository root).
 ctx="$work/context"
 mkdir -p "$ctx/build/package" "$ctx/deploy/container"
 cp "$build"/package/gdrmesh_*.deb "$ctx/build/package/"
@@ -79,9 +79,9 @@ if [[ $("${podman[@]}" image inspect -f '{{index .Labels "tarball"}}' "$base" 2>
   "${podman[@]}" import --change "LABEL tarball=$stamp" "$tarball" "$base" >/dev/null
 fi
 
-step "podman build (runtime stage, DEBS=context)"
+step "podman build (--target prebuilt)"
 "${podman[@]}" build --network host "${limits[@]}" -f "$ctx/deploy/container/Containerfile" \
-  --build-arg DEBS=context --build-arg "BASE=$base" -t "$image" "$ctx" >"$work/build.log" 2>&1 || {
+  --target prebuilt --build-arg "BASE=$base" -t "$image" "$ctx" >"$work/build.log" 2>&1 || {
   tail -40 "$work/build.log"
   fail "podman build failed"
 }
