@@ -48,13 +48,20 @@ sd_image=localhost/gdrmesh-systemd:ci-test
 sd=gdrmesh-ci-systemd
 net=gdrmesh-ci-coord
 work="$(mktemp -d /tmp/gdrmesh-container.XXXXXX)"
+remove_containers() { # one at a time: podman 4.3's `rm -f A B` stops at the first missing name
+  local c
+  for c in gdrmesh-ci-node1 gdrmesh-ci-node2 "$net" "$sd"; do
+    "${podman[@]}" rm -f -t 0 "$c" >/dev/null 2>&1 || true
+  done
+}
 cleanup() {
-  "${podman[@]}" rm -f -t 0 gdrmesh-ci-node1 gdrmesh-ci-node2 "$net" "$sd" >/dev/null 2>&1 || true
+  remove_containers
   # The images stay (their layers are the next run's cache); earlier builds' go.
   "${podman[@]}" image prune -f >/dev/null 2>&1 || true
   rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
+remove_containers # a run that was killed may have left them
 
 step "the package"
 { cmake --build "$build" --target gdrmesh_package_files && (cd "$build" && cpack); } \
@@ -77,6 +84,11 @@ tarball=$(debian12_tarball "$cache") ||
 stamp=$(stat -c %Y "$tarball")
 if [[ $("${podman[@]}" image inspect -f '{{index .Labels "tarball"}}' "$base" 2>/dev/null) != "$stamp" ]]; then
   "${podman[@]}" import --change "LABEL tarball=$stamp" "$tarball" "$base" >/dev/null
+fi
+
+# Whether this machine can run a container at all (not gdrmesh's part): if not, skip with why.
+if ! probe=$("${podman[@]}" run --rm --network none "${limits[@]}" "$base" true 2>&1); then
+  skip "podman cannot run a container here: $(tail -1 <<<"$probe")"
 fi
 
 step "podman build (--target prebuilt)"
