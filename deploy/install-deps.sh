@@ -32,7 +32,12 @@ tests=(git sqlite3 libgtest-dev libgmock-dev clang-format ccache bc
        e2fsprogs  # chattr: the read-only database fault test (tests/fault/readonly)
        clang-tidy  # deploy/check-tidy.sh (.clang-tidy)
        curl  # the status page token test (tests/integration/trust) and tests/bench/history_queries.sh
-       slurmctld slurmd slurm-client munge)  # a single-host Slurm (tests/integration/slurm)
+       slurmctld slurmd slurm-client munge  # a single-host Slurm (tests/integration/slurm)
+       help2man lintian mmdebstrap bash-completion  # the .deb's man page; its test (tests/package/deb)
+       podman runc)  # the container image's test (tests/package/container)
+# The Kubernetes manifests' validator (tests/package/kubernetes: npm's kubernetes-models). A
+# machine whose Node.js comes from elsewhere, npm bundled, keeps it: Debian's npm conflicts with it.
+command -v npm >/dev/null || tests+=(nodejs npm)
 # Soft-RoCE VM tests (tests/softroce): qemu, a static busybox, the rdma userspace and perftest.
 softroce=(qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils perftest iproute2 cpio kmod
           ca-certificates)
