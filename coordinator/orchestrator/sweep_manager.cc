@@ -843,7 +843,7 @@ std::vector<SweepPart> SweepManager::partsOf(const SweepSpec& spec,
 }
 
 Result<std::vector<FigureSummary>> SweepManager::figuresOfConverted(const std::string& id,
-                                                                   SweepReportSummary summary) {
+                                                                    SweepReportSummary summary) {
   VerdictQuery all;
   all.sweep_id = id;
   GDR_ASSIGN_OR_RETURN(std::vector<VerdictRecord> rows, sweeps_.sweepVerdicts(all));
@@ -873,14 +873,14 @@ Status SweepManager::readReport(const SweepRecord& rec, const SweepReportQuery& 
   GDR_ASSIGN_OR_RETURN(std::optional<SweepReportSummary> summary,
                        sweeps_.sweepReportSummary(rec.id));
   if (!summary) return Status();
-  for (SuspectRecord& s : summary->suspects) d->suspects.push_back(suspectOf(std::move(s)));
-  d->notes = std::move(summary->notes);
   auto figures = figuresFromJson(summary->figures_json);
   if (figures) {
     d->figures = std::move(*figures);
   } else {
-    GDR_ASSIGN_OR_RETURN(d->figures, figuresOfConverted(rec.id, std::move(*summary)));
+    GDR_ASSIGN_OR_RETURN(d->figures, figuresOfConverted(rec.id, *summary));
   }
+  for (SuspectRecord& s : summary->suspects) d->suspects.push_back(suspectOf(std::move(s)));
+  d->notes = std::move(summary->notes);
   // The counts are the row's (stored with the report, as `gdrmesh sweeps` lists them).
   d->verdict_counts = {rec.verdicts_pass, rec.verdicts_fail, rec.verdicts_skip};
   if (query.verdicts == VerdictFilter::kNone) return Status();

@@ -59,8 +59,8 @@ std::string verdictWord(VerdictFilter filter) {
 
 Status storeSweepReport(SweepStore& store, const std::string& sweep_id, size_t verdict_count,
                         const std::function<PairVerdict(size_t i)>& verdict,
-                        const std::vector<Suspect>& suspects,
-                        const std::vector<std::string>& notes, size_t batch) {
+                        const std::vector<Suspect>& suspects, const std::vector<std::string>& notes,
+                        size_t batch) {
   GDR_RETURN_IF_ERROR(store.clearSweepReport(sweep_id));
   FigureAccumulator figures;
   std::vector<VerdictRecord> rows;

@@ -31,8 +31,7 @@ std::string verdictWord(VerdictFilter filter);
 constexpr size_t kReportVerdictBatch = 8192;
 Status storeSweepReport(SweepStore& store, const std::string& sweep_id, size_t verdict_count,
                         const std::function<PairVerdict(size_t i)>& verdict,
-                        const std::vector<Suspect>& suspects,
-                        const std::vector<std::string>& notes,
+                        const std::vector<Suspect>& suspects, const std::vector<std::string>& notes,
                         size_t batch = kReportVerdictBatch);
 
 }  // namespace gdrmesh

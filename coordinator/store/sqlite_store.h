@@ -9,9 +9,10 @@
 // connections, each guarded by its own mutex: the writer (every write, schema, PRAGMAs) and a
 // read-only reader (queryResults, countResults, queryHistory, getResult, listWorkers, getSweep,
 // listSweeps, unfinishedSweepTests, scheduleRuns, sweepTotals, sweepsWithoutAggregates,
-// sweepAggregates, pairHistory, sweepVerdicts, countSweepVerdicts, sweepReportSummary). In WAL mode the reader sees the last committed state and
-// neither waits for the other, so a long query never holds up an insert. ":memory:" has one
-// connection (a second would be a different database) that serves both roles.
+// sweepAggregates, pairHistory, sweepVerdicts, countSweepVerdicts, sweepReportSummary). In WAL mode
+// the reader sees the last committed state and neither waits for the other, so a long query never
+// holds up an insert. ":memory:" has one connection (a second would be a different database) that
+// serves both roles.
 //
 // While the WAL index ("<db>-shm") refuses writes (an immutable file, a read-only mount), no
 // operation touches the shared connections: a write fails with kPermissionDenied naming the

@@ -105,23 +105,30 @@ Status checkVerdictQuery(const VerdictQuery& q) {
   return Status();
 }
 
-// The WHERE clause of a verdict query and the name of its cached statement. The verdict is
-// written into the SQL (one of three checked words), so that the partial index of the failing
-// verdicts serves `verdict = 'FAIL'`.
+// The table (with the index it is read by), the WHERE clause of a verdict query and the name
+// of its cached statement. The index is named (INDEXED BY): without statistics (the coordinator
+// never runs ANALYZE) SQLite walks a whole sweep by its primary key, which gives seq order,
+// rather than the few rows an index finds. The verdict is written into the SQL (one of three
+// checked words), as the partial index of the failing verdicts requires.
 struct VerdictWhere {
   std::string name;
+  std::string from;
   std::string sql;
 };
 
 VerdictWhere verdictWhere(const VerdictQuery& q) {
-  VerdictWhere w{"verdicts", " WHERE sweep_id = :sweep"};
+  VerdictWhere w{"verdicts", "sweep_verdicts", " WHERE sweep_id = :sweep"};
   if (!q.verdict.empty()) {
     w.name += "+" + q.verdict;
     w.sql += " AND verdict = '" + q.verdict + "'";
   }
   if (!q.host.empty()) {
+    // Either side: the seqs from each side's index, then the rows by primary key.
     w.name += "+host";
-    w.sql += " AND (src_host = :host OR dst_host = :host)";
+    w.sql +=
+        " AND seq IN (SELECT seq FROM sweep_verdicts INDEXED BY sweep_verdicts_src WHERE "
+        "sweep_id = :sweep AND src_host = :host UNION ALL SELECT seq FROM sweep_verdicts "
+        "INDEXED BY sweep_verdicts_dst WHERE sweep_id = :sweep AND dst_host = :host)";
   }
   if (!q.src_host.empty()) {
     w.name += "+src";
@@ -130,6 +137,14 @@ VerdictWhere verdictWhere(const VerdictQuery& q) {
   if (!q.dst_host.empty()) {
     w.name += "+dst";
     w.sql += " AND dst_host = :dst";
+  }
+  if (!q.host.empty()) return w;
+  if (!q.src_host.empty()) {
+    w.from += " INDEXED BY sweep_verdicts_src";
+  } else if (!q.dst_host.empty()) {
+    w.from += " INDEXED BY sweep_verdicts_dst";
+  } else if (q.verdict == "FAIL") {
+    w.from += " INDEXED BY sweep_verdicts_fail";
   }
   return w;
 }
@@ -146,7 +161,8 @@ int bindVerdictWhere(sqlite3_stmt* s, const VerdictQuery& q) {
 }
 
 std::string verdictsSql(const VerdictQuery& q) {
-  return std::string("SELECT ") + kVerdictColumns + " FROM sweep_verdicts" + verdictWhere(q).sql +
+  const VerdictWhere w = verdictWhere(q);
+  return std::string("SELECT ") + kVerdictColumns + " FROM " + w.from + w.sql +
          " ORDER BY seq LIMIT :limit OFFSET :offset";
 }
 
@@ -164,8 +180,8 @@ Status SqliteStore::writeInTransaction(const std::function<Status()>& body) {
 }
 
 Status SqliteStore::sweepMustExist(const std::string& sweep_id) {
-  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(writer_, "sweep_exists",
-                                                   "SELECT 1 FROM sweeps WHERE id = ?1"));
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                       statement(writer_, "sweep_exists", "SELECT 1 FROM sweeps WHERE id = ?1"));
   StmtScope scope(s);
   int rc = bindVerdictText(s, 1, sweep_id);
   if (rc != SQLITE_OK) return error(writer_, rc, "sweep_exists (bind)");
@@ -212,10 +228,10 @@ Status SqliteStore::insertVerdictRows(const std::string& sweep_id,
     if (rc != SQLITE_OK) return error(writer_, rc, "insert_verdict (bind)");
     rc = sqlite3_step(s);
     if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
-      return invalidArgument("sweep " + sweep_id + ": verdict seq " + std::to_string(v.seq) +
-                                 " is already stored",
-                             "give each verdict of a report its own seq (clearSweepReport first "
-                             "to write a report again)");
+      return invalidArgument(
+          "sweep " + sweep_id + ": verdict seq " + std::to_string(v.seq) + " is already stored",
+          "give each verdict of a report its own seq (clearSweepReport first "
+          "to write a report again)");
     }
     if (rc != SQLITE_DONE) return error(writer_, rc, "insert_verdict");
   }
@@ -250,9 +266,10 @@ Status SqliteStore::insertSummaryRows(const std::string& sweep_id,
     if (rc == SQLITE_OK) rc = sqlite3_step(sus);
     if (rc != SQLITE_DONE) return error(writer_, rc, "insert_suspect");
   }
-  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * note,
-                       statement(writer_, "insert_note",
-                                 "INSERT INTO sweep_notes (sweep_id, seq, note) VALUES (?1, ?2, ?3)"));
+  GDR_ASSIGN_OR_RETURN(
+      sqlite3_stmt * note,
+      statement(writer_, "insert_note",
+                "INSERT INTO sweep_notes (sweep_id, seq, note) VALUES (?1, ?2, ?3)"));
   for (size_t i = 0; i < summary.notes.size(); ++i) {
     StmtScope scope(note);
     int rc = bindVerdictText(note, 1, sweep_id);
@@ -359,7 +376,7 @@ Result<uint64_t> SqliteStore::countSweepVerdicts(const VerdictQuery& query) {
   GDR_RETURN_IF_ERROR(lease.status());
   Conn& c = lease.conn();
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
-                       statement(c, name, "SELECT count(*) FROM sweep_verdicts" + where.sql));
+                       statement(c, name, "SELECT count(*) FROM " + where.from + where.sql));
   StmtScope scope(s);
   int rc = bindVerdictWhere(s, query);
   if (rc != SQLITE_OK) return error(c, rc, name + " (bind)");

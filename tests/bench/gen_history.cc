@@ -400,8 +400,8 @@ class Generator {
   Status storeReport(const std::string& id, const std::vector<PairVerdict>& verdicts,
                      const std::vector<Suspect>& suspects) {
     if (a_.schema == 0 || a_.schema >= 9) {
-      return storeSweepReport(
-          store_, id, verdicts.size(), [&](size_t i) { return verdicts[i]; }, suspects, {});
+      return storeSweepReport(store_, id, verdicts.size(), [&](size_t i) { return verdicts[i]; },
+                              suspects, {});
     }
     if (a_.schema < 6) return Status();
     nlohmann::json r = {{"notes", nlohmann::json::array()},
@@ -412,11 +412,18 @@ class Generator {
           {{"kind", s.kind}, {"name", s.name}, {"score", s.score}, {"evidence", s.evidence}});
     }
     for (const auto& v : verdicts) {
-      r["verdicts"].push_back({{"test_id", v.test_id}, {"src", v.src}, {"dst", v.dst},
-                               {"size", v.message_size}, {"verdict", toString(v.verdict)},
-                               {"reasons", v.reasons}, {"value", v.value}, {"unit", v.unit},
-                               {"topo_class", v.topo_class}, {"retest", v.retest},
-                               {"op", toString(v.op)}, {"mode", toString(v.mode)}});
+      r["verdicts"].push_back({{"test_id", v.test_id},
+                               {"src", v.src},
+                               {"dst", v.dst},
+                               {"size", v.message_size},
+                               {"verdict", toString(v.verdict)},
+                               {"reasons", v.reasons},
+                               {"value", v.value},
+                               {"unit", v.unit},
+                               {"topo_class", v.topo_class},
+                               {"retest", v.retest},
+                               {"op", toString(v.op)},
+                               {"mode", toString(v.mode)}});
     }
     return insertOldReport(a_.db, id, r.dump());
   }
