@@ -33,6 +33,15 @@ inline std::string columnText(sqlite3_stmt* s, int i) {
   return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(s, i))) : std::string();
 }
 
+// Migration 9's tables and the conversion of the JSON reports into them (sqlite_verdicts.cc).
+extern const char* const kCreateSweepVerdicts;
+extern const char* const kCreateSweepSuspects;
+extern const char* const kCreateSweepNotes;
+extern const char* const kCreateSweepReportSummary;
+extern const char* const kConvertReportVerdicts;
+extern const char* const kConvertReportSuspects;
+extern const char* const kConvertReportNotes;
+
 }  // namespace sqlite_detail
 
 class SqliteStore::ReadLease {

@@ -3,7 +3,9 @@
 # N simulated workers in one process (`gdrmesh worker --simulate N`), one coordinator.
 # Prints: registration time, coordinator RSS and idle CPU, an all-pairs sweep with T ms
 # simulated tests (rounds, wall time against the ideal rounds x T), per-round overhead and
-# coordinator capacity in pair tests/s, and the span of a single pair test.
+# coordinator capacity in pair tests/s, the span of a single pair test, the time from the last
+# test to the whole report printed by the CLI, and (schema 9 on, with the sqlite3 CLI) the
+# report rows' queries: a page of failing verdicts, a pair's and a host's verdicts.
 #   tests/bench/coordinator_scale.sh [BINARY] [N=1024] [TEST_MS=10]
 # GDRMESH_TLS=1: the same over mutual TLS (a CA, coordinator, admin and simulator certificates).
 # GDRMESH_BENCH_SINGLES=N: single pair tests to time (200); GDRMESH_BENCH_SWEEP=0: no sweep.
