@@ -815,6 +815,7 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
            kCreateSweepVerdicts,
            // By sweep and verdict: the failing verdicts' page (most verdicts pass, so the
            // index holds only the failing ones). By pair and by host, within a sweep.
+           // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one statement over two lines
            "CREATE INDEX sweep_verdicts_fail ON sweep_verdicts (sweep_id, seq) "
            "WHERE verdict = 'FAIL'",
            "CREATE INDEX sweep_verdicts_src ON sweep_verdicts (sweep_id, src_host, dst_host)",
@@ -827,6 +828,7 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
            kConvertReportSuspects,
            kConvertReportNotes,
            // Figures ("") are summed up from the verdict rows when first read.
+           // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one statement over two lines
            "INSERT INTO sweep_report_summary (sweep_id, figures_json) "
            "SELECT sweep_id, '' FROM sweep_reports",
            "DROP TABLE sweep_reports",
