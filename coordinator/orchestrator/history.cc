@@ -275,7 +275,7 @@ Result<TestResult> HistoryQueries::result(const std::string& test_id) {
 }
 
 Result<std::vector<TestResult>> HistoryQueries::plannedResults(const std::string& sweep_id) {
-  GDR_ASSIGN_OR_RETURN(std::optional<SweepRecord> sweep, sweeps_.getSweep(sweep_id, false));
+  GDR_ASSIGN_OR_RETURN(std::optional<SweepRecord> sweep, sweeps_.getSweep(sweep_id));
   if (!sweep) {
     return notFound("sweep '" + sweep_id + "' is not stored",
                     "give a sweep id as `gdrmesh sweeps` lists it");

@@ -17,6 +17,7 @@
 #include "coordinator/orchestrator/localiser.h"
 #include "coordinator/orchestrator/outliers.h"
 #include "coordinator/orchestrator/planner.h"
+#include "coordinator/orchestrator/sweep_report_rows.h"
 
 namespace gdrmesh {
 
@@ -414,7 +415,6 @@ void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     rec = recordOf(*a);
-    if (final) rec.report_json = reportJson(a->rows, a->verdicts, a->suspects, a->notes);
     for (const auto& [idx, tid] : a->in_flight) {
       if (!a->marked.insert(idx).second) continue;
       SweepTestStart s;
@@ -437,7 +437,14 @@ void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {
     s.started_ms = clock_.unixMs();
     (void)sweeps_.markSweepTestStarted(a->id, s);
   }
-  Status st = sweeps_.updateSweep(rec);
+  // An ended sweep's report rows are stored before its row says it ended. a->rows, verdicts,
+  // suspects and notes change only on the sweep's own thread (this one), before this call.
+  Status st = final ? storeReport(*a) : Status();
+  if (!st.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: sweep %s: storing its report: %s\n", a->id.c_str(),
+                 st.toString().c_str());
+  }
+  st = sweeps_.updateSweep(rec);
   if (!st.ok()) {
     std::fprintf(stderr, "gdrmesh coordinator: sweep %s: %s\n", a->id.c_str(),
                  st.toString().c_str());
@@ -451,28 +458,15 @@ void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {
       std::fprintf(stderr, "gdrmesh coordinator: sweep %s: %s\n", a->id.c_str(),
                    st.toString().c_str());
     }
-    // The page and /metrics ask for the newest ended sweep next: parse its report now, unless
-    // it is so large that a second copy would matter at this moment (then the first view does).
-    if (rec.report_json.size() <= kWarmReportMaxBytes) warmReport(rec.id);
   }
 }
 
-void SweepManager::warmReport(const std::string& id) {
-  auto header = sweeps_.getSweep(id, false);
-  if (!header.ok() || !*header) return;
-  (void)parsedReport(**header);
-}
-
-void SweepManager::warmLatestReport() {
-  auto recs = sweeps_.listSweeps(kWarmLookback, "");
-  if (!recs.ok()) return;
-  for (const SweepRecord& r : *recs) {
-    if (r.state == toString(SweepState::kRunning) || r.state == toString(SweepState::kQueued)) {
-      continue;
-    }
-    warmReport(r.id);
-    return;
-  }
+Status SweepManager::storeReport(const Active& a) {
+  // Verdicts are made one at a time as they are written: never all at once (~180 MB of
+  // PairVerdicts at 1024 hosts).
+  return storeSweepReport(
+      sweeps_, a.id, a.verdicts.size(), [&](size_t i) { return verdictOf(a.rows, a.verdicts, i); },
+      a.suspects, a.notes);
 }
 
 void SweepManager::execute(const std::shared_ptr<Active>& a) {
@@ -752,103 +746,6 @@ Result<JudgeRows> SweepManager::baselineRows(const std::string& baseline,
   return rows;
 }
 
-namespace {
-
-// A JSON string as nlohmann's dump() writes it. Printable ASCII other than '"' and '\\' (every
-// name, id and figure the coordinator writes) is copied as it is; anything else takes
-// nlohmann's own escaping (control characters, UTF-8 passed through, invalid UTF-8 refused).
-void appendJsonString(std::string& out, const std::string& text) {
-  for (const char c : text) {
-    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
-      out += nlohmann::json(text).dump();
-      return;
-    }
-  }
-  out += '"';
-  out += text;
-  out += '"';
-}
-
-void appendJsonStrings(std::string& out, const std::vector<std::string>& list) {
-  out += '[';
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (i > 0) out += ',';
-    appendJsonString(out, list[i]);
-  }
-  out += ']';
-}
-
-}  // namespace
-
-// Written one element at a time: a DOM of a 1024-host sweep's 523,776 verdicts took ~800 MB.
-// The bytes are those of one nlohmann dump of the whole object (keys in sorted order); a
-// verdict is written field by field (an nlohmann object per verdict cost ~38k instructions, a
-// fifth of the end of a sweep), with nlohmann's own number format for its value.
-std::string sweepReportJson(const std::vector<PairVerdict>& verdicts,
-                            const std::vector<Suspect>& suspects,
-                            const std::vector<std::string>& notes) {
-  return sweepReportJson(
-      verdicts.size(), [&verdicts](size_t i) { return verdicts[i]; }, suspects, notes);
-}
-
-std::string sweepReportJson(size_t verdict_count,
-                            const std::function<PairVerdict(size_t i)>& verdict,
-                            const std::vector<Suspect>& suspects,
-                            const std::vector<std::string>& notes) {
-  std::string out = "{\"notes\":";
-  appendJsonStrings(out, notes);
-  out += ",\"suspects\":[";
-  for (size_t i = 0; i < suspects.size(); ++i) {
-    const auto& s = suspects[i];
-    if (i > 0) out += ',';
-    out +=
-        nlohmann::json{
-            {"kind", s.kind}, {"name", s.name}, {"score", s.score}, {"evidence", s.evidence}}
-            .dump();
-  }
-  out += "],\"verdicts\":[";
-  for (size_t i = 0; i < verdict_count; ++i) {
-    const PairVerdict v = verdict(i);
-    if (i > 0) out += ',';
-    // nlohmann's key order: std::map's.
-    out += "{\"dst\":";
-    appendJsonString(out, v.dst);
-    out += ",\"mode\":";
-    appendJsonString(out, toString(v.mode));
-    out += ",\"op\":";
-    appendJsonString(out, toString(v.op));
-    out += ",\"reasons\":";
-    appendJsonStrings(out, v.reasons);
-    out += v.retest ? ",\"retest\":true" : ",\"retest\":false";
-    out += ",\"size\":";
-    out += std::to_string(v.message_size);
-    out += ",\"src\":";
-    appendJsonString(out, v.src);
-    out += ",\"test_id\":";
-    appendJsonString(out, v.test_id);
-    out += ",\"topo_class\":";
-    appendJsonString(out, v.topo_class);
-    out += ",\"unit\":";
-    appendJsonString(out, v.unit);
-    out += ",\"value\":";
-    out += nlohmann::json(v.value).dump();
-    out += ",\"verdict\":";
-    appendJsonString(out, toString(v.verdict));
-    out += '}';
-  }
-  out += "]}";
-  return out;
-}
-
-std::string SweepManager::reportJson(const JudgeRows& rows, const JudgeVerdicts& verdicts,
-                                     const std::vector<Suspect>& suspects,
-                                     const std::vector<std::string>& notes) const {
-  // Verdicts are made one at a time as they are written: never all at once (~180 MB of
-  // PairVerdicts at 1024 hosts).
-  return sweepReportJson(
-      verdicts.size(), [&](size_t i) { return verdictOf(rows, verdicts, i); }, suspects, notes);
-}
-
 Result<SweepProgress> SweepManager::cancel(const std::string& id) {
   std::shared_ptr<Active> dequeued;
   {
@@ -915,7 +812,7 @@ Result<SweepProgress> SweepManager::progress(const std::string& id) {
     auto it = recent_.find(id);
     if (it != recent_.end()) return snapshot(*it->second);
   }
-  auto rec = sweeps_.getSweep(id, false);
+  auto rec = sweeps_.getSweep(id);
   if (!rec.ok()) return rec.status();
   return progressOf(id, *rec);
 }
@@ -942,217 +839,6 @@ Result<SweepProgress> SweepManager::progressOf(const std::string& id,
   return p;
 }
 
-namespace {
-
-// Reads a stored report event by event (nlohmann's SAX interface): each verdict goes straight
-// into a PairVerdict, no DOM node is ever made, so a 500k-verdict report is never in memory
-// twice and parses several times faster than through a DOM. The rules are those of a DOM read:
-// a field of the wrong type takes its default, a later duplicate key wins, anything that is not
-// a verdict, suspect or note is skipped, and text that is not a JSON object gives nothing.
-// NOLINTBEGIN(readability-identifier-naming): nlohmann::json's SAX interface names the
-// handler's methods (number_integer, start_object, parse_error, ...) and its `json` alias.
-class ReportSax {
- public:
-  using json = nlohmann::json;
-  explicit ReportSax(SweepReportParts* out) : out_(out) {}
-  bool isObject() const { return top_is_object_; }
-
-  bool null() { return scalar(); }
-  bool boolean(bool v) {
-    if (inElementField() && element_ == Element::kVerdict && field_ == "retest") {
-      verdict_.retest = v;
-      return true;
-    }
-    return scalar();
-  }
-  bool number_integer(json::number_integer_t v) { return number(static_cast<double>(v), v); }
-  bool number_unsigned(json::number_unsigned_t v) {
-    return number(static_cast<double>(v), static_cast<int64_t>(v), v);
-  }
-  bool number_float(json::number_float_t v, const json::string_t& /*text*/) {
-    return number(v, static_cast<int64_t>(v), static_cast<uint64_t>(v));
-  }
-  bool string(json::string_t& v) {
-    if (depth_ == 2 && section_ == Section::kNotes && section_is_array_) {
-      out_->notes.push_back(std::move(v));
-      return true;
-    }
-    if (depth_ == 4 && in_list_) {
-      list_.push_back(std::move(v));
-      return true;
-    }
-    if (!inElementField()) return true;
-    scalar();  // defaults first; a string field then takes the value
-    if (element_ == Element::kVerdict) {
-      // One field per call: `v` is moved at most once.
-      if (field_ == "test_id") {
-        verdict_.test_id = std::move(v);
-      } else if (field_ == "src") {
-        verdict_.src = std::move(v);
-      } else if (field_ == "dst") {
-        verdict_.dst = std::move(v);
-      } else if (field_ == "verdict") {
-        verdict_.verdict = v == "PASS"   ? VerdictKind::kPass
-                           : v == "FAIL" ? VerdictKind::kFail
-                                         : VerdictKind::kSkip;
-      } else if (field_ == "unit") {
-        verdict_.unit = std::move(v);
-      } else if (field_ == "topo_class") {
-        verdict_.topo_class = std::move(v);
-      } else if (field_ == "op") {
-        verdict_.op = parseOp(v).value_or(Op::kWrite);
-      } else if (field_ == "mode") {
-        verdict_.mode = parseMode(v).value_or(Mode::kBandwidth);
-      }
-    } else if (element_ == Element::kSuspect) {
-      if (field_ == "kind") {
-        suspect_.kind = std::move(v);
-      } else if (field_ == "name") {
-        suspect_.name = std::move(v);
-      }
-    }
-    return true;
-  }
-  bool binary(json::binary_t& /*v*/) { return scalar(); }
-
-  bool start_object(std::size_t /*n*/) {
-    if (depth_ == 0) top_is_object_ = true;
-    if (depth_ == 2 && section_is_array_ &&
-        (section_ == Section::kVerdicts || section_ == Section::kSuspects)) {
-      element_ = section_ == Section::kVerdicts ? Element::kVerdict : Element::kSuspect;
-      verdict_ = PairVerdict{};
-      suspect_ = Suspect{};
-    } else if (inElementField()) {
-      scalar();  // an object where a field's value belongs: the field takes its default
-    }
-    ++depth_;
-    return true;
-  }
-  bool end_object() {
-    --depth_;
-    if (depth_ == 2 && element_ == Element::kVerdict) out_->verdicts.push_back(std::move(verdict_));
-    if (depth_ == 2 && element_ == Element::kSuspect) out_->suspects.push_back(std::move(suspect_));
-    if (depth_ == 2) element_ = Element::kNone;
-    return true;
-  }
-  bool start_array(std::size_t /*n*/) {
-    if (depth_ == 1) section_is_array_ = true;
-    if (inElementField()) {
-      scalar();
-      in_list_ = (element_ == Element::kVerdict && field_ == "reasons") ||
-                 (element_ == Element::kSuspect && field_ == "evidence");
-      list_.clear();
-    }
-    ++depth_;
-    return true;
-  }
-  bool end_array() {
-    --depth_;
-    if (depth_ == 3 && in_list_) {
-      if (element_ == Element::kVerdict) {
-        verdict_.reasons = std::move(list_);
-      } else if (element_ == Element::kSuspect) {
-        suspect_.evidence = std::move(list_);
-      }
-      list_.clear();
-      in_list_ = false;
-    }
-    return true;
-  }
-  bool key(json::string_t& k) {
-    if (depth_ == 1) {
-      section_ = k == "verdicts"   ? Section::kVerdicts
-                 : k == "suspects" ? Section::kSuspects
-                 : k == "notes"    ? Section::kNotes
-                                   : Section::kOther;
-      section_is_array_ = false;
-      if (section_ == Section::kSuspects) out_->suspects.clear();  // a later duplicate wins
-      if (section_ == Section::kNotes) out_->notes.clear();
-    }
-    if (depth_ == 3) field_ = std::move(k);
-    return true;
-  }
-  bool parse_error(std::size_t /*pos*/, const std::string& /*token*/,
-                   const nlohmann::detail::exception& /*e*/) {
-    return false;
-  }
-
- private:
-  enum class Section { kOther, kVerdicts, kSuspects, kNotes };
-  enum class Element { kNone, kVerdict, kSuspect };
-
-  // A value sits directly on a field of a verdict or suspect.
-  bool inElementField() const { return depth_ == 3 && element_ != Element::kNone; }
-
-  // A value of any type arrives for the current field: a field whose type it is not takes its
-  // default (what a DOM read of the last duplicate gives). Callers then set the typed value.
-  bool scalar() {
-    if (!inElementField()) return true;
-    if (element_ == Element::kVerdict) {
-      if (field_ == "test_id") verdict_.test_id.clear();
-      if (field_ == "src") verdict_.src.clear();
-      if (field_ == "dst") verdict_.dst.clear();
-      if (field_ == "size") verdict_.message_size = 0;
-      if (field_ == "verdict") verdict_.verdict = VerdictKind::kSkip;
-      if (field_ == "reasons") verdict_.reasons.clear();
-      if (field_ == "value") verdict_.value = 0.0;
-      if (field_ == "unit") verdict_.unit.clear();
-      if (field_ == "topo_class") verdict_.topo_class.clear();
-      if (field_ == "retest") verdict_.retest = false;
-      if (field_ == "op") verdict_.op = Op::kWrite;
-      if (field_ == "mode") verdict_.mode = Mode::kBandwidth;
-    } else {
-      if (field_ == "kind") suspect_.kind.clear();
-      if (field_ == "name") suspect_.name.clear();
-      if (field_ == "score") suspect_.score = 0.0;
-      if (field_ == "evidence") suspect_.evidence.clear();
-    }
-    return true;
-  }
-  bool number(double d, int64_t i, std::optional<uint64_t> u = std::nullopt) {
-    if (!inElementField()) return true;
-    scalar();
-    if (element_ == Element::kVerdict) {
-      if (field_ == "size") verdict_.message_size = u ? *u : static_cast<uint64_t>(i);
-      if (field_ == "value") verdict_.value = d;
-    } else if (field_ == "score") {
-      suspect_.score = d;
-    }
-    return true;
-  }
-
-  SweepReportParts* out_;
-  int depth_ = 0;
-  bool top_is_object_ = false;
-  Section section_ = Section::kOther;
-  bool section_is_array_ = false;
-  Element element_ = Element::kNone;
-  std::string field_;
-  bool in_list_ = false;
-  std::vector<std::string> list_;
-  PairVerdict verdict_;
-  Suspect suspect_;
-};
-// NOLINTEND(readability-identifier-naming)
-
-}  // namespace
-
-SweepReportParts parseSweepReportJson(const std::string& text) {
-  SweepReportParts out;
-  ReportSax sax(&out);
-  const bool ok = nlohmann::json::sax_parse(text, &sax, nlohmann::json::input_format_t::json, true);
-  if (!ok || !sax.isObject()) return SweepReportParts{};  // not a report: nothing is trusted
-  return out;
-}
-
-namespace {
-// The cache key: changes whenever the stored report can have (a resumed sweep ends again, a
-// re-judged one stores a new revision).
-std::string reportKey(const SweepRecord& r) {
-  return r.state + "/" + std::to_string(r.finished_ms) + "/" + std::to_string(r.report_revision);
-}
-}  // namespace
-
 std::vector<SweepPart> SweepManager::partsOf(const SweepSpec& spec,
                                              const std::string& plan_json) const {
   std::vector<SweepSpec> config_sweeps;
@@ -1172,54 +858,62 @@ std::vector<SweepPart> SweepManager::partsOf(const SweepSpec& spec,
   return sweepParts(spec, config_sweeps, planned);
 }
 
-Result<std::shared_ptr<const SweepManager::ParsedReport>> SweepManager::parsedReport(
-    const SweepRecord& header) {
+Result<std::vector<FigureSummary>> SweepManager::figuresOfConverted(const std::string& id,
+                                                                    SweepReportSummary summary) {
+  VerdictQuery all;
+  all.sweep_id = id;
+  GDR_ASSIGN_OR_RETURN(std::vector<VerdictRecord> rows, sweeps_.sweepVerdicts(all));
+  FigureAccumulator acc;
+  for (VerdictRecord& r : rows) acc.add(pairVerdictOf(std::move(r)));
+  std::vector<FigureSummary> figures = acc.result();
+  summary.figures_json = figuresJson(figures);
+  // Kept for the next reader; a report stored anew meanwhile is not replaced.
+  auto now = sweeps_.sweepReportSummary(id);
+  if (now.ok() && *now && (*now)->figures_json.empty()) {
+    (void)sweeps_.putSweepReportSummary(id, summary);
+  }
+  return figures;
+}
+
+Status SweepManager::readReport(const SweepRecord& rec, const SweepReportQuery& query,
+                                SweepReportData* d) {
   {
-    const std::string key = reportKey(header);
-    std::lock_guard<std::mutex> lock(cache_mu_);
-    for (auto it = report_cache_.begin(); it != report_cache_.end(); ++it) {
-      if (it->first != header.id) continue;
-      if (it->second->key != key) {
-        report_cache_.erase(it);
-        break;
-      }
-      report_cache_.splice(report_cache_.begin(), report_cache_, it);  // most recent first
-      return std::shared_ptr<const ParsedReport>(it->second);
+    // A sweep that runs (or whose report is being stored) shows no report: one stored by an
+    // earlier end (a resumed sweep) is replaced at its end.
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = recent_.find(rec.id);
+    if (it != recent_.end() && visibleState(*it->second) == SweepState::kRunning) {
+      return Status();
     }
   }
-  // Not cached: read the row again with its report (it may have changed since `header`).
-  SweepRecord rec = header;
-  if (header.report_revision != 0) {
-    GDR_ASSIGN_OR_RETURN(std::optional<SweepRecord> full, sweeps_.getSweep(header.id, true));
-    if (full) rec = std::move(*full);
+  GDR_ASSIGN_OR_RETURN(std::optional<SweepReportSummary> summary,
+                       sweeps_.sweepReportSummary(rec.id));
+  if (!summary) return Status();
+  auto figures = figuresFromJson(summary->figures_json);
+  if (figures) {
+    d->figures = std::move(*figures);
+  } else {
+    GDR_ASSIGN_OR_RETURN(d->figures, figuresOfConverted(rec.id, *summary));
   }
-  auto parsed = std::make_shared<ParsedReport>();
-  parsed->key = reportKey(rec);
-  auto spec = codec_.decode(rec.spec_json);
-  if (spec.ok()) parsed->spec = *spec;
-  if (!rec.report_json.empty()) {
-    auto parts = parseSweepReportJson(rec.report_json);
-    parsed->verdicts = std::move(parts.verdicts);
-    parsed->suspects = std::move(parts.suspects);
-    parsed->notes = std::move(parts.notes);
-  }
-  parsed->parts = partsOf(parsed->spec, rec.plan_json);
-  parsed->figures = summariseFigures(parsed->verdicts);
-  // Only an ended sweep's report is final; a running one's is rewritten at its end.
-  const bool ended =
-      rec.state != toString(SweepState::kRunning) && rec.state != toString(SweepState::kQueued);
-  if (ended && !rec.report_json.empty()) {
-    std::lock_guard<std::mutex> lock(cache_mu_);
-    report_cache_.emplace_front(rec.id, parsed);
-    size_t verdicts = 0;
-    for (const auto& [id, r] : report_cache_) verdicts += r->verdicts.size();
-    while (report_cache_.size() > 1 &&
-           (report_cache_.size() > kReportCacheSize || verdicts > kReportCacheVerdicts)) {
-      verdicts -= report_cache_.back().second->verdicts.size();
-      report_cache_.pop_back();
-    }
-  }
-  return std::shared_ptr<const ParsedReport>(std::move(parsed));
+  for (SuspectRecord& s : summary->suspects) d->suspects.push_back(suspectOf(std::move(s)));
+  d->notes = std::move(summary->notes);
+  // The counts are the row's (stored with the report, as `gdrmesh sweeps` lists them).
+  d->verdict_counts = {rec.verdicts_pass, rec.verdicts_fail, rec.verdicts_skip};
+  if (query.verdicts == VerdictFilter::kNone) return Status();
+  d->verdicts_matching =
+      query.verdicts == VerdictFilter::kFailed
+          ? d->verdict_counts.fail
+          : d->verdict_counts.pass + d->verdict_counts.fail + d->verdict_counts.skip;
+  VerdictQuery q;
+  q.sweep_id = rec.id;
+  q.verdict = verdictWord(query.verdicts);
+  q.offset = query.page.offset;
+  q.limit = query.page.limit;
+  if (q.offset >= d->verdicts_matching) return Status();
+  GDR_ASSIGN_OR_RETURN(std::vector<VerdictRecord> rows, sweeps_.sweepVerdicts(q));
+  d->verdicts.reserve(rows.size());
+  for (VerdictRecord& r : rows) d->verdicts.push_back(pairVerdictOf(std::move(r)));
+  return Status();
 }
 
 namespace {
@@ -1255,21 +949,14 @@ Status parseResultsCursor(const std::string& text, ResultQuery* q) {
 
 Result<SweepReportData> SweepManager::report(const std::string& id, const SweepReportQuery& query) {
   SweepReportData d;
-  // The sweep row without its report; the report (megabytes for a large sweep) is read and
-  // parsed once per revision of an ended sweep and kept in a small cache (the status page asks
-  // for the same sweep every 5 s).
-  auto rec = sweeps_.getSweep(id, false);
+  auto rec = sweeps_.getSweep(id);
   if (!rec.ok()) return rec.status();
   GDR_ASSIGN_OR_RETURN(d.progress, progressOf(id, *rec));
   if (*rec) {
-    GDR_ASSIGN_OR_RETURN(std::shared_ptr<const ParsedReport> parsed, parsedReport(**rec));
-    d.spec = parsed->spec;
-    d.verdicts_matching = selectVerdicts(parsed->verdicts, query.verdicts, query.page,
-                                         &d.verdict_counts, &d.verdicts);
-    d.suspects = parsed->suspects;
-    d.notes = parsed->notes;
-    d.parts = parsed->parts;
-    d.figures = parsed->figures;
+    auto spec = codec_.decode((*rec)->spec_json);
+    if (spec.ok()) d.spec = std::move(*spec);
+    d.parts = partsOf(d.spec, (*rec)->plan_json);
+    GDR_RETURN_IF_ERROR(readReport(**rec, query, &d));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1298,7 +985,7 @@ Result<SweepReportData> SweepManager::judge(const std::string& id, const std::st
   all_results.with_results = true;
   all_results.verdicts = VerdictFilter::kNone;
   GDR_ASSIGN_OR_RETURN(SweepReportData d, report(id, all_results));
-  auto rec = sweeps_.getSweep(id, false);
+  auto rec = sweeps_.getSweep(id);
   if (!rec.ok()) return rec.status();
   // The plan proper (tests_total counts the retests too): results beyond it are retests.
   size_t plan_size = d.progress.tests_total;
@@ -1402,6 +1089,13 @@ void SweepManager::resumeInterrupted() {
   std::sort(recs.begin(), recs.end(),
             [](const SweepRecord& x, const SweepRecord& y) { return x.created_ms < y.created_ms; });
   for (const auto& rec : recs) {
+    // A report stored by an earlier end (the coordinator shut down mid-sweep) is replaced by
+    // the one this run stores at its end; until then the sweep has none.
+    Status cleared = sweeps_.clearSweepReport(rec.id);
+    if (!cleared.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: sweep %s: %s\n", rec.id.c_str(),
+                   cleared.toString().c_str());
+    }
     // What the plan was made for: its hosts and size (the plan itself is made again).
     auto pj = nlohmann::json::parse(rec.plan_json, nullptr, false);
     size_t plan_size = rec.tests_total;

@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,7 +47,8 @@ class SweepCodec {
 };
 
 // What a reader asks of a sweep's report. A 1024-host all-pairs has 523,776 verdicts and
-// results (about 130 MB of verdicts alone): readers page through them.
+// results: readers page through them (verdicts and results are rows of the store, paged, filtered
+// and counted in SQL).
 struct SweepReportQuery {
   bool with_results = false;
   uint32_t results_limit = 0;  // 0 = all
@@ -70,25 +70,6 @@ struct SweepReportData {
   std::vector<SweepPart> parts;        // what ran: the config's sweeps, or the spec as one part
   std::vector<FigureSummary> figures;  // over every verdict, not only the page
 };
-
-// The report a finished sweep stores (SweepRecord::report_json): verdicts, suspects, notes.
-// SweepManager::report reads it back; tools that write sweeps (tests/bench/gen_history) use it.
-std::string sweepReportJson(const std::vector<PairVerdict>& verdicts,
-                            const std::vector<Suspect>& suspects,
-                            const std::vector<std::string>& notes);
-// The same, each verdict made by `verdict(i)` as it is written (no vector of them is held).
-std::string sweepReportJson(size_t verdict_count,
-                            const std::function<PairVerdict(size_t i)>& verdict,
-                            const std::vector<Suspect>& suspects,
-                            const std::vector<std::string>& notes);
-// Reads it back, one verdict at a time (no DOM of the whole report); text that is not a
-// report gives empty parts.
-struct SweepReportParts {
-  std::vector<PairVerdict> verdicts;
-  std::vector<Suspect> suspects;
-  std::vector<std::string> notes;
-};
-SweepReportParts parseSweepReportJson(const std::string& text);
 
 struct SweepManagerOptions {
   ExecutorOptions executor;
@@ -127,9 +108,6 @@ class SweepManager {
                                                            Clock::TimePoint deadline);
   // At start-up: sweeps left running or queued by a previous coordinator are resumed.
   void resumeInterrupted();
-  // At start-up: the newest ended sweep's report is read and parsed into the cache, so the
-  // status page's first view and /metrics do not pay for it.
-  void warmLatestReport();
   void shutdown();
 
  private:
@@ -162,30 +140,15 @@ class SweepManager {
   // The rows of the baseline sweep (`baseline`: an id, "previous" or "" for none).
   Result<JudgeRows> baselineRows(const std::string& baseline, const std::string& except_id);
   static constexpr uint32_t kBaselinePage = 10000;
-  std::string reportJson(const JudgeRows& rows, const JudgeVerdicts& verdicts,
-                         const std::vector<Suspect>& s,
-                         const std::vector<std::string>& notes) const;
-
-  // A stored report, parsed (SweepRecord::report_json and spec_json).
-  struct ParsedReport {
-    std::string key;  // state/finished_ms/report revision it was parsed from
-    SweepSpec spec;
-    std::vector<PairVerdict> verdicts;
-    std::vector<Suspect> suspects;
-    std::vector<std::string> notes;
-    std::vector<SweepPart> parts;
-    std::vector<FigureSummary> figures;
-  };
-  // At most 8 parsed reports and, beyond the newest one, 1M verdicts in all (~200 MB): eight
-  // 1024-host all-pairs reports (523k verdicts each) would otherwise hold ~1.5 GB.
-  static constexpr size_t kReportCacheSize = 8;
-  static constexpr size_t kReportCacheVerdicts = 1'000'000;
-  static constexpr size_t kWarmReportMaxBytes = 64u << 20;  // ~250k verdicts
-  static constexpr uint32_t kWarmLookback = 50;
-  void warmReport(const std::string& id);
-  // `header` is the sweep's row read without its report; the report is read (and parsed) only
-  // when the cache has no parse of its revision.
-  Result<std::shared_ptr<const ParsedReport>> parsedReport(const SweepRecord& header);
+  // Stores the ended sweep's report as rows (sweep_report_rows.h), before its row says it ended.
+  Status storeReport(const Active& a);
+  // The stored report of `rec` into `d`: the page of verdicts `query` asks for, suspects,
+  // notes, counts and figures (none while the sweep runs or its report is being stored).
+  Status readReport(const SweepRecord& rec, const SweepReportQuery& query, SweepReportData* d);
+  // The figures of a report converted by migration 9 (none stored): summed up over its verdict
+  // rows once and stored with it.
+  Result<std::vector<FigureSummary>> figuresOfConverted(const std::string& id,
+                                                        SweepReportSummary summary);
   // A stored sweep's parts: its spec (and config's sweeps), with the plan's counts per part.
   std::vector<SweepPart> partsOf(const SweepSpec& spec, const std::string& plan_json) const;
 
@@ -205,10 +168,6 @@ class SweepManager {
   std::map<std::string, std::shared_ptr<Active>> recent_;  // by id, for follow
   bool stopping_ = false;
   std::thread thread_;
-
-  std::mutex cache_mu_;  // guards report_cache_
-  // Parsed reports of ended sweeps, most recently used first.
-  std::list<std::pair<std::string, std::shared_ptr<const ParsedReport>>> report_cache_;
 };
 
 }  // namespace gdrmesh

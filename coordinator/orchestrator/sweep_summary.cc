@@ -1,7 +1,9 @@
 #include "coordinator/orchestrator/sweep_summary.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "common/stats.h"
@@ -53,17 +55,22 @@ std::string workerOf(const std::string& endpoint) {
 
 }  // namespace
 
-std::vector<FigureSummary> summariseFigures(const std::vector<PairVerdict>& verdicts, size_t keep) {
-  using Key = std::tuple<int, int, uint64_t, std::string>;
-  std::map<Key, std::vector<const PairVerdict*>> groups;
-  for (const auto& v : verdicts) {
-    if (v.retest || v.unit.empty()) continue;  // a retest re-examines; no figure: nothing to sum
-    groups[{static_cast<int>(v.op), static_cast<int>(v.mode), v.message_size, v.unit}].push_back(
-        &v);
-  }
+void FigureAccumulator::add(const PairVerdict& v) {
+  if (v.retest || v.unit.empty()) return;  // a retest re-examines; no figure: nothing to sum
+  auto& list = groups_[{static_cast<int>(v.op), static_cast<int>(v.mode), v.message_size, v.unit}];
+  list.push_back({v.value, idOf(v.src), idOf(v.dst)});
+}
+
+uint32_t FigureAccumulator::idOf(const std::string& endpoint) {
+  auto [it, added] = ids_.emplace(endpoint, static_cast<uint32_t>(names_.size()));
+  if (added) names_.push_back(endpoint);
+  return it->second;
+}
+
+std::vector<FigureSummary> FigureAccumulator::result(size_t keep) const {
   std::vector<FigureSummary> out;
-  out.reserve(groups.size());
-  for (auto& [key, list] : groups) {
+  out.reserve(groups_.size());
+  for (const auto& [key, entries] : groups_) {
     FigureSummary s;
     s.op = static_cast<Op>(std::get<0>(key));
     s.mode = static_cast<Mode>(std::get<1>(key));
@@ -74,24 +81,24 @@ std::vector<FigureSummary> summariseFigures(const std::vector<PairVerdict>& verd
     auto worse = [higher_is_better](double a, double b) {
       return higher_is_better ? a < b : a > b;
     };
-    std::stable_sort(list.begin(), list.end(), [&](const PairVerdict* a, const PairVerdict* b) {
-      return worse(a->value, b->value);
-    });
+    std::vector<Entry> list = entries;
+    std::stable_sort(list.begin(), list.end(),
+                     [&](const Entry& a, const Entry& b) { return worse(a.value, b.value); });
     std::vector<double> values;
     values.reserve(list.size());
     std::map<std::string, std::vector<double>> by_host;
-    for (const auto* v : list) {
-      values.push_back(v->value);
-      const std::string a = workerOf(v->src), b = workerOf(v->dst);
-      by_host[a].push_back(v->value);
-      if (b != a) by_host[b].push_back(v->value);
+    for (const Entry& e : list) {
+      values.push_back(e.value);
+      const std::string a = workerOf(names_[e.src]), b = workerOf(names_[e.dst]);
+      by_host[a].push_back(e.value);
+      if (b != a) by_host[b].push_back(e.value);
     }
     s.pairs = static_cast<uint32_t>(values.size());
     s.min = *std::min_element(values.begin(), values.end());
     s.max = *std::max_element(values.begin(), values.end());
     s.median = medianOf(values);
     for (size_t i = 0; i < list.size() && i < keep; ++i) {
-      s.worst.push_back({list[i]->src, list[i]->dst, list[i]->value});
+      s.worst.push_back({names_[list[i].src], names_[list[i].dst], list[i].value});
     }
     std::vector<FigureHost> hosts;
     hosts.reserve(by_host.size());
@@ -104,6 +111,79 @@ std::vector<FigureSummary> summariseFigures(const std::vector<PairVerdict>& verd
     if (hosts.size() > keep) hosts.resize(keep);
     s.worst_hosts = std::move(hosts);
     out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<FigureSummary> summariseFigures(const std::vector<PairVerdict>& verdicts, size_t keep) {
+  FigureAccumulator acc;
+  for (const auto& v : verdicts) acc.add(v);
+  return acc.result(keep);
+}
+
+std::string figuresJson(const std::vector<FigureSummary>& figures) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const FigureSummary& f : figures) {
+    nlohmann::json worst = nlohmann::json::array(), hosts = nlohmann::json::array();
+    for (const FigurePair& p : f.worst) worst.push_back({p.src, p.dst, p.value});
+    for (const FigureHost& h : f.worst_hosts) hosts.push_back({h.host, h.median, h.pairs});
+    out.push_back({{"op", toString(f.op)},
+                   {"mode", toString(f.mode)},
+                   {"size", f.message_size},
+                   {"unit", f.unit},
+                   {"pairs", f.pairs},
+                   {"min", f.min},
+                   {"median", f.median},
+                   {"max", f.max},
+                   {"worst", std::move(worst)},
+                   {"worst_hosts", std::move(hosts)}});
+  }
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+
+// A number of figuresJson ("null" only for a figure that was not finite).
+double figureNumber(const nlohmann::json& j) {
+  return j.is_number() ? j.get<double>() : std::numeric_limits<double>::quiet_NaN();
+}
+
+FigureSummary figureFromJson(const nlohmann::json& f) {
+  FigureSummary s;
+  s.op = parseOp(f.value("op", "")).value_or(Op::kWrite);
+  s.mode = parseMode(f.value("mode", "")).value_or(Mode::kBandwidth);
+  s.message_size = f.value("size", uint64_t{0});
+  s.unit = f.value("unit", "");
+  s.pairs = f.value("pairs", uint32_t{0});
+  s.min = figureNumber(f.value("min", nlohmann::json()));
+  s.median = figureNumber(f.value("median", nlohmann::json()));
+  s.max = figureNumber(f.value("max", nlohmann::json()));
+  for (const auto& p : f.value("worst", nlohmann::json::array())) {
+    if (p.is_array() && p.size() == 3 && p[0].is_string() && p[1].is_string()) {
+      s.worst.push_back({p[0].get<std::string>(), p[1].get<std::string>(), figureNumber(p[2])});
+    }
+  }
+  for (const auto& h : f.value("worst_hosts", nlohmann::json::array())) {
+    if (h.is_array() && h.size() == 3 && h[0].is_string() && h[2].is_number_unsigned()) {
+      s.worst_hosts.push_back({h[0].get<std::string>(), figureNumber(h[1]), h[2].get<uint32_t>()});
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::optional<std::vector<FigureSummary>> figuresFromJson(const std::string& text) {
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_array()) return std::nullopt;
+  std::vector<FigureSummary> out;
+  for (const auto& f : j) {
+    if (!f.is_object()) return std::nullopt;
+    try {
+      out.push_back(figureFromJson(f));
+    } catch (const nlohmann::json::exception&) {
+      return std::nullopt;  // a field of another type: not ours
+    }
   }
   return out;
 }

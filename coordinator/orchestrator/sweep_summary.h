@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "coordinator/orchestrator/sweep_types.h"
@@ -57,5 +60,28 @@ struct FigureSummary {
 // Groups in (op, mode, size) order; at most `keep` worst pairs and hosts each.
 std::vector<FigureSummary> summariseFigures(const std::vector<PairVerdict>& verdicts,
                                             size_t keep = 3);
+
+// summariseFigures one verdict at a time, keeping only what the figures need (16 bytes a
+// verdict, not the verdict): a sweep's end sums up 523,776 verdicts as it stores them.
+class FigureAccumulator {
+ public:
+  void add(const PairVerdict& v);
+  std::vector<FigureSummary> result(size_t keep = 3) const;
+
+ private:
+  struct Entry {
+    double value = 0;
+    uint32_t src = 0, dst = 0;  // names_ indexes
+  };
+  uint32_t idOf(const std::string& endpoint);
+  std::map<std::tuple<int, int, uint64_t, std::string>, std::vector<Entry>> groups_;
+  std::map<std::string, uint32_t> ids_;
+  std::vector<std::string> names_;
+};
+
+// The figures as a stored report keeps them (SweepReportSummary::figures_json) and back;
+// nullopt for text that is not such a document. Numbers round-trip exactly.
+std::string figuresJson(const std::vector<FigureSummary>& figures);
+std::optional<std::vector<FigureSummary>> figuresFromJson(const std::string& text);
 
 }  // namespace gdrmesh

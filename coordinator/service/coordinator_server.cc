@@ -875,7 +875,6 @@ Result<int> CoordinatorServer::start() {
   monitor_ = std::thread([this] { monitor(); });
   // Sweeps a previous coordinator left running resume once workers can reconnect.
   sweep_manager_->resumeInterrupted();
-  sweep_manager_->warmLatestReport();
   // Runs missed while the coordinator was down are recorded as missed, then schedules arm.
   scheduler_->start();
   return *port;

@@ -9,9 +9,10 @@
 // connections, each guarded by its own mutex: the writer (every write, schema, PRAGMAs) and a
 // read-only reader (queryResults, countResults, queryHistory, getResult, listWorkers, getSweep,
 // listSweeps, unfinishedSweepTests, scheduleRuns, sweepTotals, sweepsWithoutAggregates,
-// sweepAggregates, pairHistory). In WAL mode the reader sees the last committed state and
-// neither waits for the other, so a long query never holds up an insert. ":memory:" has one
-// connection (a second would be a different database) that serves both roles.
+// sweepAggregates, pairHistory, sweepVerdicts, countSweepVerdicts, sweepReportSummary). In WAL mode
+// the reader sees the last committed state and neither waits for the other, so a long query never
+// holds up an insert. ":memory:" has one connection (a second would be a different database) that
+// serves both roles.
 //
 // While the WAL index ("<db>-shm") refuses writes (an immutable file, a read-only mount), no
 // operation touches the shared connections: a write fails with kPermissionDenied naming the
@@ -100,8 +101,7 @@ class SqliteStore : public ResultStore, public SweepStore, public ActionStore {
   // SweepStore.
   Status createSweep(const SweepRecord& sweep) override;
   Status updateSweep(const SweepRecord& sweep) override;
-  using SweepStore::getSweep;
-  Result<std::optional<SweepRecord>> getSweep(const std::string& id, bool with_report) override;
+  Result<std::optional<SweepRecord>> getSweep(const std::string& id) override;
   Result<std::vector<SweepRecord>> listSweeps(uint32_t limit, const std::string& state) override;
   Status markSweepTestStarted(const std::string& sweep_id, const SweepTestStart& start) override;
   Result<std::vector<SweepTestStart>> unfinishedSweepTests(const std::string& sweep_id) override;
@@ -115,6 +115,16 @@ class SqliteStore : public ResultStore, public SweepStore, public ActionStore {
   Result<std::vector<PairAggregate>> sweepAggregates(const std::string& sweep_id) override;
   Result<std::vector<PairAggregate>> pairHistory(const std::string& src, const std::string& dst,
                                                  int64_t before_ms, uint32_t limit) override;
+  // A sweep's report as rows (sqlite_verdicts.cc).
+  Status clearSweepReport(const std::string& sweep_id) override;
+  Status appendSweepVerdicts(const std::string& sweep_id,
+                             const std::vector<VerdictRecord>& verdicts) override;
+  Status putSweepReportSummary(const std::string& sweep_id,
+                               const SweepReportSummary& summary) override;
+  Result<std::optional<SweepReportSummary>> sweepReportSummary(
+      const std::string& sweep_id) override;
+  Result<std::vector<VerdictRecord>> sweepVerdicts(const VerdictQuery& query) override;
+  Result<uint64_t> countSweepVerdicts(const VerdictQuery& query) override;
 
   // ActionStore.
   Result<int64_t> recordAction(const ActionRecord& action) override;
@@ -134,6 +144,8 @@ class SqliteStore : public ResultStore, public SweepStore, public ActionStore {
   Result<int64_t> pageCountForTesting();
   // Tests only: the EXPLAIN QUERY PLAN lines of the statement queryResults runs for `query`.
   Result<std::vector<std::string>> explainQueryResultsForTesting(const ResultQuery& query);
+  // Tests only: the EXPLAIN QUERY PLAN lines of the statement sweepVerdicts runs for `query`.
+  Result<std::vector<std::string>> explainSweepVerdictsForTesting(const VerdictQuery& query);
   // Tests only: the same for the statements of countResults and queryHistory.
   Result<std::vector<std::string>> explainCountResultsForTesting(const ResultQuery& query);
   Result<std::vector<std::string>> explainQueryHistoryForTesting(const HistoryQuery& query);
@@ -192,7 +204,12 @@ class SqliteStore : public ResultStore, public SweepStore, public ActionStore {
   Status begin();
   Status commit();
   Status writeSweep(const SweepRecord& sweep, bool create);
-  Status writeSweepReport(const SweepRecord& sweep);  // holds writer_.mu, in a transaction
+  // sqlite_verdicts.cc: a write of a sweep's report rows in one transaction (writer_.mu held),
+  // and one row of a verdict read.
+  Status writeInTransaction(const std::function<Status()>& body);
+  Status sweepMustExist(const std::string& sweep_id);
+  Status insertVerdictRows(const std::string& sweep_id, const std::vector<VerdictRecord>& rows);
+  Status insertSummaryRows(const std::string& sweep_id, const SweepReportSummary& summary);
   void rollbackQuietly() noexcept;
   // A Status for SQLite result code `rc` from statement `what` on connection `c`.
   Status error(const Conn& c, int rc, const std::string& what) const;

@@ -56,8 +56,9 @@ struct WorkerRecord {
   int64_t last_seen_ms = 0;
 };
 
-// A sweep as stored. The spec, the plan and the report are JSON documents that the
-// coordinator writes and reads (opaque to the store); the columns are what lists and filters use.
+// A sweep as stored. The spec and the plan are JSON documents that the coordinator writes and
+// reads (opaque to the store); the columns are what lists and filters use. Its report (verdicts,
+// suspects, notes) is rows of its own (VerdictRecord, SweepReportSummary).
 struct SweepRecord {
   std::string id;     // "s-20261123T020000-1a2b"
   std::string state;  // queued | running | finished | cancelled | interrupted | failed
@@ -65,10 +66,6 @@ struct SweepRecord {
   std::string name;
   std::string spec_json;
   std::string plan_json;
-  std::string report_json;  // verdicts and suspects, once judged
-  // Read only: changes whenever the stored report does (0: no report stored); what a cache of
-  // parsed reports keys on without reading the report.
-  int64_t report_revision = 0;
   int64_t created_ms = 0;
   int64_t started_ms = 0;
   int64_t finished_ms = 0;
@@ -78,6 +75,52 @@ struct SweepRecord {
   // The report's verdicts by kind (every verdict, retests included, as `sweep show` counts
   // them); 0 before judged. Kept in the row so that a list of sweeps needs no report.
   uint32_t verdicts_pass = 0, verdicts_fail = 0, verdicts_skip = 0;
+};
+
+// One verdict of a judged sweep (one pair at one message size, or a retest), a row of its report.
+struct VerdictRecord {
+  uint64_t seq = 0;  // its place in the report (plan order), from 0; unique within the sweep
+  std::string test_id;
+  std::string src;  // WORKER/NIC as tested ("h1/mlx5_0"; "h1" when no NIC)
+  std::string dst;
+  Op op = Op::kWrite;
+  Mode mode = Mode::kBandwidth;
+  uint64_t message_size = 0;
+  std::string verdict;  // PASS | FAIL | SKIP
+  std::vector<std::string> reasons;
+  double value = 0;  // the judged figure; a value that is not finite reads back as 0
+  std::string unit;  // "Gb/s" or "us"
+  std::string topo_class;
+  bool retest = false;
+};
+
+// A localisation suspect of a judged sweep, ranked (rank 0: most likely at fault).
+struct SuspectRecord {
+  std::string kind;  // host | nic | link | threshold
+  std::string name;
+  double score = 0;
+  std::vector<std::string> evidence;
+};
+
+// What a judged sweep's report holds besides its verdicts. Stored last: a sweep has a report
+// once this is stored (SweepStore::sweepReportSummary).
+struct SweepReportSummary {
+  std::vector<SuspectRecord> suspects;  // in rank order
+  std::vector<std::string> notes;
+  // The figures over every verdict, a JSON document of the coordinator's (opaque to the store;
+  // a few lines per (op, mode, size)); "" = not computed (reports converted by migration 9).
+  std::string figures_json;
+};
+
+// Which verdicts of one sweep (SweepStore::sweepVerdicts, countSweepVerdicts), in report order.
+struct VerdictQuery {
+  std::string sweep_id;  // required
+  std::string verdict;   // PASS | FAIL | SKIP; "" = any
+  // Hosts (the WORKER of WORKER/NIC): `host` on either side; `src_host` and `dst_host` one
+  // pair (in this direction; either may be "" = any). "" = any.
+  std::string host, src_host, dst_host;
+  uint64_t offset = 0;  // rows the filter keeps to skip, in report order
+  uint32_t limit = 0;   // 0 = no limit
 };
 
 // A planned test of a sweep that has started but has no stored result yet. After a
@@ -217,11 +260,8 @@ class SweepStore {
   virtual Status createSweep(const SweepRecord& sweep) = 0;
   // Overwrites every column but id and created_ms; an unknown id is kNotFound.
   virtual Status updateSweep(const SweepRecord& sweep) = 0;
-  // `with_report` false leaves report_json empty (report_revision is still read).
-  virtual Result<std::optional<SweepRecord>> getSweep(const std::string& id, bool with_report) = 0;
-  Result<std::optional<SweepRecord>> getSweep(const std::string& id) { return getSweep(id, true); }
-  // Newest first; `state` "" = any. limit 0 = no limit. report_json is left empty (a report is
-  // megabytes for a large sweep; getSweep reads it).
+  virtual Result<std::optional<SweepRecord>> getSweep(const std::string& id) = 0;
+  // Newest first; `state` "" = any. limit 0 = no limit.
   virtual Result<std::vector<SweepRecord>> listSweeps(uint32_t limit, const std::string& state) = 0;
   // Marks planned test `start.plan_index` of the sweep as started (before it runs). Marking the
   // same plan index again (a re-run) replaces the marker; an unknown sweep is kNotFound.
@@ -253,6 +293,29 @@ class SweepStore {
   virtual Result<std::vector<PairAggregate>> pairHistory(const std::string& src,
                                                          const std::string& dst, int64_t before_ms,
                                                          uint32_t limit) = 0;
+
+  // A sweep's report as rows (tables sweep_verdicts, sweep_suspects, sweep_notes and
+  // sweep_report_summary; the fabric's link verdicts and counter deltas come as tables of their
+  // own, keyed by sweep the same way, and go with the report). The sweep's end writes it in
+  // this order: clearSweepReport, appendSweepVerdicts in batches (each its own short
+  // transaction, so other writes go on between them), putSweepReportSummary last.
+  // Removes every row of the sweep's report (none is fine). An unknown sweep is kNotFound.
+  virtual Status clearSweepReport(const std::string& sweep_id) = 0;
+  // Adds verdicts in one transaction (all or none). A seq the sweep has already is
+  // kInvalidArgument; an unknown sweep is kNotFound.
+  virtual Status appendSweepVerdicts(const std::string& sweep_id,
+                                     const std::vector<VerdictRecord>& verdicts) = 0;
+  // Stores (replaces) the suspects, notes and figures: from now on the sweep has a report.
+  virtual Status putSweepReportSummary(const std::string& sweep_id,
+                                       const SweepReportSummary& summary) = 0;
+  // nullopt when the sweep has no stored report (or is unknown).
+  virtual Result<std::optional<SweepReportSummary>> sweepReportSummary(
+      const std::string& sweep_id) = 0;
+  // The verdicts `query` keeps, in seq order, its page of them. Empty sweep_id is
+  // kInvalidArgument; a verdict other than PASS, FAIL, SKIP or "" too.
+  virtual Result<std::vector<VerdictRecord>> sweepVerdicts(const VerdictQuery& query) = 0;
+  // How many verdicts `query` keeps on all pages (its offset and limit are ignored).
+  virtual Result<uint64_t> countSweepVerdicts(const VerdictQuery& query) = 0;
 };
 
 // Actions taken (or not) on nodes. Same thread contract.

@@ -3,7 +3,9 @@
 # N simulated workers in one process (`gdrmesh worker --simulate N`), one coordinator.
 # Prints: registration time, coordinator RSS and idle CPU, an all-pairs sweep with T ms
 # simulated tests (rounds, wall time against the ideal rounds x T), per-round overhead and
-# coordinator capacity in pair tests/s, and the span of a single pair test.
+# coordinator capacity in pair tests/s, the span of a single pair test, the time from the last
+# test to the whole report printed by the CLI, and (schema 9 on, with the sqlite3 CLI) the
+# report rows' queries: a page of failing verdicts, a pair's and a host's verdicts.
 #   tests/bench/coordinator_scale.sh [BINARY] [N=1024] [TEST_MS=10]
 # GDRMESH_TLS=1: the same over mutual TLS (a CA, coordinator, admin and simulator certificates).
 # GDRMESH_BENCH_SINGLES=N: single pair tests to time (200); GDRMESH_BENCH_SWEEP=0: no sweep.
@@ -157,6 +159,9 @@ if command -v sqlite3 >/dev/null; then
     echo "sweep phases: planned and first test started $(calc "($first - $s_start) / 1000") s after the sweep started;" \
       "tests $tests_s s (overhead per round in the rounds alone: $(calc "($tests_s - $ideal) * 1000 / $rounds") ms);" \
       "last result to sweep finished (flush, judge, localiser) $(calc "($s_fin - $last) / 1000") s; outside the sweep's own span (report, aggregates, the CLI's start and report fetch) $(calc "$wall - ($s_fin - $s_start) / 1000") s"
+    # From the last test's end to the CLI's exit with the whole report printed (-o json, every
+    # verdict): the judge, the stored report, the aggregates and the fetch.
+    echo "last result to the report printed by the CLI: $(calc "$w1 - $last / 1000") s"
   fi
 fi
 [[ -s "$dir/threads.txt" ]] && cat "$dir/threads.txt"
@@ -174,4 +179,19 @@ if [[ -n "$sweep_id" ]]; then
   "$bin" sweep show "$sweep_id" >"$dir/show.txt" 2>&1 || echo "sweep show: exit status $?"
   v1=$(date +%s.%N)
   echo "sweep show (table): $(calc "$v1 - $v0") s, $(wc -c <"$dir/show.txt") bytes; $(grep -m1 -o 'failing verdicts ([0-9]* of [0-9]*)' "$dir/show.txt" || grep -m1 '^tests' "$dir/show.txt")"
+  # The report's rows (schema 9 on), as the coordinator queries them: a page of 50 failing
+  # verdicts, one pair's verdicts, one host's (the database is hot: the median of 5 runs).
+  if command -v sqlite3 >/dev/null &&
+    [[ "$(sqlite3 "$dir/r.db" "SELECT count(*) FROM sqlite_schema WHERE name = 'sweep_verdicts'")" == 1 ]]; then
+    cols="seq, test_id, src, dst, op, mode, message_size, verdict, value, unit, topo_class, retest, reasons"
+    qtime() {
+      for _ in 1 2 3 4 5; do
+        printf '.timer on\n%s;\n' "$1" | sqlite3 "$dir/r.db" | sed -n 's/^Run Time: real \([0-9.]*\).*/\1/p'
+      done | sort -n | sed -n 3p
+    }
+    echo "report rows: failing page $(qtime "SELECT $cols FROM sweep_verdicts INDEXED BY sweep_verdicts_fail WHERE sweep_id = '$sweep_id' AND verdict = 'FAIL' ORDER BY seq LIMIT 50") s;" \
+      "a pair's verdicts $(qtime "SELECT $cols FROM sweep_verdicts INDEXED BY sweep_verdicts_src WHERE sweep_id = '$sweep_id' AND src_host = 'sim-0001' AND dst_host = 'sim-0002' ORDER BY seq") s;" \
+      "a host's $(qtime "SELECT $cols FROM sweep_verdicts WHERE sweep_id = '$sweep_id' AND seq IN (SELECT seq FROM sweep_verdicts INDEXED BY sweep_verdicts_src WHERE sweep_id = '$sweep_id' AND src_host = 'sim-0001' UNION ALL SELECT seq FROM sweep_verdicts INDEXED BY sweep_verdicts_dst WHERE sweep_id = '$sweep_id' AND dst_host = 'sim-0001') ORDER BY seq") s;" \
+      "the database $(( $(stat -c %s "$dir/r.db") / 1048576 )) MiB"
+  fi
 fi

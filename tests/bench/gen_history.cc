@@ -12,7 +12,7 @@
 // size's norm, latency likewise); three hosts are "bad" on some nights (bandwidth or latency
 // far off), and about 0.1 % of tests fail, 0.1 % end in ERROR, 0.05 % are skipped. The real
 // judge and localiser make each sweep's verdicts and suspects, stored as the coordinator
-// stores them (sweepReportJson), with the spec in the wire format's JSON (the coordinator's
+// stores them (storeSweepReport: rows), with the spec in the wire format's JSON (the coordinator's
 // codec), so GetSweep and /api/sweeps/ID read the sweeps as their own.
 //
 // The database is opened through SqliteStore, so it has the schema (migrations) of this
@@ -28,6 +28,7 @@
 #include <cstring>
 #include <future>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,6 +38,7 @@
 #include "coordinator/orchestrator/judge.h"
 #include "coordinator/orchestrator/localiser.h"
 #include "coordinator/orchestrator/sweep_manager.h"
+#include "coordinator/orchestrator/sweep_report_rows.h"
 #include "coordinator/service/sweep_convert.h"
 #include "coordinator/store/sqlite_store.h"
 
@@ -327,7 +329,9 @@ class Generator {
     // The judge and localiser as the coordinator runs them after a sweep, on a second thread
     // while the rows are inserted (both only read `rows`).
     struct Judged {
-      std::string report_json;
+      std::vector<PairVerdict> verdicts;
+      std::vector<Suspect> suspects;
+      VerdictCounts counts;
       bool pass = true;
     };
     auto judged = std::async(std::launch::async, [&rows, this] {
@@ -335,8 +339,12 @@ class Generator {
       std::vector<PairVerdict> verdicts = judgeResults(rows, config_, ctx);
       std::vector<Suspect> suspects = localise(rows, verdicts);
       Judged j;
-      for (const auto& v : verdicts) j.pass = j.pass && v.verdict != VerdictKind::kFail;
-      j.report_json = sweepReportJson(verdicts, suspects, {});
+      for (const auto& v : verdicts) {
+        j.pass = j.pass && v.verdict != VerdictKind::kFail;
+        j.counts.add(v.verdict);
+      }
+      j.verdicts = std::move(verdicts);
+      j.suspects = std::move(suspects);
       return j;
     });
     const auto ti = std::chrono::steady_clock::now();
@@ -367,13 +375,16 @@ class Generator {
     rec.plan_json += "],\"plan_size\":" + std::to_string(rows.size()) +
                      ",\"rounds\":" + std::to_string(a_.rounds * static_cast<int>(k.sizes.size())) +
                      ",\"seed\":\"" + std::to_string(spec.seed) + "\"}";
-    rec.report_json = std::move(j.report_json);
+    rec.verdicts_pass = static_cast<uint32_t>(j.counts.pass);
+    rec.verdicts_fail = static_cast<uint32_t>(j.counts.fail);
+    rec.verdicts_skip = static_cast<uint32_t>(j.counts.skip);
     rec.created_ms = start_ms;
     rec.started_ms = start_ms + 1000;
     rec.finished_ms = t + 1000;
     rec.tests_total = static_cast<uint32_t>(rows.size());
     rec.verdict = j.pass ? "PASS" : "FAIL";
     GDR_RETURN_IF_ERROR(store_.createSweep(rec));
+    GDR_RETURN_IF_ERROR(storeReport(id, j.verdicts, j.suspects));
     // As the coordinator does when a sweep ends (schema 3 on).
     if (a_.schema == 0 || a_.schema >= 3) {
       const auto ta = std::chrono::steady_clock::now();
@@ -382,6 +393,63 @@ class Generator {
     }
     ++sweeps_;
     return Status();
+  }
+
+  // The report as the coordinator of the schema stores it: rows from schema 10 on, one JSON
+  // text in sweep_reports (schemas 6 to 9; what migration 10 converts), none before.
+  Status storeReport(const std::string& id, const std::vector<PairVerdict>& verdicts,
+                     const std::vector<Suspect>& suspects) {
+    if (a_.schema == 0 || a_.schema >= 10) {
+      return storeSweepReport(store_, id, verdicts.size(), [&](size_t i) { return verdicts[i]; },
+                              suspects, {});
+    }
+    if (a_.schema < 6) return Status();
+    nlohmann::json r = {{"notes", nlohmann::json::array()},
+                        {"suspects", nlohmann::json::array()},
+                        {"verdicts", nlohmann::json::array()}};
+    for (const auto& s : suspects) {
+      r["suspects"].push_back(
+          {{"kind", s.kind}, {"name", s.name}, {"score", s.score}, {"evidence", s.evidence}});
+    }
+    for (const auto& v : verdicts) {
+      r["verdicts"].push_back({{"test_id", v.test_id},
+                               {"src", v.src},
+                               {"dst", v.dst},
+                               {"size", v.message_size},
+                               {"verdict", toString(v.verdict)},
+                               {"reasons", v.reasons},
+                               {"value", v.value},
+                               {"unit", v.unit},
+                               {"topo_class", v.topo_class},
+                               {"retest", v.retest},
+                               {"op", toString(v.op)},
+                               {"mode", toString(v.mode)}});
+    }
+    return insertOldReport(a_.db, id, r.dump());
+  }
+
+  static Status insertOldReport(const std::string& path, const std::string& id,
+                                const std::string& text) {
+    sqlite3* db = nullptr;
+    sqlite3_stmt* s = nullptr;
+    int rc = sqlite3_open(path.c_str(), &db);
+    if (rc == SQLITE_OK) sqlite3_busy_timeout(db, 5000);
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_prepare_v2(
+          db, "INSERT INTO sweep_reports (sweep_id, revision, report_json) VALUES (?1, 1, ?2)", -1,
+          &s, nullptr);
+    }
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(s, 1, id.c_str(), -1, SQLITE_TRANSIENT);
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_bind_text64(s, 2, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+    }
+    if (rc == SQLITE_OK) rc = sqlite3_step(s) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    Status st = rc == SQLITE_OK ? Status()
+                                : internalError(path + ": storing the report of " + id + ": " +
+                                                (db ? sqlite3_errmsg(db) : "out of memory"));
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return st;
   }
 
   const Args a_;

@@ -17,8 +17,8 @@ class ForwardingSweepStore : public SweepStore {
 
   Status updateSweep(const SweepRecord& sweep) override { return inner_.updateSweep(sweep); }
   Status createSweep(const SweepRecord& sweep) override { return inner_.createSweep(sweep); }
-  Result<std::optional<SweepRecord>> getSweep(const std::string& id, bool with_report) override {
-    return inner_.getSweep(id, with_report);
+  Result<std::optional<SweepRecord>> getSweep(const std::string& id) override {
+    return inner_.getSweep(id);
   }
   Result<std::vector<SweepRecord>> listSweeps(uint32_t limit, const std::string& state) override {
     return inner_.listSweeps(limit, state);
@@ -52,6 +52,27 @@ class ForwardingSweepStore : public SweepStore {
   Result<std::vector<PairAggregate>> pairHistory(const std::string& src, const std::string& dst,
                                                  int64_t before_ms, uint32_t limit) override {
     return inner_.pairHistory(src, dst, before_ms, limit);
+  }
+  Status clearSweepReport(const std::string& sweep_id) override {
+    return inner_.clearSweepReport(sweep_id);
+  }
+  Status appendSweepVerdicts(const std::string& sweep_id,
+                             const std::vector<VerdictRecord>& verdicts) override {
+    return inner_.appendSweepVerdicts(sweep_id, verdicts);
+  }
+  Status putSweepReportSummary(const std::string& sweep_id,
+                               const SweepReportSummary& summary) override {
+    return inner_.putSweepReportSummary(sweep_id, summary);
+  }
+  Result<std::optional<SweepReportSummary>> sweepReportSummary(
+      const std::string& sweep_id) override {
+    return inner_.sweepReportSummary(sweep_id);
+  }
+  Result<std::vector<VerdictRecord>> sweepVerdicts(const VerdictQuery& query) override {
+    return inner_.sweepVerdicts(query);
+  }
+  Result<uint64_t> countSweepVerdicts(const VerdictQuery& query) override {
+    return inner_.countSweepVerdicts(query);
   }
 
  protected:

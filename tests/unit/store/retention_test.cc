@@ -57,7 +57,6 @@ SweepRecord sweep(const std::string& id, int64_t created_ms, uint32_t tests_tota
   s.name = "nightly-bw";
   s.spec_json = "{}";
   s.plan_json = "{}";
-  s.report_json = R"({"verdicts":[],"suspects":[],"notes":[]})";
   s.created_ms = created_ms;
   s.started_ms = created_ms + 1;
   s.finished_ms = created_ms + 60'000;
@@ -79,6 +78,14 @@ class RetentionTest : public ::testing::Test {
   // plan), a->b at 8 MiB FAILED (40 Gb/s), c->d SKIPPED: plan of 3, 5 rows.
   void storeSweep(const std::string& id, int64_t t, const std::string& state = "finished") {
     ASSERT_TRUE(store_->createSweep(sweep(id, t, 3, state)).ok());
+    // Its report: one failing verdict (retention keeps reports).
+    VerdictRecord v;
+    v.test_id = id + "-1";
+    v.src = "a";
+    v.dst = "b";
+    v.verdict = "FAIL";
+    ASSERT_TRUE(store_->appendSweepVerdicts(id, {v}).ok());
+    ASSERT_TRUE(store_->putSweepReportSummary(id, {}).ok());
     std::vector<TestResult> rows = {
         row(id, 0, "a", "b", 1 << 20, t + 10, TestStatus::kPassed, 100),
         row(id, 1, "a", "b", 8 << 20, t + 20, TestStatus::kFailed, 40),
@@ -200,7 +207,14 @@ TEST_F(RetentionTest, DeletesOldRowsInBatchesAndKeepsAggregatesForever) {
   EXPECT_EQ((*list)[1].id, "s-old");
   auto old = store_->getSweep("s-old");
   ASSERT_TRUE(old.ok() && old->has_value());
-  EXPECT_THAT((*old)->report_json, HasSubstr("verdicts"));
+  auto report = store_->sweepReportSummary("s-old");
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->has_value());
+  VerdictQuery verdicts;
+  verdicts.sweep_id = "s-old";
+  auto kept = store_->countSweepVerdicts(verdicts);
+  ASSERT_TRUE(kept.ok()) << kept.status().toString();
+  EXPECT_EQ(*kept, 1u);
   auto totals = store_->sweepTotals("s-old", 3);
   ASSERT_TRUE(totals.ok());
   EXPECT_TRUE(totals->from_aggregates);
@@ -268,7 +282,6 @@ TEST_F(RetentionTest, RunningSweepsAreNotAggregatedEarly) {
   ASSERT_TRUE(pending.ok());
   ASSERT_EQ(pending->size(), 1u);
   EXPECT_EQ((*pending)[0].id, "s-done");
-  EXPECT_TRUE((*pending)[0].report_json.empty());  // lists leave the report out
 }
 
 TEST_F(RetentionTest, BadSettingsNameTheFieldAndTheFix) {

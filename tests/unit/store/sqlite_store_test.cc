@@ -595,36 +595,23 @@ TEST_F(SqliteStoreTest, VersionFiveReportsMoveToTheirOwnTable) {
   EXPECT_EQ(raw.one("SELECT count(*) FROM pragma_table_info('sweeps') WHERE name = "
                     "'report_json'"),
             "0");
-  EXPECT_EQ(raw.one("SELECT count(*) FROM sweep_reports"), "1");
+  // Migration 10 made rows of the reports and dropped sweep_reports: the judged sweep has a
+  // report (its text was not JSON: an empty one), the running one none.
+  EXPECT_EQ(raw.one("SELECT count(*) FROM sqlite_schema WHERE name = 'sweep_reports'"), "0");
   auto judged = store->getSweep("s-judged");
   ASSERT_TRUE(judged.ok()) << judged.status().toString();
   ASSERT_TRUE(judged->has_value());
-  EXPECT_EQ((*judged)->report_json, report);
-  EXPECT_EQ((*judged)->report_revision, 1);
   EXPECT_EQ((*judged)->verdict, "PASS");
   EXPECT_EQ((*judged)->tests_total, 6u);
-  auto running = store->getSweep("s-running");
-  ASSERT_TRUE(running.ok() && running->has_value());
-  EXPECT_EQ((*running)->report_json, "");
+  auto stored = store->sweepReportSummary("s-judged");
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  auto none = store->sweepReportSummary("s-running");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
   auto list = store->listSweeps(0, "");
   ASSERT_TRUE(list.ok());
   ASSERT_EQ(list->size(), 2u);
   EXPECT_EQ((*list)[0].id, "s-running");
-  EXPECT_EQ((*list)[1].report_json, "");  // lists leave reports out
-
-  // A report cleared by an update is removed with it; one added is stored.
-  SweepRecord cleared = **judged;
-  cleared.report_json.clear();
-  ASSERT_TRUE(store->updateSweep(cleared).ok());
-  EXPECT_EQ(raw.one("SELECT count(*) FROM sweep_reports"), "0");
-  SweepRecord done = **running;
-  done.state = "finished";
-  done.report_json = R"({"verdicts":[]})";
-  ASSERT_TRUE(store->updateSweep(done).ok());
-  auto back = store->getSweep("s-running");
-  ASSERT_TRUE(back.ok() && back->has_value());
-  EXPECT_EQ((*back)->report_json, done.report_json);
-  EXPECT_EQ((*back)->report_revision, 1);
 }
 
 // Migration 7: each side's CPU binding; rows stored before it read as "" (unknown), new rows
@@ -673,33 +660,98 @@ TEST_F(SqliteStoreTest, VersionSixResultsGainAnEmptyCpuBinding) {
   EXPECT_EQ((*got)->target.cpu_binding, now.target.cpu_binding);
 }
 
-// The revision changes with every write of a report, so a cache of parsed reports can key on
-// it; a read without the report still gives it.
-TEST_F(SqliteStoreTest, ReportRevisionChangesWithEveryReportWrite) {
+// Migration 10 on a database of schema 8: every verdict, suspect and note of the JSON reports
+// becomes a row (the fields of a whole-document dump, typed as the JSON reader read them), the
+// reports' table goes, and the queries of the pages use their indexes.
+TEST_F(SqliteStoreTest, VersionEightReportsBecomeRows) {
+  const std::vector<SqliteMigration> v8(sqliteSchemaMigrations().begin(),
+                                        sqliteSchemaMigrations().begin() + 8);
+  SqliteStoreOptions old_build;
+  old_build.migrations = &v8;
+  {
+    auto store = openOk(old_build);
+    ASSERT_NE(store, nullptr);
+    RawDb raw(dbPath());
+    ASSERT_EQ(raw.one("PRAGMA user_version"), "8");
+    ASSERT_EQ(raw.exec("INSERT INTO sweeps (id, state, pattern, name, spec_json, plan_json, "
+                       "created_ms, started_ms, finished_ms, tests_total, reason, verdict) VALUES "
+                       "('s-a', 'finished', 'all-pairs', '', '{}', '{}', 10, 11, 12, 2, '', "
+                       "'FAIL'), ('s-b', 'running', 'all-pairs', '', '{}', '{}', 20, 21, 0, 2, "
+                       "'', '')"),
+              SQLITE_OK);
+    ASSERT_EQ(raw.exec(R"(INSERT INTO sweep_reports (sweep_id, revision, report_json) VALUES )"
+                       R"(('s-a', 2, '{"notes":["n1","n2"],"suspects":[{"evidence":["e"],)"
+                       R"("kind":"nic","name":"h1/mlx5_0","score":0.75}],"verdicts":[)"
+                       R"({"dst":"h1/mlx5_0","mode":"lat","op":"send","reasons":["r1","r2"],)"
+                       R"("retest":true,"size":4096,"src":"h0","test_id":"t-0",)"
+                       R"("topo_class":"SYS","unit":"us","value":3.5,"verdict":"FAIL"},)"
+                       R"({"dst":"h0","mode":"bw","op":"write","reasons":[],"retest":false,)"
+                       R"("size":65536,"src":"h1/mlx5_0","test_id":"t-1","topo_class":"",)"
+                       R"("unit":"Gb/s","value":null,"verdict":"PASS"}]}'))"),
+              SQLITE_OK);
+  }
   auto store = openOk();
   ASSERT_NE(store, nullptr);
-  SweepRecord s;
-  s.id = "s-rev";
-  s.state = "running";
-  s.created_ms = 5;
-  ASSERT_TRUE(store->createSweep(s).ok());
-  auto header = store->getSweep("s-rev", false);
-  ASSERT_TRUE(header.ok() && header->has_value());
-  EXPECT_EQ((*header)->report_revision, 0);
-  s.state = "finished";
-  s.report_json = R"({"verdicts":[1]})";
-  ASSERT_TRUE(store->updateSweep(s).ok());
-  s.report_json = R"({"verdicts":[2]})";
-  ASSERT_TRUE(store->updateSweep(s).ok());
-  header = store->getSweep("s-rev", false);
-  ASSERT_TRUE(header.ok() && header->has_value());
-  EXPECT_EQ((*header)->report_revision, 2);
-  EXPECT_EQ((*header)->report_json, "");
-  EXPECT_EQ((*header)->state, "finished");
-  auto full = store->getSweep("s-rev");
-  ASSERT_TRUE(full.ok() && full->has_value());
-  EXPECT_EQ((*full)->report_json, s.report_json);
-  EXPECT_EQ((*full)->report_revision, 2);
+  RawDb raw(dbPath());
+  EXPECT_EQ(raw.one("PRAGMA user_version"), std::to_string(SqliteStore::latestSchemaVersion()));
+  EXPECT_EQ(raw.one("SELECT count(*) FROM sqlite_schema WHERE name = 'sweep_reports'"), "0");
+  EXPECT_EQ(raw.one("SELECT group_concat(src_host || '>' || dst_host, ' ') FROM sweep_verdicts"),
+            "h0>h1 h1>h0");
+  VerdictQuery q;
+  q.sweep_id = "s-a";
+  auto rows = store->sweepVerdicts(q);
+  ASSERT_TRUE(rows.ok()) << rows.status().toString();
+  ASSERT_EQ(rows->size(), 2u);
+  const VerdictRecord& v = (*rows)[0];
+  EXPECT_EQ(v.seq, 0u);
+  EXPECT_EQ(v.test_id, "t-0");
+  EXPECT_EQ(v.src, "h0");
+  EXPECT_EQ(v.dst, "h1/mlx5_0");
+  EXPECT_EQ(v.op, Op::kSend);
+  EXPECT_EQ(v.mode, Mode::kLatency);
+  EXPECT_EQ(v.message_size, 4096u);
+  EXPECT_EQ(v.verdict, "FAIL");
+  EXPECT_EQ(v.reasons, (std::vector<std::string>{"r1", "r2"}));
+  EXPECT_EQ(v.value, 3.5);
+  EXPECT_EQ(v.unit, "us");
+  EXPECT_EQ(v.topo_class, "SYS");
+  EXPECT_TRUE(v.retest);
+  EXPECT_EQ((*rows)[1].value, 0.0);  // null
+  EXPECT_TRUE((*rows)[1].reasons.empty());
+  EXPECT_FALSE((*rows)[1].retest);
+  auto summary = store->sweepReportSummary("s-a");
+  ASSERT_TRUE(summary.ok() && summary->has_value());
+  EXPECT_EQ((*summary)->notes, (std::vector<std::string>{"n1", "n2"}));
+  ASSERT_EQ((*summary)->suspects.size(), 1u);
+  EXPECT_EQ((*summary)->suspects[0].kind, "nic");
+  EXPECT_EQ((*summary)->suspects[0].score, 0.75);
+  EXPECT_EQ((*summary)->suspects[0].evidence, std::vector<std::string>{"e"});
+  EXPECT_EQ((*summary)->figures_json, "");  // summed up when first read
+  auto none = store->sweepReportSummary("s-b");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+
+  // The failing page from the partial index; a pair and a host from theirs.
+  VerdictQuery failing;
+  failing.sweep_id = "s-a";
+  failing.verdict = "FAIL";
+  auto plan = store->explainSweepVerdictsForTesting(failing);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  EXPECT_THAT(*plan, ::testing::Contains(::testing::HasSubstr("sweep_verdicts_fail")));
+  VerdictQuery pair;
+  pair.sweep_id = "s-a";
+  pair.src_host = "h0";
+  pair.dst_host = "h1";
+  plan = store->explainSweepVerdictsForTesting(pair);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_THAT(*plan, ::testing::Contains(::testing::HasSubstr("sweep_verdicts_src")));
+  VerdictQuery host;
+  host.sweep_id = "s-a";
+  host.host = "h1";
+  plan = store->explainSweepVerdictsForTesting(host);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_THAT(*plan, ::testing::Contains(::testing::HasSubstr("sweep_verdicts_src")));
+  EXPECT_THAT(*plan, ::testing::Contains(::testing::HasSubstr("sweep_verdicts_dst")));
 }
 
 TEST_F(SqliteStoreTest, RowsOfVersionOneReadBackWithPlanIndexMinusOne) {

@@ -28,7 +28,8 @@
 namespace gdrmesh::testing {
 namespace {
 
-// Forwards to a real store; the first updateSweep that carries a report waits until release().
+// Forwards to a real store; the write of the sweep's report (its first step, clearSweepReport)
+// waits until release().
 class GatedSweepStore final : public ForwardingSweepStore {
  public:
   explicit GatedSweepStore(SweepStore& inner) : ForwardingSweepStore(inner) {}
@@ -44,14 +45,14 @@ class GatedSweepStore final : public ForwardingSweepStore {
     cv_.notify_all();
   }
 
-  Status updateSweep(const SweepRecord& sweep) override {
-    if (!sweep.report_json.empty()) {
+  Status clearSweepReport(const std::string& sweep_id) override {
+    {
       std::unique_lock<std::mutex> lock(mu_);
       held_ = true;
       cv_.notify_all();
       cv_.wait(lock, [&] { return released_; });
     }
-    return inner_.updateSweep(sweep);
+    return inner_.clearSweepReport(sweep_id);
   }
 
  private:
