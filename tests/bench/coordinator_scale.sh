@@ -9,6 +9,8 @@
 #   tests/bench/coordinator_scale.sh [BINARY] [N=1024] [TEST_MS=10]
 # GDRMESH_TLS=1: the same over mutual TLS (a CA, coordinator, admin and simulator certificates).
 # GDRMESH_BENCH_SINGLES=N: single pair tests to time (200); GDRMESH_BENCH_SWEEP=0: no sweep.
+# GDRMESH_BENCH_HTTP=1: the coordinator also serves its status page; after the sweep, the page's
+# sweep request (/api/sweeps/ID?verdicts=failed&limit=50, with its matrix) is timed (needs curl).
 # GDRMESH_BENCH_SYSCALLS=1: also the coordinator's sendmsg/recvmsg/futex calls per pair test
 # during the sweep (perf's syscall tracepoints; needs perf and the permission to trace).
 set -euo pipefail
@@ -32,7 +34,9 @@ if [[ "${GDRMESH_TLS:-}" == "1" ]]; then
   sim_tls=(--tls-dir "$dir/pki/sim")
   export GDRMESH_TLS_DIR="$dir/pki/bench"
 fi
-"$bin" coordinator --listen 127.0.0.1:0 --db "$dir/r.db" --port-file "$dir/port" "${coord_tls[@]}" \
+http_args=()
+[[ "${GDRMESH_BENCH_HTTP:-}" == "1" ]] && http_args=(--http 127.0.0.1:0)
+"$bin" coordinator --listen 127.0.0.1:0 --db "$dir/r.db" --port-file "$dir/port" "${coord_tls[@]}" "${http_args[@]}" \
   >"$dir/coord.log" 2>&1 &
 coord=$!
 for _ in $(seq 200); do [[ -s "$dir/port" ]] && break; sleep 0.05; done
@@ -179,7 +183,15 @@ if [[ -n "$sweep_id" ]]; then
   "$bin" sweep show "$sweep_id" >"$dir/show.txt" 2>&1 || echo "sweep show: exit status $?"
   v1=$(date +%s.%N)
   echo "sweep show (table): $(calc "$v1 - $v0") s, $(wc -c <"$dir/show.txt") bytes; $(grep -m1 -o 'failing verdicts ([0-9]* of [0-9]*)' "$dir/show.txt" || grep -m1 '^tests' "$dir/show.txt")"
-  # The report's rows (schema 9 on), as the coordinator queries them: a page of 50 failing
+  http_port=$(sed -n 's/.*status page on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$dir/coord.log" | head -1)
+  if [[ -n "$http_port" ]] && command -v curl >/dev/null; then
+    for i in 1 2 3; do
+      curl -s -o "$dir/page.json" -w "%{time_total} %{size_download}\n" \
+        "http://127.0.0.1:$http_port/api/sweeps/$sweep_id?verdicts=failed&limit=50"
+    done | awk '{ t = t (n++ ? ", " : "") sprintf("%.3f", $1); b = $2 }
+      END { print "status page sweep request (failing page and matrix): " t " s, " b " bytes" }'
+  fi
+  # The report's rows (schema 10 on), as the coordinator queries them: a page of 50 failing
   # verdicts, one pair's verdicts, one host's (the database is hot: the median of 5 runs).
   if command -v sqlite3 >/dev/null &&
     [[ "$(sqlite3 "$dir/r.db" "SELECT count(*) FROM sqlite_schema WHERE name = 'sweep_verdicts'")" == 1 ]]; then
