@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "coordinator/service/coordinator_server.h"
 #include "coordinator/store/sqlite_store.h"
@@ -48,6 +49,29 @@ TEST(RegistryViolations, AreCountedInTheWorkersFindingsAcrossReconnections) {
   ASSERT_TRUE(r.add(worker("rogue"), stream.link("rogue", clock)).ok());
   ASSERT_EQ(r.get("rogue")->findings.size(), 1u);
   EXPECT_EQ(r.get("rogue")->findings[0].rfind("2 protocol violations", 0), 0u);
+}
+
+// Registration and loss are events (WorkerDirectory::watch): a waiting sweep wakes on them
+// instead of polling. Each callback sees the change already made, and none runs after unwatch.
+TEST(RegistryEvents, RegistrationLossAndRemovalAreAnnouncedOnceTheyShow) {
+  ManualClock clock;
+  FakeStream stream;
+  Registry r;
+  std::vector<std::string> seen;
+  const auto id = r.watch([&](const std::string& name) {
+    auto w = r.get(name);
+    seen.push_back(name + ":" + (w ? (w->online() ? "online" : "offline") : "gone"));
+  });
+  auto link = stream.link("w1", clock);
+  ASSERT_TRUE(r.add(worker("w1"), link).ok());
+  ASSERT_FALSE(r.add(worker("w1"), stream.link("w1", clock)).ok());  // refused: no event
+  r.heartbeat("w1", clock.unixMs(), 0);                              // not a registration
+  r.remove("w1", link.get());
+  ASSERT_TRUE(r.forget("w1", false).ok());
+  EXPECT_EQ(seen, (std::vector<std::string>{"w1:online", "w1:offline", "w1:gone"}));
+  r.unwatch(id);
+  ASSERT_TRUE(r.add(worker("w2"), stream.link("w2", clock)).ok());
+  EXPECT_EQ(seen.size(), 3u) << "a callback ran after unwatch";
 }
 
 TEST(RegistryForget, AnUnknownNameIsNotFoundAndNamesIt) {

@@ -37,7 +37,7 @@ class SweepReportCacheTest : public ::testing::Test {
     auto s = SqliteStore::open(dir_.file("results.db"));
     ASSERT_TRUE(s.ok()) << s.status().toString();
     store_ = std::move(s).value();
-    writer_ = std::make_unique<ResultWriter>(*store_);
+    writer_ = std::make_unique<ResultWriter>(*store_, clock_);
     manager_ = std::make_unique<SweepManager>(directory_, clock_, *store_, *store_, *writer_,
                                               codec_, nullptr, SweepManagerOptions{});
   }
