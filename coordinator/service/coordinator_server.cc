@@ -886,7 +886,10 @@ Result<int> CoordinatorServer::start() {
     return internalError("the gRPC server did not start on " + options_.listen);
   }
   gate_->start();
-  monitor_ = std::thread([this] { monitor(); });
+  // The first tick's deadline is taken here: a ManualClock moved once start() returns ends it.
+  const Clock::TimePoint first_tick =
+      clock_.now() + std::chrono::milliseconds(options_.heartbeat_interval_ms);
+  monitor_ = std::thread([this, first_tick] { monitor(first_tick); });
   // Sweeps a previous coordinator left running resume once workers can reconnect.
   sweep_manager_->resumeInterrupted();
   sweep_manager_->warmLatestReport();
@@ -982,14 +985,14 @@ std::vector<TestResult> CoordinatorServer::unstored() const {
   return writer_.held();
 }
 
-void CoordinatorServer::monitor() {
+void CoordinatorServer::monitor(Clock::TimePoint next_tick) {
   const auto interval = std::chrono::milliseconds(options_.heartbeat_interval_ms);
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_.load()) {
     // A timer on the injected clock: a ManualClock's advance() is the tick in tests.
-    (void)waitUntil(clock_, lock, cv_, clock_.now() + interval,
-                    [this] { return stopping_.load(); });
+    (void)waitUntil(clock_, lock, cv_, next_tick, [this] { return stopping_.load(); });
     if (stopping_.load()) break;
+    next_tick = clock_.now() + interval;
     lock.unlock();
     const int64_t cutoff =
         clock_.unixMs() - int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_misses;

@@ -110,7 +110,9 @@ class CoordinatorServer {
   class ControlServiceImpl;
   class Starter;
   class Log;
-  void monitor();
+  // Every heartbeat interval (on clock_, from `next_tick` on): ends the links of workers silent
+  // for heartbeat_misses intervals.
+  void monitor(Clock::TimePoint next_tick);
   // At start: single tests that were in flight when the last coordinator stopped (their
   // markers have no result row) become ERROR rows "interrupted by a coordinator restart".
   Status recordInterruptedTests();

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -227,6 +230,35 @@ TEST_F(CoordinatorRemoveWorker, ForceEndsTheStreamAndFailsPendingCommands) {
   stored = store_->listWorkers();
   ASSERT_TRUE(stored.ok());
   EXPECT_TRUE(stored->empty());
+  server.shutdown();
+}
+
+// The heartbeat monitor ticks on the injected clock: a worker silent for heartbeat_misses
+// intervals loses its link when a ManualClock moves past them (an hour's interval: the real
+// clock would take hours). Its stream's cancellation is the event the test waits for.
+TEST(CoordinatorMonitor, ASilentWorkerIsDroppedWhenTheInjectedClockPassesItsMissedHeartbeats) {
+  ManualClock clock;
+  auto results = SqliteStore::open(":memory:");
+  auto sweeps = SqliteStore::open(":memory:");
+  ASSERT_TRUE(results.ok() && sweeps.ok());
+  CoordinatorOptions opts;
+  opts.listen = "127.0.0.1:0";
+  opts.heartbeat_interval_ms = 3600 * 1000;
+  opts.heartbeat_misses = 2;
+  CoordinatorServer server(opts, **results, **sweeps, clock);
+  ASSERT_TRUE(server.start().ok());
+  std::promise<void> cancelled;
+  auto link = std::make_shared<WorkerLink>(
+      "quiet", clock, [](v1::CoordinatorMessage&&) { return true; },
+      [&cancelled] { cancelled.set_value(); });
+  WorkerStatus w = worker("quiet");
+  w.last_heartbeat_ms = clock.unixMs();
+  ASSERT_TRUE(server.registry().add(w, link).ok());
+
+  clock.advanceSeconds(3 * 3600.0);  // three intervals: past the two missed heartbeats
+  ASSERT_EQ(cancelled.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "the monitor did not tick on the injected clock";
+  EXPECT_TRUE(link->lost());
   server.shutdown();
 }
 
