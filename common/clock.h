@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -87,5 +88,46 @@ class ManualClock final : public Clock {
   std::map<TimerId, TimePoint> by_id_;
   TimerId next_id_ = 1;
 };
+
+// Waits on `cv` (with `lock` held on the mutex that guards what `pred` reads) until `pred()` is
+// true or `clock` reaches `deadline`; returns pred(). The deadline is a timer on `clock`, so a
+// ManualClock's advance() ends the wait: code that waits this way needs no real time in tests.
+// The timer's callback takes `lock`'s mutex, so whoever moves a ManualClock must not hold it.
+// Safe however the timer and the wait race: once this returns the callback touches neither the
+// mutex nor `cv`.
+template <class Pred>
+bool waitUntil(Clock& clock, std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+               Clock::TimePoint deadline, Pred pred) {
+  if (pred()) return true;
+  if (clock.now() >= deadline) return pred();
+  struct Alarm {
+    std::mutex gate;     // held by the callback while it touches mu/cv; and to set gone
+    bool gone = false;   // guarded by gate: the waiter returned
+    bool fired = false;  // guarded by the waiter's mutex
+    std::mutex* mu;
+    std::condition_variable* cv;
+  };
+  auto alarm = std::make_shared<Alarm>();
+  alarm->mu = lock.mutex();
+  alarm->cv = &cv;
+  const Clock::TimerId id = clock.schedule(deadline, [alarm] {
+    std::lock_guard<std::mutex> g(alarm->gate);
+    if (alarm->gone) return;
+    {
+      std::lock_guard<std::mutex> l(*alarm->mu);
+      alarm->fired = true;
+    }
+    alarm->cv->notify_all();
+  });
+  cv.wait(lock, [&] { return alarm->fired || pred(); });
+  const bool result = pred();
+  lock.unlock();
+  if (!clock.cancel(id)) {
+    std::lock_guard<std::mutex> g(alarm->gate);  // a callback running now finishes first
+    alarm->gone = true;
+  }
+  lock.lock();
+  return result;
+}
 
 }  // namespace gdrmesh

@@ -116,6 +116,8 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
   if (input.empty()) closeRunnerFd(in[1]);
 
   CommandOutput result;
+  // Real time on purpose: a child process's deadline, waited for in poll(2) on its pipes; the
+  // kernel's wait cannot run on an injected gdrmesh::Clock.
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(timeout_seconds));

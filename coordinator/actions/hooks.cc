@@ -115,6 +115,7 @@ Status DefaultHookTransport::deliver(const HookOptions& hook, const std::string&
   }
   const auto [base, path] = splitHookUrl(hook.url);
   httplib::Client client(base);
+  // Real time on purpose: the HTTP client's socket timeouts, not a coordinator timer.
   const auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::duration<double>(hook.timeout_seconds));
   client.set_connection_timeout(timeout);
@@ -238,15 +239,14 @@ void Hooks::loop() {
   }
 }
 
-bool Hooks::waitIdle(std::chrono::steady_clock::time_point deadline) {
+void Hooks::waitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_until(lock, deadline, [this] { return ready_.empty() && busy_ == 0; });
+  cv_.wait(lock, [this] { return ready_.empty() && busy_ == 0; });
 }
 
-bool Hooks::waitCounters(const std::function<bool(const Counters&)>& pred,
-                         std::chrono::steady_clock::time_point deadline) {
+void Hooks::waitCounters(const std::function<bool(const Counters&)>& pred) {
   std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_until(lock, deadline, [&] { return pred(counters_); });
+  cv_.wait(lock, [&] { return pred(counters_); });
 }
 
 Hooks::Counters Hooks::counters() const {

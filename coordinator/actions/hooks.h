@@ -69,18 +69,17 @@ class Hooks {
 
   // Queues the sweep's events for every hook; returns at once.
   void onSweepEnd(const SweepEnding& end, const std::vector<std::string>& actions);
-  // Blocks until nothing is queued, sending or waiting for a retry, or `deadline` passes (on
-  // the real clock: a test's bound); true when idle.
-  bool waitIdle(std::chrono::steady_clock::time_point deadline);
+  // Tests: block until nothing is queued, sending or waiting for a retry. An event (each change
+  // wakes it), with no real-time bound: the test's own timeout bounds a hang.
+  void waitIdle();
 
   struct Counters {
     uint64_t delivered = 0, retried = 0, dropped = 0;
   };
   Counters counters() const;
-  // Blocks until `pred(counters)` holds (a retry is waiting on the clock: retried grows when it
-  // is scheduled) or `deadline` passes; whether it holds.
-  bool waitCounters(const std::function<bool(const Counters&)>& pred,
-                    std::chrono::steady_clock::time_point deadline);
+  // Tests: block until `pred(counters)` holds (a retry is waiting on the clock: retried grows
+  // when it is scheduled).
+  void waitCounters(const std::function<bool(const Counters&)>& pred);
 
  private:
   struct Item {

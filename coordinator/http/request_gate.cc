@@ -22,6 +22,8 @@
 namespace gdrmesh {
 namespace {
 
+// Real time on purpose: these are per-connection socket I/O deadlines (header, body), handed to
+// poll(2) as its timeout; the kernel's wait cannot run on an injected gdrmesh::Clock.
 using Clock = std::chrono::steady_clock;
 
 // "127.0.0.1" or "::1" of a peer (no port).

@@ -514,6 +514,7 @@ class GatedHttpServer final : public httplib::Server {
           deadline_(std::chrono::steady_clock::now() + limits.response_timeout) {}
     bool is_readable() const override { return pos_ < r_.bytes.size(); }
     // A write may wait `write_timeout` for room; the whole answer gets `response_timeout`.
+    // Real time on purpose: socket I/O deadlines handed to poll(2), not coordinator timers.
     bool is_writable() const override {
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline_) return false;

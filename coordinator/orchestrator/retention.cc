@@ -155,10 +155,9 @@ RetentionPass Retention::lastPass() const {
   return last_;
 }
 
-bool Retention::waitForPasses(uint64_t n, double timeout_seconds) const {
+void Retention::waitForPasses(uint64_t n) const {
   std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, std::chrono::duration<double>(timeout_seconds),
-                      [&] { return passes_ >= n; });
+  cv_.wait(lock, [&] { return passes_ >= n; });
 }
 
 }  // namespace gdrmesh

@@ -58,9 +58,9 @@ class Retention {
   // Passes completed so far (by the timer or runOnce) and the last one.
   uint64_t passes() const;
   RetentionPass lastPass() const;
-  // Tests: waits (bounded by `timeout_seconds` of real time) until at least `n` passes have
-  // completed; true when they have.
-  bool waitForPasses(uint64_t n, double timeout_seconds) const;
+  // Tests: waits until at least `n` passes have completed (an event: each pass ends by waking
+  // it; no real-time bound, the test's own timeout is the bound of a hang).
+  void waitForPasses(uint64_t n) const;
 
  private:
   void loop();

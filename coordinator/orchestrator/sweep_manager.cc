@@ -482,19 +482,23 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
 
   if (a->resumed) {
     // After a coordinator restart the workers dial back with backoff: give them a bounded
-    // moment before their tests would end as "offline". There is no event for "a worker
-    // registered" at this layer, so the wait checks the directory every 100 ms.
-    const auto until = clock_.now() + std::chrono::seconds(30);
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stopping_ && !a->cancel_requested && clock_.now() < until) {
-      bool all = true;
-      for (const auto& h : a->hosts) {
-        auto w = workers_.get(h);
-        all = all && w && w->online();
-      }
-      if (all) break;
-      cv_.wait_for(lock, std::chrono::milliseconds(100));
+    // moment (on the clock) before their tests would end as "offline". Each registration is a
+    // directory event that wakes the wait.
+    const WorkerDirectory::WatchId watch = workers_.watch([this](const std::string&) {
+      { std::lock_guard<std::mutex> wake(mu_); }  // the waiter is waiting or has not looked yet
+      cv_.notify_all();
+    });
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      (void)waitUntil(clock_, lock, cv_, clock_.now() + std::chrono::seconds(30), [&] {
+        if (stopping_ || a->cancel_requested) return true;
+        return std::all_of(a->hosts.begin(), a->hosts.end(), [&](const std::string& h) {
+          auto w = workers_.get(h);
+          return w && w->online();
+        });
+      });
     }
+    workers_.unwatch(watch);  // without mu_: a running callback takes it
   }
   if (a->needs_plan) {
     // The plan of a resumed sweep, made again now that its hosts had their moment to come back
@@ -766,6 +770,7 @@ Result<SweepProgress> SweepManager::cancel(const std::string& id) {
       current_->reason = "cancelled by request";
       if (current_->executor) current_->executor->cancel();
       publish(current_);
+      cv_.notify_all();  // a run waiting for its workers to come back stops waiting
       return snapshot(*current_);
     }
   }
@@ -1074,9 +1079,8 @@ Result<std::pair<SweepProgress, uint64_t>> SweepManager::waitForChange(const std
     return std::make_pair(p, uint64_t{0});
   }
   auto a = it->second;
-  // The wait is on the real condition variable; `deadline` bounds it for the caller's stream.
-  const auto real_deadline = std::chrono::steady_clock::now() + (deadline - clock_.now());
-  cv_.wait_until(lock, real_deadline, [&] { return a->version != version || stopping_; });
+  // `deadline` (on the clock) bounds the wait for the caller's stream.
+  (void)waitUntil(clock_, lock, cv_, deadline, [&] { return a->version != version || stopping_; });
   return std::make_pair(snapshot(*a), a->version);
 }
 

@@ -8,8 +8,11 @@
 // and must not block.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -96,12 +99,44 @@ class WorkerChannel {
 // Thread contract: thread-safe.
 class WorkerDirectory {
  public:
+  using WatchId = uint64_t;
+  using OnChange = std::function<void(const std::string& name)>;
+
   virtual ~WorkerDirectory() = default;
   virtual std::vector<WorkerStatus> list() const = 0;
   // An immutable snapshot (cheap to take per test); null when unknown.
   virtual std::shared_ptr<const WorkerStatus> get(const std::string& name) const = 0;
   // The channel of an online worker; null when the worker is unknown or offline.
   virtual std::shared_ptr<WorkerChannel> channel(const std::string& name) const = 0;
+
+  // Registration and loss as events: `on_change` runs with the worker's name each time a worker
+  // registers (or registers again), goes offline or is removed, once the change shows in get()
+  // and list(), on the thread that made the change. It must not block and must not call
+  // watch() or unwatch().
+  WatchId watch(OnChange on_change) {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    const WatchId id = next_watch_++;
+    watchers_.emplace(id, std::move(on_change));
+    return id;
+  }
+  // Once this returns the callback neither runs nor will run again. Not from inside a callback,
+  // and not while holding a lock the callback takes.
+  void unwatch(WatchId id) {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    watchers_.erase(id);
+  }
+
+ protected:
+  // Implementations call this after each such change, outside their own locks.
+  void changed(const std::string& name) {
+    std::lock_guard<std::mutex> lock(watch_mu_);  // held: unwatch() waits for a running call
+    for (const auto& [id, on_change] : watchers_) on_change(name);
+  }
+
+ private:
+  std::mutex watch_mu_;  // guards watchers_, next_watch_
+  std::map<WatchId, OnChange> watchers_;
+  WatchId next_watch_ = 1;
 };
 
 }  // namespace gdrmesh

@@ -500,11 +500,17 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     runPairTest(spec, ep, s_.clock_, s_.pair_, test_id, newSeed(),
                 [&promise](PairTestOutcome o) { promise.set_value(std::move(o)); });
     TestResult r = future.get().result;
-    st = s_.storeResult(r);
+    // Through the writer sweeps use: a refused result is spooled, held (listed) and stored once
+    // the database takes writes again. Its marker goes when it is stored, not before: a
+    // coordinator killed meanwhile stores it from the spool at its next start.
+    ResultWriter::OnStored clear_marker;
+    if (marked.ok()) {
+      clear_marker = [&store = s_.store_, test_id](const Result<int64_t>& stored) {
+        if (stored.ok()) (void)store.clearTestStarted(test_id);
+      };
+    }
+    st = s_.storeResult(r, std::move(clear_marker));
     if (!st.ok()) resp->set_store_error(st.toString());
-    // A result the store refused keeps its marker: it is held in memory only, so after a kill
-    // the restart records the test as interrupted instead of losing it.
-    if (marked.ok() && st.ok()) (void)s_.store_.clearTestStarted(test_id);
     convert::toProto(r, resp->mutable_result());
     return grpc::Status::OK;
   }
@@ -527,7 +533,10 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     if (!page.ok()) return toGrpc(page.status());
     // Results the store has not accepted yet (disk full) come first: they are the newest.
     uint64_t unstored = 0;
-    for (const auto& t : s_.unstored()) {
+    const std::vector<TestResult> held = s_.unstored();
+    std::set<std::string> held_ids;
+    for (const auto& t : held) held_ids.insert(t.test_id);
+    for (const auto& t : held) {
       const bool match =
           (q.worker.empty() || t.initiator.worker == q.worker || t.target.worker == q.worker) &&
           (!q.status || t.status == *q.status) && (q.run_id.empty() || t.run_id == q.run_id);
@@ -537,11 +546,16 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
         convert::toProto(t, resp->add_results());
       }
     }
+    uint64_t both = 0;  // stored between the two reads: listed once
     for (const auto& t : page->rows) {
+      if (held_ids.count(t.test_id) != 0) {
+        ++both;
+        continue;
+      }
       if (q.limit != 0 && resp->results_size() >= static_cast<int>(q.limit)) break;
       convert::toProto(t, resp->add_results());
     }
-    resp->set_total(page->total + unstored);
+    resp->set_total(page->total + unstored - std::min(both, page->total));
     return grpc::Status::OK;
   }
 
@@ -747,7 +761,7 @@ CoordinatorServer::CoordinatorServer(CoordinatorOptions options, ResultStore& st
       store_(store),
       sweep_store_(sweeps),
       clock_(clock),
-      writer_(store, ResultWriter::Options{}),
+      writer_(store, clock, ResultWriter::Options{}),
       history_(store, sweeps, registry_) {
   auto config = std::make_shared<ClusterConfig>();
   if (!options_.config_yaml.empty() && options_.parse_config) {
@@ -872,7 +886,10 @@ Result<int> CoordinatorServer::start() {
     return internalError("the gRPC server did not start on " + options_.listen);
   }
   gate_->start();
-  monitor_ = std::thread([this] { monitor(); });
+  // The first tick's deadline is taken here: a ManualClock moved once start() returns ends it.
+  const Clock::TimePoint first_tick =
+      clock_.now() + std::chrono::milliseconds(options_.heartbeat_interval_ms);
+  monitor_ = std::thread([this, first_tick] { monitor(first_tick); });
   // Sweeps a previous coordinator left running resume once workers can reconnect.
   sweep_manager_->resumeInterrupted();
   // Runs missed while the coordinator was down are recorded as missed, then schedules arm.
@@ -889,7 +906,14 @@ void CoordinatorServer::shutdown() {
   if (monitor_.joinable()) monitor_.join();
   scheduler_->stop();
   sweep_manager_->shutdown();
-  writer_.flush();
+  // A store that still refuses writes does not hold the stop up for good: what is left is in the
+  // spool, and the next start stores it.
+  if (!writer_.flushFor(std::chrono::seconds(5))) {
+    std::fprintf(stderr,
+                 "gdrmesh coordinator: stopping with %zu results not stored yet (%s); the spool "
+                 "holds them for the next start\n",
+                 writer_.pending(), writer_.lastError().toString().c_str());
+  }
   for (auto& e : registry_.entries()) {
     if (e.link) e.link->fail("(coordinator shutting down)");
   }
@@ -901,32 +925,16 @@ void CoordinatorServer::wait() {
   if (server_) server_->Wait();
 }
 
-Status CoordinatorServer::storeResult(TestResult& result) {
-  auto id = store_.insertResult(result);
+Status CoordinatorServer::storeResult(TestResult& result, ResultWriter::OnStored on_stored) {
+  auto id = writer_.write(result, std::move(on_stored));
   if (id.ok()) {
     result.id = *id;
     return {};
   }
-  // Durable first (a synced spool file next to the database), then held for the retry.
-  Status spooled = store_.spoolResult(result);
-  std::lock_guard<std::mutex> lock(mu_);
-  unstored_.push_back(result);
-  // The caller (the CLI) is told whether the result is durable yet.
-  if (spooled.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: result %s spooled, not yet stored: %s\n",
-                 result.test_id.c_str(), id.status().toString().c_str());
-    return Status(id.status().code(),
-                  id.status().message() + "; the result is durable in the spool (synced), and " +
-                      "stored in the database once it takes writes again",
-                  id.status().fix());
-  }
-  std::fprintf(stderr, "gdrmesh coordinator: result %s held in memory only: %s; %s\n",
-               result.test_id.c_str(), id.status().toString().c_str(), spooled.toString().c_str());
-  return Status(id.status().code(),
-                id.status().message() + "; the spool failed too (" + spooled.message() +
-                    "): the result is NOT durable yet, held in the coordinator's memory and "
-                    "lost if it is killed before the disk takes writes again",
-                id.status().fix());
+  // The writer says whether the result is durable in the spool; the caller (the CLI) is told.
+  std::fprintf(stderr, "gdrmesh coordinator: result %s not stored: %s\n", result.test_id.c_str(),
+               id.status().toString().c_str());
+  return id.status();
 }
 
 Status CoordinatorServer::recordInterruptedTests() {
@@ -973,41 +981,17 @@ Result<bool> CoordinatorServer::removeWorker(const std::string& name, bool force
 }
 
 std::vector<TestResult> CoordinatorServer::unstored() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return {unstored_.rbegin(), unstored_.rend()};
+  return writer_.held();
 }
 
-void CoordinatorServer::monitor() {
+void CoordinatorServer::monitor(Clock::TimePoint next_tick) {
   const auto interval = std::chrono::milliseconds(options_.heartbeat_interval_ms);
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_.load()) {
-    cv_.wait_for(lock, interval, [this] { return stopping_.load(); });
+    // A timer on the injected clock: a ManualClock's advance() is the tick in tests.
+    (void)waitUntil(clock_, lock, cv_, next_tick, [this] { return stopping_.load(); });
     if (stopping_.load()) break;
-    // Retry results the store refused earlier (disk full); once all are in, the spool holds
-    // nothing the database lacks: replay (stores what else it holds) and remove it.
-    const bool had_unstored = !unstored_.empty();
-    while (!unstored_.empty()) {
-      TestResult t = unstored_.front();
-      lock.unlock();
-      auto id = store_.insertResult(t);
-      bool stored = id.ok();
-      if (!stored && id.status().code() == Code::kInvalidArgument) {
-        // A replay of the spool may have stored it already.
-        auto have = store_.getResult(t.test_id);
-        stored = have.ok() && have->has_value();
-      }
-      lock.lock();
-      if (!stored) break;
-      unstored_.pop_front();
-    }
-    if (had_unstored && unstored_.empty() && writer_.pending() == 0) {
-      lock.unlock();
-      auto replay = store_.replaySpool();
-      if (!replay.ok()) {
-        std::fprintf(stderr, "gdrmesh coordinator: %s\n", replay.status().toString().c_str());
-      }
-      lock.lock();
-    }
+    next_tick = clock_.now() + interval;
     lock.unlock();
     const int64_t cutoff =
         clock_.unixMs() - int64_t{options_.heartbeat_interval_ms} * options_.heartbeat_misses;

@@ -1,11 +1,11 @@
 // The coordinator process: the gRPC services (WorkerService for workers, ControlService for
-// clients), the heartbeat monitor, the sweep manager and the results store. Results the store
-// refuses (disk full) are kept in memory and retried, never dropped while the process lives.
+// clients), the heartbeat monitor, the sweep manager and the results store. Every result, a
+// sweep's or a single `gdrmesh test`'s, is written through the one ResultWriter: results the
+// store refuses (disk full, read-only) are spooled, held and retried, never dropped.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -90,9 +90,13 @@ class CoordinatorServer {
   Scheduler& scheduler() { return *scheduler_; }
   // History, result and comparison queries (the ControlService and the status page's API).
   HistoryQueries& history() { return history_; }
-  // Stores a result, or queues it for retry when the store fails. Returns the store's error.
-  Status storeResult(TestResult& result);
-  // Results not yet written to the store.
+  // Stores a result through the result writer (the one path sweeps use too) and waits for its
+  // first attempt: OK with result.id set, or the store's error, saying whether the result is
+  // durable in the spool; a result refused for a reason that may pass is held (unstored()) and
+  // stored once the store takes writes again. `on_stored` runs once it is stored or refused.
+  Status storeResult(TestResult& result, ResultWriter::OnStored on_stored = {});
+  // Results the store refused for a reason that may pass and that are not stored yet, newest
+  // first (ResultWriter::held).
   std::vector<TestResult> unstored() const;
   // `gdrmesh worker remove NAME [--force]`: forgets the worker's registration and its stored
   // inventory (its results stay). Registry::forget's errors (unknown: kNotFound, online without
@@ -106,7 +110,9 @@ class CoordinatorServer {
   class ControlServiceImpl;
   class Starter;
   class Log;
-  void monitor();
+  // Every heartbeat interval (on clock_, from `next_tick` on): ends the links of workers silent
+  // for heartbeat_misses intervals.
+  void monitor(Clock::TimePoint next_tick);
   // At start: single tests that were in flight when the last coordinator stopped (their
   // markers have no result row) become ERROR rows "interrupted by a coordinator restart".
   Status recordInterruptedTests();
@@ -135,9 +141,8 @@ class CoordinatorServer {
   std::unique_ptr<AcceptGate> gate_;  // after what it feeds: stopped (destroyed) first
   std::thread monitor_;
   std::atomic<bool> stopping_{false};
-  mutable std::mutex mu_;  // guards unstored_, and the monitor's wakeup
+  std::mutex mu_;  // the monitor's wakeup
   std::condition_variable cv_;
-  std::deque<TestResult> unstored_;
 };
 
 }  // namespace gdrmesh

@@ -5,6 +5,13 @@
 namespace gdrmesh {
 
 Status Registry::add(WorkerStatus status, std::shared_ptr<WorkerLink> link) {
+  const std::string name = status.name;
+  Status added = addLocked(std::move(status), std::move(link));
+  if (added.ok()) changed(name);  // outside mu_: watchers read the registry
+  return added;
+}
+
+Status Registry::addLocked(WorkerStatus status, std::shared_ptr<WorkerLink> link) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = workers_.find(status.name);
   if (it != workers_.end() && it->second.link && !it->second.link->lost()) {
@@ -26,15 +33,18 @@ Status Registry::add(WorkerStatus status, std::shared_ptr<WorkerLink> link) {
 }
 
 void Registry::remove(const std::string& name, const WorkerLink* link) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = workers_.find(name);
-  if (it == workers_.end() || it->second.link.get() != link) return;
-  auto s = std::make_shared<WorkerStatus>(*it->second.status);
-  s->state = "offline";
-  s->active_tests = 0;
-  it->second.status = std::move(s);
-  it->second.link.reset();
-  it->second.channel.reset();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = workers_.find(name);
+    if (it == workers_.end() || it->second.link.get() != link) return;
+    auto s = std::make_shared<WorkerStatus>(*it->second.status);
+    s->state = "offline";
+    s->active_tests = 0;
+    it->second.status = std::move(s);
+    it->second.link.reset();
+    it->second.channel.reset();
+  }
+  changed(name);
 }
 
 void Registry::heartbeat(const std::string& name, int64_t unix_ms, uint32_t active_tests) {
@@ -83,6 +93,13 @@ void Registry::addKnown(WorkerStatus status) {
 
 Result<WorkerEntry> Registry::forget(const std::string& name, bool force,
                                      const std::function<Status()>& also) {
+  Result<WorkerEntry> forgotten = forgetLocked(name, force, also);
+  if (forgotten.ok()) changed(name);
+  return forgotten;
+}
+
+Result<WorkerEntry> Registry::forgetLocked(const std::string& name, bool force,
+                                           const std::function<Status()>& also) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = workers_.find(name);
   if (it == workers_.end()) {

@@ -59,8 +59,12 @@ class Registry final : public WorkerDirectory {
   std::vector<WorkerStatus> list() const override;
   std::shared_ptr<const WorkerStatus> get(const std::string& name) const override;
   std::shared_ptr<WorkerChannel> channel(const std::string& name) const override;
+  // add(), remove() and forget() are WorkerDirectory's registration and loss events (watch()).
 
  private:
+  Status addLocked(WorkerStatus status, std::shared_ptr<WorkerLink> link);
+  Result<WorkerEntry> forgetLocked(const std::string& name, bool force,
+                                   const std::function<Status()>& also);
   struct Violations {
     uint64_t count = 0;
     std::string last;

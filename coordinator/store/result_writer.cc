@@ -1,8 +1,12 @@
 #include "coordinator/store/result_writer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <future>
 #include <iterator>
+#include <memory>
+#include <string>
 #include <utility>
 
 namespace gdrmesh {
@@ -15,8 +19,8 @@ bool refusedForGood(const Status& s) {
 
 }  // namespace
 
-ResultWriter::ResultWriter(ResultStore& store, Options options)
-    : store_(store), options_(std::move(options)) {
+ResultWriter::ResultWriter(ResultStore& store, Clock& clock, Options options)
+    : store_(store), clock_(clock), options_(std::move(options)) {
   thread_ = std::thread(&ResultWriter::run, this);
 }
 
@@ -33,12 +37,60 @@ void ResultWriter::submit(TestResult result, OnStored on_stored) {
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(Item{std::move(result), std::move(on_stored), Clock::now()});
+    queue_.push_back(Item{std::move(result), std::move(on_stored), clock_.now()});
     ++submitted_;
     // The writer waits either for a first row or for a full batch; nothing else needs it.
     wake = queue_.size() == 1 || queue_.size() == std::max<size_t>(options_.max_batch, 1);
   }
   if (wake) wake_writer_.notify_one();
+}
+
+Result<int64_t> ResultWriter::write(TestResult result, OnStored on_stored) {
+  // The first of: stored or refused (on_stored), or held (on_held) answers the caller.
+  struct Answer {
+    std::promise<Result<int64_t>> promise;
+    std::atomic<bool> given{false};
+    void give(Result<int64_t> r) {
+      if (!given.exchange(true)) promise.set_value(std::move(r));
+    }
+  };
+  auto answer = std::make_shared<Answer>();
+  auto future = answer->promise.get_future();
+  Item item{std::move(result),
+            [answer, on_stored = std::move(on_stored)](Result<int64_t> r) {
+              if (on_stored) on_stored(r);  // before the answer: the caller sees its effects
+              answer->give(std::move(r));
+            },
+            clock_.now()};
+  item.on_held = [answer](const Status& error, bool spooled) {
+    answer->give(Status(
+        error.code(),
+        error.message() +
+            (spooled ? "; the result is durable in the spool (synced), and stored in the database "
+                       "once it takes writes again"
+                     : "; the spool failed too: the result is NOT durable yet, held in the "
+                       "coordinator's memory and lost if it is killed before the disk takes "
+                       "writes again"),
+        error.fix()));
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(item));
+    ++submitted_;
+    flush_target_ = std::max(flush_target_, submitted_);
+    urgent_ = true;
+  }
+  wake_writer_.notify_one();
+  return future.get();
+}
+
+std::vector<TestResult> ResultWriter::held() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TestResult> rows(in_flight_held_.begin(), in_flight_held_.end());
+  for (const Item& item : queue_) {
+    if (item.held) rows.push_back(item.row);
+  }
+  return {rows.rbegin(), rows.rend()};
 }
 
 void ResultWriter::flush() {
@@ -48,11 +100,11 @@ void ResultWriter::flush() {
 
 bool ResultWriter::flushFor(std::chrono::milliseconds timeout) {
   if (std::this_thread::get_id() == thread_.get_id()) return false;
-  const Clock::time_point deadline = Clock::now() + timeout;
+  const Clock::TimePoint deadline = clock_.now() + timeout;
   return waitForFlush(&deadline);
 }
 
-bool ResultWriter::waitForFlush(const Clock::time_point* deadline) {
+bool ResultWriter::waitForFlush(const Clock::TimePoint* deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   const uint64_t target = submitted_;
   if (resolved_ >= target) return true;
@@ -63,7 +115,7 @@ bool ResultWriter::waitForFlush(const Clock::time_point* deadline) {
     wake_flushers_.wait(lock, done);
     return true;
   }
-  return wake_flushers_.wait_until(lock, *deadline, done);
+  return waitUntil(clock_, lock, wake_flushers_, *deadline, done);
 }
 
 size_t ResultWriter::pending() const {
@@ -79,7 +131,7 @@ Status ResultWriter::lastError() const {
 void ResultWriter::run() {
   const size_t max_batch = std::max<size_t>(options_.max_batch, 1);
   const auto max_delay = std::chrono::milliseconds(std::max(options_.max_delay_ms, 0));
-  Clock::time_point stop_deadline;  // set when stopping_ is first seen
+  Clock::TimePoint stop_deadline;  // set when stopping_ is first seen
 
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -88,8 +140,8 @@ void ResultWriter::run() {
       wake_writer_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       continue;
     }
-    if (stopping_ && stop_deadline == Clock::time_point()) {
-      stop_deadline = Clock::now() + std::chrono::milliseconds(options_.shutdown_grace_ms);
+    if (stopping_ && stop_deadline == Clock::TimePoint()) {
+      stop_deadline = clock_.now() + std::chrono::milliseconds(options_.shutdown_grace_ms);
     }
 
     // Gather: a full batch, the oldest row's delay spent, a flush, or a stop.
@@ -97,18 +149,21 @@ void ResultWriter::run() {
       return stopping_ || queue_.size() >= max_batch || flush_target_ > resolved_;
     };
     if (!ready()) {
-      wake_writer_.wait_until(lock, queue_.front().queued_at + max_delay, ready);
+      (void)waitUntil(clock_, lock, wake_writer_, queue_.front().queued_at + max_delay, ready);
     }
 
-    // Back off after a failure; a stop shortens the wait to the stop deadline.
-    const Clock::time_point now = Clock::now();
+    // Back off after a failure; a stop shortens the wait to the stop deadline, and a caller of
+    // write() waiting for its answer ends it.
+    const Clock::TimePoint now = clock_.now();
     const bool past_stop_deadline = stopping_ && now >= stop_deadline;
-    if (now < retry_at_ && !past_stop_deadline) {
-      const Clock::time_point until = stopping_ ? std::min(retry_at_, stop_deadline) : retry_at_;
+    if (now < retry_at_ && !past_stop_deadline && !urgent_) {
+      const Clock::TimePoint until = stopping_ ? std::min(retry_at_, stop_deadline) : retry_at_;
       const bool was_stopping = stopping_;
-      wake_writer_.wait_until(lock, until, [&] { return stopping_ != was_stopping; });
+      (void)waitUntil(clock_, lock, wake_writer_, until,
+                      [&] { return stopping_ != was_stopping || urgent_; });
       continue;
     }
+    urgent_ = false;
 
     const size_t n = std::min(max_batch, queue_.size());
     std::vector<Item> batch;
@@ -117,12 +172,16 @@ void ResultWriter::run() {
               std::back_inserter(batch));
     queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
     in_flight_ = n;
+    for (const Item& item : batch) {
+      if (item.held) in_flight_held_.push_back(item.row);
+    }
 
     lock.unlock();
-    Outcome out = write(std::move(batch), past_stop_deadline);
+    Outcome out = attempt(std::move(batch), past_stop_deadline);
     lock.lock();
 
     in_flight_ = 0;
+    in_flight_held_.clear();
     resolved_ += out.resolved;
     const bool had_spooled = spooled_waiting_ > 0;
     spooled_waiting_ += out.newly_spooled;
@@ -141,15 +200,21 @@ void ResultWriter::run() {
     if (out.error.ok()) {
       last_error_ = Status();
       backoff_ms_ = 0;
-      retry_at_ = Clock::time_point();
+      retry_at_ = Clock::TimePoint();
     } else {
       last_error_ = out.error;
       backoff_ms_ = backoff_ms_ == 0
                         ? std::max(options_.min_backoff_ms, 1)
                         : std::min(backoff_ms_ * 2, std::max(options_.max_backoff_ms, 1));
-      retry_at_ = Clock::now() + std::chrono::milliseconds(backoff_ms_);
+      retry_at_ = clock_.now() + std::chrono::milliseconds(backoff_ms_);
     }
     if (out.resolved > 0) wake_flushers_.notify_all();
+    if (!out.held_calls.empty()) {
+      // After the requeue: a caller told "held" finds its row in held().
+      lock.unlock();
+      for (auto& call : out.held_calls) call();
+      lock.lock();
+    }
     if (!out.error.ok() && options_.on_batch_error) {
       const size_t waiting = queue_.size();
       lock.unlock();
@@ -159,7 +224,7 @@ void ResultWriter::run() {
   }
 }
 
-ResultWriter::Outcome ResultWriter::write(std::vector<Item> batch, bool give_up) {
+ResultWriter::Outcome ResultWriter::attempt(std::vector<Item> batch, bool give_up) {
   Outcome out;
   std::vector<TestResult> rows;
   rows.reserve(batch.size());
@@ -218,6 +283,12 @@ ResultWriter::Outcome ResultWriter::write(std::vector<Item> batch, bool give_up)
       ++out.resolved;
     } else {
       batch[i].row = std::move(rows[i]);
+      batch[i].held = true;
+      if (batch[i].on_held) {
+        out.held_calls.emplace_back([f = std::move(batch[i].on_held), failure,
+                                     spooled = batch[i].spooled] { f(failure, spooled); });
+        batch[i].on_held = nullptr;
+      }
       out.requeue.push_back(std::move(batch[i]));
     }
   }

@@ -14,8 +14,12 @@
 //    killed meanwhile replays it at its next start.
 //  - on_stored is called exactly once per row: with the row id, with the refusal, or (only when
 //    the writer is destroyed while the store keeps failing) with the last error.
+//  - A row the store refused for a reason that may pass is "held" (held() lists it) until stored.
+//  - Time is the injected gdrmesh::Clock: the batch delay, the backoff, the shutdown grace and
+//    flushFor() are timers on it, so a ManualClock drives them in tests.
 //
-// Thread contract: submit(), flush(), flushFor(), pending() and lastError() may be called from any
+// Thread contract: submit(), write(), flush(), flushFor(), pending(), held() and lastError() may be
+// called from any
 // thread. on_stored and Options::on_batch_error run on the writer thread, outside the writer's
 // lock; they must not block for long and must not call flush() (which returns at once there).
 #pragma once
@@ -30,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/result.h"
 #include "common/status.h"
 #include "coordinator/store/store.h"
@@ -55,8 +60,8 @@ class ResultWriter {
     std::function<void(const Status&, size_t pending)> on_batch_error;
   };
 
-  explicit ResultWriter(ResultStore& store) : ResultWriter(store, Options()) {}
-  ResultWriter(ResultStore& store, Options options);
+  ResultWriter(ResultStore& store, Clock& clock) : ResultWriter(store, clock, Options()) {}
+  ResultWriter(ResultStore& store, Clock& clock, Options options);
   // Writes what is queued (see Options::shutdown_grace_ms), then stops the writer thread.
   ~ResultWriter();
   ResultWriter(const ResultWriter&) = delete;
@@ -64,6 +69,12 @@ class ResultWriter {
 
   // Queues `result`; never waits for the store.
   void submit(TestResult result, OnStored on_stored = {});
+  // For a caller that answers with the outcome (`gdrmesh test`): queues `result` to be written at
+  // once (no batch delay, no backoff wait) and waits for its first attempt. Returns the row id, the
+  // refusal for good, or, when the store refused it for a reason that may pass, that error with
+  // what became of the row: durable in the spool (or not, and why), held (listed by held()) and
+  // stored once the store takes writes again. `on_stored` runs once, as for submit().
+  Result<int64_t> write(TestResult result, OnStored on_stored = {});
   // Writes at once what is queued and returns when every row submitted before the call has been
   // stored or refused. While the store keeps failing, this waits (retries go on).
   void flush();
@@ -71,6 +82,8 @@ class ResultWriter {
   bool flushFor(std::chrono::milliseconds timeout);
   // Rows submitted and not yet stored or refused (queued or being written).
   size_t pending() const;
+  // Rows the store refused for a reason that may pass and that are not stored yet, newest first.
+  std::vector<TestResult> held() const;
   // The error of the last failed attempt, OK once a later attempt succeeded.
   Status lastError() const;
 
@@ -78,8 +91,11 @@ class ResultWriter {
   struct Item {
     TestResult row;
     OnStored on_stored;
-    std::chrono::steady_clock::time_point queued_at;
+    Clock::TimePoint queued_at;
     bool spooled = false;  // in the store's spool file
+    bool held = false;     // an attempt failed for a reason that may pass
+    // write()'s: called once, after the first such failure, with the error and `spooled`.
+    std::function<void(const Status&, bool spooled)> on_held = nullptr;
   };
   // What one attempt did: rows stored or refused (callbacks run), rows to put back at the
   // front of the queue, and the error that stopped it (OK when none).
@@ -88,33 +104,36 @@ class ResultWriter {
     size_t spooled_resolved = 0;  // of those, rows that were in the spool
     size_t newly_spooled = 0;
     std::vector<Item> requeue;
+    std::vector<std::function<void()>> held_calls;  // on_held of rows newly held
     Status error;
   };
-  using Clock = std::chrono::steady_clock;
 
   void run();
   // One attempt at `batch`, on the writer thread without mu_. With `give_up`, rows that fail for
   // a reason that may pass are resolved with the error instead of requeued.
-  Outcome write(std::vector<Item> batch, bool give_up);
-  bool waitForFlush(const Clock::time_point* deadline);
+  Outcome attempt(std::vector<Item> batch, bool give_up);
+  bool waitForFlush(const Clock::TimePoint* deadline);
 
   ResultStore& store_;
+  Clock& clock_;
   const Options options_;
 
   mutable std::mutex mu_;
-  std::condition_variable wake_writer_;    // work, a flush, or stop
-  std::condition_variable wake_flushers_;  // rows resolved
-  std::deque<Item> queue_;                 // guarded by mu_
-  size_t in_flight_ = 0;                   // guarded by mu_: rows taken by the writer
-  uint64_t submitted_ = 0;                 // guarded by mu_: rows ever submitted
-  uint64_t resolved_ = 0;                  // guarded by mu_: rows stored or refused, in order
-  uint64_t flush_target_ = 0;              // guarded by mu_: write now up to this row
-  bool stopping_ = false;                  // guarded by mu_
-  Clock::time_point retry_at_;             // guarded by mu_: no attempt before this
-  int backoff_ms_ = 0;                     // guarded by mu_: 0 after a success
-  Status last_error_;                      // guarded by mu_
-  size_t spooled_waiting_ = 0;             // guarded by mu_: spooled rows not yet resolved
-  std::thread thread_;                     // last: starts after everything above exists
+  std::condition_variable wake_writer_;     // work, a flush, or stop
+  std::condition_variable wake_flushers_;   // rows resolved
+  std::deque<Item> queue_;                  // guarded by mu_
+  size_t in_flight_ = 0;                    // guarded by mu_: rows taken by the writer
+  uint64_t submitted_ = 0;                  // guarded by mu_: rows ever submitted
+  uint64_t resolved_ = 0;                   // guarded by mu_: rows stored or refused, in order
+  uint64_t flush_target_ = 0;               // guarded by mu_: write now up to this row
+  bool stopping_ = false;                   // guarded by mu_
+  bool urgent_ = false;                     // guarded by mu_: write() waits: attempt now
+  std::vector<TestResult> in_flight_held_;  // guarded by mu_: held rows being written
+  Clock::TimePoint retry_at_;               // guarded by mu_: no attempt before this
+  int backoff_ms_ = 0;                      // guarded by mu_: 0 after a success
+  Status last_error_;                       // guarded by mu_
+  size_t spooled_waiting_ = 0;              // guarded by mu_: spooled rows not yet resolved
+  std::thread thread_;                      // last: starts after everything above exists
 };
 
 }  // namespace gdrmesh

@@ -461,39 +461,57 @@ void FakeWorkerChannel::finish(const FinishCommand& c, Deadline deadline, Done<S
 }
 
 FakeWorkerChannel& FakeDirectory::add(const std::string& name, int nics) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto st = std::make_shared<WorkerStatus>();
-  st->name = name;
-  st->state = "online";
-  st->inventory.hostname = name;
-  st->inventory.transports = {"emulated"};
-  for (int i = 0; i < nics; ++i) {
-    Nic n;
-    n.name = "mlx5_" + std::to_string(i);
-    NicPort p;
-    p.state = "ACTIVE";
-    p.rate_gbps = 200;
-    n.ports.push_back(p);
-    st->inventory.nics.push_back(n);
+  std::shared_ptr<FakeWorkerChannel> ch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto st = std::make_shared<WorkerStatus>();
+    st->name = name;
+    st->state = "online";
+    st->inventory.hostname = name;
+    st->inventory.transports = {"emulated"};
+    for (int i = 0; i < nics; ++i) {
+      Nic n;
+      n.name = "mlx5_" + std::to_string(i);
+      NicPort p;
+      p.state = "ACTIVE";
+      p.rate_gbps = 200;
+      n.ports.push_back(p);
+      st->inventory.nics.push_back(n);
+    }
+    status_[name] = st;
+    ch = std::make_shared<FakeWorkerChannel>(name, clock_);
+    channels_[name] = ch;
   }
-  status_[name] = st;
-  auto ch = std::make_shared<FakeWorkerChannel>(name, clock_);
-  channels_[name] = ch;
+  changed(name);  // a registration, as the registry announces it
   return *ch;
 }
 
 void FakeDirectory::edit(const std::string& name, const std::function<void(WorkerStatus&)>& f) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto st = std::make_shared<WorkerStatus>(*status_.at(name));
-  f(*st);
-  status_[name] = st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto st = std::make_shared<WorkerStatus>(*status_.at(name));
+    f(*st);
+    status_[name] = st;
+  }
+  changed(name);
+}
+
+void FakeDirectory::setState(const std::string& name, const char* state) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto st = std::make_shared<WorkerStatus>(*status_.at(name));
+    st->state = state;
+    status_[name] = st;
+  }
+  changed(name);
 }
 
 void FakeDirectory::setOffline(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto st = std::make_shared<WorkerStatus>(*status_.at(name));
-  st->state = "offline";
-  status_[name] = st;
+  setState(name, "offline");
+}
+
+void FakeDirectory::setOnline(const std::string& name) {
+  setState(name, "online");
 }
 
 void FakeDirectory::setTransports(const std::string& name, std::vector<std::string> transports) {

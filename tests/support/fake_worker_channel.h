@@ -128,7 +128,9 @@ class FakeDirectory final : public WorkerDirectory {
   explicit FakeDirectory(Clock& clock) : clock_(clock) {}
   // Adds an online worker with `nics` NICs (mlx5_0..) on the emulated transport.
   FakeWorkerChannel& add(const std::string& name, int nics = 1);
+  // Registration and loss: each is a WorkerDirectory event (watch()), as the registry's are.
   void setOffline(const std::string& name);
+  void setOnline(const std::string& name);  // the worker registers again
   void setTransports(const std::string& name, std::vector<std::string> transports);
   FakeWorkerChannel& fake(const std::string& name) { return *channels_.at(name); }
   // Edits a worker's registration (as a re-registration would).
@@ -139,6 +141,7 @@ class FakeDirectory final : public WorkerDirectory {
   std::shared_ptr<WorkerChannel> channel(const std::string& name) const override;
 
  private:
+  void setState(const std::string& name, const char* state);
   Clock& clock_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<WorkerStatus>> status_;

@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "coordinator/service/coordinator_server.h"
 #include "coordinator/store/sqlite_store.h"
@@ -48,6 +52,29 @@ TEST(RegistryViolations, AreCountedInTheWorkersFindingsAcrossReconnections) {
   ASSERT_TRUE(r.add(worker("rogue"), stream.link("rogue", clock)).ok());
   ASSERT_EQ(r.get("rogue")->findings.size(), 1u);
   EXPECT_EQ(r.get("rogue")->findings[0].rfind("2 protocol violations", 0), 0u);
+}
+
+// Registration and loss are events (WorkerDirectory::watch): a waiting sweep wakes on them
+// instead of polling. Each callback sees the change already made, and none runs after unwatch.
+TEST(RegistryEvents, RegistrationLossAndRemovalAreAnnouncedOnceTheyShow) {
+  ManualClock clock;
+  FakeStream stream;
+  Registry r;
+  std::vector<std::string> seen;
+  const auto id = r.watch([&](const std::string& name) {
+    auto w = r.get(name);
+    seen.push_back(name + ":" + (w ? (w->online() ? "online" : "offline") : "gone"));
+  });
+  auto link = stream.link("w1", clock);
+  ASSERT_TRUE(r.add(worker("w1"), link).ok());
+  ASSERT_FALSE(r.add(worker("w1"), stream.link("w1", clock)).ok());  // refused: no event
+  r.heartbeat("w1", clock.unixMs(), 0);                              // not a registration
+  r.remove("w1", link.get());
+  ASSERT_TRUE(r.forget("w1", false).ok());
+  EXPECT_EQ(seen, (std::vector<std::string>{"w1:online", "w1:offline", "w1:gone"}));
+  r.unwatch(id);
+  ASSERT_TRUE(r.add(worker("w2"), stream.link("w2", clock)).ok());
+  EXPECT_EQ(seen.size(), 3u) << "a callback ran after unwatch";
 }
 
 TEST(RegistryForget, AnUnknownNameIsNotFoundAndNamesIt) {
@@ -203,6 +230,35 @@ TEST_F(CoordinatorRemoveWorker, ForceEndsTheStreamAndFailsPendingCommands) {
   stored = store_->listWorkers();
   ASSERT_TRUE(stored.ok());
   EXPECT_TRUE(stored->empty());
+  server.shutdown();
+}
+
+// The heartbeat monitor ticks on the injected clock: a worker silent for heartbeat_misses
+// intervals loses its link when a ManualClock moves past them (an hour's interval: the real
+// clock would take hours). Its stream's cancellation is the event the test waits for.
+TEST(CoordinatorMonitor, ASilentWorkerIsDroppedWhenTheInjectedClockPassesItsMissedHeartbeats) {
+  ManualClock clock;
+  auto results = SqliteStore::open(":memory:");
+  auto sweeps = SqliteStore::open(":memory:");
+  ASSERT_TRUE(results.ok() && sweeps.ok());
+  CoordinatorOptions opts;
+  opts.listen = "127.0.0.1:0";
+  opts.heartbeat_interval_ms = 3600 * 1000;
+  opts.heartbeat_misses = 2;
+  CoordinatorServer server(opts, **results, **sweeps, clock);
+  ASSERT_TRUE(server.start().ok());
+  std::promise<void> cancelled;
+  auto link = std::make_shared<WorkerLink>(
+      "quiet", clock, [](v1::CoordinatorMessage&&) { return true; },
+      [&cancelled] { cancelled.set_value(); });
+  WorkerStatus w = worker("quiet");
+  w.last_heartbeat_ms = clock.unixMs();
+  ASSERT_TRUE(server.registry().add(w, link).ok());
+
+  clock.advanceSeconds(3 * 3600.0);  // three intervals: past the two missed heartbeats
+  ASSERT_EQ(cancelled.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "the monitor did not tick on the injected clock";
+  EXPECT_TRUE(link->lost());
   server.shutdown();
 }
 

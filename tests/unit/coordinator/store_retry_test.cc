@@ -1,11 +1,9 @@
-// A result the store refuses (disk full) is kept by the coordinator, listed, and written as soon
-// as the store accepts it again: nothing is lost while the process lives.
+// A result the store refuses (disk full) is spooled, kept by the coordinator's result writer,
+// listed, and written once the store accepts it again. Time is a ManualClock: no sleeps.
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <chrono>
 #include <mutex>
-#include <thread>
 
 #include "coordinator/service/coordinator_server.h"
 #include "coordinator/store/sqlite_store.h"
@@ -60,16 +58,34 @@ class FlakyStore final : public ResultStore {
   Status markTestStarted(const TestResult&) override { return {}; }
   Status clearTestStarted(const std::string&) override { return {}; }
   Result<std::vector<TestResult>> unfinishedTests() override { return std::vector<TestResult>(); }
-  Status spoolResult(const TestResult&) override { return {}; }
-  Result<SpoolReplay> replaySpool() override { return SpoolReplay(); }
+  Status spoolResult(const TestResult&) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++spooled_;
+    return {};
+  }
+  Result<SpoolReplay> replaySpool() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++replays_;
+    return SpoolReplay();
+  }
   size_t stored() {
     std::lock_guard<std::mutex> lock(mu_);
     return rows_.size();
+  }
+  size_t spooled() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return spooled_;
+  }
+  size_t replays() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return replays_;
   }
 
  private:
   std::mutex mu_;
   std::vector<TestResult> rows_;
+  size_t spooled_ = 0;
+  size_t replays_ = 0;
 };
 
 TestResult result(const std::string& id) {
@@ -84,35 +100,36 @@ TEST(CoordinatorStoreRetry, RefusedResultsAreKeptAndWrittenWhenTheStoreRecovers)
   FlakyStore store;
   CoordinatorOptions opts;
   opts.listen = "127.0.0.1:0";
-  opts.heartbeat_interval_ms = 50;  // the retry runs on the monitor's tick
   auto sweeps = SqliteStore::open(":memory:");
   ASSERT_TRUE(sweeps.ok());
-  SystemClock clock;
+  ManualClock clock;  // the writer's backoff moves only with it
   CoordinatorServer server(opts, store, **sweeps, clock);
-  ASSERT_TRUE(server.start().ok());
 
   TestResult a = result("t-a"), b = result("t-b");
   Status sa = server.storeResult(a);
   Status sb = server.storeResult(b);
   EXPECT_EQ(sa.code(), Code::kResourceExhausted);
   EXPECT_NE(sa.message().find("disk is full"), std::string::npos);
+  EXPECT_NE(sa.message().find("durable in the spool"), std::string::npos) << sa.toString();
+  EXPECT_EQ(sa.fix(), "free space");
   EXPECT_EQ(sb.code(), Code::kResourceExhausted);
   ASSERT_EQ(server.unstored().size(), 2u);
   EXPECT_EQ(server.unstored().front().test_id, "t-b");  // newest first, as queries list
   EXPECT_EQ(store.stored(), 0u);
+  EXPECT_EQ(store.spooled(), 2u) << "a held result is durable (spooled) before the answer";
 
   store.full.store(false);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!server.unstored().empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(server.unstored().empty()) << "the monitor did not retry the refused results";
-  ASSERT_EQ(store.stored(), 2u);
+  // The retry is the result writer's, after its backoff on the injected clock (at most 2 s);
+  // shutdown() waits for every held result to be stored.
+  clock.advanceSeconds(2);
+  server.shutdown();
+  EXPECT_TRUE(server.unstored().empty()) << "the refused results were not retried";
+  ASSERT_EQ(store.stored(), 2u) << "stored exactly once each";
   auto rows = store.queryResults(ResultQuery());
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ((*rows)[0].test_id, "t-a");  // written in the order they were produced
   EXPECT_EQ((*rows)[1].test_id, "t-b");
-  server.shutdown();
+  EXPECT_EQ(store.replays(), 1u) << "the spool is replayed (and removed) once all is stored";
 }
 
 }  // namespace

@@ -173,6 +173,7 @@ class ResultWriterTest : public ::testing::Test {
   }
   std::unique_ptr<SqliteStore> sqlite_;
   std::unique_ptr<RecordingStore> store_;
+  ManualClock clock_;  // the batch delay and the backoff move only when a test says so
 };
 
 ResultWriter::Options slow(size_t max_batch) {
@@ -184,7 +185,7 @@ ResultWriter::Options slow(size_t max_batch) {
 
 TEST_F(ResultWriterTest, FullBatchesAreWrittenAtOnceTheRestOnFlush) {
   Reports reports;
-  ResultWriter writer(*store_, slow(4));
+  ResultWriter writer(*store_, clock_, slow(4));
   for (int i = 0; i < 10; ++i) {
     const std::string id = "t" + std::to_string(i);
     writer.submit(row(id), reports.on(id));
@@ -203,9 +204,10 @@ TEST_F(ResultWriterTest, APartialBatchIsWrittenAfterMaxDelay) {
   Reports reports;
   ResultWriter::Options o;
   o.max_batch = 256;
-  o.max_delay_ms = 1;
-  ResultWriter writer(*store_, o);
+  o.max_delay_ms = 3600 * 1000;
+  ResultWriter writer(*store_, clock_, o);
   for (int i = 0; i < 3; ++i) writer.submit(row("t" + std::to_string(i)), reports.on("t"));
+  clock_.advanceSeconds(3600);  // the delay is a timer on the injected clock
   ASSERT_TRUE(reports.waitFor(3)) << "no flush, and max_delay did not write the rows";
   EXPECT_EQ(storedRows(), 3u);
 }
@@ -213,7 +215,7 @@ TEST_F(ResultWriterTest, APartialBatchIsWrittenAfterMaxDelay) {
 TEST_F(ResultWriterTest, SubmitNeverWaitsForTheStore) {
   Reports reports;
   store_->hold();  // the writer thread will sit inside insertResults
-  ResultWriter writer(*store_, slow(8));
+  ResultWriter writer(*store_, clock_, slow(8));
   for (int i = 0; i < 8; ++i) writer.submit(row("a" + std::to_string(i)), reports.on("a"));
   ASSERT_TRUE(store_->waitEntered(1));
   // The writer is stuck in the store; submitting goes on regardless.
@@ -234,7 +236,7 @@ TEST_F(ResultWriterTest, RowsAndCallbacksKeepSubmitOrder) {
     ResultWriter::Options o;
     o.max_batch = 7;
     o.max_delay_ms = 1;
-    ResultWriter writer(*store_, o);
+    ResultWriter writer(*store_, clock_, o);
     for (int i = 0; i < kRows; ++i) {
       const std::string id = "t" + std::to_string(i);
       writer.submit(row(id, i), reports.on(id));
@@ -262,7 +264,7 @@ TEST_F(ResultWriterTest, ManyProducersLoseNothing) {
   constexpr int kThreads = 8;
   constexpr int kPerThread = 250;
   {
-    ResultWriter writer(*store_, ResultWriter::Options());
+    ResultWriter writer(*store_, clock_, ResultWriter::Options());
     std::vector<std::thread> producers;
     for (int t = 0; t < kThreads; ++t) {
       producers.emplace_back([&, t] {
@@ -289,7 +291,7 @@ TEST_F(ResultWriterTest, ManyProducersLoseNothing) {
 TEST_F(ResultWriterTest, DestructorWritesWhatIsQueued) {
   Reports reports;
   {
-    ResultWriter writer(*store_, slow(256));
+    ResultWriter writer(*store_, clock_, slow(256));
     for (int i = 0; i < 5; ++i) writer.submit(row("t" + std::to_string(i)), reports.on("t"));
   }
   EXPECT_EQ(storedRows(), 5u);
@@ -299,7 +301,7 @@ TEST_F(ResultWriterTest, DestructorWritesWhatIsQueued) {
 TEST_F(ResultWriterTest, ARefusedRowIsReportedAndTheRestOfItsBatchStored) {
   ASSERT_TRUE(sqlite_->insertResult(row("taken")).ok());
   Reports reports;
-  ResultWriter writer(*store_, slow(256));
+  ResultWriter writer(*store_, clock_, slow(256));
   for (const char* id : {"t0", "taken", "t2", "", "t4"}) writer.submit(row(id), reports.on(id));
   writer.flush();
   EXPECT_THAT(reports.stored(), ElementsAre("t0", "t2", "t4"));
@@ -327,9 +329,10 @@ TEST(ResultWriterDiskTest, AFullDiskKeepsRowsQueuedUntilSpaceReturns) {
   int failures = 0;
   Status seen;
   size_t pending_at_failure = 0;
+  ManualClock clock;
   ResultWriter::Options o = slow(256);
-  o.min_backoff_ms = 1;
-  o.max_backoff_ms = 20;
+  o.min_backoff_ms = 1000;
+  o.max_backoff_ms = 1000;
   o.on_batch_error = [&](const Status& s, size_t pending) {
     std::lock_guard<std::mutex> lock(mu);
     ++failures;
@@ -338,18 +341,28 @@ TEST(ResultWriterDiskTest, AFullDiskKeepsRowsQueuedUntilSpaceReturns) {
     cv.notify_all();
   };
   Reports reports;
-  ResultWriter writer(store, o);
+  ResultWriter writer(store, clock, o);
   constexpr int kRows = 20;
   for (int i = 0; i < kRows; ++i) {
     TestResult r = row("t" + std::to_string(i), i);
     r.reason = std::string(16 * 1024, 'x');  // needs new pages
     writer.submit(r, reports.on(r.test_id));
   }
-  EXPECT_FALSE(writer.flushFor(std::chrono::milliseconds(1)));  // starts the attempts
+  clock.advanceSeconds(3600);  // the batch delay: the first attempt
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      ASSERT_TRUE(cv.wait_for(lock, kBound, [&] { return failures >= attempt; }))
+          << "the writer did not retry the failed batch after its backoff (attempt " << attempt
+          << ")";
+    }
+    // Its backoff is set before on_batch_error runs: moving past it starts the next attempt
+    // (the third failure waits for the space below).
+    if (attempt < 3) clock.advanceSeconds(1);
+  }
   {
     std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, kBound, [&] { return failures >= 3; }))
-        << "the writer did not retry the failed batch";
+    EXPECT_EQ(failures, 3) << "a retry came before its backoff had passed on the clock";
     EXPECT_EQ(seen.code(), Code::kResourceExhausted) << seen.toString();
     EXPECT_THAT(seen.message(), HasSubstr("disk is full"));
     EXPECT_EQ(pending_at_failure, size_t{kRows});
@@ -369,6 +382,7 @@ TEST(ResultWriterDiskTest, AFullDiskKeepsRowsQueuedUntilSpaceReturns) {
   }
 
   ASSERT_TRUE(store.setMaxPageCountForTesting(1 << 20).ok());
+  clock.advanceSeconds(1);
   writer.flush();
   EXPECT_EQ(writer.pending(), 0u);
   EXPECT_TRUE(writer.lastError().ok()) << writer.lastError().toString();
@@ -391,7 +405,8 @@ TEST_F(ResultWriterTest, ShutdownGivesUpAfterTheGraceAndReportsEachRow) {
     o.min_backoff_ms = 1;
     o.max_backoff_ms = 5;
     o.shutdown_grace_ms = 20;
-    ResultWriter writer(*store_, o);
+    SystemClock real;  // the destructor's grace runs out with nobody to move a ManualClock
+    ResultWriter writer(*store_, real, o);
     for (int i = 0; i < 5; ++i) {
       writer.submit(row("t" + std::to_string(i)), reports.on("t" + std::to_string(i)));
     }
@@ -403,10 +418,52 @@ TEST_F(ResultWriterTest, ShutdownGivesUpAfterTheGraceAndReportsEachRow) {
   EXPECT_THAT(reports.codes(), ::testing::Each(Code::kResourceExhausted));
 }
 
+// `gdrmesh test`'s path: write() answers at the row's first attempt, without the batch delay.
+TEST_F(ResultWriterTest, WriteAnswersWithTheRowIdAtOnce) {
+  ResultWriter writer(*store_, clock_, slow(256));  // an hour's batch delay, never reached
+  Result<int64_t> id = writer.write(row("t0"));
+  ASSERT_TRUE(id.ok()) << id.status().toString();
+  auto got = sqlite_->getResult("t0");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->id, *id);
+  EXPECT_TRUE(writer.held().empty());
+}
+
+// A refused row is held (listed) and stored exactly once when the store takes writes again; a
+// second write() in the first one's backoff is still attempted at once.
+TEST_F(ResultWriterTest, WriteReportsARefusalHoldsTheRowAndStoresItOnceTheStoreRecovers) {
+  store_->setFull(true);
+  Reports reports;
+  ResultWriter::Options o = slow(256);
+  o.min_backoff_ms = 1000;
+  o.max_backoff_ms = 1000;
+  ResultWriter writer(*store_, clock_, o);
+  Result<int64_t> a = writer.write(row("t-a"), reports.on("t-a"));
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), Code::kResourceExhausted);
+  EXPECT_THAT(a.status().message(), HasSubstr("disk is full"));
+  EXPECT_EQ(a.status().fix(), "free space");
+  Result<int64_t> b = writer.write(row("t-b"), reports.on("t-b"));  // the clock has not moved
+  ASSERT_FALSE(b.ok());
+  std::vector<std::string> held;
+  for (const TestResult& r : writer.held()) held.push_back(r.test_id);
+  EXPECT_THAT(held, ElementsAre("t-b", "t-a"));  // newest first, as queries list
+  EXPECT_TRUE(reports.stored().empty());
+  EXPECT_TRUE(reports.errors().empty()) << "a held row was reported as failed";
+
+  store_->setFull(false);
+  clock_.advanceSeconds(1);  // the backoff, on the injected clock
+  writer.flush();
+  EXPECT_THAT(reports.stored(), ElementsAre("t-a", "t-b"));
+  EXPECT_TRUE(reports.errors().empty());
+  EXPECT_EQ(storedRows(), 2u);
+  EXPECT_TRUE(writer.held().empty());
+}
+
 TEST_F(ResultWriterTest, FlushFromACallbackDoesNotDeadlock) {
   std::atomic<int> calls{0};
   ResultWriter* self = nullptr;
-  ResultWriter writer(*store_, slow(1));
+  ResultWriter writer(*store_, clock_, slow(1));
   self = &writer;
   writer.submit(row("t0"), [&](Result<int64_t>) {
     self->flush();  // returns at once on the writer thread

@@ -185,7 +185,7 @@ TEST_F(RetentionTest, DeletesOldRowsInBatchesAndKeepsAggregatesForever) {
   options.batch_rows = 2;  // 6 old rows: batches of 2, 2, 2 and one that finds none
   Retention retention(clock, *store_, *store_, options);
   retention.start();  // the first pass runs now, on the retention thread
-  ASSERT_TRUE(retention.waitForPasses(1, 30));
+  retention.waitForPasses(1);
   RetentionPass p = retention.lastPass();
   ASSERT_TRUE(p.status.ok()) << p.status.toString();
   EXPECT_EQ(p.cutoff_ms, now - 30 * kDayMs);
@@ -236,7 +236,7 @@ TEST_F(RetentionTest, DeletesOldRowsInBatchesAndKeepsAggregatesForever) {
 
   // The next pass comes on the clock, an interval later: nothing more is old enough.
   clock.advanceSeconds(3600);
-  ASSERT_TRUE(retention.waitForPasses(2, 30));
+  retention.waitForPasses(2);
   EXPECT_EQ(retention.lastPass().rows_deleted, 0u);
   EXPECT_EQ(rawRows("s-new"), 5u);
 
@@ -247,12 +247,12 @@ TEST_F(RetentionTest, DeletesOldRowsInBatchesAndKeepsAggregatesForever) {
   // Passes fired during the 30-day jump may read the clock mid-jump; each later one (an
   // interval on) reads it past the jump. Bounded: at most 5 more intervals.
   clock.advanceSeconds(30.0 * 86400);
-  ASSERT_TRUE(retention.waitForPasses(3, 30));
+  retention.waitForPasses(3);
   uint64_t deleted = 0;
   for (int i = 0; i < 5 && rawRows("s-new") != 0; ++i) {
     const uint64_t before = retention.passes();
     clock.advanceSeconds(3600);
-    ASSERT_TRUE(retention.waitForPasses(before + 1, 30));
+    retention.waitForPasses(before + 1);
     deleted += retention.lastPass().rows_deleted;
     EXPECT_EQ(retention.lastPass().sweeps_aggregated, 0u);
   }

@@ -205,7 +205,8 @@ int run(int rows, int verdicts) {
     }
     ResultWriter::Options options;  // max_batch 256, max_delay_ms 20
     int failed = 0;
-    ResultWriter writer(**store, options);
+    SystemClock clock;
+    ResultWriter writer(**store, clock, options);
     const auto start = Clock::now();
     for (int i = 0; i < rows; ++i) {
       writer.submit(benchRow(i), [&failed](Result<int64_t> id) {

@@ -96,8 +96,8 @@ TEST(SweepCheckpointRace, TheTestsEndOnlyAfterACheckpointInFlightIsStored) {
   ASSERT_TRUE(opened.ok()) << opened.status().toString();
   std::unique_ptr<SqliteStore> store = std::move(opened).value();
   CheckpointGate gate(*store);
-  ResultWriter writer(*store);
-  SystemClock clock;   // the manager's: checkpoints and deadlines
+  SystemClock clock;
+  ResultWriter writer(*store, clock);  // the manager's: checkpoints and deadlines
   ManualClock fabric;  // the fake workers': their answers come when the test moves it
   FakeDirectory workers(fabric);
   for (int i = 0; i < 4; ++i) workers.add("h" + std::to_string(i));

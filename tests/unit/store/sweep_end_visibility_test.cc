@@ -69,8 +69,8 @@ TEST(SweepEndVisibility, TheEndIsSeenOnlyWithItsStoredReport) {
   ASSERT_TRUE(opened.ok()) << opened.status().toString();
   std::unique_ptr<SqliteStore> store = std::move(opened).value();
   GatedSweepStore gated(*store);
-  ResultWriter writer(*store);
   SystemClock clock;
+  ResultWriter writer(*store, clock);
   FakeDirectory workers(clock);
   for (int i = 0; i < 4; ++i) workers.add("h" + std::to_string(i));
   EmptyCodec codec;

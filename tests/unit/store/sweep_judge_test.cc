@@ -67,8 +67,8 @@ TEST(SweepJudge, TheLiveVerdictsAreThoseRecomputedFromTheStoredRows) {
   auto opened = SqliteStore::open(dir.file("results.db"));
   ASSERT_TRUE(opened.ok()) << opened.status().toString();
   std::unique_ptr<SqliteStore> store = std::move(opened).value();
-  ResultWriter writer(*store);
   SystemClock clock;
+  ResultWriter writer(*store, clock);
   FakeDirectory workers(clock);
   for (int i = 0; i < 8; ++i) workers.add("h" + std::to_string(i));
   // h6 is slow as an initiator and corrupts what it receives; h7's runs fail outright. Both
@@ -262,8 +262,8 @@ TEST(SweepJudge, ARetestRunsTheTemplateOfTheTestItReExamines) {
   auto opened = SqliteStore::open(dir.file("results.db"));
   ASSERT_TRUE(opened.ok()) << opened.status().toString();
   std::unique_ptr<SqliteStore> store = std::move(opened).value();
-  ResultWriter writer(*store);
   SystemClock clock;
+  ResultWriter writer(*store, clock);
   FakeDirectory workers(clock);
   for (int i = 0; i < 7; ++i) workers.add("h" + std::to_string(i));
   workers.fake("h6").behaviour.bandwidth_gbps = 10;

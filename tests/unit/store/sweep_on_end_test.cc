@@ -33,8 +33,8 @@ TEST(SweepOnEnd, TellsTheEndOnceAndItsLinesBecomeNotesOfTheReport) {
   auto opened = SqliteStore::open(dir.file("results.db"));
   ASSERT_TRUE(opened.ok()) << opened.status().toString();
   std::unique_ptr<SqliteStore> store = std::move(opened).value();
-  ResultWriter writer(*store);
   SystemClock clock;
+  ResultWriter writer(*store, clock);
   FakeDirectory workers(clock);
   for (int i = 0; i < 5; ++i) workers.add("h" + std::to_string(i));
   workers.fake("h4").behaviour.fail_run = unavailable("connection reset by peer");
