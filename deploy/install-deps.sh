@@ -17,13 +17,15 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 runtime=(libgrpc++1.51 libprotobuf32 libsqlite3-0 libssl3 libyaml-cpp0.7 libibverbs1 librdmacm1 ibverbs-providers
-         rdma-core tzdata)
+         rdma-core tzdata
+         libibnetdisc5 libibmad5 libibumad3)  # fabric discovery
 # Building the `gdrmesh` program (what the main job builds).
 build=(build-essential cmake ninja-build pkg-config
        libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
        libsqlite3-dev libyaml-cpp-dev
        libssl-dev  # certificates and mTLS (security/certs.h)
        libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
+       libibnetdisc-dev libibmad-dev libibumad-dev  # fabric discovery (worker/fabric)
        nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
        tzdata)  # zone database for schedules (coordinator/orchestrator/cron.h)
 # Building and checking the tests (deploy/test.sh).
@@ -31,7 +33,8 @@ tests=(git sqlite3 libgtest-dev libgmock-dev clang-format ccache bc
        clang  # libFuzzer harnesses (tests/fuzz/run_ci.sh)
        e2fsprogs  # chattr: the read-only database fault test (tests/fault/readonly)
        clang-tidy  # deploy/check-tidy.sh (.clang-tidy)
-       curl)  # the status page token test (tests/integration/trust) and tests/bench/history_queries.sh
+       curl  # the status page token test (tests/integration/trust) and tests/bench/history_queries.sh
+       ibsim-utils opensm infiniband-diags)  # simulated InfiniBand fabric tests (tests/fabric)
 # Soft-RoCE VM tests (tests/softroce): qemu, a static busybox, the rdma userspace and perftest.
 softroce=(qemu-system-x86 busybox-static ibverbs-utils rdmacm-utils perftest iproute2 cpio kmod
           ca-certificates)

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# One fabric test (ctest label `fabric`, tests/fabric/README.md): generate a fat tree, start ibsim
+# on it, let OpenSM route it once (ftree), discover it with `gdrmesh fabric discover` under
+# umad2sim, and check the snapshot against ibnetdiscover and dump_fts (nodes, links, every LFT
+# entry) and `gdrmesh fabric path` against ibtracert. No kernel RDMA support is needed.
+#
+#   run_fabric.sh GDRMESH TRACE_PAIRS GEN_ARGS...     e.g. run_fabric.sh build/cli/gdrmesh 40 --levels 2 --hosts 16
+#
+# Exit 77 (ctest: skipped) with the reason when ibsim, OpenSM or infiniband-diags are missing.
+set -euo pipefail
+gdrmesh="$1"
+pairs="$2"
+shift 2
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+skip() { echo "SKIPPED: $*"; exit 77; }
+for tool in ibsim opensm ibnetdiscover dump_fts ibtracert python3; do
+  command -v "$tool" >/dev/null || skip "$tool is not installed (deploy/install-deps.sh installs ibsim-utils opensm infiniband-diags)"
+done
+umad2sim="$(dpkg -L libumad2sim0 2>/dev/null | grep '/libumad2sim.so$' | head -1 || true)"
+[[ -n "$umad2sim" && -f "$umad2sim" ]] || skip "libumad2sim.so not found (package libumad2sim0, with ibsim-utils)"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/gdrmesh-fabric.XXXXXX")"
+sim_pid=""
+cleanup() {
+  # Only the simulator this script started.
+  [[ -n "$sim_pid" ]] && kill "$sim_pid" 2>/dev/null || true
+  [[ -n "$sim_pid" ]] && wait "$sim_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+python3 "$here/gen_fat_tree.py" "$@" >"$work/net"
+hosts=$(grep -c '^Hca' "$work/net")
+switches=$(grep -c '^Switch' "$work/net")
+first_host=$(grep -m1 '^Hca' "$work/net" | sed 's/.*"\(h[0-9]*\)".*/\1/')
+echo "fabric: $* -> $hosts hosts, $switches switches"
+
+# ibsim reads its console from a fifo held open by this script (closing it would end ibsim);
+# its socket name is unique to this run, so tests can run side by side.
+export IBSIM_SOCKNAME="gdrmesh-fabric-$$"
+mkfifo "$work/console"
+ibsim -s -N 4096 -S 1024 -P 16384 "$work/net" <"$work/console" >"$work/ibsim.log" 2>&1 &
+sim_pid=$!
+exec 9>"$work/console"
+# Ready when it says so (an event in its log, waited for with a bound, not a sleep).
+for _ in $(seq 1 300); do
+  grep -q "Network simulator ready" "$work/ibsim.log" && break
+  kill -0 "$sim_pid" 2>/dev/null || { cat "$work/ibsim.log"; echo "ibsim exited"; exit 1; }
+  sleep 0.1
+done
+grep -q "Network simulator ready" "$work/ibsim.log" || { tail "$work/ibsim.log"; echo "ibsim not ready after 30 s"; exit 1; }
+
+sim_env=(env SIM_HOST="$first_host" LD_PRELOAD="$umad2sim" OSM_TMP_DIR="$work" OSM_CACHE_DIR="$work")
+t0=$(date +%s.%N)
+"${sim_env[@]}" opensm -o -R ftree -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || {
+  tail -20 "$work/opensm.log"; echo "opensm failed"; exit 1; }
+t1=$(date +%s.%N)
+engine=$(grep -oE '(ftree|minhop|updn|dor) tables configured' "$work/opensm.log" | tail -1 || true)
+echo "opensm: ${engine:-no routing engine reported} in $(echo "$t1 - $t0" | bc) s"
+
+t0=$(date +%s.%N)
+"${sim_env[@]}" "$gdrmesh" fabric discover -o json --save "$work/fabric.json" >/dev/null 2>"$work/discover.err" || {
+  cat "$work/discover.err"; echo "gdrmesh fabric discover failed"; exit 1; }
+t1=$(date +%s.%N)
+echo "gdrmesh fabric discover: $(echo "$t1 - $t0" | bc) s"
+
+"${sim_env[@]}" ibnetdiscover >"$work/ibnetdiscover.txt" 2>/dev/null
+"${sim_env[@]}" dump_fts >"$work/dump_fts.txt" 2>/dev/null
+python3 "$here/fabric_check.py" compare "$work/fabric.json" "$work/ibnetdiscover.txt" "$work/dump_fts.txt"
+if [[ "$pairs" -gt 0 ]]; then
+  "${sim_env[@]}" python3 "$here/fabric_check.py" trace "$work/fabric.json" "$pairs" "$gdrmesh"
+fi
+[[ -n "${GDRMESH_FABRIC_KEEP:-}" ]] && cp "$work/fabric.json" "$GDRMESH_FABRIC_KEEP"
+exit 0
