@@ -96,10 +96,19 @@ def compare(snap_path, ibnd_path, fts_path):
             errors.append("link %s: gdrmesh %s, ibnetdiscover %s" % (
                 sorted((hex(a), b) for a, b in key), our_links[key], ws))
     entries = 0
+    skipped_top = 0
     for s in snap["switches"]:
         guid = g(s["guid"])
         ours_lft = {lid: p for lid, p in enumerate(s["lft"]) if p != 255}
         theirs = fts.get(guid)
+        top = s["lft_top"]
+        # infiniband-diags 44 (dump_fts, ibroute) leaves out LID LinearFDBTop when it is the
+        # first LID of a 64-entry block (top % 64 == 0): `ibroute SW 1086 1088` lists 2 LIDs
+        # while ibtracert reaches LID 1088 through the same tables. That entry is checked by
+        # the trace instead (fabric_check.py trace always includes the highest LID).
+        if theirs is not None and top % 64 == 0 and top in ours_lft and top not in theirs:
+            del ours_lft[top]
+            skipped_top += 1
         if theirs is None:
             errors.append("dump_fts has no table for switch %s" % s["name"])
             continue
@@ -110,10 +119,12 @@ def compare(snap_path, ibnd_path, fts_path):
                 s["name"], len(ours_lft), len(theirs), diff))
     if len(fts) != len(snap["switches"]):
         errors.append("dump_fts read %d switches, gdrmesh %d" % (len(fts), len(snap["switches"])))
-    for e in errors:
-        print("MISMATCH: " + e)
-    print("compare: %d nodes, %d links, %d switches, %d LFT entries: %s" % (
-        len(nodes), len(links), len(fts), entries, "agree" if not errors else "DIFFER"))
+    for e in errors[:20]:
+        print("MISMATCH: " + e[:400])
+    print("compare: %d nodes, %d links, %d switches, %d LFT entries%s: %s" % (
+        len(nodes), len(links), len(fts), entries,
+        (" (+%d top-LID entries dump_fts leaves out, traced instead)" % skipped_top)
+        if skipped_top else "", "agree" if not errors else "DIFFER"))
     return 0 if not errors else 1
 
 
@@ -145,6 +156,10 @@ def trace(snap_path, pairs, gdrmesh):
             chosen.append((hosts[i], hosts[j]))
     # Spread over the fabric: every k-th of the candidate pairs.
     chosen = chosen[:: max(1, len(chosen) // pairs)][:pairs]
+    # The highest LID too: dump_fts cannot show its entries when it starts an LFT block.
+    top = max(hosts, key=lambda h: h[1])
+    if hosts[0] != top:
+        chosen.append((hosts[0], top))
     errors = []
     hops_total = 0
     for (sn, sl), (dn, dl) in chosen:
@@ -164,7 +179,7 @@ def trace(snap_path, pairs, gdrmesh):
                 errors.append("%s -> %s (lid %d -> %d): gdrmesh %s, ibtracert %s %s" % (
                     d["from"], d["to"], a, b, ours, theirs, tr.stderr.strip()[:200]))
     for e in errors[:20]:
-        print("MISMATCH: " + e)
+        print("MISMATCH: " + e[:400])
     print("trace: %d pairs, both directions, %d switch hops: %s" % (
         len(chosen), hops_total, "agree with ibtracert" if not errors else "DIFFER"))
     return 0 if not errors and chosen else 1
