@@ -8,6 +8,11 @@
       environment, i.e. under umad2sim) and `gdrmesh fabric path` must name the same switches
       and ports, both directions.
 
+  fabric_check.py cover SNAPSHOT.json PLAN.json MAX_ROUNDS
+      the plan of `gdrmesh sweep plan --pattern cover -o json` must use each host at most once a
+      round and, walked through the LFTs here (not by the planner), load every directed
+      inter-switch link, in at most MAX_ROUNDS rounds.
+
 Prints one summary line; exits 1 with every difference listed on a mismatch.
 """
 import json
@@ -185,7 +190,82 @@ def trace(snap_path, pairs, gdrmesh):
     return 0 if not errors and chosen else 1
 
 
+def cover(snap_path, plan_path, max_rounds):
+    snap = load(snap_path)
+    plan = load(plan_path)
+    sw = {g(s["guid"]): s for s in snap["switches"]}
+    # (node guid, port) -> (remote guid, remote port), from the ports' own records.
+    peer = {}
+    for n in snap["switches"] + snap["hosts"]:
+        for p in n["ports"]:
+            if "remote" in p:
+                peer[(g(n["guid"]), p["port"])] = (g(p["remote"]["guid"]), p["remote"]["port"])
+    by_name = {}
+    for h in snap["hosts"]:
+        for p in h["ports"]:
+            by_name[(h["name"], p["port"])] = (g(h["guid"]), p)
+    isl = set()
+    for guid, s in sw.items():
+        for p in s["ports"]:
+            r = peer.get((guid, p["port"]))
+            if r and r[0] in sw and p["state"] == "Active":
+                isl.add((guid, p["port"]))
+
+    def walk(src, dst):
+        sguid, sport = src
+        dlid = dst[1]["lid"]
+        node, links = peer[(sguid, sport["port"])], []
+        for _ in range(64):
+            guid, _inp = node
+            if guid not in sw:
+                return links if guid == dst[0] else None
+            out = sw[guid]["lft"][dlid] if dlid < len(sw[guid]["lft"]) else 255
+            if out in (0, 255):
+                return None
+            if (guid, out) in isl:
+                links.append((guid, out))
+            node = peer.get((guid, out))
+            if node is None:
+                return None
+        return None
+
+    errors = []
+    covered = set()
+    for i, rnd in enumerate(plan["rounds"]):
+        seen = set()
+        for pair in rnd:
+            a, b = (pair["a"], pair["a_port"]), (pair["b"], pair["b_port"])
+            for h in (a, b):
+                if h in seen:
+                    errors.append("round %d uses %s twice" % (i + 1, h))
+                seen.add(h)
+            for x, y in ((a, b), (b, a)):
+                links = walk(by_name[x], by_name[y])
+                if links is None:
+                    errors.append("round %d: no path %s -> %s in the LFTs" % (i + 1, x, y))
+                else:
+                    covered.update(links)
+    missing = isl - covered
+    if missing:
+        errors.append("%d directed inter-switch links not loaded, e.g. %s" % (
+            len(missing), sorted((sw[gd]["name"], p) for gd, p in missing)[:5]))
+    if len(plan["rounds"]) > max_rounds:
+        errors.append("%d rounds, more than %d" % (len(plan["rounds"]), max_rounds))
+    if plan["covered"] != len(covered) or plan["directed_links"] != len(isl):
+        errors.append("the plan claims %d of %d links, the walk finds %d of %d" % (
+            plan["covered"], plan["directed_links"], len(covered), len(isl)))
+    for e in errors[:20]:
+        print("MISMATCH: " + e[:400])
+    print("cover: %d hosts, %d rounds (lower bound %d, all-pairs %d), %d of %d directed "
+          "inter-switch links loaded by the LFT walk, planned in %.1f ms: %s" % (
+              plan["hosts"], len(plan["rounds"]), plan["lower_bound"], plan["all_pairs_rounds"],
+              len(covered), len(isl), plan["planning_ms"], "ok" if not errors else "FAILED"))
+    return 0 if not errors else 1
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "cover":
+        return cover(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     if len(sys.argv) == 5 and sys.argv[1] == "compare":
         return compare(*sys.argv[2:])
     if len(sys.argv) == 5 and sys.argv[1] == "trace":

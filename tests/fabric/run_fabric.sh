@@ -4,13 +4,19 @@
 # umad2sim, and check the snapshot against ibnetdiscover and dump_fts (nodes, links, every LFT
 # entry) and `gdrmesh fabric path` against ibtracert. No kernel RDMA support is needed.
 #
-#   run_fabric.sh GDRMESH TRACE_PAIRS GEN_ARGS...     e.g. run_fabric.sh build/cli/gdrmesh 40 --levels 2 --hosts 16
+# Then plans `sweep plan --pattern cover` on the snapshot and checks, walking the LFTs in
+# fabric_check.py (not the planner's code), that it loads every directed inter-switch link in
+# at most MAX_ROUNDS rounds.
+#
+#   run_fabric.sh GDRMESH TRACE_PAIRS MAX_ROUNDS GEN_ARGS...
+#   e.g. run_fabric.sh build/cli/gdrmesh 40 2 --levels 2 --hosts 16
 #
 # Exit 77 (ctest: skipped) with the reason when ibsim, OpenSM or infiniband-diags are missing.
 set -euo pipefail
 gdrmesh="$1"
 pairs="$2"
-shift 2
+max_rounds="$3"
+shift 3
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 skip() { echo "SKIPPED: $*"; exit 77; }
@@ -71,5 +77,8 @@ python3 "$here/fabric_check.py" compare "$work/fabric.json" "$work/ibnetdiscover
 if [[ "$pairs" -gt 0 ]]; then
   "${sim_env[@]}" python3 "$here/fabric_check.py" trace "$work/fabric.json" "$pairs" "$gdrmesh"
 fi
+"$gdrmesh" sweep plan --pattern cover --fabric "$work/fabric.json" -o json >"$work/plan.json" || {
+  cat "$work/plan.json"; echo "gdrmesh sweep plan --pattern cover failed"; exit 1; }
+python3 "$here/fabric_check.py" cover "$work/fabric.json" "$work/plan.json" "$max_rounds"
 [[ -n "${GDRMESH_FABRIC_KEEP:-}" ]] && cp "$work/fabric.json" "$GDRMESH_FABRIC_KEEP"
 exit 0

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/fabric/cover.h"
 
 namespace gdrmesh::fabric {
 namespace {
@@ -181,8 +184,7 @@ TEST(FabricPath, MissingEntryDeadLinkAndLoopAreErrorsNamingTheSwitch) {
   f.switches[0].lft[9] = 2;  // leaf1 sends h3's LID to h2
   r = tracePath(f, ep(f, "h1 mlx5_0"), ep(f, "h3 mlx5_0"));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("to h2 mlx5_0/1"), std::string::npos)
-      << r.status().message();
+  EXPECT_NE(r.status().message().find("to h2 mlx5_0/1"), std::string::npos) << r.status().message();
 
   f = smallTree();
   for (auto& p : f.switches[0].ports) {
@@ -247,6 +249,51 @@ TEST(FabricDiff, GoneNarrowerSlowerAndDownLinksNameTheSwitchPort) {
   bool has_new = false;
   for (const auto& x : back) has_new = has_new || x.kind == "link_new";
   EXPECT_TRUE(has_new);
+}
+
+TEST(FabricCover, LoadsEveryDirectedInterSwitchLinkWithDisjointPairs) {
+  Fabric f = smallTree();
+  auto plan = planCover(f);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  EXPECT_EQ(plan->hosts, 4U);
+  EXPECT_EQ(plan->directed_links, 8U);
+  EXPECT_EQ(plan->covered, 8U);
+  EXPECT_TRUE(plan->uncovered.empty());
+  EXPECT_EQ(plan->lower_bound, 1);  // 2 up-links, 2 hosts a leaf
+  ASSERT_GE(plan->rounds.size(), 1U);
+  EXPECT_LE(plan->rounds.size(), 2U);
+  for (const auto& round : plan->rounds) {
+    std::set<std::string> used;
+    for (const auto& p : round) {
+      EXPECT_TRUE(used.insert(p.a).second) << p.a << " twice in a round";
+      EXPECT_TRUE(used.insert(p.b).second) << p.b << " twice in a round";
+    }
+  }
+}
+
+TEST(FabricCover, LinksNoTableRoutesOverAreListedNotCovered) {
+  Fabric f = smallTree();
+  // Every route between the leaves over spine1: spine2's four directed links carry nothing.
+  f.switches[0].lft[9] = 3, f.switches[0].lft[5] = 3;
+  f.switches[1].lft[7] = 3, f.switches[1].lft[3] = 3;
+  auto plan = planCover(f);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->covered, 4U);
+  ASSERT_EQ(plan->uncovered.size(), 4U);
+  EXPECT_EQ(plan->uncovered[0].find("leaf"), 0U);
+  bool names_spine2 = false;
+  for (const auto& u : plan->uncovered) {
+    names_spine2 = names_spine2 || u.find("spine2") != std::string::npos;
+  }
+  EXPECT_TRUE(names_spine2);
+}
+
+TEST(FabricCover, NeedsHostsAndTables) {
+  Fabric f = smallTree();
+  for (auto& s : f.switches) s.lft.assign(s.lft.size(), kNoRoute);
+  auto plan = planCover(f);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().fix().find("--no-lfts"), std::string::npos);
 }
 
 }  // namespace
