@@ -298,8 +298,10 @@ int runPlan(const FabricArgs& a) {
     nlohmann::json j = {{"pattern", "cover"},
                         {"hosts", plan->hosts},
                         {"directed_links", plan->directed_links},
+                        {"routable", plan->routable},
                         {"covered", plan->covered},
                         {"uncovered", plan->uncovered},
+                        {"unroutable", plan->unroutable},
                         {"lower_bound", plan->lower_bound},
                         {"all_pairs_rounds", all_pairs_rounds},
                         {"planning_ms", ms},
@@ -316,12 +318,15 @@ int runPlan(const FabricArgs& a) {
                 << renderTable(rows) << "\n";
     }
     for (const auto& u : plan->uncovered) std::cout << "not covered: " << u << "\n";
+    for (const auto& u : plan->unroutable) {
+      std::cout << "no route crosses (no test can load it): " << u << "\n";
+    }
     char line[256];
     std::snprintf(line, sizeof line,
-                  "cover: %zu rounds (lower bound %d; all-pairs %zu) cover %zu of %zu directed "
-                  "inter-switch links, %zu hosts, planned in %.1f ms\n",
+                  "cover: %zu rounds (lower bound %d; all-pairs %zu) cover %zu of %zu routable "
+                  "directed inter-switch links (%zu in all), %zu hosts, planned in %.1f ms\n",
                   plan->rounds.size(), plan->lower_bound, all_pairs_rounds, plan->covered,
-                  plan->directed_links, plan->hosts, ms);
+                  plan->routable, plan->directed_links, plan->hosts, ms);
     std::cout << line;
   }
   return plan->uncovered.empty() ? kExitOk : kExitFailed;

@@ -86,6 +86,36 @@ int walkLinks(const CoverGraph& g, size_t s, size_t d, std::array<int, kMaxLinks
   return -1;
 }
 
+// Which directed links any host-to-host path crosses: per destination, follow the LFT from
+// every switch a host is cabled to; the rest of a path from a switch is the same whoever sent
+// the packet, so each switch is walked once per destination.
+std::vector<char> routableLinks(const CoverGraph& g) {
+  std::vector<char> routable(g.links.size(), 0);
+  std::vector<char> leaf(g.sw.size(), 0);
+  for (const auto& e : g.eps) leaf[static_cast<size_t>(e.leaf)] = 1;
+  std::vector<int> seen(g.sw.size(), -1);
+  for (size_t d = 0; d < g.eps.size(); ++d) {
+    const uint16_t dlid = g.eps[d].port->lid;
+    for (size_t start = 0; start < g.sw.size(); ++start) {
+      if (leaf[start] == 0) continue;
+      int cur = static_cast<int>(start);
+      for (int step = 0; step < kMaxLinks; ++step) {
+        if (seen[static_cast<size_t>(cur)] == static_cast<int>(d)) break;
+        seen[static_cast<size_t>(cur)] = static_cast<int>(d);
+        const uint8_t port = g.sw[static_cast<size_t>(cur)]->route(dlid);
+        if (port == kNoRoute || port == 0 || port >= g.link_id[static_cast<size_t>(cur)].size()) {
+          break;
+        }
+        const int id = g.link_id[static_cast<size_t>(cur)][port];
+        if (id < 0) break;
+        routable[static_cast<size_t>(id)] = 1;
+        cur = g.next_sw[static_cast<size_t>(cur)][port];
+      }
+    }
+  }
+  return routable;
+}
+
 }  // namespace
 
 std::string directedLinkName(const Fabric& f, uint64_t from_guid, int from_port) {
@@ -121,8 +151,15 @@ Result<CoverPlan> planCover(const Fabric& f, const CoverOptions& opts) {
     plan.lower_bound = std::max(plan.lower_bound, (up + hosts_on[i] - 1) / hosts_on[i]);
   }
 
+  const std::vector<char> routable = routableLinks(g);
+  // Unroutable links count as done: no pair can load them; they are listed apart.
   std::vector<char> covered(g.links.size(), 0);
-  size_t left = g.links.size();
+  size_t left = 0;
+  for (size_t id = 0; id < g.links.size(); ++id) {
+    plan.routable += routable[id] != 0 ? 1 : 0;
+    if (routable[id] == 0) covered[id] = 1;
+  }
+  left = plan.routable;
   std::array<int, kMaxLinks> there{};
   std::array<int, kMaxLinks> back{};
   // New links a pair would cover: both directions, a link on both paths counted once.
@@ -183,11 +220,14 @@ Result<CoverPlan> planCover(const Fabric& f, const CoverOptions& opts) {
     if (round.empty()) break;  // nothing more can be covered
     plan.rounds.push_back(std::move(round));
   }
-  plan.covered = g.links.size() - left;
+  plan.covered = plan.routable - left;
   for (size_t id = 0; id < g.links.size(); ++id) {
-    if (covered[id] != 0) continue;
     const auto& [s, port] = g.links[id];
-    plan.uncovered.push_back(directedLinkName(f, g.sw[static_cast<size_t>(s)]->guid, port));
+    if (routable[id] == 0) {
+      plan.unroutable.push_back(directedLinkName(f, g.sw[static_cast<size_t>(s)]->guid, port));
+    } else if (covered[id] == 0) {
+      plan.uncovered.push_back(directedLinkName(f, g.sw[static_cast<size_t>(s)]->guid, port));
+    }
   }
   return plan;
 }

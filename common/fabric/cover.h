@@ -5,9 +5,9 @@
 // Greedy, round by round: each host in turn takes the free partner whose two paths (there and
 // back) cross the most links not yet covered; a round ends when no free pair adds a link. The
 // plan says how many directed inter-switch links there are, how many it covers, which it
-// cannot (a link no LFT routes any host over), and the lower bound on rounds: a leaf with h
-// live hosts and U up-links needs at least ceil(U/h) rounds, since each of its hosts sends up
-// one path a round.
+// cannot (a link no LFT routes any host over: unroutable), and the lower bound on rounds: a leaf
+// with h live hosts and U up-links needs at least ceil(U/h) rounds, since each of its hosts sends
+// up one path a round.
 #pragma once
 
 #include <string>
@@ -29,9 +29,13 @@ struct CoverPlan {
   std::vector<std::vector<CoverPair>> rounds;
   size_t hosts = 0;           // HCA ports that can take part (active, with a LID)
   size_t directed_links = 0;  // inter-switch links, each direction counted
+  // Directed links some host pair's path crosses. The others no test can load: the LFTs send no
+  // host's traffic over them (ftree uses only as many down-links into a leaf as it has hosts).
+  size_t routable = 0;
   size_t covered = 0;
-  std::vector<std::string> uncovered;  // "leaf01[5] -> spine01[1]"
-  int lower_bound = 0;                 // max over leaves of ceil(up-links / live hosts)
+  std::vector<std::string> uncovered;   // routable, yet the plan missed them (max_rounds)
+  std::vector<std::string> unroutable;  // "spine09[8] -> leaf08[25]"
+  int lower_bound = 0;                  // max over leaves of ceil(up-links / live hosts)
 };
 
 struct CoverOptions {

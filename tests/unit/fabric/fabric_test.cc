@@ -257,8 +257,10 @@ TEST(FabricCover, LoadsEveryDirectedInterSwitchLinkWithDisjointPairs) {
   ASSERT_TRUE(plan.ok()) << plan.status().toString();
   EXPECT_EQ(plan->hosts, 4U);
   EXPECT_EQ(plan->directed_links, 8U);
+  EXPECT_EQ(plan->routable, 8U);
   EXPECT_EQ(plan->covered, 8U);
   EXPECT_TRUE(plan->uncovered.empty());
+  EXPECT_TRUE(plan->unroutable.empty());
   EXPECT_EQ(plan->lower_bound, 1);  // 2 up-links, 2 hosts a leaf
   ASSERT_GE(plan->rounds.size(), 1U);
   EXPECT_LE(plan->rounds.size(), 2U);
@@ -271,18 +273,21 @@ TEST(FabricCover, LoadsEveryDirectedInterSwitchLinkWithDisjointPairs) {
   }
 }
 
-TEST(FabricCover, LinksNoTableRoutesOverAreListedNotCovered) {
+TEST(FabricCover, LinksNoTableRoutesOverAreListedAsUnroutable) {
   Fabric f = smallTree();
   // Every route between the leaves over spine1: spine2's four directed links carry nothing.
   f.switches[0].lft[9] = 3, f.switches[0].lft[5] = 3;
   f.switches[1].lft[7] = 3, f.switches[1].lft[3] = 3;
   auto plan = planCover(f);
   ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->directed_links, 8U);
+  EXPECT_EQ(plan->routable, 4U);
   EXPECT_EQ(plan->covered, 4U);
-  ASSERT_EQ(plan->uncovered.size(), 4U);
-  EXPECT_EQ(plan->uncovered[0].find("leaf"), 0U);
+  EXPECT_TRUE(plan->uncovered.empty());
+  ASSERT_EQ(plan->unroutable.size(), 4U);
+  EXPECT_EQ(plan->unroutable[0], "leaf1[4] -> spine2[1]");
   bool names_spine2 = false;
-  for (const auto& u : plan->uncovered) {
+  for (const auto& u : plan->unroutable) {
     names_spine2 = names_spine2 || u.find("spine2") != std::string::npos;
   }
   EXPECT_TRUE(names_spine2);
