@@ -4,7 +4,8 @@
 # umad2sim, and check the snapshot against ibnetdiscover and dump_fts (nodes, links, every LFT
 # entry) and `gdrmesh fabric path` against ibtracert. No kernel RDMA support is needed.
 #
-# Then plans `sweep plan --pattern cover` on the snapshot and checks, walking the LFTs in
+# Then unplugs one leaf up-link through ibsim's console (Unlink) and checks that `fabric diff`
+# names exactly that link. Then plans `sweep plan --pattern cover` on the snapshot and checks, walking the LFTs in
 # fabric_check.py (not the planner's code), that it loads every directed inter-switch link in
 # at most MAX_ROUNDS rounds.
 #
@@ -80,5 +81,44 @@ fi
 "$gdrmesh" sweep plan --pattern cover --fabric "$work/fabric.json" -o json >"$work/plan.json" || {
   cat "$work/plan.json"; echo "gdrmesh sweep plan --pattern cover failed"; exit 1; }
 python3 "$here/fabric_check.py" cover "$work/fabric.json" "$work/plan.json" "$max_rounds"
+# A fault through ibsim's console: unplug the first host's leaf's first up-link; a new
+# discovery must differ from the first by exactly that link, named by switch and port.
+read -r leaf port < <(python3 - "$work/net" <<'PY'
+import re, sys
+sw, cur, first = {}, None, None
+for line in open(sys.argv[1]):
+    m = re.match(r'^(Switch|Hca)\s+\d+\s+"([^"]+)"', line)
+    if m:
+        cur = m.group(2) if m.group(1) == "Switch" else None
+        continue
+    m = re.match(r'^\[(\d+)\]\s+"([^"]+)"', line)
+    if m and cur:
+        sw.setdefault(cur, []).append((int(m.group(1)), m.group(2)))
+        if m.group(2) == "h0001":
+            first = cur
+ups = [p for p, r in sw[first] if r in sw]
+print(first, min(ups))
+PY
+)
+echo "Unlink \"$leaf\"[$port]" >&9
+found=""
+for _ in $(seq 1 50); do
+  "${sim_env[@]}" "$gdrmesh" fabric discover -o json --save "$work/after.json" >/dev/null 2>&1 || true
+  rc=0
+  "$gdrmesh" fabric diff "$work/fabric.json" "$work/after.json" -o json >"$work/diff.json" || rc=$?
+  if [[ $rc -eq 1 ]]; then found=1; break; fi
+  sleep 0.1  # ibsim reads its console on its own thread: poll for the change, bounded
+done
+[[ -n "$found" ]] || { echo "fabric diff saw no change after Unlink $leaf[$port]"; exit 1; }
+python3 - "$work/diff.json" "$leaf" "$port" <<'PY'
+import json, sys
+findings = json.load(open(sys.argv[1]))
+leaf, port = sys.argv[2], sys.argv[3]
+gone = [f for f in findings if f["kind"] == "link_gone"]
+ok = len(findings) == 1 and len(gone) == 1 and "%s[%s]" % (leaf, port) in gone[0]["message"]
+print("diff after Unlink %s[%s]: %s -> %s" % (leaf, port, [f["message"] for f in findings],
+                                             "ok" if ok else "WRONG"))
+sys.exit(0 if ok else 1)
+PY
 [[ -n "${GDRMESH_FABRIC_KEEP:-}" ]] && cp "$work/fabric.json" "$GDRMESH_FABRIC_KEEP"
 exit 0
