@@ -36,7 +36,7 @@ struct FabricArgs {
   int max_rounds = 64;
 };
 
-int fail(const char* cmd, const Status& st) {
+int fabricFail(const char* cmd, const Status& st) {
   std::fprintf(stderr, "gdrmesh fabric %s: %s\n", cmd, st.message().c_str());
   if (!st.fix().empty()) std::fprintf(stderr, "  fix: %s\n", st.fix().c_str());
   switch (st.code()) {
@@ -58,7 +58,7 @@ bool isInterSwitch(const Fabric& f, const fabric::Link& l) {
          b->kind == fabric::NodeKind::kSwitch;
 }
 
-std::string summary(const Fabric& f) {
+std::string fabricSummary(const Fabric& f) {
   size_t isl = 0;
   for (const auto& l : f.links) isl += isInterSwitch(f, l) ? 1 : 0;
   return "fabric from " + f.source + ": " + std::to_string(f.switches.size()) + " switches, " +
@@ -84,7 +84,7 @@ std::string fabricTable(const Fabric& f) {
                      l.b.node + "[" + std::to_string(l.b.port) + "]", fabric::widthName(l.width),
                      l.speed, l.state});
   }
-  return summary(f) + "\n" + renderTable(sw) + "\n" + renderTable(links);
+  return fabricSummary(f) + "\n" + renderTable(sw) + "\n" + renderTable(links);
 }
 
 // Which port (host or switch) holds `lid`: for the LFT listing.
@@ -127,7 +127,7 @@ std::string switchTable(const Fabric& f, const fabric::Node& s) {
   return out + renderTable(lft);
 }
 
-int runDiscover(const FabricArgs& a) {
+int runFabricDiscover(const FabricArgs& a) {
 #ifdef GDRMESH_HAVE_FABRIC_DISCOVERY
   fabric::DiscoverOptions o;
   o.ca = a.ca;
@@ -136,14 +136,15 @@ int runDiscover(const FabricArgs& a) {
   o.read_lfts = !a.no_lfts;
   const auto t0 = std::chrono::steady_clock::now();
   auto f = fabric::discoverFabric(o);
-  if (!f.ok()) return fail("discover", f.status());
+  if (!f.ok()) return fabricFail("discover", f.status());
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::string json = toJson(*f).dump(1);
   if (!a.save.empty()) {
     std::ofstream out(a.save);
     out << json << "\n";
     if (!out) {
-      return fail("discover", invalidArgument("--save " + a.save + ": cannot write the file"));
+      return fabricFail("discover",
+                        invalidArgument("--save " + a.save + ": cannot write the file"));
     }
   }
   if (a.output == "json") {
@@ -155,21 +156,22 @@ int runDiscover(const FabricArgs& a) {
   return kExitOk;
 #else
   (void)a;
-  return fail("discover",
-              unimplemented("this gdrmesh was built without InfiniBand fabric discovery",
-                            "install libibnetdisc-dev libibmad-dev libibumad-dev and rebuild "
-                            "(GDRMESH_FABRIC=ON)"));
+  return fabricFail("discover",
+                    unimplemented("this gdrmesh was built without InfiniBand fabric discovery",
+                                  "install libibnetdisc-dev libibmad-dev libibumad-dev and rebuild "
+                                  "(GDRMESH_FABRIC=ON)"));
 #endif
 }
 
-int runShow(const FabricArgs& a) {
+int runFabricShow(const FabricArgs& a) {
   auto f = fabric::loadFabricFile(a.file);
-  if (!f.ok()) return fail("show", f.status());
+  if (!f.ok()) return fabricFail("show", f.status());
   if (!a.switch_name.empty()) {
     const auto* s = f->nodeByName(a.switch_name);
     if (s == nullptr || s->kind != fabric::NodeKind::kSwitch) {
-      return fail("show", notFound("--switch " + a.switch_name + ": no such switch in " + a.file,
-                                   "`gdrmesh fabric show " + a.file + "` lists them"));
+      return fabricFail("show",
+                        notFound("--switch " + a.switch_name + ": no such switch in " + a.file,
+                                 "`gdrmesh fabric show " + a.file + "` lists them"));
     }
     if (a.output == "json") {
       Fabric one;
@@ -190,11 +192,11 @@ int runShow(const FabricArgs& a) {
   return kExitOk;
 }
 
-int runDiff(const FabricArgs& a) {
+int runFabricDiff(const FabricArgs& a) {
   auto before = fabric::loadFabricFile(a.old_file);
-  if (!before.ok()) return fail("diff", before.status());
+  if (!before.ok()) return fabricFail("diff", before.status());
   auto after = fabric::loadFabricFile(a.new_file);
-  if (!after.ok()) return fail("diff", after.status());
+  if (!after.ok()) return fabricFail("diff", after.status());
   const auto findings = fabric::diffFabrics(*before, *after);
   if (a.output == "json") {
     nlohmann::json j = nlohmann::json::array();
@@ -217,13 +219,13 @@ int runDiff(const FabricArgs& a) {
   return findings.empty() ? kExitOk : kExitFailed;
 }
 
-int runPath(const FabricArgs& a) {
+int runFabricPath(const FabricArgs& a) {
   auto f = fabric::loadFabricFile(a.file);
-  if (!f.ok()) return fail("path", f.status());
+  if (!f.ok()) return fabricFail("path", f.status());
   auto src = fabric::findEndpoint(*f, a.src);
-  if (!src.ok()) return fail("path", src.status().withContext("SRC"));
+  if (!src.ok()) return fabricFail("path", src.status().withContext("SRC"));
   auto dst = fabric::findEndpoint(*f, a.dst);
-  if (!dst.ok()) return fail("path", dst.status().withContext("DST"));
+  if (!dst.ok()) return fabricFail("path", dst.status().withContext("DST"));
   nlohmann::json j = nlohmann::json::array();
   std::string text;
   int rc = kExitOk;
@@ -264,21 +266,22 @@ int runPath(const FabricArgs& a) {
   return rc;
 }
 
-int runPlan(const FabricArgs& a) {
+int runCoverPlan(const FabricArgs& a) {
   if (a.pattern != "cover") {
-    return fail("plan", invalidArgument("--pattern " + a.pattern +
-                                            ": `sweep plan` plans only --pattern cover so far",
-                                        "use --pattern cover --fabric FILE"));
+    return fabricFail(
+        "plan", invalidArgument(
+                    "--pattern " + a.pattern + ": `sweep plan` plans only --pattern cover so far",
+                    "use --pattern cover --fabric FILE"));
   }
   auto f = fabric::loadFabricFile(a.file);
-  if (!f.ok()) return fail("plan", f.status());
+  if (!f.ok()) return fabricFail("plan", f.status());
   fabric::CoverOptions o;
   o.max_rounds = a.max_rounds;
   const auto t0 = std::chrono::steady_clock::now();
   auto plan = fabric::planCover(*f, o);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!plan.ok()) return fail("plan", plan.status());
+  if (!plan.ok()) return fabricFail("plan", plan.status());
   const size_t all_pairs_rounds = plan->hosts % 2 == 0 ? plan->hosts - 1 : plan->hosts;
   if (a.output == "json") {
     nlohmann::json rounds = nlohmann::json::array();
@@ -332,7 +335,7 @@ int runPlan(const FabricArgs& a) {
   return plan->uncovered.empty() ? kExitOk : kExitFailed;
 }
 
-void addOutput(CLI::App* cmd, FabricArgs* a) {
+void addFabricOutput(CLI::App* cmd, FabricArgs* a) {
   cmd->add_option("-o,--output", a->output, "table or json")
       ->check(CLI::IsMember({"table", "json"}));
 }
@@ -353,23 +356,23 @@ void registerFabricCommands(CLI::App& app, Action* action) {
         ->check(CLI::Range(1, 60000));
     cmd->add_flag("--no-lfts", a->no_lfts, "skip the switches' forwarding tables");
     cmd->add_option("--save", a->save, "also write the JSON snapshot to this file");
-    addOutput(cmd, a.get());
-    cmd->callback([action, a] { *action = [a] { return runDiscover(*a); }; });
+    addFabricOutput(cmd, a.get());
+    cmd->callback([action, a] { *action = [a] { return runFabricDiscover(*a); }; });
   }
   {
     auto* cmd = fab->add_subcommand("show", "Print a saved fabric snapshot, or one switch");
     cmd->add_option("FILE", a->file, "snapshot (fabric discover -o json)")->required();
     cmd->add_option("--switch", a->switch_name, "one switch: its ports and its LFT");
-    addOutput(cmd, a.get());
-    cmd->callback([action, a] { *action = [a] { return runShow(*a); }; });
+    addFabricOutput(cmd, a.get());
+    cmd->callback([action, a] { *action = [a] { return runFabricShow(*a); }; });
   }
   {
     auto* cmd = fab->add_subcommand(
         "diff", "What changed between two snapshots (exit 1 when something did)");
     cmd->add_option("OLD", a->old_file, "earlier snapshot")->required();
     cmd->add_option("NEW", a->new_file, "later snapshot")->required();
-    addOutput(cmd, a.get());
-    cmd->callback([action, a] { *action = [a] { return runDiff(*a); }; });
+    addFabricOutput(cmd, a.get());
+    cmd->callback([action, a] { *action = [a] { return runFabricDiff(*a); }; });
   }
   {
     auto* cmd = fab->add_subcommand(
@@ -377,8 +380,8 @@ void registerFabricCommands(CLI::App& app, Action* action) {
     cmd->add_option("FILE", a->file, "snapshot (fabric discover -o json)")->required();
     cmd->add_option("SRC", a->src, "host: node description or GUID, optionally /PORT")->required();
     cmd->add_option("DST", a->dst, "host: node description or GUID, optionally /PORT")->required();
-    addOutput(cmd, a.get());
-    cmd->callback([action, a] { *action = [a] { return runPath(*a); }; });
+    addFabricOutput(cmd, a.get());
+    cmd->callback([action, a] { *action = [a] { return runFabricPath(*a); }; });
   }
   // `gdrmesh sweep plan`: beside `sweep run` (cli/cmd_sweep.cc registers `sweep` first).
   auto sweeps = app.get_subcommands([](CLI::App* c) { return c->get_name() == "sweep"; });
@@ -390,8 +393,8 @@ void registerFabricCommands(CLI::App& app, Action* action) {
     cmd->add_option("--fabric", a->file, "fabric snapshot (fabric discover -o json)")->required();
     cmd->add_option("--max-rounds", a->max_rounds, "stop after this many rounds (default 64)")
         ->check(CLI::Range(1, 100000));
-    addOutput(cmd, a.get());
-    cmd->callback([action, a] { *action = [a] { return runPlan(*a); }; });
+    addFabricOutput(cmd, a.get());
+    cmd->callback([action, a] { *action = [a] { return runCoverPlan(*a); }; });
   }
 }
 
