@@ -59,8 +59,9 @@ void registerSweepCommands(CLI::App& app, Action* action);    // sweep, sweeps, 
 void registerHistoryCommands(CLI::App& app, Action* action);  // history, compare, result
 void registerAcceptCommand(CLI::App& app, Action* action);
 void registerLocalCommands(CLI::App& app, Action* action);
-void registerReportCommand(CLI::App& app, Action* action);  // report (cmd_report.cc)
-void registerCertsCommands(CLI::App& app, Action* action);  // certs init, issue, show
+void registerReportCommand(CLI::App& app, Action* action);   // report (cmd_report.cc)
+void registerCertsCommands(CLI::App& app, Action* action);   // certs init, issue, show
+void registerFabricCommands(CLI::App& app, Action* action);  // fabric discover/show/diff/path
 
 // Blocks SIGINT/SIGTERM in this thread (call before starting threads) and returns a waiter
 // that blocks until one arrives, then calls `on_signal`.

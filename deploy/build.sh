@@ -15,7 +15,8 @@ if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR="$root"
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
+# Configure quietly, but keep the summary of what this build has (fabric discovery, GPU kernels).
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DGDRMESH_WERROR="$werror" "${launcher[@]}" "$@" >/dev/null
+  -DGDRMESH_WERROR="$werror" "${launcher[@]}" "$@" | { grep -E '^-- gdrmesh' || true; }
 cmake --build "$build" -j "$(nproc)" ${GDRMESH_BUILD_TARGET:+--target "$GDRMESH_BUILD_TARGET"}
 echo "build: $build/cli/gdrmesh"

@@ -17,13 +17,15 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 runtime=(libgrpc++1.51 libprotobuf32 libsqlite3-0 libssl3 libyaml-cpp0.7 libibverbs1 librdmacm1 ibverbs-providers
-         rdma-core tzdata)
+         rdma-core tzdata
+         libibnetdisc5 libibmad5 libibumad3)  # fabric discovery
 # Building the `gdrmesh` program (what the main job builds).
 build=(build-essential cmake ninja-build pkg-config
        libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
        libsqlite3-dev libyaml-cpp-dev
        libssl-dev  # certificates and mTLS (security/certs.h)
        libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
+       libibnetdisc-dev libibmad-dev libibumad-dev  # fabric discovery (worker/fabric)
        nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
        tzdata)  # zone database for schedules (coordinator/orchestrator/cron.h)
 # Building and checking the tests (deploy/test.sh).
@@ -34,7 +36,8 @@ tests=(git sqlite3 libgtest-dev libgmock-dev clang-format ccache bc
        curl  # the status page token test (tests/integration/trust) and tests/bench/history_queries.sh
        slurmctld slurmd slurm-client munge  # a single-host Slurm (tests/integration/slurm)
        help2man lintian mmdebstrap bash-completion  # the .deb's man page; its test (tests/package/deb)
-       podman runc)  # the container image's test (tests/package/container)
+       podman runc  # the container image's test (tests/package/container)
+       ibsim-utils opensm infiniband-diags)  # simulated InfiniBand fabric tests (tests/fabric)
 # The Kubernetes manifests' validator (tests/package/kubernetes: npm's kubernetes-models). A
 # machine whose Node.js comes from elsewhere, npm bundled, keeps it: Debian's npm conflicts with it.
 command -v npm >/dev/null || tests+=(nodejs npm)
