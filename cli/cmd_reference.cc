@@ -23,13 +23,13 @@ std::string referenceCell(std::string_view text) {
 
 // The --help text of `app` as `gdrmesh ... --help` prints it. Through the formatter: App::help()
 // of the root would print the selected subcommand's (this one's).
-std::string helpText(const CLI::App* app, const std::string& path) {
+std::string referenceHelpText(const CLI::App* app, const std::string& path) {
   return app->get_formatter()->make_help(app, path, CLI::AppFormatMode::Normal);
 }
 
 void appendCommandReference(const CLI::App* app, const std::string& path, std::string& out) {
   out += "### `" + path + "`\n\n";
-  out += "```\n" + helpText(app, path) + "```\n\n";
+  out += "```\n" + referenceHelpText(app, path) + "```\n\n";
   for (const CLI::App* sub : app->get_subcommands({})) {
     if (sub->get_group().empty()) continue;  // hidden (this command)
     appendCommandReference(sub, path + " " + sub->get_name(), out);
@@ -45,7 +45,7 @@ std::string makeReference(const CLI::App* root) {
       "built binary prints. What the options and keys mean at length: [config.md](config.md),\n"
       "[operations.md](operations.md), [security.md](security.md) and the README.\n\n"
       "## Commands\n\n";
-  out += "```\n" + helpText(root, "gdrmesh") + "```\n\n";
+  out += "```\n" + referenceHelpText(root, "gdrmesh") + "```\n\n";
   for (const CLI::App* sub : root->get_subcommands({})) {
     if (sub->get_group().empty()) continue;
     appendCommandReference(sub, "gdrmesh " + sub->get_name(), out);
