@@ -62,6 +62,8 @@ void registerLocalCommands(CLI::App& app, Action* action);
 void registerReportCommand(CLI::App& app, Action* action);   // report (cmd_report.cc)
 void registerCertsCommands(CLI::App& app, Action* action);   // certs init, issue, show
 void registerFabricCommands(CLI::App& app, Action* action);  // fabric discover/show/diff/path
+// Hidden `reference`: prints docs/reference.md from `app` (register it last).
+void registerReferenceCommand(CLI::App& app, Action* action);
 
 // Blocks SIGINT/SIGTERM in this thread (call before starting threads) and returns a waiter
 // that blocks until one arrives, then calls `on_signal`.

@@ -23,6 +23,7 @@ int run(int argc, char** argv) {
   gdrmesh::cli::registerReportCommand(app, &action);
   gdrmesh::cli::registerCertsCommands(app, &action);
   gdrmesh::cli::registerFabricCommands(app, &action);
+  gdrmesh::cli::registerReferenceCommand(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

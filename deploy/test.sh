@@ -3,6 +3,7 @@
 # clang-tidy, and runs every test suite with ctest. Suites that cannot run on this machine (no
 # GPU, no browser, no qemu) skip with their reason, visibly.
 #   deploy/test.sh [ctest args...]      e.g. deploy/test.sh -L unit
+#                                        (-L docs: docs/reference.md matches the built program)
 #   GDRMESH_UNIT_TESTS=OFF               leave out the unit and integration test programs (CI's
 #                                        main leg: its sanitizer legs build and run those)
 set -euo pipefail

@@ -11,6 +11,7 @@
 
 #include "common/pair_spec.h"
 #include "common/units.h"
+#include "coordinator/config/config_keys.h"
 
 namespace gdrmesh {
 namespace {
@@ -183,9 +184,7 @@ Status Parser::thresholds(const YAML::Node& node, const std::string& path, Thres
       {"regression_tolerance", &Thresholds::regression_tolerance, 0, 1, false,
        "a fraction (0.1 = 10 % worse than the baseline)"},
   };
-  std::vector<std::string> valid;
-  for (const auto& f : kFields) valid.push_back(f.name);
-  GDR_RETURN_IF_ERROR(checkMap(node, path, valid));
+  GDR_RETURN_IF_ERROR(checkMap(node, path, clusterConfigKeysOf("thresholds")));
   for (const auto& f : kFields) {
     const YAML::Node v = node[f.name];
     if (!v) continue;
@@ -203,16 +202,7 @@ Status Parser::thresholds(const YAML::Node& node, const std::string& path, Thres
 }
 
 Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec& s) const {
-  GDR_RETURN_IF_ERROR(checkMap(node, path, {"name",       "pattern",    "size",
-                                            "sizes",      "iters",      "warmup",
-                                            "op",         "mode",       "memory",
-                                            "src_memory", "dst_memory", "gpu",
-                                            "reg",        "src_reg",    "dst_reg",
-                                            "transport",  "direction",  "rounds",
-                                            "seed",       "hosts",      "exclude",
-                                            "select",     "pairs",      "qps",
-                                            "duration",   "timeout",    "max_concurrency",
-                                            "retries"}));
+  GDR_RETURN_IF_ERROR(checkMap(node, path, clusterConfigKeysOf("sweeps[]")));
   PairTestSpec& t = s.test;
   if (node["name"]) {
     GDR_ASSIGN_OR_RETURN(s.name, string(node["name"], join(path, "name")));
@@ -368,7 +358,7 @@ Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec&
 }
 
 Status Parser::hostClass(const YAML::Node& node, const std::string& path, HostClass& c) const {
-  GDR_RETURN_IF_ERROR(checkMap(node, path, {"name", "match", "labels", "thresholds", "expect"}));
+  GDR_RETURN_IF_ERROR(checkMap(node, path, clusterConfigKeysOf("host_classes[]")));
   if (!node["name"]) return error(node, join(path, "name"), "missing", "name the class");
   GDR_ASSIGN_OR_RETURN(c.name, string(node["name"], join(path, "name")));
   if (node["match"]) {
@@ -383,7 +373,7 @@ Status Parser::hostClass(const YAML::Node& node, const std::string& path, HostCl
   if (node["expect"]) {
     const YAML::Node e = node["expect"];
     const std::string p = join(path, "expect");
-    GDR_RETURN_IF_ERROR(checkMap(e, p, {"gpus", "nics", "nic_rate_gbps", "transports"}));
+    GDR_RETURN_IF_ERROR(checkMap(e, p, clusterConfigKeysOf("host_classes[].expect")));
     if (e["gpus"]) {
       GDR_ASSIGN_OR_RETURN(uint64_t g, count(e["gpus"], join(p, "gpus"), 0, 1024));
       c.expect.gpus = static_cast<int>(g);
@@ -412,8 +402,7 @@ Status Parser::hostClass(const YAML::Node& node, const std::string& path, HostCl
 }
 
 Status Parser::schedule(const YAML::Node& node, const std::string& path, ScheduleConfig& c) const {
-  GDR_RETURN_IF_ERROR(
-      checkMap(node, path, {"name", "cron", "timezone", "sweep", "catch_up", "grace"}));
+  GDR_RETURN_IF_ERROR(checkMap(node, path, clusterConfigKeysOf("schedules[]")));
   for (const char* required : {"name", "cron", "sweep"}) {
     if (!node[required]) {
       return error(node, join(path, required), "missing",
@@ -456,9 +445,7 @@ Status Parser::schedule(const YAML::Node& node, const std::string& path, Schedul
 }  // namespace
 
 Status Parser::actions(const YAML::Node& n, const std::string& path, ActionOptions& a) const {
-  GDR_RETURN_IF_ERROR(checkMap(
-      n, path,
-      {"mode", "actuator", "max_share", "window", "scontrol", "command_timeout", "kubernetes"}));
+  GDR_RETURN_IF_ERROR(checkMap(n, path, clusterConfigKeysOf("actions")));
   if (n["mode"]) {
     GDR_ASSIGN_OR_RETURN(const std::string m, string(n["mode"], join(path, "mode")));
     if (m == "off") {
@@ -505,7 +492,7 @@ Status Parser::actions(const YAML::Node& n, const std::string& path, ActionOptio
   }
   if (YAML::Node k = n["kubernetes"]) {
     const std::string kp = join(path, "kubernetes");
-    GDR_RETURN_IF_ERROR(checkMap(k, kp, {"api", "token_file", "ca_file"}));
+    GDR_RETURN_IF_ERROR(checkMap(k, kp, clusterConfigKeysOf("actions.kubernetes")));
     if (k["api"]) {
       GDR_ASSIGN_OR_RETURN(a.kubernetes_api, string(k["api"], join(kp, "api")));
     }
@@ -526,8 +513,7 @@ Status Parser::actions(const YAML::Node& n, const std::string& path, ActionOptio
 }
 
 Status Parser::hook(const YAML::Node& n, const std::string& path, HookOptions& h) const {
-  GDR_RETURN_IF_ERROR(checkMap(
-      n, path, {"command", "url", "token_file", "attempts", "timeout", "backoff", "queue_limit"}));
+  GDR_RETURN_IF_ERROR(checkMap(n, path, clusterConfigKeysOf("hooks[]")));
   if (n["command"]) {
     if (!n["command"].IsSequence()) {
       return error(n["command"], join(path, "command"), "must be a list (the argv, no shell)",
@@ -586,9 +572,7 @@ Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std
   if (root.IsNull()) return config;  // an empty file: no sweeps, no thresholds
   const Parser p(origin);
   try {
-    GDR_RETURN_IF_ERROR(p.checkMap(root, "(top level)",
-                                   {"sweeps", "thresholds", "host_classes", "schedules",
-                                    "retention", "outliers", "actions", "hooks"}));
+    GDR_RETURN_IF_ERROR(p.checkMap(root, "(top level)", clusterConfigKeysOf("(top level)")));
     auto list = [&](const char* key) -> Result<YAML::Node> {
       YAML::Node n = root[key];
       if (n && !n.IsSequence()) {
@@ -631,7 +615,7 @@ Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std
       config.schedules.push_back(std::move(c));
     }
     if (YAML::Node r = root["retention"]) {
-      GDR_RETURN_IF_ERROR(p.checkMap(r, "retention", {"days", "interval", "batch"}));
+      GDR_RETURN_IF_ERROR(p.checkMap(r, "retention", clusterConfigKeysOf("retention")));
       RetentionOptions& o = config.retention;
       if (r["days"]) {
         GDR_ASSIGN_OR_RETURN(const uint64_t days, p.count(r["days"], "retention.days", 0, 36500));
@@ -652,9 +636,7 @@ Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std
       config.retention_set = true;
     }
     if (YAML::Node n = root["outliers"]) {
-      GDR_RETURN_IF_ERROR(
-          p.checkMap(n, "outliers",
-                     {"detect", "fail", "robust_z", "min_shortfall", "min_partners", "min_hosts"}));
+      GDR_RETURN_IF_ERROR(p.checkMap(n, "outliers", clusterConfigKeysOf("outliers")));
       OutlierOptions& o = config.outliers;
       if (n["detect"]) {
         GDR_ASSIGN_OR_RETURN(const std::string d, p.string(n["detect"], "outliers.detect"));
