@@ -182,7 +182,19 @@ void ResultWriter::run() {
 
     in_flight_ = 0;
     in_flight_held_.clear();
-    resolved_ += out.resolved;
+    // The attempt's error and backoff are set before its rows count as resolved (below): a
+    // flush() that returns sees lastError() of the same attempt.
+    if (out.error.ok()) {
+      last_error_ = Status();
+      backoff_ms_ = 0;
+      retry_at_ = Clock::TimePoint();
+    } else {
+      last_error_ = out.error;
+      backoff_ms_ = backoff_ms_ == 0
+                        ? std::max(options_.min_backoff_ms, 1)
+                        : std::min(backoff_ms_ * 2, std::max(options_.max_backoff_ms, 1));
+      retry_at_ = clock_.now() + std::chrono::milliseconds(backoff_ms_);
+    }
     const bool had_spooled = spooled_waiting_ > 0;
     spooled_waiting_ += out.newly_spooled;
     spooled_waiting_ -= std::min(spooled_waiting_, out.spooled_resolved);
@@ -195,19 +207,10 @@ void ResultWriter::run() {
       }
       lock.lock();
     }
+    // Resolved only now, after the replay: a flush() that returns finds the spool gone.
+    resolved_ += out.resolved;
     queue_.insert(queue_.begin(), std::make_move_iterator(out.requeue.begin()),
                   std::make_move_iterator(out.requeue.end()));
-    if (out.error.ok()) {
-      last_error_ = Status();
-      backoff_ms_ = 0;
-      retry_at_ = Clock::TimePoint();
-    } else {
-      last_error_ = out.error;
-      backoff_ms_ = backoff_ms_ == 0
-                        ? std::max(options_.min_backoff_ms, 1)
-                        : std::min(backoff_ms_ * 2, std::max(options_.max_backoff_ms, 1));
-      retry_at_ = clock_.now() + std::chrono::milliseconds(backoff_ms_);
-    }
     if (out.resolved > 0) wake_flushers_.notify_all();
     if (!out.held_calls.empty()) {
       // After the requeue: a caller told "held" finds its row in held().

@@ -150,7 +150,7 @@ TEST(SweepReportRows, TheReportAfterARestartReadsIdentically) {
     auto opened = SqliteStore::open(dir.file("results.db"));
     ASSERT_TRUE(opened.ok()) << opened.status().toString();
     std::unique_ptr<SqliteStore> store = std::move(opened).value();
-    ResultWriter writer(*store);
+    ResultWriter writer(*store, clock);
     SweepManager manager(workers, clock, *store, *store, writer, codec, floor50, options);
     SweepSpec spec = plainAllPairs();
     spec.config_yaml = "thresholds: {bandwidth_gbps_min: 50}";
@@ -182,7 +182,7 @@ TEST(SweepReportRows, TheReportAfterARestartReadsIdentically) {
   auto reopened = SqliteStore::open(dir.file("results.db"));
   ASSERT_TRUE(reopened.ok()) << reopened.status().toString();
   std::unique_ptr<SqliteStore> store = std::move(reopened).value();
-  ResultWriter writer(*store);
+  ResultWriter writer(*store, clock);
   SweepManager manager(workers, clock, *store, *store, writer, codec, floor50, options);
   manager.resumeInterrupted();  // nothing to resume: the sweep ended
   const auto queries = readerQueries();
@@ -254,8 +254,8 @@ TEST(SweepReportRows, AReportStoredAsJsonByAnOlderBuildReadsAsItDid) {
   auto opened = SqliteStore::open(path);
   ASSERT_TRUE(opened.ok()) << opened.status().toString();
   std::unique_ptr<SqliteStore> store = std::move(opened).value();
-  ResultWriter writer(*store);
   SystemClock clock;
+  ResultWriter writer(*store, clock);
   FakeDirectory workers(clock);
   EmptyCodec codec;
   SweepManager manager(workers, clock, *store, *store, writer, codec, nullptr,
@@ -346,8 +346,8 @@ TEST(SweepReportRows, ASweepWithoutAReportHasNoVerdicts) {
   v.test_id = "t";
   v.verdict = "FAIL";
   ASSERT_TRUE(store->appendSweepVerdicts("s-none", {v}).ok());
-  ResultWriter writer(*store);
   SystemClock clock;
+  ResultWriter writer(*store, clock);
   FakeDirectory workers(clock);
   EmptyCodec codec;
   SweepManager manager(workers, clock, *store, *store, writer, codec, nullptr,
