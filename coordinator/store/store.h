@@ -108,7 +108,7 @@ struct SweepReportSummary {
   std::vector<SuspectRecord> suspects;  // in rank order
   std::vector<std::string> notes;
   // The figures over every verdict, a JSON document of the coordinator's (opaque to the store;
-  // a few lines per (op, mode, size)); "" = not computed (reports converted by migration 9).
+  // a few lines per (op, mode, size)); "" = not computed (reports converted by migration 10).
   std::string figures_json;
 };
 
