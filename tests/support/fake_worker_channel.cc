@@ -185,7 +185,15 @@ void FakeWorkerChannel::reply(const char* command, double after_seconds, Deadlin
     call->done(std::move(r));
     call->done = nullptr;
   };
-  const uint64_t key = track([fire](const Status& st) { fire(st); });
+  // Tracked weakly: the timers own the call, so a call still pending when the test ends does
+  // not keep its callback (and what it holds, e.g. a pair test holding this channel) alive.
+  const uint64_t key = track([weak = std::weak_ptr<Call>(call)](const Status& st) {
+    if (auto c = weak.lock()) {
+      if (c->fired.exchange(true)) return;
+      c->done(st);
+      c->done = nullptr;
+    }
+  });
   auto timer = clock_.schedule(deadline, [fire, key, this] {
     untrack(key);
     fire(Status(Code::kDeadlineExceeded, "worker " + name_ + " did not answer (fake)"));
@@ -253,7 +261,24 @@ void FakeWorkerChannel::prepareFinishing(const PrepareCommand& c, Deadline deadl
     answer(unavailable("worker lost: " + name_ + " (fake)"));
     return;
   }
-  pending->call = track([answer](const Status& st) { answer(st); });
+  // Tracked weakly, as reply()'s calls are: the finish's timer and waits own `pending`.
+  pending->call = track([weak = std::weak_ptr<Pending>(pending), id, this](const Status& st) {
+    auto p = weak.lock();
+    if (!p) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (p->fired) return;
+      p->fired = true;
+      aborts_.erase(id);
+    }
+    {
+      std::lock_guard<std::mutex> lock(fabric().mu);
+      fabric().ends.erase(baseId(id));
+    }
+    clock_.cancel(p->timer);
+    p->finished(st);
+    p->finished = nullptr;
+  });
   pending->timer = clock_.schedule(finish_deadline, [answer, this] {
     answer(Status(Code::kDeadlineExceeded, "worker " + name_ + " did not answer (fake)"));
   });
