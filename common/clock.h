@@ -119,6 +119,9 @@ bool waitUntil(Clock& clock, std::unique_lock<std::mutex>& lock, std::condition_
     }
     alarm->cv->notify_all();
   });
+  // A clock moved past the deadline between the check above and the timer's scheduling (a
+  // ManualClock runs a past-due timer only at its next advance): the wait is over.
+  if (clock.now() >= deadline) alarm->fired = true;
   cv.wait(lock, [&] { return alarm->fired || pred(); });
   const bool result = pred();
   lock.unlock();
