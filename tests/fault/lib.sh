@@ -61,3 +61,24 @@ stored() {  # ID -> rows with that test id
   sqlite3 -readonly "file:$db?mode=ro" "SELECT count(*) FROM results WHERE test_id = '$1'" 2>/dev/null ||
     echo "?"
 }
+# After the database takes writes again (the caller made it writable): every held result (all
+# ids but the first) is stored by the coordinator's retry within 10 s, no restart; then a kill -9
+# and a restart lose or duplicate none, and no finished test is recorded as interrupted.
+#   held_results_stored LABEL WHAT   e.g. held_results_stored shm "the -shm was writable again"
+held_results_stored() {
+  local id t0 _ errors
+  t0=$(date +%s%3N)
+  for id in "${ids[@]:1}"; do
+    for _ in $(seq 100); do [[ "$(stored "$id")" == 1 ]] && break; sleep 0.1; done
+    [[ "$(stored "$id")" == 1 ]] || fail "held result $id was not stored within 10 s of $2"
+  done
+  echo "$1: $(( ${#ids[@]} - 1 )) held results stored $(( $(date +%s%3N) - t0 )) ms after $2"
+  kill -9 "$coord"
+  wait "$coord" 2>/dev/null || true
+  start_coordinator "$port"
+  for id in "${ids[@]}"; do
+    [[ "$(stored "$id")" == 1 ]] || fail "result $id lost or duplicated after kill -9 and restart: $(stored "$id")"
+  done
+  errors=$(sqlite3 -readonly "file:$db?mode=ro" "SELECT count(*) FROM results WHERE status = 'ERROR'")
+  [[ "$errors" == 0 ]] || fail "$errors finished tests recorded as interrupted"
+}
