@@ -30,6 +30,30 @@
 namespace gdrmesh::cli {
 namespace {
 
+// `--config FILE`'s host-class checks of `inventory` (the worker `name` with `labels`), added to
+// `checks`. False, with the reason printed as `command`'s, when the file cannot be read or parsed.
+bool addExpectedInventoryChecks(const char* command, const std::string& path,
+                                const std::string& name,
+                                const std::map<std::string, std::string>& labels,
+                                const Inventory& inventory, std::vector<PreflightCheck>* checks) {
+  std::ifstream f(path);
+  if (!f) {
+    std::fprintf(stderr, "gdrmesh %s: --config %s: cannot read the file\n", command, path.c_str());
+    return false;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto cfg = parseClusterConfig(ss.str(), path);
+  if (!cfg.ok()) {
+    std::fprintf(stderr, "gdrmesh %s: --config: %s\n", command, cfg.status().toString().c_str());
+    return false;
+  }
+  for (auto& c : checkExpectedInventory(*cfg, name, labels, inventory)) {
+    checks->push_back(std::move(c));
+  }
+  return true;
+}
+
 struct LocalArgs {
   std::string sysfs_root = "/";
   std::string output = "table";
@@ -130,22 +154,9 @@ int runDoctor(const LocalArgs& a) {
       return kExitUsage;
     }
   }
-  if (!a.config.empty()) {
-    std::ifstream f(a.config);
-    if (!f) {
-      std::fprintf(stderr, "gdrmesh doctor: --config %s: cannot read the file\n", a.config.c_str());
-      return kExitUsage;
-    }
-    std::stringstream ss;
-    ss << f.rdbuf();
-    auto cfg = parseClusterConfig(ss.str(), a.config);
-    if (!cfg.ok()) {
-      std::fprintf(stderr, "gdrmesh doctor: --config: %s\n", cfg.status().toString().c_str());
-      return kExitUsage;
-    }
-    for (auto& c : checkExpectedInventory(*cfg, name, labels, inventory)) {
-      checks.push_back(std::move(c));
-    }
+  if (!a.config.empty() &&
+      !addExpectedInventoryChecks("doctor", a.config, name, labels, inventory, &checks)) {
+    return kExitUsage;
   }
   const std::string& fmt = a.local ? a.output : a.client.output;
   if (fmt == "json") {
@@ -316,22 +327,9 @@ int runCheck(const LocalArgs& a) {
   so.nics = a.nics;
   auto setup = setUpWorker(so);
   std::vector<PreflightCheck> checks = setup->inventory.preflight;
-  if (!a.config.empty()) {
-    std::ifstream f(a.config);
-    if (!f) {
-      std::fprintf(stderr, "gdrmesh check: --config %s: cannot read the file\n", a.config.c_str());
-      return kExitUsage;
-    }
-    std::stringstream ss;
-    ss << f.rdbuf();
-    auto cfg = parseClusterConfig(ss.str(), a.config);
-    if (!cfg.ok()) {
-      std::fprintf(stderr, "gdrmesh check: --config: %s\n", cfg.status().toString().c_str());
-      return kExitUsage;
-    }
-    for (auto& c : checkExpectedInventory(*cfg, setup->inventory.hostname, {}, setup->inventory)) {
-      checks.push_back(std::move(c));
-    }
+  if (!a.config.empty() && !addExpectedInventoryChecks("check", a.config, setup->inventory.hostname,
+                                                       {}, setup->inventory, &checks)) {
+    return kExitUsage;
   }
   // The loopback pattern on this host's own NICs (each to itself), or once through the
   // emulated transport.
