@@ -127,6 +127,7 @@ struct CoordinatorArgs {
   std::string max_size = "1GiB";
   int heartbeat_ms = 1000;
   std::string command_timeout = "10s";
+  std::string register_deadline = "10s";
   std::string config;
   int retention_days = -1;  // -1: the config's retention.days (else keep everything)
   TlsArgs tls;
@@ -211,6 +212,18 @@ int runCoordinator(const CoordinatorArgs& a) {
     return kExitUsage;
   }
   opts.pair.command_timeout_seconds = *command_timeout;
+  auto register_deadline = parseDurationSeconds(a.register_deadline, "--register-deadline");
+  if (register_deadline.ok() && (*register_deadline < 1 || *register_deadline > 600)) {
+    register_deadline =
+        invalidArgument("--register-deadline: " + a.register_deadline + " is out of range",
+                        "give 1s to 10m, e.g. 30s");
+  }
+  if (!register_deadline.ok()) {
+    std::fprintf(stderr, "gdrmesh coordinator: %s\n",
+                 register_deadline.status().toString().c_str());
+    return kExitUsage;
+  }
+  opts.register_deadline_ms = static_cast<int>(*register_deadline * 1000);
   auto max = parseSize(a.max_size, "--max-size");
   if (!max.ok()) {
     std::fprintf(stderr, "gdrmesh coordinator: %s\n", max.status().toString().c_str());
@@ -435,6 +448,11 @@ void registerCoordinator(CLI::App& app, Action* action) {
                   "how long a worker may take to answer one command of a pair test (prepare, "
                   "connect, verify, release; a run gets its own timeout on top); a worker that "
                   "never answers fails its test after this long (100ms to 1h)")
+      ->capture_default_str();
+  cmd->add_option("--register-deadline", a->register_deadline,
+                  "how long a new worker stream may take to send its Register message before it "
+                  "is closed (a connection that never registers holds a slot; 1s to 10m; raise "
+                  "it for very large inventories over slow links)")
       ->capture_default_str();
   cmd->add_option("--test-db-max-pages", a->test_db_max_pages,
                   "TEST ONLY: the database may not grow past N pages (a full disk)")

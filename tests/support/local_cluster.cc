@@ -15,6 +15,13 @@
 
 namespace gdrmesh::testing {
 
+long testTimeScale() {
+  const char* scale = std::getenv("GDRMESH_TEST_TIME_SCALE");
+  if (scale == nullptr) return 1;
+  const long k = std::strtol(scale, nullptr, 10);
+  return k > 1 && k <= 100 ? k : 1;
+}
+
 std::string readFile(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;
@@ -117,6 +124,13 @@ void LocalCluster::startCoordinator(const std::vector<std::string>& extra, int p
     const char* env = std::getenv("GDRMESH_TEST_HEARTBEAT_MS");
     args.push_back("--heartbeat-ms");
     args.push_back(env != nullptr && *env != '\0' ? env : "100");
+  }
+  // The coordinator closes a worker stream that sends no Register within 10 s; a sanitizer
+  // build on a loaded machine took longer than that to read a 1 MB registration
+  // (WorkerRemove.AJunkWorkerIsRemovedAndWorkersIsCleanAgain, TSan leg, 2026-11-27).
+  if (std::find(extra.begin(), extra.end(), "--register-deadline") == extra.end()) {
+    args.push_back("--register-deadline");
+    args.push_back(std::to_string(10 * testTimeScale()) + "s");
   }
   if (tls()) {
     args.push_back("--tls-dir");
@@ -229,12 +243,9 @@ nlohmann::json LocalCluster::workersJson() const {
 
 bool LocalCluster::waitFor(const std::function<bool(const nlohmann::json&)>& pred,
                            std::chrono::milliseconds limit) const {
-  // Sanitizer legs run everything several times slower (tests/sanitize/run_ci.sh sets the
-  // scale); a bound on the cluster's answers stretches with it.
-  if (const char* scale = std::getenv("GDRMESH_TEST_TIME_SCALE")) {
-    const long k = std::strtol(scale, nullptr, 10);
-    if (k > 1 && k <= 100) limit *= k;
-  }
+  // Sanitizer legs run everything several times slower; a bound on the cluster's answers
+  // stretches with them.
+  limit *= testTimeScale();
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     auto ws = workersJson();

@@ -84,4 +84,9 @@ class LocalCluster {
 
 std::string readFile(const std::string& path);
 
+// GDRMESH_TEST_TIME_SCALE (1 to 100; tests/sanitize/run_ci.sh sets 10): the sanitizer legs run
+// everything several times slower, so a bound a test puts on the cluster's answers, and a
+// deadline it leaves to the coordinator, stretch by this factor. 1 when unset.
+long testTimeScale();
+
 }  // namespace gdrmesh::testing

@@ -187,8 +187,16 @@ class WorkerChannelContract : public ::testing::TestWithParam<Impl> {
     s.seed = 7;
     return s;
   }
+  // As pair_test.cc sends it to two workers whose emulated transport advertises end_signal (every
+  // current worker's does): the target's armed run lasts until the initiator's END frame, which
+  // the target's data path reads after every payload. Without it, the target's check would be
+  // ordered after the landed payload only through sockets (the initiator's ACKs, the reply to
+  // the coordinator, the finish command), which is how a real NIC's DMA is ordered too, but
+  // which ThreadSanitizer cannot see: it reported the in-process worker's verify racing its
+  // emulated data path (TSan leg, 2026-11-27).
   RunSpec runSpec() const {
     RunSpec r;
+    r.end_signal = true;
     r.message_size = kSize;
     r.iterations = 16;
     r.warmup_iterations = 2;

@@ -71,7 +71,8 @@ TEST(WorkerRemove, AJunkWorkerIsRemovedAndWorkersIsCleanAgain) {
   c.startWorker("a");
   c.startWorker("b");
   StreamWorker junk(c.address(), "junk", hugeInventory());
-  ASSERT_TRUE(junk.waitRegistered(milliseconds(15000))) << junk.status().error_message();
+  ASSERT_TRUE(junk.waitRegistered(milliseconds(15000) * testTimeScale()))
+      << junk.status().error_message();
   auto before = c.cli({"workers", "-o", "json"});
   ASSERT_EQ(before.exit_code, 0) << before.err;
   EXPECT_GT(before.out.size(), 500u * 1024) << "the junk inventory is on every listing";
@@ -89,7 +90,8 @@ TEST(WorkerRemove, AJunkWorkerIsRemovedAndWorkersIsCleanAgain) {
   json j = json::parse(r.out, nullptr, false);
   EXPECT_EQ(j["name"], "junk") << r.out;
   EXPECT_EQ(j["was_online"], true) << r.out;
-  EXPECT_TRUE(junk.waitEnded(milliseconds(10000))) << "--force ends the worker's stream";
+  EXPECT_TRUE(junk.waitEnded(milliseconds(10000) * testTimeScale()))
+      << "--force ends the worker's stream";
 
   auto after = c.cli({"workers", "-o", "json"});
   ASSERT_EQ(after.exit_code, 0) << after.err;
@@ -217,13 +219,15 @@ TEST(WorkerRemove, RemovingAWorkerMidSweepEndsItsTestsAndTheSweepFinishes) {
   c.startWorker("a");
   c.startWorker("b");
   StreamWorker hung(c.address(), "hung", StreamWorker::emulatedInventory("hung-host"));
-  ASSERT_TRUE(hung.waitRegistered(milliseconds(15000))) << hung.status().error_message();
+  ASSERT_TRUE(hung.waitRegistered(milliseconds(15000) * testTimeScale()))
+      << hung.status().error_message();
 
   auto r = c.cli({"sweep", "run", "--pattern", "all-pairs", "--size", "4KiB", "--iters", "10",
                   "--retries", "0", "--detach", "-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string id = json::parse(r.out)["id"].get<std::string>();
-  ASSERT_TRUE(hung.waitCommands(1, milliseconds(15000))) << "the sweep never reached 'hung'";
+  ASSERT_TRUE(hung.waitCommands(1, milliseconds(15000) * testTimeScale()))
+      << "the sweep never reached 'hung'";
 
   const auto t0 = std::chrono::steady_clock::now();
   r = c.cli({"worker", "remove", "hung", "--force"});
