@@ -62,12 +62,14 @@ ActionEngine::ActionEngine(ActionOptions options, Actuator& actuator, ActionStor
       actuator_(actuator),
       store_(store),
       clock_(clock),
-      log_(std::move(log)) {
-  if (!log_) {
-    log_ = [](const std::string& line) {
-      std::fprintf(stderr, "gdrmesh coordinator: %s\n", line.c_str());
-    };
+      log_(std::move(log)) {}
+
+void ActionEngine::say(LogLevel level, const std::string& line, LogFields fields) const {
+  if (log_) {
+    log_(line);
+    return;
   }
+  ComponentLog("coordinator", &clock_).at(level, line, std::move(fields));
 }
 
 std::vector<ActionEngine::Target> ActionEngine::targetsOf(const SweepEnding& end) {
@@ -137,7 +139,13 @@ std::string ActionEngine::record(const std::string& sweep_id, const std::string&
   if (!stored.ok()) {
     line += " [not recorded: " + stored.status().toString() + "]";
   }
-  log_(line);
+  const bool trouble = outcome == "failed" || outcome == "refused" || !stored.ok();
+  say(trouble ? LogLevel::kWarn : LogLevel::kInfo, line,
+      {{"sweep", sweep_id},
+       {"host", node},
+       {"action", action},
+       {"outcome", outcome},
+       {"actuator", actuator_.name()}});
   return line;
 }
 
@@ -145,14 +153,16 @@ std::vector<std::string> ActionEngine::onSweepEnd(const SweepEnding& end) {
   std::vector<std::string> lines;
   if (options_.mode == ActionOptions::Mode::kOff) return lines;
   if (end.state != SweepState::kFinished) {
-    log_("actions: sweep " + end.sweep_id + " " + toString(end.state) + ": no action taken");
+    say(LogLevel::kInfo,
+        "actions: sweep " + end.sweep_id + " " + toString(end.state) + ": no action taken",
+        {{"sweep", end.sweep_id}});
     return lines;
   }
   for (const Suspect& s : end.suspects) {
     if (s.kind == "threshold") {
       lines.push_back(
           "actions: none (a threshold suspect: the whole fleet misses a rule, not one host)");
-      log_(lines.back());
+      say(LogLevel::kInfo, lines.back(), {{"sweep", end.sweep_id}});
       return lines;
     }
   }

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "coordinator/actions/action_options.h"
 #include "coordinator/actions/actuator.h"
 #include "coordinator/orchestrator/sweep_types.h"
@@ -37,7 +38,7 @@ namespace gdrmesh {
 class ActionEngine {
  public:
   using Logger = std::function<void(const std::string& line)>;
-  // `log` gets one line per decision (stderr when empty).
+  // `log` gets one line per decision (the coordinator's log, common/log.h, when empty).
   ActionEngine(ActionOptions options, Actuator& actuator, ActionStore& store, Clock& clock,
                Logger log = {});
 
@@ -56,6 +57,8 @@ class ActionEngine {
  private:
   // Whether gdrmesh holds `node` out, by its records (dry-run ones too in dry-run mode).
   Result<bool> held(const std::string& node);
+  // Logs one line: to log_ when given, else to the coordinator's log with its fields.
+  void say(LogLevel level, const std::string& line, LogFields fields) const;
   // Records, logs and returns the line.
   std::string record(const std::string& sweep_id, const std::string& node,
                      const std::string& action, const std::string& outcome,

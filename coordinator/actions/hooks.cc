@@ -9,6 +9,8 @@
 #include <sstream>
 #include <utility>
 
+#include "common/log.h"
+
 namespace gdrmesh {
 
 namespace {

@@ -285,6 +285,27 @@ TEST(ActionStoreTest, RecordsSurviveAReopen) {
   EXPECT_EQ((*s)->listActions(q)->size(), 1u);
 }
 
+// `log:` (the coordinator's log format and level; the command line overrides it).
+TEST(LogConfigTest, ParsesFormatAndLevelAndNamesABadOne) {
+  auto c = parseClusterConfig("log:\n  format: json\n  level: warn\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  ASSERT_TRUE(c->log_format.has_value());
+  EXPECT_EQ(*c->log_format, LogFormat::kJson);
+  ASSERT_TRUE(c->log_level.has_value());
+  EXPECT_EQ(*c->log_level, LogLevel::kWarn);
+  auto none = parseClusterConfig("retention:\n  days: 3\n", "c.yaml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->log_format.has_value());
+  auto bad = parseClusterConfig("log:\n  format: xml\n", "c.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().toString().find("log.format"), std::string::npos)
+      << bad.status().toString();
+  bad = parseClusterConfig("log:\n  level: loud\n", "c.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().toString().find("debug, info, warn, error"), std::string::npos)
+      << bad.status().toString();
+}
+
 TEST(ActionConfigTest, ParsesAndNamesBadFields) {
   auto c = parseClusterConfig(
       "actions:\n  mode: dry-run\n  max_share: 0.25\n  window: 10m\n  scontrol: /usr/bin/scontrol\n"
