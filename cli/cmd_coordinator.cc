@@ -389,6 +389,7 @@ int runCoordinator(const CoordinatorArgs& a) {
       return lines;
     };
   }
+  opts.action_store = store->get();
   CoordinatorServer server(opts, **store, **store, clock);
   auto port = server.start();
   if (!port.ok()) {

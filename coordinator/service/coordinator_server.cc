@@ -682,6 +682,35 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     return grpc::Status::OK;
   }
 
+  grpc::Status ListActions(grpc::ServerContext* ctx, const pb::ListActionsRequest* req,
+                           pb::ListActionsResponse* resp) override {
+    if (auto st = allow(ctx, Access::kRead, "ListActions"); !st.ok()) return st;
+    if (s_.options_.action_store == nullptr) {
+      return toGrpc(failedPrecondition("this coordinator keeps no node actions",
+                                       "start it with a database (--db)"));
+    }
+    ActionQuery q;
+    q.node = req->node();
+    q.sweep_id = req->sweep_id();
+    q.since_ms = req->since_ms();
+    q.limit = req->limit();
+    auto rows = s_.options_.action_store->listActions(q);
+    if (!rows.ok()) return toGrpc(rows.status().withContext("reading the node actions"));
+    for (const ActionRecord& r : *rows) {
+      pb::NodeAction* a = resp->add_actions();
+      a->set_id(r.id);
+      a->set_recorded_ms(r.recorded_ms);
+      a->set_sweep_id(r.sweep_id);
+      a->set_node(r.node);
+      a->set_action(r.action);
+      a->set_outcome(r.outcome);
+      a->set_actuator(r.actuator);
+      a->set_reason(r.reason);
+      a->set_detail(r.detail);
+    }
+    return grpc::Status::OK;
+  }
+
   grpc::Status ListSchedules(grpc::ServerContext* ctx, const pb::ListSchedulesRequest*,
                              pb::ListSchedulesResponse* resp) override {
     if (auto st = allow(ctx, Access::kRead, "ListSchedules"); !st.ok()) return st;
