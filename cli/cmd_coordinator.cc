@@ -364,12 +364,14 @@ int runCoordinator(const CoordinatorArgs& a) {
       actuator = std::make_unique<KubernetesActuator>(*kube_api);
     }
     action_engine = std::make_unique<ActionEngine>(actions, *actuator, **store, clock);
-    std::printf(
-        "gdrmesh coordinator: actions %s through %s (circuit breaker: at most %g %% of a sweep's "
-        "hosts drained within %g s)\n",
-        toString(actions.mode), actuator->name().c_str(), actions.max_share * 100,
-        actions.window_seconds);
-    std::fflush(stdout);
+    char breaker[96];
+    std::snprintf(breaker, sizeof(breaker),
+                  "at most %g %% of the cluster's hosts drained within %g s",
+                  actions.max_share * 100, actions.window_seconds);
+    const std::string msg = std::string("actions ") + toString(actions.mode) + " through " +
+                            actuator->name() + " (circuit breaker: " + breaker + ")";
+    announceCoordinator(log, coordinatorPrefixed(msg), msg,
+                        {{"mode", toString(actions.mode)}, {"actuator", actuator->name()}});
   }
   // Hooks (`hooks:` in --config): told of every sweep's end and of suspects appearing and
   // clearing, on their own thread.

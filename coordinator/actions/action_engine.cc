@@ -1,5 +1,6 @@
 #include "coordinator/actions/action_engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <utility>
@@ -211,8 +212,11 @@ std::vector<std::string> ActionEngine::onSweepEnd(const SweepEnding& end) {
     }
     std::set<std::string> after = recent;
     for (const MarkRequest& m : to_mark) after.insert(m.node);
-    const auto limit = static_cast<size_t>(
-        std::floor(options_.max_share * static_cast<double>(end.hosts.size()) + 1e-9));
+    // A share of the cluster: a sweep over a few of its hosts (one rack, one node's check) may
+    // drain as many as a sweep over all of them.
+    const size_t cluster = std::max(end.cluster_hosts, end.hosts.size());
+    const auto limit =
+        static_cast<size_t>(std::floor(options_.max_share * static_cast<double>(cluster) + 1e-9));
     std::string refused;
     if (!records.ok()) {
       refused = "circuit breaker: cannot read the recent actions (" + records.status().toString() +
@@ -222,9 +226,9 @@ std::vector<std::string> ActionEngine::onSweepEnd(const SweepEnding& end) {
       std::snprintf(share, sizeof(share), "%g %%", options_.max_share * 100);
       refused = "circuit breaker: " + std::to_string(after.size()) + " nodes drained within " +
                 std::to_string(static_cast<long long>(options_.window_seconds)) +
-                " s would exceed max_share " + share + " of the sweep's " +
-                std::to_string(end.hosts.size()) + " hosts (at most " + std::to_string(limit) +
-                "; " + std::to_string(recent.size()) +
+                " s would exceed max_share " + share + " of the cluster's " +
+                std::to_string(cluster) + " hosts (at most " + std::to_string(limit) + "; " +
+                std::to_string(recent.size()) +
                 " already); check the fabric (a spine or switch?) before draining by hand";
     }
     for (const MarkRequest& m : to_mark) {

@@ -10,7 +10,8 @@
 //   - Passed: a host of the sweep with a PASS verdict that no suspect names (a link suspect
 //     names both of its ends).
 //   - The circuit breaker: the nodes drained within the window (this sweep's included) may be
-//     at most floor(max_share x the sweep's hosts). A sweep whose drains would go beyond that
+//     at most floor(max_share x the cluster's hosts: SweepEnding::cluster_hosts, every worker
+//     the coordinator knows). A sweep whose drains would go beyond that
 //     drains none of them (all refused, each recorded): a broken spine makes many suspects at
 //     once, and draining an arbitrary half of them is no better. Resumes are never refused.
 //   - Dry-run records and logs every decision with what would have run; its breaker counts

@@ -697,7 +697,26 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       if (!judged.reason.empty() && a->reason.empty()) a->reason = judged.reason;
     }
   }
+  {
+    // The sweep's end and its suspects, in the log (an operator's first look).
+    std::lock_guard<std::mutex> lock(mu_);
+    const ComponentLog log = sweepManagerLog(clock_);
+    log.info("sweep " + a->id + " " + toString(a->state) + ": verdict " + a->verdict +
+                 (a->reason.empty() ? "" : " (" + a->reason + ")") + "; " +
+                 std::to_string(a->suspects.size()) + " suspect(s)",
+             {{"sweep", a->id},
+              {"state", toString(a->state)},
+              {"verdict", a->verdict},
+              {"tests", a->plan_size},
+              {"suspects", a->suspects.size()}});
+    for (const Suspect& s : a->suspects) {
+      log.warn("sweep " + a->id + ": suspect " + s.kind + " " + s.name +
+                   (s.evidence.empty() ? "" : ": " + s.evidence.front()),
+               {{"sweep", a->id}, {"suspect", s.name}, {"kind", s.kind}, {"score", s.score}});
+    }
+  }
   if (options_.on_end) {
+    ending.cluster_hosts = workers_.list().size();  // the directory's lock, without mu_
     {
       std::lock_guard<std::mutex> lock(mu_);
       ending.sweep_id = a->id;
