@@ -378,10 +378,11 @@ int runCoordinator(const CoordinatorArgs& a) {
   DefaultHookTransport hook_transport(runner);
   std::unique_ptr<Hooks> hooks;
   if (!hook_options.empty()) {
-    hooks = std::make_unique<Hooks>(hook_options, hook_transport, clock);
-    std::printf("gdrmesh coordinator: %zu hook(s) told of sweep ends and suspects\n",
-                hook_options.size());
-    std::fflush(stdout);
+    hooks =
+        std::make_unique<Hooks>(hook_options, hook_transport, clock, Hooks::Logger(), store->get());
+    const std::string msg =
+        std::to_string(hook_options.size()) + " hook(s) told of sweep ends and suspects";
+    announceCoordinator(log, coordinatorPrefixed(msg), msg);
   }
   if (action_engine || hooks) {
     opts.sweeps.on_end = [engine = action_engine.get(), h = hooks.get()](const SweepEnding& end) {

@@ -855,6 +855,11 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
            "SELECT sweep_id, '' FROM sweep_reports",
            "DROP TABLE sweep_reports",
        }},
+      {11,
+       "what the hooks last announced: the standing suspects (HookStateStore)",
+       {
+           "CREATE TABLE hook_suspects (suspect TEXT PRIMARY KEY) WITHOUT ROWID",
+       }},
   };
   return kMigrations;
 }
@@ -2336,6 +2341,44 @@ Result<std::vector<ActionRecord>> SqliteStore::listActions(const ActionQuery& q)
   }
   if (rc != SQLITE_DONE) return error(c, rc, "list_actions");
   return out;
+}
+
+Result<std::set<std::string>> SqliteStore::hookSuspects() {
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                       statement(c, "hook_suspects", "SELECT suspect FROM hook_suspects"));
+  StmtScope scope(s);
+  std::set<std::string> out;
+  int rc = 0;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) out.insert(columnText(s, 0));
+  if (rc != SQLITE_DONE) return error(c, rc, "hook_suspects");
+  return out;
+}
+
+Status SqliteStore::setHookSuspects(const std::set<std::string>& keys) {
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
+  GDR_RETURN_IF_ERROR(begin());
+  Status st = execOnce(writer_, "set_hook_suspects (clear)", "DELETE FROM hook_suspects");
+  if (st.ok()) {
+    auto s =
+        statement(writer_, "set_hook_suspect", "INSERT INTO hook_suspects (suspect) VALUES (?1)");
+    if (!s.ok()) st = s.status();
+    for (const std::string& k : keys) {
+      if (!st.ok()) break;
+      StmtScope scope(*s);
+      int rc = sqlite3_bind_text64(*s, 1, k.data(), k.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      if (rc == SQLITE_OK) rc = sqlite3_step(*s);
+      if (rc != SQLITE_DONE) st = error(writer_, rc, "set_hook_suspect");
+    }
+  }
+  if (!st.ok()) {
+    rollbackQuietly();
+    return st;
+  }
+  return commit();
 }
 
 // ---------------------------------------------------------------------------------------------
