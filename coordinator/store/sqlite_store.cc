@@ -1283,9 +1283,19 @@ Status SqliteStore::error(const Conn& c, int rc, const std::string& what) const 
           "not a database (or its header is corrupt): " + path_ + " (" + detail + ")",
           dbFix(path_));
     case SQLITE_CORRUPT:
+      // The salvage is the .dump route of docs/operations.md ("Backup and restore"): the
+      // shell's .recover fails on a gdrmesh database with Debian 12's sqlite3 3.40.1.
       return Status(Code::kDataLoss, "database is corrupt: " + path_ + " (" + detail + ")",
-                    "restore " + path_ + " from a backup, or salvage it with `sqlite3 " + path_ +
-                        " .recover`; " + dbFix(path_));
+                    "restore " + path_ +
+                        " from a backup; without one, stop the coordinator and salvage what "
+                        "SQLite can still read into a new file, keeping the schema version: "
+                        "`sqlite3 " +
+                        path_ + " .dump | sqlite3 " + path_ + ".salvaged && sqlite3 " + path_ +
+                        ".salvaged \"PRAGMA user_version = $(sqlite3 " + path_ +
+                        " 'PRAGMA user_version')\"`, then move " + path_ +
+                        " (and its -wal, -shm) aside and the salvaged file in its place "
+                        "(docs/operations.md, \"Backup and restore\"); or " +
+                        dbFix(path_));
     case SQLITE_READONLY:
     case SQLITE_PERM:
     case SQLITE_AUTH:
