@@ -31,14 +31,14 @@ spdlog::level::level_enum spdlogLevelOf(LogLevel level) {
 // flushed at every line (a daemon killed by a signal loses nothing it logged). Never destroyed:
 // a thread that logs while the process exits finds it still there.
 spdlog::logger& processLogger() {
-  static spdlog::logger* const logger = [] {
+  static spdlog::logger* const kLogger = [] {
     auto* l = new spdlog::logger("gdrmesh", std::make_shared<spdlog::sinks::stderr_sink_mt>());
     l->set_pattern("%v");
     l->set_level(spdlog::level::info);
     l->flush_on(spdlog::level::trace);
     return l;
   }();
-  return *logger;
+  return *kLogger;
 }
 
 std::atomic<LogFormat> g_log_format{LogFormat::kText};
