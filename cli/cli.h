@@ -56,7 +56,7 @@ void registerCoordinator(CLI::App& app, Action* action);
 void registerWorker(CLI::App& app, Action* action);
 void registerClientCommands(CLI::App& app, Action* action);
 void registerSweepCommands(CLI::App& app, Action* action);    // sweep, sweeps, schedules
-void registerHistoryCommands(CLI::App& app, Action* action);  // history, compare, result
+void registerHistoryCommands(CLI::App& app, Action* action);  // history, compare, result, actions
 void registerAcceptCommand(CLI::App& app, Action* action);
 void registerLocalCommands(CLI::App& app, Action* action);
 void registerReportCommand(CLI::App& app, Action* action);   // report (cmd_report.cc)

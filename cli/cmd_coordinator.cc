@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "cli/cli.h"
+#include "cli/control.h"
+#include "common/log.h"
 #include "common/units.h"
 #include "convert.h"
 #include "coordinator/actions/action_engine.h"
@@ -134,28 +136,71 @@ struct CoordinatorArgs {
   bool insecure_allow_remote = false;
   std::string crl;
   int64_t test_db_max_pages = 0;  // TEST ONLY (hidden): 0 = no limit
+  std::string log_format;         // "": the config's log.format, else text
+  std::string log_level;          // "": the config's log.level, else info
 };
 
+// What the coordinator announces on stdout as it starts ("listening on ..."): unchanged in the
+// text format (scripts read it); with --log-format json a line of the log instead, so that
+// everything it writes is JSON.
+// `text` is the whole stdout line, `msg` the log's message.
+void announceCoordinator(const ComponentLog& log, const std::string& text, std::string msg,
+                         LogFields fields = {}) {
+  if (logFormat() == LogFormat::kJson) {
+    log.info(std::move(msg), std::move(fields));
+    return;
+  }
+  std::printf("%s\n", text.c_str());
+  std::fflush(stdout);
+}
+
+std::string coordinatorPrefixed(const std::string& msg) {
+  return "gdrmesh coordinator: " + msg;
+}
+
 int runCoordinator(const CoordinatorArgs& a) {
+  // The log first: every line after this one is in its format (common/log.h). The config's
+  // `log:` applies once the config is read, where the command line names no value.
+  LogFormat log_format = LogFormat::kText;
+  LogLevel log_level = LogLevel::kInfo;
+  if (!a.log_format.empty()) {
+    auto f = parseLogFormat(a.log_format);
+    if (!f.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: %s\n", f.status().toString().c_str());
+      return kExitUsage;
+    }
+    log_format = *f;
+  }
+  if (!a.log_level.empty()) {
+    auto l = parseLogLevel(a.log_level);
+    if (!l.ok()) {
+      std::fprintf(stderr, "gdrmesh coordinator: %s\n", l.status().toString().c_str());
+      return kExitUsage;
+    }
+    log_level = *l;
+  }
+  configureLog(log_format, log_level);
+  routeGrpcLog("coordinator");
+  // The coordinator's lines before its clock exists (refused options, the database) and after.
+  const ComponentLog startup_log("coordinator");
   CoordinatorOptions opts;
   opts.listen = a.listen;
   if (a.insecure_allow_remote && !a.tls.insecure) {
-    std::fprintf(stderr, "gdrmesh coordinator: --insecure-allow-remote: only with --insecure\n");
+    startup_log.error("--insecure-allow-remote: only with --insecure");
     return kExitUsage;
   }
   CertInfo cert;
   auto tls = resolveTls(a.tls, {PeerRole::kCoordinator}, &cert);
   if (!tls.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: %s\n", tls.status().toString().c_str());
+    startup_log.error(tls.status().toString());
     return kExitUsage;
   }
   opts.tls = *tls;
   opts.insecure_allow_remote = a.insecure_allow_remote;
   if (!a.crl.empty()) {
     if (!opts.tls) {
-      std::fprintf(stderr,
-                   "gdrmesh coordinator: --crl: only with TLS (--tls-dir); plaintext "
-                   "(--insecure) has no certificates to revoke\n");
+      startup_log.error(
+          "--crl: only with TLS (--tls-dir); plaintext (--insecure) has no certificates to revoke");
       return kExitUsage;
     }
     // The newest list's number is kept beside the database: a restart refuses an older list
@@ -164,31 +209,33 @@ int runCoordinator(const CoordinatorArgs& a) {
     if (a.db != ":memory:") crl_options.state_path = a.db + ".crl-state";
     auto revoked = RevocationList::open(a.crl, opts.tls->ca_pem, crl_options);
     if (!revoked.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: %s\n", revoked.status().toString().c_str());
+      startup_log.error(revoked.status().toString());
       return kExitUsage;
     }
     opts.revoked = *revoked;
-    std::printf("gdrmesh coordinator: revocation list %s: %zu revoked\n", a.crl.c_str(),
-                opts.revoked->size());
+    const std::string msg =
+        "revocation list " + a.crl + ": " + std::to_string(opts.revoked->size()) + " revoked";
+    announceCoordinator(startup_log, coordinatorPrefixed(msg), msg,
+                        {{"revoked", opts.revoked->size()}});
   }
   // The status page: a token file is read (and checked) before anything starts; a page on a
   // non-loopback address without one needs --http-allow-anonymous.
   std::shared_ptr<const HttpTokenGate> http_gate;
   if (a.http.empty() && (!a.http_token_file.empty() || a.http_allow_anonymous)) {
-    std::fprintf(stderr, "gdrmesh coordinator: %s: only with --http HOST:PORT\n",
-                 a.http_token_file.empty() ? "--http-allow-anonymous" : "--http-token-file");
+    startup_log.error(
+        std::string(a.http_token_file.empty() ? "--http-allow-anonymous" : "--http-token-file") +
+        ": only with --http HOST:PORT");
     return kExitUsage;
   }
   if (!a.http_token_file.empty() && a.http_allow_anonymous) {
-    std::fprintf(stderr,
-                 "gdrmesh coordinator: --http-token-file and --http-allow-anonymous contradict "
-                 "each other (fix: give one)\n");
+    startup_log.error(
+        "--http-token-file and --http-allow-anonymous contradict each other (fix: give one)");
     return kExitUsage;
   }
   if (!a.http_token_file.empty()) {
     auto gate = HttpTokenGate::fromFile(a.http_token_file);
     if (!gate.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: %s\n", gate.status().toString().c_str());
+      startup_log.error(gate.status().toString());
       return kExitUsage;
     }
     http_gate = std::make_shared<const HttpTokenGate>(std::move(*gate));
@@ -196,7 +243,7 @@ int runCoordinator(const CoordinatorArgs& a) {
   if (!a.http.empty()) {
     Status st = checkHttpExposure(a.http, http_gate != nullptr, a.http_allow_anonymous);
     if (!st.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: %s\n", st.toString().c_str());
+      startup_log.error(st.toString());
       return kExitUsage;
     }
   }
@@ -208,7 +255,7 @@ int runCoordinator(const CoordinatorArgs& a) {
                         "give 100ms to 1h, e.g. 5s");
   }
   if (!command_timeout.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: %s\n", command_timeout.status().toString().c_str());
+    startup_log.error(command_timeout.status().toString());
     return kExitUsage;
   }
   opts.pair.command_timeout_seconds = *command_timeout;
@@ -219,14 +266,13 @@ int runCoordinator(const CoordinatorArgs& a) {
                         "give 1s to 10m, e.g. 30s");
   }
   if (!register_deadline.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: %s\n",
-                 register_deadline.status().toString().c_str());
+    startup_log.error(register_deadline.status().toString());
     return kExitUsage;
   }
   opts.register_deadline_ms = static_cast<int>(*register_deadline * 1000);
   auto max = parseSize(a.max_size, "--max-size");
   if (!max.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: %s\n", max.status().toString().c_str());
+    startup_log.error(max.status().toString());
     return kExitUsage;
   }
   opts.limits.max_message_size = *max;
@@ -237,23 +283,24 @@ int runCoordinator(const CoordinatorArgs& a) {
   if (!a.config.empty()) {
     std::ifstream f(a.config);
     if (!f) {
-      std::fprintf(stderr, "gdrmesh coordinator: --config %s: cannot read the file\n",
-                   a.config.c_str());
+      startup_log.error("--config " + a.config + ": cannot read the file");
       return kExitUsage;
     }
     std::stringstream ss;
     ss << f.rdbuf();
     auto cfg = parseClusterConfig(ss.str(), a.config);
     if (!cfg.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: --config: %s\n", cfg.status().toString().c_str());
+      startup_log.error("--config: " + cfg.status().toString());
       return kExitUsage;
     }
     Status st = Scheduler::validate(cfg->schedules);
     if (!st.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: --config %s: %s\n", a.config.c_str(),
-                   st.toString().c_str());
+      startup_log.error("--config " + a.config + ": " + st.toString());
       return kExitUsage;
     }
+    if (cfg->log_format && a.log_format.empty()) log_format = *cfg->log_format;
+    if (cfg->log_level && a.log_level.empty()) log_level = *cfg->log_level;
+    configureLog(log_format, log_level);
     opts.config_yaml = ss.str();
     opts.schedules = cfg->schedules;
     retention = cfg->retention;
@@ -262,7 +309,7 @@ int runCoordinator(const CoordinatorArgs& a) {
   }
   if (a.retention_days >= 0) retention.days = static_cast<uint32_t>(a.retention_days);
   if (Status st = validateRetention(retention); !st.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: --retention-days: %s\n", st.toString().c_str());
+    startup_log.error("--retention-days: " + st.toString());
     return kExitUsage;
   }
   // A file over the file-size limit (ulimit -f) is a write error (EFBIG) the store reports and
@@ -275,31 +322,28 @@ int runCoordinator(const CoordinatorArgs& a) {
   if (a.db != ":memory:") {
     auto held = DatabaseHolder::acquire(a.db);
     if (!held.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: --db %s: %s\n", a.db.c_str(),
-                   held.status().toString().c_str());
+      startup_log.error("--db " + a.db + ": " + held.status().toString());
       return kExitUsage;
     }
     holder = std::move(*held);
     if (const auto& gone = holder->previous()) {
-      std::fprintf(stderr,
-                   "gdrmesh coordinator: --db %s: taking over from a coordinator that ended "
-                   "without releasing it (%s; its lock was free, so its process is gone)\n",
-                   a.db.c_str(), gone->describe().c_str());
+      startup_log.warn("--db " + a.db +
+                       ": taking over from a coordinator that ended without releasing it (" +
+                       gone->describe() + "; its lock was free, so its process is gone)");
     }
   }
   // A start that fails before it listens leaves no new database behind (removed once closed).
   NewDatabaseCleanup cleanup(a.db);
   auto store = SqliteStore::open(a.db);
   if (!store.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: --db %s: %s\n", a.db.c_str(),
-                 store.status().toString().c_str());
+    startup_log.error("--db " + a.db + ": " + store.status().toString());
     return kExitUsage;
   }
   if (a.test_db_max_pages > 0) {
     // TEST ONLY: a database that cannot grow past this many pages (a full disk, unprivileged).
     Status st = (*store)->setMaxPageCountForTesting(a.test_db_max_pages);
     if (!st.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: --test-db-max-pages: %s\n", st.toString().c_str());
+      startup_log.error("--test-db-max-pages: " + st.toString());
       return kExitUsage;
     }
   }
@@ -307,15 +351,16 @@ int runCoordinator(const CoordinatorArgs& a) {
   // (often 1024) goes up to the hard one (systemd unit: LimitNOFILE), both logged.
   auto files = raiseOpenFileLimit();
   if (files.ok()) {
-    std::printf("gdrmesh coordinator: open-file limit %llu (was %llu; hard limit %llu)\n",
-                static_cast<unsigned long long>(files->soft),
-                static_cast<unsigned long long>(files->soft_before),
-                static_cast<unsigned long long>(files->hard));
+    const std::string msg = "open-file limit " + std::to_string(files->soft) + " (was " +
+                            std::to_string(files->soft_before) + "; hard limit " +
+                            std::to_string(files->hard) + ")";
+    announceCoordinator(startup_log, coordinatorPrefixed(msg), msg);
   } else {
-    std::fprintf(stderr, "gdrmesh coordinator: %s\n", files.status().toString().c_str());
+    startup_log.warn(files.status().toString());
   }
   blockTerminationSignals();
   SystemClock clock;
+  const ComponentLog log("coordinator", &clock);
   // Acting on verdicts (`actions:` in --config): off unless turned on.
   ProcessRunner runner;
   std::unique_ptr<KubeApi> kube_api;
@@ -331,22 +376,25 @@ int runCoordinator(const CoordinatorArgs& a) {
       actuator = std::make_unique<KubernetesActuator>(*kube_api);
     }
     action_engine = std::make_unique<ActionEngine>(actions, *actuator, **store, clock);
-    std::printf(
-        "gdrmesh coordinator: actions %s through %s (circuit breaker: at most %g %% of a sweep's "
-        "hosts drained within %g s)\n",
-        toString(actions.mode), actuator->name().c_str(), actions.max_share * 100,
-        actions.window_seconds);
-    std::fflush(stdout);
+    char breaker[96];
+    std::snprintf(breaker, sizeof(breaker),
+                  "at most %g %% of the cluster's hosts drained within %g s",
+                  actions.max_share * 100, actions.window_seconds);
+    const std::string msg = std::string("actions ") + toString(actions.mode) + " through " +
+                            actuator->name() + " (circuit breaker: " + breaker + ")";
+    announceCoordinator(log, coordinatorPrefixed(msg), msg,
+                        {{"mode", toString(actions.mode)}, {"actuator", actuator->name()}});
   }
   // Hooks (`hooks:` in --config): told of every sweep's end and of suspects appearing and
   // clearing, on their own thread.
   DefaultHookTransport hook_transport(runner);
   std::unique_ptr<Hooks> hooks;
   if (!hook_options.empty()) {
-    hooks = std::make_unique<Hooks>(hook_options, hook_transport, clock);
-    std::printf("gdrmesh coordinator: %zu hook(s) told of sweep ends and suspects\n",
-                hook_options.size());
-    std::fflush(stdout);
+    hooks =
+        std::make_unique<Hooks>(hook_options, hook_transport, clock, Hooks::Logger(), store->get());
+    const std::string msg =
+        std::to_string(hook_options.size()) + " hook(s) told of sweep ends and suspects";
+    announceCoordinator(log, coordinatorPrefixed(msg), msg);
   }
   if (action_engine || hooks) {
     opts.sweeps.on_end = [engine = action_engine.get(), h = hooks.get()](const SweepEnding& end) {
@@ -356,24 +404,29 @@ int runCoordinator(const CoordinatorArgs& a) {
       return lines;
     };
   }
+  opts.action_store = store->get();
   CoordinatorServer server(opts, **store, **store, clock);
   auto port = server.start();
   if (!port.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: --listen: %s\n", port.status().toString().c_str());
+    startup_log.error("--listen: " + port.status().toString());
     return kExitUsage;
   }
   cleanup.keep();
   std::string host = a.listen.substr(0, a.listen.rfind(':'));
   if (holder) {
     if (Status st = holder->announce(host + ":" + std::to_string(*port)); !st.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: %s\n", st.toString().c_str());
+      startup_log.error(st.toString());
     }
   }
-  std::printf("gdrmesh coordinator listening on %s:%d (db %s, %s)\n", host.c_str(), *port,
-              a.db.c_str(),
-              opts.tls ? ("mutual TLS as " + cert.identity.describe()).c_str()
-                       : "PLAINTEXT, no authentication (--insecure)");
-  std::fflush(stdout);
+  {
+    const std::string msg = "listening on " + host + ":" + std::to_string(*port) + " (db " + a.db +
+                            ", " +
+                            (opts.tls ? "mutual TLS as " + cert.identity.describe()
+                                      : std::string("PLAINTEXT, no authentication (--insecure)")) +
+                            ")";
+    announceCoordinator(log, "gdrmesh coordinator " + msg, msg,
+                        {{"listen", host + ":" + std::to_string(*port)}, {"db", a.db}});
+  }
   if (!a.port_file.empty()) {
     std::string tmp = a.port_file + ".tmp";
     {
@@ -387,31 +440,29 @@ int runCoordinator(const CoordinatorArgs& a) {
   if (!a.http.empty()) {
     auto hp = http.start(a.http);
     if (!hp.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: %s\n", hp.status().toString().c_str());
+      startup_log.error(hp.status().toString());
       server.shutdown();
       return kExitUsage;
     }
     std::string hh = a.http.substr(0, a.http.rfind(':'));
-    std::printf("gdrmesh status page on http://%s:%d/ (%s)\n", hh.c_str(), *hp,
-                http_gate ? "reader token required" : "no authentication");
-    std::fflush(stdout);
+    const std::string msg = "status page on http://" + hh + ":" + std::to_string(*hp) + "/ (" +
+                            (http_gate ? "reader token required" : "no authentication") + ")";
+    announceCoordinator(log, "gdrmesh " + msg, msg, {{"http", hh + ":" + std::to_string(*hp)}});
   }
   // Raw rows older than the retention are deleted in short batches (hourly by default); every
   // ended sweep's aggregates are kept.
   Retention retainer(clock, **store, **store, retention);
   if (retention.days > 0) {
     retainer.start();
-    std::printf(
-        "gdrmesh coordinator: keeping raw results %u days (per-sweep aggregates "
-        "forever)\n",
-        retention.days);
-    std::fflush(stdout);
+    const std::string msg = "keeping raw results " + std::to_string(retention.days) +
+                            " days (per-sweep aggregates forever)";
+    announceCoordinator(log, coordinatorPrefixed(msg), msg);
   }
   TerminationSignalThread signals([&] { server.shutdown(); });
   server.wait();
   retainer.stop();
   http.stop();
-  std::fprintf(stderr, "gdrmesh coordinator: stopped\n");
+  log.info("stopped");
   return kExitOk;
 }
 
@@ -454,6 +505,15 @@ void registerCoordinator(CLI::App& app, Action* action) {
                   "is closed (a connection that never registers holds a slot; 1s to 10m; raise "
                   "it for very large inventories over slow links)")
       ->capture_default_str();
+  cmd->add_option("--log-format", a->log_format,
+                  "the log on stderr: text (lines as a terminal reads them) or json (one JSON "
+                  "object per line: ts, level, component, msg and the line's fields; the "
+                  "startup announcements too); default: the config's log.format, else text")
+      ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--log-level", a->log_level,
+                  "the lowest level logged: debug, info, warn or error; default: the config's "
+                  "log.level, else info")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   cmd->add_option("--test-db-max-pages", a->test_db_max_pages,
                   "TEST ONLY: the database may not grow past N pages (a full disk)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))

@@ -117,6 +117,69 @@ int runHistory(const ClientOptions& o, const HistoryArgs& a) {
   return kExitOk;
 }
 
+// ------------------------------------------------------------------ actions
+
+struct ActionsArgs {
+  std::string host;
+  std::string sweep;
+  std::string since;
+  uint32_t limit = 50;
+};
+
+Result<pb::ListActionsRequest> actionsRequest(const ActionsArgs& a, int64_t now_ms) {
+  pb::ListActionsRequest req;
+  req.set_node(a.host);
+  req.set_sweep_id(a.sweep);
+  if (!a.since.empty()) {
+    GDR_ASSIGN_OR_RETURN(int64_t t, parseTimePoint(a.since, now_ms, "--since"));
+    req.set_since_ms(t);
+  }
+  req.set_limit(a.limit);
+  return req;
+}
+
+// TIME, NODE, ACTION, OUTCOME, ACTUATOR, SWEEP, DETAIL (cut at 100 characters: -o json has it
+// whole, and the reason written on the node).
+std::string actionsTable(const pb::ListActionsResponse& resp) {
+  std::vector<std::vector<std::string>> rows = {
+      {"TIME", "NODE", "ACTION", "OUTCOME", "ACTUATOR", "SWEEP", "DETAIL"}};
+  for (const pb::NodeAction& a : resp.actions()) {
+    std::string detail = a.detail();
+    if (detail.size() > 100) detail = detail.substr(0, 97) + "...";
+    rows.push_back({formatRfc3339(a.recorded_ms()), a.node(), a.action(), a.outcome(), a.actuator(),
+                    a.sweep_id().empty() ? "-" : a.sweep_id(), detail});
+  }
+  return renderTable(rows);
+}
+
+int runActions(const ClientOptions& o, const ActionsArgs& a) {
+  auto req = actionsRequest(a, nowUnixMs());
+  if (!req.ok()) return usage("actions", req.status());
+  auto stub = connectControl(o);
+  grpc::ClientContext ctx;
+  setDeadline(&ctx, 60);
+  pb::ListActionsResponse resp;
+  auto st = stub->ListActions(&ctx, *req, &resp);
+  if (!st.ok()) return reportRpcError(o, "ListActions", st);
+  if (o.output == "json") {
+    std::cout << protoJson(resp) << "\n";
+  } else if (o.output == "csv") {
+    std::cout << messagesCsv({resp.actions().pointer_begin(), resp.actions().pointer_end()},
+                             pb::NodeAction::default_instance());
+  } else if (resp.actions().empty()) {
+    std::cout << "no node actions recorded"
+              << (a.host.empty() && a.sweep.empty() && a.since.empty() ? "" : " that match")
+              << " (the coordinator's `actions:` config turns them on: docs/operations.md)\n";
+  } else {
+    std::cout << actionsTable(resp);
+    if (req->limit() != 0 && static_cast<uint32_t>(resp.actions_size()) == req->limit()) {
+      std::cout << resp.actions_size()
+                << " newest actions shown (--limit N for more, --limit 0 for all)\n";
+    }
+  }
+  return kExitOk;
+}
+
 // ------------------------------------------------------------------ compare
 
 struct CompareArgs {
@@ -222,6 +285,22 @@ void registerHistoryCommands(CLI::App& app, Action* action) {
                     "changes within this are unchanged (default 5%; bandwidth higher and latency "
                     "lower is better)");
     cmd->callback([action, o, a] { *action = [o, a] { return runCompare(*o, *a); }; });
+  }
+  {
+    auto* cmd = app.add_subcommand(
+        "actions",
+        "List the coordinator's node actions: drains and resumes after sweeps (taken, dry-run, "
+        "refused by the circuit breaker, failed, skipped), newest first");
+    auto o = std::make_shared<ClientOptions>();
+    auto a = std::make_shared<ActionsArgs>();
+    addClientOptions(cmd, o.get(), true);
+    cmd->add_option("--host", a->host, "only this node (the worker's name)");
+    cmd->add_option("--sweep", a->sweep, "only the actions of this sweep");
+    cmd->add_option("--since", a->since,
+                    "only actions recorded since: a duration back from now (30d, 12h, 2w) or a "
+                    "UTC date (2026-11-20, 2026-11-20T14:00Z)");
+    cmd->add_option("--limit", a->limit, "rows, newest first (0: all)")->capture_default_str();
+    cmd->callback([action, o, a] { *action = [o, a] { return runActions(*o, *a); }; });
   }
   {
     auto* cmd = app.add_subcommand("result", "Show one result whole, by its test id");

@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/worker_setup.h"
+#include "common/log.h"
 #include "worker/simulate/sim_workers.h"
 
 namespace gdrmesh::cli {
@@ -38,11 +39,11 @@ void raiseFileLimit(const SimConfig& c) {
   rl.rlim_cur = std::min(want, rl.rlim_max);
   setrlimit(RLIMIT_NOFILE, &rl);
   if (rl.rlim_cur < want) {
-    std::fprintf(stderr,
-                 "gdrmesh worker --simulate: open-file limit %llu is below the %llu connections "
-                 "need; use --sim-connections to share connections, or raise ulimit -n\n",
-                 static_cast<unsigned long long>(rl.rlim_cur),
-                 static_cast<unsigned long long>(want));
+    ComponentLog("worker", nullptr, "--simulate")
+        .warn("open-file limit " + std::to_string(rl.rlim_cur) + " is below the " +
+              std::to_string(want) +
+              " connections need; use --sim-connections to share connections, or raise ulimit "
+              "-n");
   }
 }
 
@@ -123,17 +124,18 @@ bool simulateRequested(const SimulateArgs& a) {
 
 int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
                         const std::vector<std::string>& labels, const TlsArgs& tls) {
+  const ComponentLog log("worker", nullptr, "--simulate");
   SimConfig c;
   auto parsed = parseWorkerLabels(labels);
   if (!parsed.ok()) {
-    std::fprintf(stderr, "gdrmesh worker: %s\n", parsed.status().toString().c_str());
+    log.error(parsed.status().toString());
     return kExitUsage;
   }
   c.labels = std::move(*parsed);
   if (!a.config_file.empty()) {
     Status st = loadSimConfigFile(a.config_file, &c);
     if (!st.ok()) {
-      std::fprintf(stderr, "gdrmesh worker: %s\n", st.toString().c_str());
+      log.error(st.toString());
       return kExitUsage;
     }
   }
@@ -144,7 +146,7 @@ int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
   for (const auto& spec : a.faults) {
     auto f = parseSimFault(spec);
     if (!f.ok()) {
-      std::fprintf(stderr, "gdrmesh worker: %s\n", f.status().toString().c_str());
+      log.error(f.status().toString());
       return kExitUsage;
     }
     c.faults.push_back(*f);
@@ -153,38 +155,41 @@ int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
   CertInfo cert;
   auto creds = resolveTls(tls, {PeerRole::kSimulator}, &cert);
   if (!creds.ok()) {
-    std::fprintf(stderr, "gdrmesh worker --simulate: %s\n", creds.status().toString().c_str());
+    log.error(creds.status().toString());
     return kExitUsage;
   }
   if (*creds && cert.identity.name != c.name_prefix) {
-    std::fprintf(stderr,
-                 "gdrmesh worker --simulate: --name-prefix %s: the simulator certificate is for "
-                 "'%s', which may only register workers named %s-* (fix: --name-prefix %s, or "
-                 "`gdrmesh certs issue --role simulator --name %s`)\n",
-                 c.name_prefix.c_str(), cert.identity.name.c_str(), cert.identity.name.c_str(),
-                 cert.identity.name.c_str(), c.name_prefix.c_str());
+    log.error("--name-prefix " + c.name_prefix + ": the simulator certificate is for '" +
+              cert.identity.name + "', which may only register workers named " +
+              cert.identity.name + "-* (fix: --name-prefix " + cert.identity.name +
+              ", or `gdrmesh certs issue --role simulator --name " + c.name_prefix + "`)");
     return kExitUsage;
   }
   c.tls = *creds;
   Status valid = validateSimConfig(c);
   if (!valid.ok()) {
-    std::fprintf(stderr, "gdrmesh worker: %s\n", valid.toString().c_str());
+    log.error(valid.toString());
     return kExitUsage;
   }
   raiseFileLimit(c);
 
   blockTerminationSignals();
   SimulatedWorkers sims(c);
-  std::fprintf(stderr,
-               "gdrmesh worker --simulate %d: %s .. %s -> %s; %d NIC(s), %d GPU(s) each; runs "
-               "take %.0f ms and report %.1f Gb/s, %.2f us (simulated: no bytes move)\n",
-               c.count, sims.names().front().c_str(), sims.names().back().c_str(),
-               c.coordinator.c_str(), c.nics, c.gpus, c.test_ms, c.bandwidth_gbps, c.latency_us);
-  for (const auto& f : c.faults) std::fprintf(stderr, "  fault: %s\n", f.text.c_str());
+  {
+    char figures[160];
+    std::snprintf(figures, sizeof(figures),
+                  "%d NIC(s), %d GPU(s) each; runs take %.0f ms and report %.1f Gb/s, %.2f us",
+                  c.nics, c.gpus, c.test_ms, c.bandwidth_gbps, c.latency_us);
+    ComponentLog("worker", nullptr, "--simulate " + std::to_string(c.count))
+        .info(sims.names().front() + " .. " + sims.names().back() + " -> " + c.coordinator + "; " +
+                  figures + " (simulated: no bytes move)",
+              {{"workers", c.count}, {"coordinator", c.coordinator}});
+  }
+  for (const auto& f : c.faults) log.info("fault: " + f.text);
   const auto t0 = std::chrono::steady_clock::now();
   Status st = sims.start();
   if (!st.ok()) {
-    std::fprintf(stderr, "gdrmesh worker: %s\n", st.toString().c_str());
+    log.error(st.toString());
     return kExitUsage;
   }
 
@@ -206,22 +211,24 @@ int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
     SimStats s = sims.stats();
     if (!all_in && s.ever_registered == c.count) {
       all_in = true;
-      std::fprintf(stderr, "gdrmesh worker --simulate: %d workers registered in %.2f s\n", c.count,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      const double took =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      char secs[32];
+      std::snprintf(secs, sizeof(secs), "%.2f", took);
+      log.info(std::to_string(c.count) + " workers registered in " + secs + " s",
+               {{"workers", c.count}, {"seconds", took}});
     }
     if (s.refused == c.count) {
-      std::fprintf(stderr, "gdrmesh worker --simulate: the coordinator refused every worker: %s\n",
-                   s.last_error.c_str());
+      log.error("the coordinator refused every worker: " + s.last_error);
       return kExitUsage;
     }
     if (all_in && (s.online != last.online || s.commands != last.commands)) {
-      std::fprintf(stderr,
-                   "gdrmesh worker --simulate: %d/%d online, %llu commands, %llu replies, %llu "
-                   "unanswered (mute), %d dropped%s%s\n",
-                   s.online, c.count, static_cast<unsigned long long>(s.commands),
-                   static_cast<unsigned long long>(s.replies),
-                   static_cast<unsigned long long>(s.unanswered), s.dropped,
-                   s.last_error.empty() ? "" : "; last error: ", s.last_error.c_str());
+      log.info(std::to_string(s.online) + "/" + std::to_string(c.count) + " online, " +
+                   std::to_string(s.commands) + " commands, " + std::to_string(s.replies) +
+                   " replies, " + std::to_string(s.unanswered) + " unanswered (mute), " +
+                   std::to_string(s.dropped) + " dropped" +
+                   (s.last_error.empty() ? "" : "; last error: " + s.last_error),
+               {{"online", s.online}, {"commands", s.commands}, {"dropped", s.dropped}});
     }
     last = s;
   }

@@ -12,6 +12,7 @@
 #include "cli/cmd_simulate.h"
 #include "cli/control.h"
 #include "cli/worker_setup.h"
+#include "common/log.h"
 #include "worker/service/worker_agent.h"
 #include "worker/transport/verbs/cpu_placement.h"
 
@@ -30,31 +31,42 @@ struct WorkerArgs {
   std::vector<std::string> nics;    // --nic: offer only these
   int cpu = -1;                     // --cpu: bind every verbs run's thread here
   TlsArgs tls;
+  std::string log_format = "text";
+  std::string log_level = "info";
 };
 
+// --log-format / --log-level (checked by CLI11): the process's log from here on.
+void configureWorkerLog(const WorkerArgs& a) {
+  const auto format = parseLogFormat(a.log_format);
+  const auto level = parseLogLevel(a.log_level);
+  configureLog(format.ok() ? *format : LogFormat::kText, level.ok() ? *level : LogLevel::kInfo);
+  routeGrpcLog("worker");
+}
+
 int runWorker(const WorkerArgs& a) {
+  const ComponentLog startup_log("worker");
   CertInfo cert;
   auto tls = resolveTls(a.tls, {PeerRole::kWorker}, &cert);
   if (!tls.ok()) {
-    std::fprintf(stderr, "gdrmesh worker: %s\n", tls.status().toString().c_str());
+    startup_log.error(tls.status().toString());
     return kExitUsage;
   }
   if (*tls && !a.name.empty() && a.name != cert.identity.name) {
-    std::fprintf(stderr,
-                 "gdrmesh worker: --name %s: this worker's certificate is for '%s', and the "
-                 "coordinator only accepts that name from it (fix: drop --name, or issue a "
-                 "certificate with `gdrmesh certs issue --role worker --name %s`)\n",
-                 a.name.c_str(), cert.identity.name.c_str(), a.name.c_str());
+    startup_log.error("--name " + a.name + ": this worker's certificate is for '" +
+                      cert.identity.name +
+                      "', and the coordinator only accepts that name from it (fix: drop --name, "
+                      "or issue a certificate with `gdrmesh certs issue --role worker --name " +
+                      a.name + "`)");
     return kExitUsage;
   }
   auto labels = parseWorkerLabels(a.labels);
   if (!labels.ok()) {
-    std::fprintf(stderr, "gdrmesh worker: %s\n", labels.status().toString().c_str());
+    startup_log.error(labels.status().toString());
     return kExitUsage;
   }
   if (a.cpu >= 0) {
     if (Status st = verbs::checkCpuOverride(a.cpu, verbs::allowedCpus()); !st.ok()) {
-      std::fprintf(stderr, "gdrmesh worker: %s\n", st.toString().c_str());
+      startup_log.error(st.toString());
       return kExitUsage;
     }
   }
@@ -70,8 +82,8 @@ int runWorker(const WorkerArgs& a) {
     bool found = false;
     for (const auto& n : setup->inventory.nics) found = found || n.name == want;
     if (!found) {
-      std::fprintf(stderr, "gdrmesh worker: --nic %s: no such NIC on this host%s\n", want.c_str(),
-                   setup->notes.empty() ? "" : " (see `gdrmesh doctor --local`)");
+      startup_log.error("--nic " + want + ": no such NIC on this host" +
+                        (setup->notes.empty() ? "" : " (see `gdrmesh doctor --local`)"));
       return kExitUsage;
     }
   }
@@ -93,18 +105,22 @@ int runWorker(const WorkerArgs& a) {
                           a.coordinator.rfind("[::1]", 0) == 0;
     wo.data_host = loopback ? "127.0.0.1" : setup->inventory.hostname;
   }
-  std::fprintf(stderr, "gdrmesh worker %s: %zu NIC(s), %zu GPU(s), transports:", wo.name.c_str(),
-               setup->inventory.nics.size(), setup->inventory.gpus.size());
-  for (const auto& t : setup->inventory.transports) std::fprintf(stderr, " %s", t.c_str());
-  std::fprintf(stderr, "\n");
-  for (const auto& n : setup->notes) std::fprintf(stderr, "  note: %s\n", n.c_str());
+  const ComponentLog log("worker", nullptr, wo.name, {{"worker", wo.name}});
+  std::string transports;
+  for (const auto& t : setup->inventory.transports) transports += " " + t;
+  log.info(std::to_string(setup->inventory.nics.size()) + " NIC(s), " +
+               std::to_string(setup->inventory.gpus.size()) + " GPU(s), transports:" + transports,
+           {{"nics", setup->inventory.nics.size()},
+            {"gpus", setup->inventory.gpus.size()},
+            {"transports", setup->inventory.transports}});
+  for (const auto& n : setup->notes) log.info("note: " + n);
 
   blockTerminationSignals();
   WorkerAgent agent(wo, setup->inventory, *setup->sessions);
   TerminationSignalThread signals([&] { agent.stop(); });
   Status st = agent.run();
   if (!st.ok()) {
-    std::fprintf(stderr, "gdrmesh worker %s: %s\n", wo.name.c_str(), st.toString().c_str());
+    log.error(st.toString());
     return kExitUsage;
   }
   return kExitOk;
@@ -173,6 +189,15 @@ void registerWorker(CLI::App& app, Action* action) {
   cmd->add_option("--sysfs-root", a->sysfs_root, "read NIC and PCI topology from this root")
       ->capture_default_str();
   addTlsOptions(cmd, &a->tls, /*env_insecure=*/true);
+  cmd->add_option("--log-format", a->log_format,
+                  "the log on stderr: text (lines as a terminal reads them) or json (one JSON "
+                  "object per line: ts, level, component, msg and the line's fields)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--log-level", a->log_level,
+                  "the lowest level logged: debug, info, warn or error")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->capture_default_str();
   auto sim = addSimulateOptions(cmd);  // `--simulate N`: cli/cmd_simulate.cc
 
   auto* remove = cmd->add_subcommand(
@@ -197,10 +222,16 @@ void registerWorker(CLI::App& app, Action* action) {
       return;
     }
     if (simulateRequested(*sim)) {
-      *action = [a, sim] { return runSimulatedWorkers(*sim, a->coordinator, a->labels, a->tls); };
+      *action = [a, sim] {
+        configureWorkerLog(*a);
+        return runSimulatedWorkers(*sim, a->coordinator, a->labels, a->tls);
+      };
       return;
     }
-    *action = [a] { return runWorker(*a); };
+    *action = [a] {
+      configureWorkerLog(*a);
+      return runWorker(*a);
+    };
   });
 }
 

@@ -1,5 +1,6 @@
 #include "cli/control.h"
 
+#include <grpc/support/log.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "common/limits.h"
+#include "common/log.h"
 #include "common/units.h"
 #include "security/grpc_tls.h"
 
@@ -406,6 +408,28 @@ int followAndFetch(const ClientOptions& o, pb::ControlService::Stub& stub, const
   // The report's progress is the final word (the stream may have ended early).
   f.last = report->progress();
   return sweepExitCode(o, f, id);
+}
+
+namespace {
+
+const char* g_grpc_log_component = "coordinator";  // set once, before gRPC starts
+
+void grpcLogToOurs(gpr_log_func_args* args) {
+  const LogLevel level = args->severity == GPR_LOG_SEVERITY_ERROR  ? LogLevel::kError
+                         : args->severity == GPR_LOG_SEVERITY_INFO ? LogLevel::kInfo
+                                                                   : LogLevel::kDebug;
+  ComponentLog(g_grpc_log_component)
+      .at(level, std::string("grpc: ") + (args->message != nullptr ? args->message : ""),
+          {{"source", "grpc"},
+           {"where", std::string(args->file != nullptr ? args->file : "?") + ":" +
+                         std::to_string(args->line)}});
+}
+
+}  // namespace
+
+void routeGrpcLog(const char* component) {
+  g_grpc_log_component = component;
+  gpr_set_log_function(grpcLogToOurs);
 }
 
 }  // namespace gdrmesh::cli

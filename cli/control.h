@@ -119,4 +119,9 @@ int followAndFetch(const ClientOptions& o, pb::ControlService::Stub& stub, const
                    bool with_results, pb::VerdictFilter verdicts, pb::SweepReport* report,
                    bool* fetched);
 
+// gRPC's own log lines (gpr_log: its errors, and more with GRPC_VERBOSITY) go to the daemon's
+// log (common/log.h) as `component`'s, with "source": "grpc" and the file:line: with
+// --log-format json every line on stderr stays one JSON object.
+void routeGrpcLog(const char* component);
+
 }  // namespace gdrmesh::cli

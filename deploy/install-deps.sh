@@ -16,7 +16,7 @@ if [[ $(id -u) -ne 0 ]]; then
   SUDO="sudo"
 fi
 
-runtime=(libgrpc++1.51 libprotobuf32 libsqlite3-0 libssl3 libyaml-cpp0.7 libibverbs1 librdmacm1 ibverbs-providers
+runtime=(libgrpc++1.51 libprotobuf32 libsqlite3-0 libssl3 libyaml-cpp0.7 libspdlog1.10 libfmt9 libibverbs1 librdmacm1 ibverbs-providers
          rdma-core tzdata
          libibnetdisc5 libibmad5 libibumad3)  # fabric discovery
 # Building the `gdrmesh` program (what the main job builds).
@@ -27,6 +27,7 @@ build=(build-essential cmake ninja-build pkg-config
        libibverbs-dev librdmacm-dev ibverbs-providers rdma-core
        libibnetdisc-dev libibmad-dev libibumad-dev  # fabric discovery (worker/fabric)
        nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+       libspdlog-dev  # the daemons' log (common/log.h)
        tzdata)  # zone database for schedules (coordinator/orchestrator/cron.h)
 # Building and checking the tests (deploy/test.sh).
 tests=(git sqlite3 libgtest-dev libgmock-dev clang-format ccache bc

@@ -1,5 +1,6 @@
 #include "coordinator/actions/action_engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <utility>
@@ -62,12 +63,14 @@ ActionEngine::ActionEngine(ActionOptions options, Actuator& actuator, ActionStor
       actuator_(actuator),
       store_(store),
       clock_(clock),
-      log_(std::move(log)) {
-  if (!log_) {
-    log_ = [](const std::string& line) {
-      std::fprintf(stderr, "gdrmesh coordinator: %s\n", line.c_str());
-    };
+      log_(std::move(log)) {}
+
+void ActionEngine::say(LogLevel level, const std::string& line, LogFields fields) const {
+  if (log_) {
+    log_(line);
+    return;
   }
+  ComponentLog("coordinator", &clock_).at(level, line, std::move(fields));
 }
 
 std::vector<ActionEngine::Target> ActionEngine::targetsOf(const SweepEnding& end) {
@@ -137,7 +140,13 @@ std::string ActionEngine::record(const std::string& sweep_id, const std::string&
   if (!stored.ok()) {
     line += " [not recorded: " + stored.status().toString() + "]";
   }
-  log_(line);
+  const bool trouble = outcome == "failed" || outcome == "refused" || !stored.ok();
+  say(trouble ? LogLevel::kWarn : LogLevel::kInfo, line,
+      {{"sweep", sweep_id},
+       {"host", node},
+       {"action", action},
+       {"outcome", outcome},
+       {"actuator", actuator_.name()}});
   return line;
 }
 
@@ -145,14 +154,16 @@ std::vector<std::string> ActionEngine::onSweepEnd(const SweepEnding& end) {
   std::vector<std::string> lines;
   if (options_.mode == ActionOptions::Mode::kOff) return lines;
   if (end.state != SweepState::kFinished) {
-    log_("actions: sweep " + end.sweep_id + " " + toString(end.state) + ": no action taken");
+    say(LogLevel::kInfo,
+        "actions: sweep " + end.sweep_id + " " + toString(end.state) + ": no action taken",
+        {{"sweep", end.sweep_id}});
     return lines;
   }
   for (const Suspect& s : end.suspects) {
     if (s.kind == "threshold") {
       lines.push_back(
           "actions: none (a threshold suspect: the whole fleet misses a rule, not one host)");
-      log_(lines.back());
+      say(LogLevel::kInfo, lines.back(), {{"sweep", end.sweep_id}});
       return lines;
     }
   }
@@ -201,8 +212,11 @@ std::vector<std::string> ActionEngine::onSweepEnd(const SweepEnding& end) {
     }
     std::set<std::string> after = recent;
     for (const MarkRequest& m : to_mark) after.insert(m.node);
-    const auto limit = static_cast<size_t>(
-        std::floor(options_.max_share * static_cast<double>(end.hosts.size()) + 1e-9));
+    // A share of the cluster: a sweep over a few of its hosts (one rack, one node's check) may
+    // drain as many as a sweep over all of them.
+    const size_t cluster = std::max(end.cluster_hosts, end.hosts.size());
+    const auto limit =
+        static_cast<size_t>(std::floor(options_.max_share * static_cast<double>(cluster) + 1e-9));
     std::string refused;
     if (!records.ok()) {
       refused = "circuit breaker: cannot read the recent actions (" + records.status().toString() +
@@ -212,9 +226,9 @@ std::vector<std::string> ActionEngine::onSweepEnd(const SweepEnding& end) {
       std::snprintf(share, sizeof(share), "%g %%", options_.max_share * 100);
       refused = "circuit breaker: " + std::to_string(after.size()) + " nodes drained within " +
                 std::to_string(static_cast<long long>(options_.window_seconds)) +
-                " s would exceed max_share " + share + " of the sweep's " +
-                std::to_string(end.hosts.size()) + " hosts (at most " + std::to_string(limit) +
-                "; " + std::to_string(recent.size()) +
+                " s would exceed max_share " + share + " of the cluster's " +
+                std::to_string(cluster) + " hosts (at most " + std::to_string(limit) + "; " +
+                std::to_string(recent.size()) +
                 " already); check the fabric (a spine or switch?) before draining by hand";
     }
     for (const MarkRequest& m : to_mark) {

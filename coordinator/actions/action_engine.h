@@ -10,7 +10,8 @@
 //   - Passed: a host of the sweep with a PASS verdict that no suspect names (a link suspect
 //     names both of its ends).
 //   - The circuit breaker: the nodes drained within the window (this sweep's included) may be
-//     at most floor(max_share x the sweep's hosts). A sweep whose drains would go beyond that
+//     at most floor(max_share x the cluster's hosts: SweepEnding::cluster_hosts, every worker
+//     the coordinator knows). A sweep whose drains would go beyond that
 //     drains none of them (all refused, each recorded): a broken spine makes many suspects at
 //     once, and draining an arbitrary half of them is no better. Resumes are never refused.
 //   - Dry-run records and logs every decision with what would have run; its breaker counts
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "coordinator/actions/action_options.h"
 #include "coordinator/actions/actuator.h"
 #include "coordinator/orchestrator/sweep_types.h"
@@ -37,7 +39,7 @@ namespace gdrmesh {
 class ActionEngine {
  public:
   using Logger = std::function<void(const std::string& line)>;
-  // `log` gets one line per decision (stderr when empty).
+  // `log` gets one line per decision (the coordinator's log, common/log.h, when empty).
   ActionEngine(ActionOptions options, Actuator& actuator, ActionStore& store, Clock& clock,
                Logger log = {});
 
@@ -56,6 +58,8 @@ class ActionEngine {
  private:
   // Whether gdrmesh holds `node` out, by its records (dry-run ones too in dry-run mode).
   Result<bool> held(const std::string& node);
+  // Logs one line: to log_ when given, else to the coordinator's log with its fields.
+  void say(LogLevel level, const std::string& line, LogFields fields) const;
   // Records, logs and returns the line.
   std::string record(const std::string& sweep_id, const std::string& node,
                      const std::string& action, const std::string& outcome,

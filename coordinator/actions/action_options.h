@@ -15,8 +15,8 @@ struct ActionOptions {
   Mode mode = Mode::kOff;
   std::string actuator = "slurm";  // slurm | kubernetes
   // The circuit breaker: drains within `window_seconds` (those of this sweep included) may
-  // touch at most `max_share` of the sweep's hosts; a sweep that would go beyond acts on none
-  // of its suspects (NVSentinel's default: 50 % in 5 minutes).
+  // touch at most `max_share` of the cluster's hosts (every worker the coordinator knows); a sweep
+  // that would go beyond acts on none of its suspects (NVSentinel's default: 50 % in 5 minutes).
   double max_share = 0.5;
   double window_seconds = 300;
   // Slurm: the scontrol binary (a name is looked up in PATH) and how long one call may take.

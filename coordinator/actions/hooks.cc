@@ -9,6 +9,8 @@
 #include <sstream>
 #include <utility>
 
+#include "common/log.h"
+
 namespace gdrmesh {
 
 namespace {
@@ -133,16 +135,25 @@ Status DefaultHookTransport::deliver(const HookOptions& hook, const std::string&
   return Status::okStatus();
 }
 
-Hooks::Hooks(std::vector<HookOptions> hooks, HookTransport& transport, Clock& clock, Logger log)
+Hooks::Hooks(std::vector<HookOptions> hooks, HookTransport& transport, Clock& clock, Logger log,
+             HookStateStore* state)
     : hooks_(std::move(hooks)),
       transport_(transport),
       clock_(clock),
       log_(std::move(log)),
+      state_(state),
       waiting_(hooks_.size(), 0) {
   if (!log_) {
-    log_ = [](const std::string& line) {
-      std::fprintf(stderr, "gdrmesh coordinator: %s\n", line.c_str());
-    };
+    log_ = [&clock](const std::string& line) { ComponentLog("coordinator", &clock).warn(line); };
+  }
+  if (state_ != nullptr) {
+    auto known = state_->hookSuspects();
+    if (known.ok()) {
+      previous_ = std::move(*known);
+    } else {
+      log_("hooks: cannot read the suspects last announced (" + known.status().toString() +
+           "); every suspect of the next sweep is announced as new");
+    }
   }
   thread_ = std::thread([this] { loop(); });
 }
@@ -172,7 +183,14 @@ void Hooks::push(Item item) {
 
 void Hooks::onSweepEnd(const SweepEnding& end, const std::vector<std::string>& actions) {
   std::lock_guard<std::mutex> lock(mu_);
+  const std::set<std::string> before = previous_;
   const std::vector<std::string> events = hookEvents(end, actions, &previous_);
+  if (state_ != nullptr && previous_ != before) {
+    if (Status st = state_->setHookSuspects(previous_); !st.ok()) {
+      log_("hooks: cannot keep the suspects announced (" + st.toString() +
+           "); a restart announces them again");
+    }
+  }
   for (size_t h = 0; h < hooks_.size(); ++h) {
     for (const std::string& e : events) {
       if (waiting_[h] >= static_cast<size_t>(hooks_[h].queue_limit)) {

@@ -7,8 +7,10 @@
 //   suspect-cleared    a suspect of the previous finished sweep that this one, having tested
 //                      its hosts, does not name
 // Each carries {"event", "sweep": {id, state, verdict, reason, hosts, suspects, actions}} and,
-// for suspect events, "suspect": {kind, name, score, evidence}. What "previous" means is kept
-// in memory: after a restart the first finished sweep's suspects all appear.
+// for suspect events, "suspect": {kind, name, score, evidence}. What "previous" means (the
+// suspects last announced) is kept in a HookStateStore when one is given (the coordinator's
+// database): after a restart a standing suspect does not appear again, and one that cleared
+// while the coordinator was down clears at the first sweep that tests its hosts.
 //
 // Never blocking a sweep: onSweepEnd() only queues. One thread per Hooks sends, in order; a
 // failed try is retried after backoff (doubling) on the injected Clock, at most `attempts`
@@ -34,6 +36,7 @@
 #include "coordinator/actions/action_options.h"
 #include "coordinator/actions/command_runner.h"
 #include "coordinator/orchestrator/sweep_types.h"
+#include "coordinator/store/store.h"
 
 namespace gdrmesh {
 
@@ -62,7 +65,11 @@ std::vector<std::string> hookEvents(const SweepEnding& end, const std::vector<st
 class Hooks {
  public:
   using Logger = std::function<void(const std::string& line)>;
-  Hooks(std::vector<HookOptions> hooks, HookTransport& transport, Clock& clock, Logger log = {});
+  // `log` gets each line about delivery trouble (the coordinator's log when empty). `state`
+  // (may be nullptr: memory only) holds the suspects last announced; read here, written after
+  // each finished sweep that changes them.
+  Hooks(std::vector<HookOptions> hooks, HookTransport& transport, Clock& clock, Logger log = {},
+        HookStateStore* state = nullptr);
   ~Hooks();  // stops the thread; events still waiting are dropped (logged)
   Hooks(const Hooks&) = delete;
   Hooks& operator=(const Hooks&) = delete;
@@ -94,6 +101,7 @@ class Hooks {
   HookTransport& transport_;
   Clock& clock_;
   Logger log_;
+  HookStateStore* const state_;
 
   Lifeline line_;  // retry timers reach this object only while it is open
 

@@ -14,6 +14,7 @@ const std::vector<ConfigKey>& clusterConfigKeys() {
       {"(top level)", "outliers", "outlier detection without thresholds, and its verdict"},
       {"(top level)", "actions", "drain/taint suspects (Slurm, Kubernetes); off by default"},
       {"(top level)", "hooks", "list of commands or webhooks told of sweep ends and suspects"},
+      {"(top level)", "log", "the coordinator's log: format and level"},
 
       {"sweeps[]", "name", "a label for the sweep"},
       {"sweeps[]", "pattern", "pairs, all-pairs, rails, loopback, random (default all-pairs)"},
@@ -70,6 +71,9 @@ const std::vector<ConfigKey>& clusterConfigKeys() {
       {"schedules[]", "sweep", "a sweep, with the keys of sweeps[] (required)"},
       {"schedules[]", "catch_up", "true: run the newest missed run once after a restart"},
       {"schedules[]", "grace", "with catch_up: how long to wait for the workers (default 10m)"},
+
+      {"log", "format", "text or json (one object per line); --log-format overrides it"},
+      {"log", "level", "debug, info, warn or error (default info); --log-level overrides it"},
 
       {"retention", "days", "delete raw result rows older than this; 0 keeps all (default 0)"},
       {"retention", "interval", "how often to delete, 1s to 7 days (default 1h)"},

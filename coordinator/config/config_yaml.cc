@@ -635,6 +635,27 @@ Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std
       }
       config.retention_set = true;
     }
+    if (YAML::Node n = root["log"]) {
+      GDR_RETURN_IF_ERROR(p.checkMap(n, "log", clusterConfigKeysOf("log")));
+      if (n["format"]) {
+        GDR_ASSIGN_OR_RETURN(const std::string f, p.string(n["format"], "log.format"));
+        auto format = parseLogFormat(f);
+        if (!format.ok()) {
+          return p.error(n["format"], "log.format", "'" + f + "' is not text or json",
+                         "json: one JSON object per line (journald, Kubernetes)");
+        }
+        config.log_format = *format;
+      }
+      if (n["level"]) {
+        GDR_ASSIGN_OR_RETURN(const std::string l, p.string(n["level"], "log.level"));
+        auto level = parseLogLevel(l);
+        if (!level.ok()) {
+          return p.error(n["level"], "log.level",
+                         "'" + l + "' is not one of: debug, info, warn, error", "e.g. info");
+        }
+        config.log_level = *level;
+      }
+    }
     if (YAML::Node n = root["outliers"]) {
       GDR_RETURN_IF_ERROR(p.checkMap(n, "outliers", clusterConfigKeysOf("outliers")));
       OutlierOptions& o = config.outliers;

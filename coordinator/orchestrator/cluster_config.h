@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/inventory.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "coordinator/actions/action_options.h"
 #include "coordinator/orchestrator/retention.h"
@@ -101,6 +102,10 @@ struct ClusterConfig {
   // own --config only, never from a sweep's.
   ActionOptions actions;
   std::vector<HookOptions> hooks;
+  // The coordinator's log (`log:`, common/log.h); unset: --log-format / --log-level decide
+  // (text, info). The command line's options win over these.
+  std::optional<LogFormat> log_format;
+  std::optional<LogLevel> log_level;
   std::string source;  // the YAML text it was parsed from (stored with sweeps)
 
   // The class of a worker (nullptr = none) and the thresholds that apply to it.

@@ -14,6 +14,7 @@
 
 #include "common/capabilities.h"
 #include "common/limits.h"
+#include "common/log.h"
 #include "common/pattern.h"
 #include "common/units.h"
 
@@ -180,7 +181,8 @@ class PairTestRun : public std::enable_shared_from_this<PairTestRun> {
   // The target's session id: the test id, or "<test id>.target" when both sides are on one
   // worker (a loopback test), since a worker keys its sessions by id.
   std::string tgt_sid_;
-  // Phase timings, printed on stderr when GDRMESH_TRACE_PAIR is set (diagnosis of slow tests).
+  // Phase timings, logged at debug (--log-level debug), or at info when GDRMESH_TRACE_PAIR is
+  // set (diagnosis of slow tests).
   std::vector<std::pair<const char*, Clock::TimePoint>> trace_;
   void mark(const char* what) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -933,7 +935,7 @@ void PairTestRun::complete(TestStatus status, std::string reason, bool transient
   }
   out.transient = transient;
   static const bool kTrace = std::getenv("GDRMESH_TRACE_PAIR") != nullptr;
-  if (kTrace) {
+  if (kTrace || logEnabled(LogLevel::kDebug)) {
     std::lock_guard<std::mutex> lock(mu_);
     std::string line = "pair " + r_.test_id + ":";
     for (size_t i = 1; i < trace_.size(); ++i) {
@@ -950,7 +952,9 @@ void PairTestRun::complete(TestStatus status, std::string reason, bool transient
                                  .count()) +
               "us";
     }
-    std::fprintf(stderr, "%s\n", line.c_str());
+    ComponentLog("coordinator", &clock_)
+        .at(kTrace ? LogLevel::kInfo : LogLevel::kDebug, line,
+            {{"test", r_.test_id}, {"sweep", r_.run_id}});
   }
   // Unsubscribed before the result leaves: no loss is heard once the test has ended (a
   // callback running on another thread now is waited for; it finds finished_ set).

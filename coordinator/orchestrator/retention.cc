@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "common/log.h"
+
 namespace gdrmesh {
 
 namespace {
@@ -81,7 +83,7 @@ void Retention::loop() {
     lock.unlock();
     RetentionPass p = pass();
     if (!p.status.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: retention: %s\n", p.status.toString().c_str());
+      ComponentLog("coordinator", &clock_).error("retention: " + p.status.toString());
     }
     lock.lock();
     // The next pass is scheduled before this one is counted: whoever sees the count can move

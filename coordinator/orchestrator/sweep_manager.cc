@@ -12,6 +12,7 @@
 
 #include "common/capabilities.h"
 #include "common/limits.h"
+#include "common/log.h"
 #include "common/units.h"
 #include "coordinator/orchestrator/judge.h"
 #include "coordinator/orchestrator/localiser.h"
@@ -20,6 +21,13 @@
 #include "coordinator/orchestrator/sweep_report_rows.h"
 
 namespace gdrmesh {
+
+namespace {
+// The sweeps' log lines, timed by the manager's clock.
+ComponentLog sweepManagerLog(const Clock& clock) {
+  return ComponentLog("coordinator", &clock);
+}
+}  // namespace
 
 // A named namespace, not an anonymous one: SweepManager::Active (external linkage) holds one,
 // which GCC refuses (-Wsubobject-linkage) once the sanitizer legs' unity build includes this
@@ -441,13 +449,12 @@ void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {
   // suspects and notes change only on the sweep's own thread (this one), before this call.
   Status st = final ? storeReport(*a) : Status();
   if (!st.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: sweep %s: storing its report: %s\n", a->id.c_str(),
-                 st.toString().c_str());
+    sweepManagerLog(clock_).error("sweep " + a->id + ": storing its report: " + st.toString(),
+                                  {{"sweep", a->id}});
   }
   st = sweeps_.updateSweep(rec);
   if (!st.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: sweep %s: %s\n", a->id.c_str(),
-                 st.toString().c_str());
+    sweepManagerLog(clock_).error("sweep " + a->id + ": " + st.toString(), {{"sweep", a->id}});
   }
   // An ended sweep's per-pair aggregates and totals are kept forever (retention deletes raw
   // rows only). Every result is stored by now (execute flushes the writer before judging).
@@ -455,8 +462,7 @@ void SweepManager::checkpoint(const std::shared_ptr<Active>& a, bool final) {
       rec.state != toString(SweepState::kQueued)) {
     st = sweeps_.aggregateSweep(rec.id, rec.tests_total);
     if (!st.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: sweep %s: %s\n", a->id.c_str(),
-                   st.toString().c_str());
+      sweepManagerLog(clock_).error("sweep " + a->id + ": " + st.toString(), {{"sweep", a->id}});
     }
   }
 }
@@ -478,6 +484,10 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
     a->started_at = clock_.now();
     publish(a);
   }
+  sweepManagerLog(clock_).info(
+      "sweep " + a->id + (a->resumed ? " resumed" : " started") + ": " +
+          std::to_string(a->hosts.size()) + " hosts",
+      {{"sweep", a->id}, {"hosts", a->hosts.size()}, {"resumed", a->resumed}});
   checkpoint(a, false);
 
   if (a->resumed) {
@@ -687,7 +697,26 @@ void SweepManager::execute(const std::shared_ptr<Active>& a) {
       if (!judged.reason.empty() && a->reason.empty()) a->reason = judged.reason;
     }
   }
+  {
+    // The sweep's end and its suspects, in the log (an operator's first look).
+    std::lock_guard<std::mutex> lock(mu_);
+    const ComponentLog log = sweepManagerLog(clock_);
+    log.info("sweep " + a->id + " " + toString(a->state) + ": verdict " + a->verdict +
+                 (a->reason.empty() ? "" : " (" + a->reason + ")") + "; " +
+                 std::to_string(a->suspects.size()) + " suspect(s)",
+             {{"sweep", a->id},
+              {"state", toString(a->state)},
+              {"verdict", a->verdict},
+              {"tests", a->plan_size},
+              {"suspects", a->suspects.size()}});
+    for (const Suspect& s : a->suspects) {
+      log.warn("sweep " + a->id + ": suspect " + s.kind + " " + s.name +
+                   (s.evidence.empty() ? "" : ": " + s.evidence.front()),
+               {{"sweep", a->id}, {"suspect", s.name}, {"kind", s.kind}, {"score", s.score}});
+    }
+  }
   if (options_.on_end) {
+    ending.cluster_hosts = workers_.list().size();  // the directory's lock, without mu_
     {
       std::lock_guard<std::mutex> lock(mu_);
       ending.sweep_id = a->id;
@@ -1097,8 +1126,8 @@ void SweepManager::resumeInterrupted() {
     // the one this run stores at its end; until then the sweep has none.
     Status cleared = sweeps_.clearSweepReport(rec.id);
     if (!cleared.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: sweep %s: %s\n", rec.id.c_str(),
-                   cleared.toString().c_str());
+      sweepManagerLog(clock_).error("sweep " + rec.id + ": " + cleared.toString(),
+                                    {{"sweep", rec.id}});
     }
     // What the plan was made for: its hosts and size (the plan itself is made again).
     auto pj = nlohmann::json::parse(rec.plan_json, nullptr, false);
@@ -1141,9 +1170,10 @@ void SweepManager::resumeInterrupted() {
       if (!errors.empty()) {
         auto stored = results_.insertResults(errors);
         if (!stored.ok()) {
-          std::fprintf(stderr,
-                       "gdrmesh coordinator: sweep %s: recording %zu interrupted tests: %s\n",
-                       rec.id.c_str(), errors.size(), stored.status().toString().c_str());
+          sweepManagerLog(clock_).error("sweep " + rec.id + ": recording " +
+                                            std::to_string(errors.size()) +
+                                            " interrupted tests: " + stored.status().toString(),
+                                        {{"sweep", rec.id}});
         }
       }
     }

@@ -147,6 +147,10 @@ struct SweepEnding {
   std::vector<std::string> hosts;  // the hosts the sweep tested
   std::vector<Suspect> suspects;   // ranked
   std::set<std::string> passing;   // hosts with at least one PASS verdict
+  // The hosts of the cluster when the sweep ended: every worker the coordinator knows, online
+  // or not (the circuit breaker's base: a share of the cluster, not of the sweep). 0: unknown,
+  // the sweep's hosts stand in.
+  size_t cluster_hosts = 0;
 };
 
 struct SweepProgress {

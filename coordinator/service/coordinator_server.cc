@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/limits.h"
+#include "common/log.h"
 #include "common/units.h"
 #include "convert.h"
 #include "coordinator/service/history_convert.h"
@@ -23,6 +24,11 @@ namespace gdrmesh {
 namespace {
 
 namespace pb = ::gdrmesh::v1;
+
+// The coordinator's log lines, timed by its clock.
+ComponentLog coordinatorServerLog(const Clock& clock) {
+  return ComponentLog("coordinator", &clock);
+}
 
 grpc::Status toGrpc(const Status& st) {
   if (st.ok()) return grpc::Status::OK;
@@ -101,15 +107,15 @@ class WorkerStream final
     // cancelled at the deadline (issue #23). The first message decides the race with the timer.
     std::shared_ptr<Handle> h = handle_;
     register_timer_ = clock_.schedule(
-        clock_.after(register_deadline_ms / 1000.0), [h, ctx, register_deadline_ms] {
+        clock_.after(register_deadline_ms / 1000.0), [h, ctx, register_deadline_ms, c = &clock_] {
           std::lock_guard<std::mutex> lock(h->mu);
           if (h->stream == nullptr) return;
           int waiting = kWaitingForRegister;
           if (!h->stream->phase_.compare_exchange_strong(waiting, kTimedOut)) return;
-          std::fprintf(stderr,
-                       "gdrmesh coordinator: worker stream from %s sent no Register within %d ms; "
-                       "closed\n",
-                       ctx->peer().c_str(), register_deadline_ms);
+          coordinatorServerLog(*c).warn("worker stream from " + ctx->peer() +
+                                            " sent no Register within " +
+                                            std::to_string(register_deadline_ms) + " ms; closed",
+                                        {{"peer", ctx->peer()}});
           ctx->TryCancel();
         });
     StartRead(&in_);
@@ -205,8 +211,9 @@ class WorkerStream final
       }
       if (st.ok()) st = authorizeRegister(cert->identity, reg.name(), reg.simulated());
       if (!st.ok()) {
-        std::fprintf(stderr, "gdrmesh coordinator: registration of '%s' from %s refused: %s\n",
-                     reg.name().c_str(), ctx_->peer().c_str(), st.message().c_str());
+        coordinatorServerLog(clock_).warn("registration of '" + reg.name() + "' from " +
+                                              ctx_->peer() + " refused: " + st.message(),
+                                          {{"worker", reg.name()}, {"peer", ctx_->peer()}});
         return toGrpc(st);
       }
       identity = "certificate " + cert->identity.describe();
@@ -243,10 +250,8 @@ class WorkerStream final
       w.findings =
           registrationFindings(*config_, name_, w.labels, w.inventory, &w.expected_port_rate_gbps);
       for (const auto& f : w.findings) {
-        std::fprintf(stderr,
-                     "gdrmesh coordinator: WARNING: worker %s registration contradicts the "
-                     "config: %s\n",
-                     name_.c_str(), f.c_str());
+        coordinatorServerLog(clock_).warn(
+            "worker " + name_ + " registration contradicts the config: " + f, {{"worker", name_}});
       }
     }
     if (w.simulated) {
@@ -272,9 +277,10 @@ class WorkerStream final
       rec.first_seen_ms = w.connected_ms;
       rec.last_seen_ms = w.connected_ms;
       Status st = store_.upsertWorker(rec);
-      if (!st.ok()) std::fprintf(stderr, "gdrmesh coordinator: %s\n", st.toString().c_str());
-      std::fprintf(stderr, "gdrmesh coordinator: worker %s registered from %s (%s)\n",
-                   name_.c_str(), w.peer.c_str(), identity.c_str());
+      if (!st.ok()) coordinatorServerLog(clock_).error(st.toString(), {{"worker", name_}});
+      coordinatorServerLog(clock_).info(
+          "worker " + name_ + " registered from " + w.peer + " (" + identity + ")",
+          {{"worker", name_}, {"peer", w.peer}});
     }
     pb::CoordinatorMessage hello;
     hello.mutable_registered()->set_worker_id(name_);
@@ -296,8 +302,8 @@ class WorkerStream final
     checked_generation_ = g;
     Status st = revoked_->check(cert_);
     if (!st.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: disconnecting worker %s: %s\n", name_.c_str(),
-                   st.message().c_str());
+      coordinatorServerLog(clock_).warn("disconnecting worker " + name_ + ": " + st.message(),
+                                        {{"worker", name_}});
     }
     return st;
   }
@@ -308,7 +314,7 @@ class WorkerStream final
       link_->detachStream();
       registry_.remove(name_, link_.get());
       if (!simulated_) {
-        std::fprintf(stderr, "gdrmesh coordinator: worker %s disconnected\n", name_.c_str());
+        coordinatorServerLog(clock_).info("worker " + name_ + " disconnected", {{"worker", name_}});
       }
     }
     std::unique_lock<std::mutex> lock(mu_);
@@ -403,10 +409,12 @@ class CoordinatorServer::Starter final : public SweepStarter {
 
 class CoordinatorServer::Log final : public ScheduleLog {
  public:
-  explicit Log(SweepStore& store) : store_(store) {}
+  Log(SweepStore& store, const Clock& clock) : store_(store), clock_(clock) {}
   Status record(const ScheduleRun& run) override {
     // Every run, in the log too: a failed, skipped or missed one with its reason.
-    std::fprintf(stderr, "gdrmesh coordinator: %s\n", describeScheduleRun(run).c_str());
+    LogFields fields = {{"schedule", run.schedule}, {"state", run.state}};
+    if (!run.sweep_id.empty()) fields.emplace_back("sweep", run.sweep_id);
+    coordinatorServerLog(clock_).info(describeScheduleRun(run), std::move(fields));
     return store_.recordScheduleRun(run);
   }
   Result<std::optional<ScheduleRun>> last(const std::string& schedule) override {
@@ -418,6 +426,7 @@ class CoordinatorServer::Log final : public ScheduleLog {
 
  private:
   SweepStore& store_;
+  const Clock& clock_;
 };
 
 class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::Service {
@@ -494,8 +503,8 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     const TestResult started = startedResult(spec, ep, test_id, started_ms);
     Status marked = s_.store_.markTestStarted(started);
     if (!marked.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: test %s runs unmarked: %s\n", test_id.c_str(),
-                   marked.toString().c_str());
+      coordinatorServerLog(s_.clock_).error(
+          "test " + test_id + " runs unmarked: " + marked.toString(), {{"test", test_id}});
     }
     runPairTest(spec, ep, s_.clock_, s_.pair_, test_id, newSeed(),
                 [&promise](PairTestOutcome o) { promise.set_value(std::move(o)); });
@@ -673,6 +682,35 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     return grpc::Status::OK;
   }
 
+  grpc::Status ListActions(grpc::ServerContext* ctx, const pb::ListActionsRequest* req,
+                           pb::ListActionsResponse* resp) override {
+    if (auto st = allow(ctx, Access::kRead, "ListActions"); !st.ok()) return st;
+    if (s_.options_.action_store == nullptr) {
+      return toGrpc(failedPrecondition("this coordinator keeps no node actions",
+                                       "start it with a database (--db)"));
+    }
+    ActionQuery q;
+    q.node = req->node();
+    q.sweep_id = req->sweep_id();
+    q.since_ms = req->since_ms();
+    q.limit = req->limit();
+    auto rows = s_.options_.action_store->listActions(q);
+    if (!rows.ok()) return toGrpc(rows.status().withContext("reading the node actions"));
+    for (const ActionRecord& r : *rows) {
+      pb::NodeAction* a = resp->add_actions();
+      a->set_id(r.id);
+      a->set_recorded_ms(r.recorded_ms);
+      a->set_sweep_id(r.sweep_id);
+      a->set_node(r.node);
+      a->set_action(r.action);
+      a->set_outcome(r.outcome);
+      a->set_actuator(r.actuator);
+      a->set_reason(r.reason);
+      a->set_detail(r.detail);
+    }
+    return grpc::Status::OK;
+  }
+
   grpc::Status ListSchedules(grpc::ServerContext* ctx, const pb::ListSchedulesRequest*,
                              pb::ListSchedulesResponse* resp) override {
     if (auto st = allow(ctx, Access::kRead, "ListSchedules"); !st.ok()) return st;
@@ -737,17 +775,23 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
     if (!s_.options_.tls) return grpc::Status::OK;
     auto peer = peerIdentity(ctx->auth_context().get(), s_.options_.revoked.get());
     if (!peer.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: %s from %s refused: %s\n", rpc,
-                   ctx->peer().c_str(), peer.status().message().c_str());
+      coordinatorServerLog(s_.clock_).warn(
+          std::string(rpc) + " from " + ctx->peer() + " refused: " + peer.status().message(),
+          {{"rpc", rpc}, {"peer", ctx->peer()}});
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                           std::string(rpc) + ": " + peer.status().message() +
                               " (fix: " + peer.status().fix() + ")");
     }
     Status st = authorizeControl(*peer, access, rpc);
     if (!st.ok() || access == Access::kAdmin) {
-      std::fprintf(stderr, "gdrmesh coordinator: %s by %s from %s%s\n", rpc,
-                   peer->describe().c_str(), ctx->peer().c_str(),
-                   st.ok() ? "" : ": refused (permission denied)");
+      const std::string line = std::string(rpc) + " by " + peer->describe() + " from " +
+                               ctx->peer() + (st.ok() ? "" : ": refused (permission denied)");
+      const LogFields fields = {{"rpc", rpc}, {"by", peer->describe()}, {"peer", ctx->peer()}};
+      if (st.ok()) {
+        coordinatorServerLog(s_.clock_).info(line, fields);
+      } else {
+        coordinatorServerLog(s_.clock_).warn(line, fields);
+      }
     }
     return toGrpc(st);
   }
@@ -769,25 +813,24 @@ CoordinatorServer::CoordinatorServer(CoordinatorOptions options, ResultStore& st
     if (parsed.ok()) {
       *config = std::move(parsed).value();
     } else {
-      std::fprintf(stderr, "gdrmesh coordinator: config: %s (no expected inventory checked)\n",
-                   parsed.status().toString().c_str());
+      coordinatorServerLog(clock_).error("config: " + parsed.status().toString() +
+                                         " (no expected inventory checked)");
     }
   }
   config_ = std::move(config);
   pair_ = options_.pair;
   pair_.on_violation = [this](const std::string& worker, const std::string& what) {
     const uint64_t n = registry_.noteViolation(worker, what);
-    std::fprintf(stderr,
-                 "gdrmesh coordinator: WARNING: protocol violation by worker %s (%llu so far): "
-                 "%s\n",
-                 worker.c_str(), static_cast<unsigned long long>(n), what.c_str());
+    coordinatorServerLog(clock_).warn(
+        "protocol violation by worker " + worker + " (" + std::to_string(n) + " so far): " + what,
+        {{"worker", worker}, {"violations", n}});
   };
   SweepManagerOptions so = options_.sweeps;
   so.executor.pair = pair_;
   sweep_manager_ = std::make_unique<SweepManager>(registry_, clock_, sweep_store_, store_, writer_,
                                                   codec_, options_.parse_config, so);
   starter_ = std::make_unique<Starter>(*this);
-  log_ = std::make_unique<Log>(sweep_store_);
+  log_ = std::make_unique<Log>(sweep_store_, clock_);
   scheduler_ = std::make_unique<Scheduler>(clock_, *starter_, *log_, options_.schedules);
 }
 
@@ -817,17 +860,19 @@ Result<int> CoordinatorServer::start() {
   // Neither stops the coordinator (a full disk must not): what fails stays for the next start.
   auto replay = store_.replaySpool();
   if (!replay.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: %s\n", replay.status().toString().c_str());
+    coordinatorServerLog(clock_).error(replay.status().toString());
   } else if (replay->replayed + replay->already_stored + replay->torn > 0) {
-    std::fprintf(stderr,
-                 "gdrmesh coordinator: spool replayed: %llu results stored, %llu stored already, "
-                 "%llu torn records (cut short by a crash, never acknowledged) skipped\n",
-                 static_cast<unsigned long long>(replay->replayed),
-                 static_cast<unsigned long long>(replay->already_stored),
-                 static_cast<unsigned long long>(replay->torn));
+    coordinatorServerLog(clock_).info(
+        "spool replayed: " + std::to_string(replay->replayed) + " results stored, " +
+            std::to_string(replay->already_stored) + " stored already, " +
+            std::to_string(replay->torn) +
+            " torn records (cut short by a crash, never acknowledged) skipped",
+        {{"replayed", replay->replayed},
+         {"already_stored", replay->already_stored},
+         {"torn", replay->torn}});
   }
   if (Status st = recordInterruptedTests(); !st.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: %s\n", st.toString().c_str());
+    coordinatorServerLog(clock_).error(st.toString());
   }
   worker_service_ = std::make_unique<WorkerServiceImpl>(*this);
   control_service_ = std::make_unique<ControlServiceImpl>(*this);
@@ -840,17 +885,22 @@ Result<int> CoordinatorServer::start() {
   // the control plane until a restart (issue #23). gRPC gets each connection once it has spoken.
   AcceptGateOptions gopts;
   gopts.listen = options_.listen;
-  gopts.name = "gdrmesh coordinator: gRPC port";
+  gopts.name = "gRPC port";
   gopts.first_bytes_deadline = std::chrono::milliseconds(options_.first_bytes_deadline_ms);
   gopts.max_pending = options_.max_pending_connections;
   gopts.max_pending_per_source = options_.max_pending_per_source;
   gopts.self_check_interval = std::chrono::milliseconds(options_.self_check_interval_ms);
-  gate_ = std::make_unique<AcceptGate>(gopts, clock_, [this](int listener_fd, int fd) {
-    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters p;
-    p.listener_fd = listener_fd;
-    p.fd = fd;
-    acceptor_->HandleNewConnection(&p);
-  });
+  gate_ = std::make_unique<AcceptGate>(
+      gopts, clock_,
+      [this](int listener_fd, int fd) {
+        grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters p;
+        p.listener_fd = listener_fd;
+        p.fd = fd;
+        acceptor_->HandleNewConnection(&p);
+      },
+      [this](const std::string& line) {
+        coordinatorServerLog(clock_).warn(line, {{"listener", "grpc"}});
+      });
   auto port = gate_->open();
   if (!port.ok() && port.status().code() == Code::kInvalidArgument) return port.status();
   if (!port.ok()) {
@@ -909,10 +959,10 @@ void CoordinatorServer::shutdown() {
   // A store that still refuses writes does not hold the stop up for good: what is left is in the
   // spool, and the next start stores it.
   if (!writer_.flushFor(std::chrono::seconds(5))) {
-    std::fprintf(stderr,
-                 "gdrmesh coordinator: stopping with %zu results not stored yet (%s); the spool "
-                 "holds them for the next start\n",
-                 writer_.pending(), writer_.lastError().toString().c_str());
+    coordinatorServerLog(clock_).error(
+        "stopping with " + std::to_string(writer_.pending()) + " results not stored yet (" +
+            writer_.lastError().toString() + "); the spool holds them for the next start",
+        {{"pending", writer_.pending()}});
   }
   for (auto& e : registry_.entries()) {
     if (e.link) e.link->fail("(coordinator shutting down)");
@@ -932,8 +982,9 @@ Status CoordinatorServer::storeResult(TestResult& result, ResultWriter::OnStored
     return {};
   }
   // The writer says whether the result is durable in the spool; the caller (the CLI) is told.
-  std::fprintf(stderr, "gdrmesh coordinator: result %s not stored: %s\n", result.test_id.c_str(),
-               id.status().toString().c_str());
+  coordinatorServerLog(clock_).error(
+      "result " + result.test_id + " not stored: " + id.status().toString(),
+      {{"test", result.test_id}, {"sweep", result.run_id}});
   return id.status();
 }
 
@@ -955,8 +1006,8 @@ Status CoordinatorServer::recordInterruptedTests() {
   auto ids = store_.insertResults(*open);
   if (!ids.ok()) return ids.status().withContext("recording interrupted tests");
   for (const TestResult& t : *open) {
-    std::fprintf(stderr, "gdrmesh coordinator: test %s recorded as ERROR (interrupted)\n",
-                 t.test_id.c_str());
+    coordinatorServerLog(clock_).warn("test " + t.test_id + " recorded as ERROR (interrupted)",
+                                      {{"test", t.test_id}});
     (void)store_.clearTestStarted(t.test_id);
   }
   return {};
@@ -969,14 +1020,17 @@ Result<bool> CoordinatorServer::removeWorker(const std::string& name, bool force
     return row.ok() ? Status() : row.status().withContext("removing worker '" + name + "'");
   });
   if (!removed.ok()) {
-    std::fprintf(stderr, "gdrmesh coordinator: worker %s not removed (asked by %s): %s\n",
-                 name.c_str(), requester.c_str(), removed.status().message().c_str());
+    coordinatorServerLog(clock_).warn("worker " + name + " not removed (asked by " + requester +
+                                          "): " + removed.status().message(),
+                                      {{"worker", name}, {"by", requester}});
     return removed.status();
   }
   const bool online = removed->link != nullptr;
   if (online) removed->link->fail("(removed by " + requester + ")");
-  std::fprintf(stderr, "gdrmesh coordinator: worker %s removed%s by %s\n", name.c_str(),
-               online ? " while online (--force: its stream is ended)" : "", requester.c_str());
+  coordinatorServerLog(clock_).info(
+      "worker " + name + " removed" +
+          (online ? " while online (--force: its stream is ended)" : "") + " by " + requester,
+      {{"worker", name}, {"by", requester}});
   return online;
 }
 

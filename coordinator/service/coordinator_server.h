@@ -72,6 +72,9 @@ struct CoordinatorOptions {
   int max_connection_idle_ms = 30000;
   // A worker stream that sends no Register within this is cancelled.
   int register_deadline_ms = 10000;
+  // Where the node actions are recorded (ListActions, `gdrmesh actions`); nullptr: the RPC
+  // answers FAILED_PRECONDITION.
+  ActionStore* action_store = nullptr;
 };
 
 class CoordinatorServer {

@@ -9,6 +9,8 @@
 #include <string>
 #include <utility>
 
+#include "common/log.h"
+
 namespace gdrmesh {
 namespace {
 
@@ -203,7 +205,7 @@ void ResultWriter::run() {
       lock.unlock();
       auto replay = store_.replaySpool();
       if (!replay.ok()) {
-        std::fprintf(stderr, "gdrmesh: %s\n", replay.status().toString().c_str());
+        ComponentLog("coordinator", &clock_).error(replay.status().toString());
       }
       lock.lock();
     }
@@ -273,7 +275,9 @@ ResultWriter::Outcome ResultWriter::attempt(std::vector<Item> batch, bool give_u
       Status spooled = store_.spoolResult(rows[i]);
       batch[i].spooled = spooled.ok();
       out.newly_spooled += spooled.ok() ? 1 : 0;
-      if (!spooled.ok()) std::fprintf(stderr, "gdrmesh: %s\n", spooled.toString().c_str());
+      if (!spooled.ok()) {
+        ComponentLog("coordinator", &clock_).error(spooled.toString(), {{"test", rows[i].test_id}});
+      }
     }
     if (give_up) {
       // A spooled row stays in the spool: the next start replays it.

@@ -855,6 +855,11 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
            "SELECT sweep_id, '' FROM sweep_reports",
            "DROP TABLE sweep_reports",
        }},
+      {11,
+       "what the hooks last announced: the standing suspects (HookStateStore)",
+       {
+           "CREATE TABLE hook_suspects (suspect TEXT PRIMARY KEY) WITHOUT ROWID",
+       }},
   };
   return kMigrations;
 }
@@ -1278,9 +1283,19 @@ Status SqliteStore::error(const Conn& c, int rc, const std::string& what) const 
           "not a database (or its header is corrupt): " + path_ + " (" + detail + ")",
           dbFix(path_));
     case SQLITE_CORRUPT:
+      // The salvage is the .dump route of docs/operations.md ("Backup and restore"): the
+      // shell's .recover fails on a gdrmesh database with Debian 12's sqlite3 3.40.1.
       return Status(Code::kDataLoss, "database is corrupt: " + path_ + " (" + detail + ")",
-                    "restore " + path_ + " from a backup, or salvage it with `sqlite3 " + path_ +
-                        " .recover`; " + dbFix(path_));
+                    "restore " + path_ +
+                        " from a backup; without one, stop the coordinator and salvage what "
+                        "SQLite can still read into a new file, keeping the schema version: "
+                        "`sqlite3 " +
+                        path_ + " .dump | sqlite3 " + path_ + ".salvaged && sqlite3 " + path_ +
+                        ".salvaged \"PRAGMA user_version = $(sqlite3 " + path_ +
+                        " 'PRAGMA user_version')\"`, then move " + path_ +
+                        " (and its -wal, -shm) aside and the salvaged file in its place "
+                        "(docs/operations.md, \"Backup and restore\"); or " +
+                        dbFix(path_));
     case SQLITE_READONLY:
     case SQLITE_PERM:
     case SQLITE_AUTH:
@@ -2336,6 +2351,44 @@ Result<std::vector<ActionRecord>> SqliteStore::listActions(const ActionQuery& q)
   }
   if (rc != SQLITE_DONE) return error(c, rc, "list_actions");
   return out;
+}
+
+Result<std::set<std::string>> SqliteStore::hookSuspects() {
+  ReadLease lease(*this);
+  GDR_RETURN_IF_ERROR(lease.status());
+  Conn& c = lease.conn();
+  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                       statement(c, "hook_suspects", "SELECT suspect FROM hook_suspects"));
+  StmtScope scope(s);
+  std::set<std::string> out;
+  int rc = 0;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) out.insert(columnText(s, 0));
+  if (rc != SQLITE_DONE) return error(c, rc, "hook_suspects");
+  return out;
+}
+
+Status SqliteStore::setHookSuspects(const std::set<std::string>& keys) {
+  std::lock_guard<std::mutex> lock(writer_.mu);
+  GDR_RETURN_IF_ERROR(walIndexWritable());
+  GDR_RETURN_IF_ERROR(begin());
+  Status st = execOnce(writer_, "set_hook_suspects (clear)", "DELETE FROM hook_suspects");
+  if (st.ok()) {
+    auto s =
+        statement(writer_, "set_hook_suspect", "INSERT INTO hook_suspects (suspect) VALUES (?1)");
+    if (!s.ok()) st = s.status();
+    for (const std::string& k : keys) {
+      if (!st.ok()) break;
+      StmtScope scope(*s);
+      int rc = sqlite3_bind_text64(*s, 1, k.data(), k.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+      if (rc == SQLITE_OK) rc = sqlite3_step(*s);
+      if (rc != SQLITE_DONE) st = error(writer_, rc, "set_hook_suspect");
+    }
+  }
+  if (!st.ok()) {
+    rollbackQuietly();
+    return st;
+  }
+  return commit();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -65,7 +65,10 @@ struct SqliteStoreOptions {
   std::function<void()> on_query_row_for_testing;
 };
 
-class SqliteStore : public ResultStore, public SweepStore, public ActionStore {
+class SqliteStore : public ResultStore,
+                    public SweepStore,
+                    public ActionStore,
+                    public HookStateStore {
  public:
   // Opens (creating if needed) the database at `path` and brings its schema up to date.
   // ":memory:" gives a private in-memory database (journal mode "memory", not WAL).
@@ -129,6 +132,9 @@ class SqliteStore : public ResultStore, public SweepStore, public ActionStore {
   // ActionStore.
   Result<int64_t> recordAction(const ActionRecord& action) override;
   Result<std::vector<ActionRecord>> listActions(const ActionQuery& query) override;
+  // HookStateStore.
+  Result<std::set<std::string>> hookSuspects() override;
+  Status setHookSuspects(const std::set<std::string>& keys) override;
 
   const std::string& path() const { return path_; }
   // The schema version of the open file (PRAGMA user_version).

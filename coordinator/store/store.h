@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -327,6 +328,18 @@ class ActionStore {
   virtual Result<int64_t> recordAction(const ActionRecord& action) = 0;
   // Newest first (by id: recording order).
   virtual Result<std::vector<ActionRecord>> listActions(const ActionQuery& query) = 0;
+};
+
+// What the hooks last announced (coordinator/actions/hooks.h): the suspects ("KIND NAME") of the
+// previous finished sweep, with those carried over because a later sweep did not test them.
+// Kept across restarts, so that a restarted coordinator neither announces every standing
+// suspect again nor misses one that cleared.
+class HookStateStore {
+ public:
+  virtual ~HookStateStore() = default;
+  virtual Result<std::set<std::string>> hookSuspects() = 0;
+  // Replaces the whole set, in one transaction.
+  virtual Status setHookSuspects(const std::set<std::string>& keys) = 0;
 };
 
 }  // namespace gdrmesh

@@ -8,6 +8,7 @@
 #include <memory>
 #include <thread>
 
+#include "common/log.h"
 #include "common/units.h"
 #include "convert.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
@@ -19,6 +20,11 @@ namespace gdrmesh {
 namespace {
 
 namespace pb = ::gdrmesh::v1;
+
+// The worker's log lines: "gdrmesh worker NAME: ..." (no clock here: the system's time).
+ComponentLog workerAgentLog(const std::string& name) {
+  return ComponentLog("worker", nullptr, name, {{"worker", name}});
+}
 using convert::fromProto;
 using convert::toProto;
 
@@ -215,8 +221,12 @@ Status WorkerAgent::run() {
     if (st.code() == Code::kInvalidArgument || st.code() == Code::kPermissionDenied) return st;
     if (!options_.reconnect) return st;
     if (registered) backoff = std::chrono::milliseconds(200);
-    std::fprintf(stderr, "gdrmesh worker %s: %s; retrying in %.1f s\n", options_.name.c_str(),
-                 st.toString().c_str(), static_cast<double>(backoff.count()) / 1000.0);
+    char retry[32];
+    std::snprintf(retry, sizeof(retry), "%.1f", static_cast<double>(backoff.count()) / 1000.0);
+    workerAgentLog(options_.name)
+        .warn(st.toString() + "; retrying in " + retry + " s",
+              {{"coordinator", options_.coordinator},
+               {"retry_s", static_cast<double>(backoff.count()) / 1000.0}});
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait_for(lock, backoff, [this] { return stopping_.load(); });
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
@@ -273,8 +283,8 @@ Status WorkerAgent::serveOnce(bool* registered) {
                        (hint.empty() ? "" : " (" + hint + ")"));
   }
   *registered = true;
-  std::fprintf(stderr, "gdrmesh worker %s: registered with %s\n", options_.name.c_str(),
-               options_.coordinator.c_str());
+  workerAgentLog(options_.name)
+      .info("registered with " + options_.coordinator, {{"coordinator", options_.coordinator}});
   const int hb_ms = first.registered().heartbeat_interval_ms() > 0
                         ? static_cast<int>(first.registered().heartbeat_interval_ms())
                         : options_.heartbeat_ms;

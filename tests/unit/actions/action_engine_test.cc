@@ -169,10 +169,45 @@ TEST_F(ActionEngineTest, CircuitBreakerRefusesASweepBeyondTheShare) {
   ASSERT_EQ(lines.size(), 3u);
   for (const auto& l : lines) EXPECT_NE(l.find("refused"), std::string::npos) << l;
   EXPECT_NE(lines[0].find("circuit breaker: 3 nodes drained within 300 s would exceed max_share "
-                          "50 % of the sweep's 4 hosts (at most 2"),
+                          "50 % of the cluster's 4 hosts (at most 2"),
             std::string::npos)
       << lines[0];
   for (const auto& r : records()) EXPECT_EQ(r.outcome, "refused");
+}
+
+// Issue #21: the breaker's share is of the cluster, not of the sweep. A sweep over 4 of 8 hosts
+// may drain 3 of them (at most 4), and a 1-host sweep (one node's check) its one host; counted
+// by the sweep's hosts, both were refused.
+TEST_F(ActionEngineTest, CircuitBreakerCountsTheClustersHostsNotTheSweeps) {
+  auto e = engine(ActionOptions::Mode::kOn);
+  SweepEnding part = ending("s1", 4, {hostSuspect("h1"), hostSuspect("h2"), hostSuspect("h3")});
+  part.cluster_hosts = 8;
+  auto lines = e.onSweepEnd(part);
+  ASSERT_EQ(lines.size(), 3u);
+  for (const auto& l : lines) EXPECT_NE(l.find(": taken"), std::string::npos) << l;
+  EXPECT_TRUE(actuator.nodes["h3"].out);
+
+  SweepEnding one = ending("s2", 1, {});
+  one.hosts = {"h5"};
+  one.passing.clear();
+  one.suspects = {hostSuspect("h5")};
+  one.verdict = "FAIL";
+  one.cluster_hosts = 8;
+  lines = e.onSweepEnd(one);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find(": taken"), std::string::npos) << lines[0];  // 4 of at most 4
+
+  // The fifth within the window is one too many for 8 hosts at 50 %.
+  SweepEnding sixth = ending("s3", 1, {});
+  sixth.hosts = {"h6"};
+  sixth.passing.clear();
+  sixth.suspects = {hostSuspect("h6")};
+  sixth.cluster_hosts = 8;
+  lines = e.onSweepEnd(sixth);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("refused"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("of the cluster's 8 hosts (at most 4; 4 already)"), std::string::npos)
+      << lines[0];
 }
 
 TEST_F(ActionEngineTest, CircuitBreakerCountsTheWindowThroughTheClock) {
@@ -283,6 +318,27 @@ TEST(ActionStoreTest, RecordsSurviveAReopen) {
   q.node.clear();
   q.since_ms = 6;
   EXPECT_EQ((*s)->listActions(q)->size(), 1u);
+}
+
+// `log:` (the coordinator's log format and level; the command line overrides it).
+TEST(LogConfigTest, ParsesFormatAndLevelAndNamesABadOne) {
+  auto c = parseClusterConfig("log:\n  format: json\n  level: warn\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  ASSERT_TRUE(c->log_format.has_value());
+  EXPECT_EQ(*c->log_format, LogFormat::kJson);
+  ASSERT_TRUE(c->log_level.has_value());
+  EXPECT_EQ(*c->log_level, LogLevel::kWarn);
+  auto none = parseClusterConfig("retention:\n  days: 3\n", "c.yaml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->log_format.has_value());
+  auto bad = parseClusterConfig("log:\n  format: xml\n", "c.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().toString().find("log.format"), std::string::npos)
+      << bad.status().toString();
+  bad = parseClusterConfig("log:\n  level: loud\n", "c.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().toString().find("debug, info, warn, error"), std::string::npos)
+      << bad.status().toString();
 }
 
 TEST(ActionConfigTest, ParsesAndNamesBadFields) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "coordinator/store/sqlite_store.h"
 #include "tests/support/temp_dir.h"
 
 namespace gdrmesh {
@@ -204,6 +205,77 @@ TEST(HooksTest, CommandGetsTheEventOnStdinAndNeverBlocksTheCaller) {
   EXPECT_NE(text.find("\"event\":\"suspect-appeared\""), std::string::npos) << text;
   EXPECT_EQ(hooks.counters().delivered, 2u);
   EXPECT_EQ(hooks.counters().dropped, 2u);  // the slow hook's two events, each timed out
+}
+
+// Records every event delivered (one hook), in order.
+class RecordingHookTransport final : public HookTransport {
+ public:
+  Status deliver(const HookOptions&, const std::string& event) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(json::parse(event));
+    return Status::okStatus();
+  }
+  // "appeared h2", "cleared h3", ... (sweep-end left out).
+  std::vector<std::string> suspectEvents() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> out;
+    for (const json& e : events_) {
+      const std::string ev = e["event"];
+      if (ev == "sweep-end") continue;
+      out.push_back(ev.substr(ev.find('-') + 1) + " " + e["suspect"]["name"].get<std::string>());
+    }
+    events_.clear();
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<json> events_;
+};
+
+// Issue #21: what the hooks last announced survives a coordinator restart (the database's
+// hook_suspects). A standing suspect is not announced again, and one whose hosts pass after the
+// restart clears. Kept in memory only, the restarted hooks announced h2 again and never cleared
+// it.
+TEST(HooksTest, ARestartedCoordinatorRemembersTheSuspectsItAnnounced) {
+  gdrmesh::testing::TempDir dir;
+  const std::string db = dir.file("results.db");
+  HookOptions h;
+  h.command = {"unused"};
+  RecordingHookTransport transport;
+  ManualClock clock;
+  const Suspect h2{"host", "h2", 1, {"failed with 2 of 2 partners"}};
+  const Suspect h3{"host", "h3", 1, {"failed with 2 of 2 partners"}};
+  {
+    auto store = SqliteStore::open(db);
+    ASSERT_TRUE(store.ok()) << store.status().toString();
+    Hooks hooks(
+        {h}, transport, clock, [](const std::string&) {}, store->get());
+    hooks.onSweepEnd(hookEnding("s1", {"h1", "h2", "h3"}, {h2}), {});
+    hooks.waitIdle();
+  }
+  EXPECT_EQ(transport.suspectEvents(), std::vector<std::string>{"appeared h2"});
+  {
+    auto store = SqliteStore::open(db);  // the coordinator restarted
+    ASSERT_TRUE(store.ok()) << store.status().toString();
+    Hooks hooks(
+        {h}, transport, clock, [](const std::string&) {}, store->get());
+    hooks.onSweepEnd(hookEnding("s2", {"h1", "h2", "h3"}, {h2, h3}), {});
+    hooks.waitIdle();
+  }
+  EXPECT_EQ(transport.suspectEvents(), std::vector<std::string>{"appeared h3"});
+  {
+    auto store = SqliteStore::open(db);  // again; h2 and h3 were repaired meanwhile
+    ASSERT_TRUE(store.ok()) << store.status().toString();
+    Hooks hooks(
+        {h}, transport, clock, [](const std::string&) {}, store->get());
+    hooks.onSweepEnd(hookEnding("s3", {"h1", "h2", "h3"}, {}), {});
+    hooks.waitIdle();
+    auto kept = (*store)->hookSuspects();
+    ASSERT_TRUE(kept.ok()) << kept.status().toString();
+    EXPECT_TRUE(kept->empty());
+  }
+  EXPECT_EQ(transport.suspectEvents(), (std::vector<std::string>{"cleared h2", "cleared h3"}));
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ std::string yamlWithKey(const std::string& section, const std::string& key) {
       {"actions", "actions:\n  "},
       {"actions.kubernetes", "actions:\n  kubernetes:\n    "},
       {"hooks[]", "hooks:\n  - "},
+      {"log", "log:\n  "},
   };
   auto it = prefix.find(section);
   if (it == prefix.end()) return "";

@@ -315,6 +315,32 @@ TEST_F(SqliteStoreTest, NonDatabaseFileGivesAClearError) {
   EXPECT_THAT(s.status().fix(), HasSubstr("--db"));
 }
 
+// A corrupt database's fix is the .dump salvage of docs/operations.md, which works with Debian
+// 12's sqlite3 3.40.1; it used to suggest `.recover`, which fails there on a gdrmesh database.
+TEST_F(SqliteStoreTest, CorruptDatabaseFixGivesTheDumpSalvage) {
+  {
+    auto s = SqliteStore::open(dbPath());
+    ASSERT_TRUE(s.ok()) << s.status().toString();
+  }
+  {
+    // Page 1's b-tree (after the 100-byte file header) overwritten: the schema is unreadable.
+    std::fstream f(dbPath(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    const std::string garbage(400, '\xa5');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  auto s = SqliteStore::open(dbPath());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Code::kDataLoss) << s.status().toString();
+  EXPECT_THAT(s.status().message(), HasSubstr("database is corrupt: " + dbPath()));
+  const std::string fix = s.status().fix();
+  EXPECT_THAT(fix, HasSubstr("sqlite3 " + dbPath() + " .dump | sqlite3 " + dbPath() + ".salvaged"))
+      << fix;
+  EXPECT_THAT(fix, HasSubstr("PRAGMA user_version")) << fix;
+  EXPECT_THAT(fix, HasSubstr("docs/operations.md")) << fix;
+  EXPECT_THAT(fix, ::testing::Not(HasSubstr(".recover"))) << fix;
+}
+
 TEST_F(SqliteStoreTest, ForeignSqliteDatabaseIsRefusedUntouched) {
   {
     RawDb raw(dbPath());

@@ -80,6 +80,7 @@ TEST(SweepOnEnd, TellsTheEndOnceAndItsLinesBecomeNotesOfTheReport) {
   EXPECT_EQ(e.state, SweepState::kFinished);
   EXPECT_EQ(e.verdict, "FAIL");
   EXPECT_EQ(e.hosts.size(), 5u);
+  EXPECT_EQ(e.cluster_hosts, 5u);  // every worker the directory knows: the breaker's base
   ASSERT_FALSE(e.suspects.empty());
   EXPECT_EQ(e.suspects[0].kind, "host");
   EXPECT_EQ(e.suspects[0].name, "h4");
