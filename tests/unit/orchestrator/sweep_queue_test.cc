@@ -45,6 +45,8 @@ TEST(SweepQueue, ASecondSweepIsRefusedUnlessQueuedAndThenRunsAfterTheFirst) {
 
 TEST(SweepQueue, CancelMidRoundStopsStartingTestsAndEndsCancelled) {
   SweepRig rig;
+  // A test's run takes a second of the clock: the first round ends while the rest wait.
+  for (const char* w : {"h0", "h1", "h2", "h3"}) rig.workers.fake(w).behaviour.run_seconds = 1;
   RigCoordinator& c = rig.start();
   auto started = c.queue.start(rigAllPairs());
   ASSERT_TRUE(started.ok()) << started.status().toString();
