@@ -112,6 +112,17 @@ class SweepRig {
     }
     return true;
   }
+  // Waits, with the clock standing still, until `done()` holds (a sweep's thread acting on an
+  // event, not on time); false when it did not within a minute of real time (a safety net).
+  template <typename F>
+  bool await(F done) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > give_up) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
   // Drives until sweep `id` of `c` has ended (neither queued nor running) and returns it.
   SweepProgress finish(RigCoordinator& c, const std::string& id) {
     SweepProgress p;
