@@ -65,11 +65,12 @@ SweepQueue::~SweepQueue() {
 void SweepQueue::shutdown() {
   {
     std::lock_guard<std::mutex> lock(board_.mu);
-    if (board_.stopping) return;
     board_.stopping = true;
     if (current_ && current_->executor) current_->executor->cancel();
     board_.cv.notify_all();
   }
+  // Joined once, whoever stopped the board; a second caller waits for the first join.
+  std::lock_guard<std::mutex> join(join_mu_);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -158,6 +159,14 @@ void SweepQueue::resumeInterrupted() {
   std::vector<SweepRecord> recs;
   if (running.ok()) recs = *running;
   if (queued.ok()) recs.insert(recs.end(), queued->begin(), queued->end());
+  // A shutdown stores a running sweep as interrupted, saying that it resumes (a kill leaves it
+  // running); other interrupted sweeps stay ended.
+  auto stopped = sweeps.listSweeps(0, toString(SweepState::kInterrupted));
+  if (stopped.ok()) {
+    for (auto& rec : *stopped) {
+      if (rec.reason == kSweepShutdownReason) recs.push_back(std::move(rec));
+    }
+  }
   std::sort(recs.begin(), recs.end(),
             [](const SweepRecord& x, const SweepRecord& y) { return x.created_ms < y.created_ms; });
   for (const auto& rec : recs) {

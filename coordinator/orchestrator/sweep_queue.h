@@ -9,6 +9,7 @@
 
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -34,7 +35,8 @@ class SweepQueue {
   std::optional<SweepProgress> cancel(const std::string& id);
   // True while a sweep runs or waits.
   bool busy();
-  // At start-up: sweeps left running or queued by a previous coordinator are queued again.
+  // At start-up: sweeps left running or queued by a previous coordinator (killed, or stopped by
+  // a shutdown mid-sweep) are queued again.
   void resumeInterrupted();
   // Stops the thread; a running sweep ends as interrupted (it resumes at the next start).
   void shutdown();
@@ -55,6 +57,7 @@ class SweepQueue {
   // Guarded by board_.mu.
   std::deque<std::shared_ptr<LiveSweep>> queue_;
   std::shared_ptr<LiveSweep> current_;
+  std::mutex join_mu_;  // serialises the join of thread_
   std::thread thread_;
 };
 

@@ -496,7 +496,7 @@ void SweepRunner::setEndState(LiveSweep& s, bool pass) {
   s.report_pending = true;
   if (board_.stopping && !s.cancel_requested) {
     s.state = SweepState::kInterrupted;
-    s.reason = "the coordinator shut down during the sweep; it resumes at the next start";
+    s.reason = kSweepShutdownReason;
   } else if (s.cancel_requested) {
     s.state = SweepState::kCancelled;
     if (s.reason.empty()) s.reason = "cancelled";

@@ -73,6 +73,10 @@ JudgeVerdicts judgeSweepRows(const WorkerDirectory& workers, const JudgeRows& ro
 // time.
 Result<JudgeRows> sweepBaselineRows(SweepStore& sweeps, ResultStore& results,
                                     const std::string& baseline, const std::string& except_id);
+// The reason stored with a sweep that a coordinator's shutdown stopped: the queue resumes such a
+// sweep at the next start, as one left running by a kill.
+constexpr const char* kSweepShutdownReason =
+    "the coordinator shut down during the sweep; it resumes at the next start";
 // A result of a retest: its plan index comes after the plan proper.
 bool isRetestResult(const TestResult& r, size_t plan_size);
 // How many tests of the plan proper each part (template) planned; parts are consecutive.

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "coordinator/orchestrator/sweep_report_rows.h"
@@ -234,6 +236,43 @@ TEST(SweepQueue, AResumedSweepWhosePlanChangedEndsInterrupted) {
   EXPECT_EQ(p.state, SweepState::kInterrupted);
   EXPECT_NE(p.reason.find("not the 5 it was made with"), std::string::npos) << p.reason;
   EXPECT_EQ(rig.testsRun().size(), sent);
+}
+
+}  // namespace
+}  // namespace gdrmesh::testing
+
+namespace gdrmesh::testing {
+namespace {
+
+TEST(SweepQueue, ASweepStoppedByAShutdownResumesAtTheNextStart) {
+  SweepRig rig;
+  for (const char* w : {"h0", "h1", "h2", "h3"}) rig.workers.fake(w).behaviour.run_seconds = 1;
+  RigCoordinator& first = rig.start();
+  auto started = first.queue.start(rigAllPairs());
+  ASSERT_TRUE(started.ok()) << started.status().toString();
+  const std::string id = started->id;
+  ASSERT_TRUE(rig.drive([&] { return first.reports.progress(id)->tests_done >= 1; }));
+  // The shutdown lets the tests in flight end (on the clock) and stores the sweep.
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    first.queue.shutdown();
+    stopped = true;
+  });
+  ASSERT_TRUE(rig.drive([&] { return stopped.load(); }));
+  stopper.join();
+  auto stored = rig.store->getSweep(id);
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->state, "interrupted");
+  EXPECT_NE((*stored)->reason.find("resumes at the next start"), std::string::npos);
+  const uint32_t done_before = first.reports.progress(id)->tests_done;
+  EXPECT_LT(done_before, 6u);
+
+  RigCoordinator& second = rig.start();
+  second.queue.resumeInterrupted();
+  const SweepProgress p = rig.finish(second, id);
+  EXPECT_EQ(p.state, SweepState::kFinished) << p.reason;
+  EXPECT_EQ(p.tests_done, 6u);
+  EXPECT_EQ(rig.testsRun().size(), 6u);  // nothing ran twice
 }
 
 }  // namespace

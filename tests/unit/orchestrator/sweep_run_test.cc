@@ -106,6 +106,27 @@ TEST(SweepRun, ACancelEndsTheWaitForHostsAtOnce) {
   EXPECT_TRUE(rig.testsRun().empty());
 }
 
+TEST(SweepRun, AShutdownDuringTheWaitForHostsEndsInterruptedWithoutATest) {
+  SweepRig rig;
+  RigCoordinator& c = rig.start();
+  auto s = resumedSweep(rig, c);
+  rig.workers.setOffline("h3");
+  RunThread run(c, s);
+  {
+    std::lock_guard<std::mutex> lock(c.board.mu);
+    c.board.stopping = true;  // what SweepQueue::shutdown() sets
+    c.board.cv.notify_all();
+  }
+  ASSERT_TRUE(rig.await([&] { return run.ended(); }));
+  // Interrupted, or still queued when the board stopped before the run began: either way the
+  // sweep resumes at the next start, and no test ran.
+  const SweepProgress p = *c.reports.progress(s->id);
+  EXPECT_TRUE(p.state == SweepState::kInterrupted || p.state == SweepState::kQueued)
+      << toString(p.state);
+  EXPECT_EQ(p.tests_done, 0u);
+  EXPECT_TRUE(rig.testsRun().empty());
+}
+
 TEST(SweepRun, ProgressIsStoredOnTheClocksTicksWhileTestsRun) {
   SweepRig rig;
   for (const char* w : {"h0", "h1", "h2", "h3"}) rig.workers.fake(w).behaviour.run_seconds = 5;
