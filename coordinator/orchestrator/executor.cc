@@ -52,7 +52,6 @@ size_t Executor::run(ExecutorTasks tasks, ExecutorCallbacks callbacks) {
     to_start_.clear();
     blocked_by_cap_.clear();
     running_ = 0;
-    cancelled_ = false;
     progress_ = ExecutorProgress{};
     // A host named whole ("h1/*") in any task conflicts with every NIC of that host: such
     // hosts are queued as one resource throughout.

@@ -82,7 +82,9 @@ class Executor {
   // change of what they read (the caller keeps that stable until run() returns).
   size_t run(ExecutorTasks tasks, ExecutorCallbacks callbacks);
   size_t run(std::vector<ExecutorTask> tasks, ExecutorCallbacks callbacks);
-  // Stops starting new tests; tests in flight finish (bounded by their timeouts).
+  // Stops starting new tests; tests in flight finish (bounded by their timeouts). A cancel
+  // before run() holds for it: run() then starts nothing (a sweep cancelled while it waited for
+  // its hosts ran every test before, since run() cleared the cancel).
   void cancel();
   ExecutorProgress progress() const;
 

@@ -1,0 +1,115 @@
+// The live sweeps, shared by the three parts of the sweep manager: the queue (sweep_queue.h)
+// puts sweeps on the board, the run of one sweep (sweep_run.h) changes them and publishes each
+// change, and the reports (sweep_reports.h) read them for progress while they are recent. One
+// mutex guards every LiveSweep and the board; followers wait on its condition variable.
+//
+// Thread contract: thread-safe through `mu`; the methods marked "mu held" need it.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "coordinator/orchestrator/cluster_config.h"
+#include "coordinator/orchestrator/executor.h"
+#include "coordinator/orchestrator/judge_row.h"
+#include "coordinator/orchestrator/planner.h"
+#include "coordinator/orchestrator/sweep_types.h"
+
+namespace gdrmesh {
+
+// Plan indexes, one bit each (a std::set<int> of a 1024-host sweep's 523,776 tests took
+// ~25 MB).
+class PlanIndexSet {
+ public:
+  bool count(int i) const {
+    return i >= 0 && static_cast<size_t>(i) < bits_.size() && bits_[static_cast<size_t>(i)];
+  }
+  void insert(int i);
+  size_t size() const { return size_; }
+
+ private:
+  std::vector<bool> bits_;
+  size_t size_ = 0;
+};
+
+// One sweep this coordinator has queued, runs or ran. Guarded by SweepBoard::mu, except where a
+// field says that only the sweep's own thread changes it.
+struct LiveSweep {
+  std::string id;
+  SweepSpec spec;
+  ClusterConfig config;
+  std::vector<PlannedTest> plan;
+  std::vector<PairTestSpec> templates;  // one per configured sweep (acceptance runs several)
+  std::vector<int> template_of;         // plan index -> template
+  std::vector<std::string> hosts;       // the hosts the plan was made for
+  std::vector<std::string> notes;
+  int rounds = 0;
+  uint64_t seed = 0;
+  size_t plan_size = 0;              // tests of the plan proper; retests come after
+  std::vector<uint64_t> part_sizes;  // tests of the plan proper per part (config sweep)
+  SweepState state = SweepState::kQueued;
+  int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
+  Clock::TimePoint started_at{};
+  std::string reason, verdict;
+  // What the judge reads of this run's results (the results themselves go to the store).
+  JudgeRows rows;
+  PlanIndexSet done;                     // plan indexes with a stored result
+  std::map<int, std::string> in_flight;  // plan index -> test id
+  std::set<int> marked;                  // in-flight starts already stored
+  uint32_t failed = 0, skipped = 0, retests = 0;
+  uint64_t version = 0;
+  JudgeVerdicts verdicts;        // over `rows`, once judged
+  VerdictCounts verdict_counts;  // of `verdicts`, kept once they are dropped
+  std::vector<Suspect> suspects;
+  Executor* executor = nullptr;
+  bool cancel_requested = false;
+  bool resumed = false;
+  // Resumed, and its plan is made again once its hosts are back (the run); until then the
+  // stored row's count of tests stands for the plan's.
+  bool needs_plan = false;
+  uint32_t stored_total = 0;
+  // The sweep has ended but its report is not stored yet: it is shown as running until then,
+  // so that no follower reads an end whose report (verdicts, suspects) is not there to fetch.
+  bool report_pending = false;
+  SweepState notified_state = SweepState::kQueued;
+  Clock::TimePoint notified_at{};
+};
+
+class SweepBoard {
+ public:
+  explicit SweepBoard(Clock& clock) : clock_(clock) {}
+
+  std::mutex mu;               // guards the fields below and every LiveSweep on the board
+  std::condition_variable cv;  // a published change, a sweep queued or ended, shutdown
+  std::map<std::string, std::shared_ptr<LiveSweep>> recent;  // by id, for follow
+  bool stopping = false;
+
+  // The state others see: running until an ended sweep's report is stored.
+  static SweepState visibleState(const LiveSweep& s);
+  // mu held: the sweep's progress as callers see it.
+  SweepProgress snapshot(const LiveSweep& s) const;
+  // mu held: counts a change of `s` and wakes its followers (at once on a change of state, at
+  // most every 100 ms for progress alone).
+  void publish(LiveSweep& s);
+  // The recent sweep `id`, or null.
+  std::shared_ptr<LiveSweep> find(const std::string& id);
+  // Blocks until `s` changes after `version`, the board stops or the clock reaches `deadline`;
+  // returns its progress and version.
+  std::pair<SweepProgress, uint64_t> waitForChange(const std::shared_ptr<LiveSweep>& s,
+                                                   uint64_t version, Clock::TimePoint deadline);
+
+ private:
+  Clock& clock_;
+};
+
+}  // namespace gdrmesh

@@ -1,0 +1,136 @@
+// The run of one sweep: plans it (validation, capabilities), executes its plan on an Executor,
+// retests failing pairs with known-good partners, judges, localises, and closes it with its
+// verdict and report stored as rows. Progress is stored on the injected clock's timers; a
+// resumed sweep waits for its hosts on directory events (a worker that registers), bounded by
+// the clock. The queue (sweep_queue.h) decides which sweep runs when.
+//
+// Thread contract: plan() and checkpoint() from any thread; run() on one thread per sweep (the
+// queue's), which is the only thread that changes a sweep's plan, rows and verdicts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/lifeline.h"
+#include "common/result.h"
+#include "coordinator/orchestrator/cluster_config.h"
+#include "coordinator/orchestrator/executor.h"
+#include "coordinator/orchestrator/judge_row.h"
+#include "coordinator/orchestrator/sweep_board.h"
+#include "coordinator/orchestrator/sweep_types.h"
+#include "coordinator/orchestrator/worker_channel.h"
+#include "coordinator/store/result_writer.h"
+#include "coordinator/store/store.h"
+
+namespace gdrmesh {
+
+// Turns a SweepSpec into stored text and back (the service implements it with the wire
+// format's JSON, so a stored spec reads like the API).
+class SweepCodec {
+ public:
+  virtual ~SweepCodec() = default;
+  virtual std::string encode(const SweepSpec& spec) const = 0;
+  virtual Result<SweepSpec> decode(const std::string& text) const = 0;
+};
+
+struct SweepManagerOptions {
+  ExecutorOptions executor;
+  int max_retests = 64;
+  double checkpoint_seconds = 1.0;  // how often a running sweep's progress is stored
+  // How long (on the clock) a resumed sweep waits for its hosts to register again before its
+  // tests on those still missing end as "offline".
+  double resume_wait_seconds = 30.0;
+  // Called on the sweep's thread once an ended sweep is judged, before its report is stored;
+  // the lines it returns join the sweep's notes (coordinator/actions: what was done about the
+  // verdict). Must not block for long: actuators bound their commands.
+  std::function<std::vector<std::string>(const SweepEnding& end)> on_end;
+};
+
+using SweepConfigParser = std::function<Result<ClusterConfig>(const std::string& yaml)>;
+
+// What the run of a sweep and the reports share: the parts of the coordinator a sweep touches.
+struct SweepDeps {
+  WorkerDirectory& workers;
+  Clock& clock;
+  SweepStore& sweeps;
+  ResultStore& results;
+  ResultWriter& writer;
+  const SweepCodec& codec;
+  SweepConfigParser parse_config;
+};
+
+// The sweep's config (none when its spec has no YAML).
+Result<ClusterConfig> sweepConfigOf(const SweepConfigParser& parse, const SweepSpec& spec);
+// The judge over a sweep's rows with the workers' labels and port rates of now.
+JudgeVerdicts judgeSweepRows(const WorkerDirectory& workers, const JudgeRows& rows,
+                             const ClusterConfig& config, const JudgeRows& baseline);
+// The rows of the baseline sweep (`baseline`: an id, "previous" or "" for none), a page at a
+// time.
+Result<JudgeRows> sweepBaselineRows(SweepStore& sweeps, ResultStore& results,
+                                    const std::string& baseline, const std::string& except_id);
+// The reason stored with a sweep that a coordinator's shutdown stopped: the queue resumes such a
+// sweep at the next start, as one left running by a kill.
+constexpr const char* kSweepShutdownReason =
+    "the coordinator shut down during the sweep; it resumes at the next start";
+// A result of a retest: its plan index comes after the plan proper.
+bool isRetestResult(const TestResult& r, size_t plan_size);
+// How many tests of the plan proper each part (template) planned; parts are consecutive.
+std::vector<uint64_t> sweepPartSizes(size_t parts, const std::vector<int>& template_of,
+                                     size_t plan_size);
+
+class SweepRunner {
+ public:
+  SweepRunner(SweepDeps deps, SweepBoard& board, SweepManagerOptions options);
+
+  // Validates and plans `spec` into a new queued sweep (not yet on the board nor stored).
+  // Errors name the field and the fix.
+  Result<std::shared_ptr<LiveSweep>> plan(const SweepSpec& spec);
+  // Runs the sweep to its end (or until it is cancelled or the board stops) and stores it.
+  void run(const std::shared_ptr<LiveSweep>& s);
+  // Stores the sweep's row, marks its tests in flight started and, when `final`, its report
+  // and aggregates first.
+  void checkpoint(const std::shared_ptr<LiveSweep>& s, bool final);
+  // The sweep's stored row. board.mu held.
+  SweepRecord recordOf(const LiveSweep& s) const;
+  const SweepDeps& deps() const { return deps_; }
+
+ private:
+  Result<std::vector<PlannedTest>> planAll(LiveSweep& s, const std::set<std::string>& assume_online,
+                                           std::vector<std::string>* notes);
+  // A planned test that no transport of its workers can serve refuses the sweep.
+  Status checkPlanCapabilities(const LiveSweep& s) const;
+  // Marks the sweep running; false when the board stops first.
+  bool begin(const std::shared_ptr<LiveSweep>& s);
+  // A resumed sweep: waits (on directory events, bounded by the clock) for its hosts.
+  void awaitHosts(const std::shared_ptr<LiveSweep>& s);
+  // A resumed sweep's plan, made again; false (and the sweep ended) when it cannot be.
+  bool replan(const std::shared_ptr<LiveSweep>& s);
+  // Runs the plan's tests from index `from` that have no result yet.
+  void runTasks(const std::shared_ptr<LiveSweep>& s, size_t from);
+  ExecutorTasks tasksOf(const std::shared_ptr<LiveSweep>& s, size_t from);
+  // Retests with known-good partners, when the sweep localises.
+  void runRetests(const std::shared_ptr<LiveSweep>& s);
+  // Judges the rows and sets the sweep's end (report_pending until checkpoint(final)).
+  void judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* ending);
+  // The end's state and verdict. board.mu held.
+  void setEndState(LiveSweep& s, bool pass);
+  // SweepManagerOptions::on_end and its lines as notes.
+  void logEnd(const std::shared_ptr<LiveSweep>& s);
+  void tellEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding ending);
+  // The next periodic checkpoint (checkpoint_seconds on, on the clock's thread), which stores
+  // progress and schedules the next into *timer, while `line` is open.
+  Clock::TimerId scheduleTick(Lifeline::Ref line, Clock::TimerId* timer,
+                              const std::shared_ptr<LiveSweep>& s);
+  Status storeReport(const LiveSweep& s);
+
+  SweepDeps deps_;
+  SweepBoard& board_;
+  const SweepManagerOptions options_;
+};
+
+}  // namespace gdrmesh
