@@ -29,7 +29,7 @@ namespace {
 // accepted yet, as ListResults does) and the sweeps of the SweepManager.
 class CoordinatorStatusSource final : public StatusSource {
  public:
-  CoordinatorStatusSource(CoordinatorServer& server, ResultStore& store, Clock& clock)
+  CoordinatorStatusSource(CoordinatorServer& server, ResultRecords& store, Clock& clock)
       : server_(server), store_(store), clock_(clock) {}
   std::vector<WorkerSummary> workers() override {
     std::vector<WorkerSummary> out;
@@ -88,7 +88,7 @@ class CoordinatorStatusSource final : public StatusSource {
 
  private:
   CoordinatorServer& server_;
-  ResultStore& store_;
+  ResultRecords& store_;
   Clock& clock_;
 };
 

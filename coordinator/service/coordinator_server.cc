@@ -403,7 +403,7 @@ class CoordinatorServer::Starter final : public SweepStarter {
 
 class CoordinatorServer::Log final : public ScheduleLog {
  public:
-  explicit Log(SweepStore& store) : store_(store) {}
+  explicit Log(ScheduleHistory& store) : store_(store) {}
   Status record(const ScheduleRun& run) override {
     // Every run, in the log too: a failed, skipped or missed one with its reason.
     std::fprintf(stderr, "gdrmesh coordinator: %s\n", describeScheduleRun(run).c_str());
@@ -417,7 +417,7 @@ class CoordinatorServer::Log final : public ScheduleLog {
   }
 
  private:
-  SweepStore& store_;
+  ScheduleHistory& store_;
 };
 
 class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::Service {

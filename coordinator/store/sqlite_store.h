@@ -1,4 +1,4 @@
-// SqliteStore: the ResultStore and SweepStore on one SQLite file (WAL mode).
+// SqliteStore: the whole Store (store.h) on one SQLite file (WAL mode).
 //
 // Schema: versioned with PRAGMA user_version. kSchemaMigrations() is an ordered list of steps
 // (1, 2, ...); opening a file applies every step above the file's version, each in its own
@@ -65,7 +65,7 @@ struct SqliteStoreOptions {
   std::function<void()> on_query_row_for_testing;
 };
 
-class SqliteStore : public ResultStore, public SweepStore, public ActionStore {
+class SqliteStore : public Store {
  public:
   // Opens (creating if needed) the database at `path` and brings its schema up to date.
   // ":memory:" gives a private in-memory database (journal mode "memory", not WAL).
