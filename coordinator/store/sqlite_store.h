@@ -207,10 +207,16 @@ class SqliteStore : public Store {
   // sqlite_verdicts.cc: a write of a sweep's report rows in one transaction (writer_.mu held),
   // and one row of a verdict read.
   Status writeInTransaction(const std::function<Status()>& body);
-  Status sweepMustExist(const std::string& sweep_id);
+  // kNotFound, with `fix`, when the sweep is not stored.
+  Status sweepMustExist(const std::string& sweep_id,
+                        const std::string& fix = "createSweep before storing its report");
   Status insertVerdictRows(const std::string& sweep_id, const std::vector<VerdictRecord>& rows);
   Status insertSummaryRows(const std::string& sweep_id, const SweepReportSummary& summary);
   void rollbackQuietly() noexcept;
+  // sqlite_aggregates.cc: aggregateSweep's two halves, in its transaction (writer_.mu held).
+  struct AggregateScan;
+  Status scanSweepRows(const std::string& sweep_id, uint32_t plan_size, AggregateScan& scan);
+  Status writeAggregates(const std::string& sweep_id, AggregateScan& scan);
   // A Status for SQLite result code `rc` from statement `what` on connection `c`.
   Status error(const Conn& c, int rc, const std::string& what) const;
 
