@@ -282,6 +282,7 @@ int runCoordinator(const CoordinatorArgs& a) {
                  store.status().toString().c_str());
     return kExitUsage;
   }
+  opts.spool_path = ResultSpool::spoolPathFor(a.db);
   if (a.test_db_max_pages > 0) {
     // TEST ONLY: a database that cannot grow past this many pages (a full disk, unprivileged).
     Status st = (*store)->setMaxPageCountForTesting(a.test_db_max_pages);

@@ -17,9 +17,18 @@ bool refusedForGood(const Status& s) {
   return s.code() == Code::kInvalidArgument;
 }
 
+// Appends `row` to the spool, or says why it is not durable.
+Status spoolRow(ResultSpool* spool, const TestResult& row) {
+  if (spool == nullptr) {
+    return failedPrecondition("an in-memory database has no spool file",
+                              "use a database file (--db PATH)");
+  }
+  return spool->append(row);
+}
+
 }  // namespace
 
-ResultWriter::ResultWriter(ResultStore& store, Clock& clock, Options options)
+ResultWriter::ResultWriter(ResultRecords& store, Clock& clock, Options options)
     : store_(store), clock_(clock), options_(std::move(options)) {
   thread_ = std::thread(&ResultWriter::run, this);
 }
@@ -198,10 +207,10 @@ void ResultWriter::run() {
     const bool had_spooled = spooled_waiting_ > 0;
     spooled_waiting_ += out.newly_spooled;
     spooled_waiting_ -= std::min(spooled_waiting_, out.spooled_resolved);
-    if (had_spooled && spooled_waiting_ == 0 && out.error.ok()) {
+    if (had_spooled && spooled_waiting_ == 0 && out.error.ok() && options_.spool != nullptr) {
       // Every spooled row is stored: the spool has nothing left that only it holds.
       lock.unlock();
-      auto replay = store_.replaySpool();
+      auto replay = options_.spool->replay(store_);
       if (!replay.ok()) {
         std::fprintf(stderr, "gdrmesh: %s\n", replay.status().toString().c_str());
       }
@@ -270,7 +279,7 @@ ResultWriter::Outcome ResultWriter::attempt(std::vector<Item> batch, bool give_u
   for (; i < batch.size(); ++i) {
     if (!batch[i].spooled) {
       // Durable before it waits in memory: a kill -9 from here on loses nothing.
-      Status spooled = store_.spoolResult(rows[i]);
+      Status spooled = spoolRow(options_.spool, rows[i]);
       batch[i].spooled = spooled.ok();
       out.newly_spooled += spooled.ok() ? 1 : 0;
       if (!spooled.ok()) std::fprintf(stderr, "gdrmesh: %s\n", spooled.toString().c_str());

@@ -129,8 +129,6 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   // A WAL index left read-only: refused here, before SQLite maps it.
   GDR_RETURN_IF_ERROR(store->walIndexWritable());
   GDR_RETURN_IF_ERROR(store->configure(options));
-  store->spool_reserve_ = options.spool_reserve_bytes;
-  store->fillSpoolReserve();
   return store;
 }
 

@@ -52,11 +52,6 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations();
 struct SqliteStoreOptions {
   // How long a statement waits for a lock held by another connection or process.
   int busy_timeout_ms = 5000;
-  // Space held back for the spool on the database's disk ("<db>.spool-reserve", allocated at
-  // open and again after each replay): when the disk is full, appending a result to the spool
-  // gives back one block of it at a time and tries again, so a result the database refuses for a
-  // full disk is still durable (issue #23). 0: none.
-  uint64_t spool_reserve_bytes = uint64_t{1} << 20;
   // Tests only: replaces sqliteSchemaMigrations() (e.g. to add a future step, or to pretend
   // to be an older build). Must be versions 1..N in order.
   const std::vector<SqliteMigration>* migrations = nullptr;
@@ -91,12 +86,6 @@ class SqliteStore : public Store {
   Status markTestStarted(const TestResult& started) override;
   Status clearTestStarted(const std::string& test_id) override;
   Result<std::vector<TestResult>> unfinishedTests() override;
-  // The spool is "<db>.spool" next to the database file (none for ":memory:").
-  Status spoolResult(const TestResult& result) override;
-  Result<SpoolReplay> replaySpool() override;
-  std::string spoolPath() const;
-  // "<db>.spool-reserve" (none for ":memory:"); its current size, for tests.
-  std::string spoolReservePath() const;
 
   // SweepStore.
   Status createSweep(const SweepRecord& sweep) override;
@@ -220,21 +209,10 @@ class SqliteStore : public Store {
   // A Status for SQLite result code `rc` from statement `what` on connection `c`.
   Status error(const Conn& c, int rc, const std::string& what) const;
 
-  // Fills the spool reserve up to spool_reserve_ bytes (best effort: a full disk leaves it as
-  // it is). Called with spool_mu_ held, or before the store is shared.
-  void fillSpoolReserve();
-  // Gives back one block of the spool reserve; false when it is empty. spool_mu_ held.
-  bool releaseSpoolReserve();
-  // One append of `line` to the spool file (synced); 0 or the errno that stopped it, with
-  // nothing of the line left in the file. spool_mu_ held.
-  int appendToSpool(const std::string& path, const std::string& line);
-
   const std::string path_;
-  uint64_t spool_reserve_ = 0;
   std::function<void()> on_query_row_;  // tests only
   Conn writer_;
   std::unique_ptr<Conn> reader_;  // null for ":memory:"
-  std::mutex spool_mu_;           // serialises appends to and replays of the spool file
 };
 
 }  // namespace gdrmesh

@@ -197,13 +197,6 @@ struct SweepTotals {
   bool from_aggregates = false;  // read from the kept totals, not counted from raw rows
 };
 
-// What replaying the spool did (ResultStore::replaySpool).
-struct SpoolReplay {
-  uint64_t replayed = 0;        // results written to the store
-  uint64_t already_stored = 0;  // results the store had already (stored by a retry)
-  uint64_t torn = 0;            // records cut short by a crash mid-append (never acknowledged)
-};
-
 // The store's interfaces, one per aggregate of what it keeps. A caller takes the narrowest one it
 // needs (Retention: ResultRetention and SweepAggregates; the scheduler's log: ScheduleHistory);
 // ResultStore, SweepStore and Store are the composites that one implementation provides whole.
@@ -269,26 +262,12 @@ class ResultRetention {
   virtual Result<uint64_t> deleteResultsBefore(int64_t cutoff_ms, uint32_t max_rows) = 0;
 };
 
-// The spool: results the store could not write (disk full, read-only database) are appended
-// to a file next to the database, one record per result, and synced before this returns, so
-// a kill -9 loses none of them.
-class ResultSpooling {
- public:
-  virtual ~ResultSpooling() = default;
-  // Fails (naming the file and the fix) when the spool cannot be written either; a failed
-  // append leaves no partial record.
-  virtual Status spoolResult(const TestResult& result) = 0;
-  // Writes every spooled result the store does not have yet, then removes the spool file (run
-  // at start, and when the store accepts writes again). On an error the file is kept.
-  virtual Result<SpoolReplay> replaySpool() = 0;
-};
-
 // Everything about results.
+// (Results the store could not take are spooled by the ResultWriter: result_spool.h.)
 class ResultStore : public ResultRecords,
                     public WorkerRecords,
                     public TestMarkers,
-                    public ResultRetention,
-                    public ResultSpooling {};
+                    public ResultRetention {};
 
 // Sweeps (table sweeps) and their in-flight markers (table sweep_test_starts).
 class SweepRecords {

@@ -87,7 +87,7 @@ void visitResultColumns(R& r, V& v) {
   v.field("status", r.status);
   v.field("reason", r.reason);
   // Migration 7; last, so that a spool line of an earlier build is these two short
-  // (replaySpool fills them in).
+  // (ResultSpool::replay fills them in).
   v.field("initiator_cpu_binding", r.initiator.cpu_binding);
   v.field("target_cpu_binding", r.target.cpu_binding);
 }
