@@ -42,6 +42,7 @@ class SqliteHarness : public StoreHarness {
   }
   ResultStore& store() override { return *store_; }
   SweepStore& sweeps() override { return *store_; }
+  ActionStore& actions() override { return *store_; }
   bool persistent() const override { return true; }
   Status reopen() override {
     store_.reset();
@@ -67,6 +68,7 @@ class MemoryHarness : public StoreHarness {
   }
   ResultStore& store() override { return *store_; }
   SweepStore& sweeps() override { return *store_; }
+  ActionStore& actions() override { return *store_; }
   bool persistent() const override { return false; }
   Status reopen() override { return unimplemented("in-memory store"); }
 
