@@ -1,5 +1,11 @@
 // SqliteStore: the whole Store (store.h) on one SQLite file (WAL mode).
 //
+// Files, one per aggregate: sqlite_schema.cc (tables and migrations), sqlite_connection.cc
+// (open, connections, statements, transactions, errors), sqlite_results.cc (results, workers,
+// test markers), sqlite_sweeps.cc (sweeps, their markers, schedule runs), sqlite_verdicts.cc
+// (a sweep's report rows), sqlite_aggregates.cc (aggregates, totals, pair history, retention),
+// sqlite_actions.cc; the column lists in store_columns.h and sqlite_columns.h.
+//
 // Schema: versioned with PRAGMA user_version. kSchemaMigrations() is an ordered list of steps
 // (1, 2, ...); opening a file applies every step above the file's version, each in its own
 // transaction, and refuses a file written by a newer gdrmesh. Steps are frozen once released:
