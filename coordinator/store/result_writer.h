@@ -117,6 +117,8 @@ class ResultWriter {
   // One attempt at `batch`, on the writer thread without mu_. With `give_up`, rows that fail for
   // a reason that may pass are resolved with the error instead of requeued.
   Outcome attempt(std::vector<Item> batch, bool give_up);
+  // The writer thread's bookkeeping after attempt(), with mu_ held through `lock`.
+  void finishAttempt(Outcome out, std::unique_lock<std::mutex>& lock);
   bool waitForFlush(const Clock::TimePoint* deadline);
 
   ResultRecords& store_;

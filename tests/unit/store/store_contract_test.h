@@ -2,7 +2,8 @@
 // against (INSTANTIATE_TEST_SUITE_P(Name, ResultStoreContractTest, ...)). Every method of every
 // interface of store.h is called by it (store_contract_test.cc: results, workers, sweeps,
 // schedule runs; store_contract_verdicts_test.cc: sweep reports; store_contract_aggregates_test.cc:
-// test markers, aggregates, pair history, retention, actions).
+// test markers, aggregates, pair history, retention, actions). Instantiated for SQLite (file and
+// memory, sqlite_store_test.cc) and the MemoryStore of tests/support (memory_store_test.cc).
 #pragma once
 
 #include <gtest/gtest.h>
