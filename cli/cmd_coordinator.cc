@@ -31,7 +31,7 @@ namespace {
 // accepted yet, as ListResults does) and the sweeps of the SweepManager.
 class CoordinatorStatusSource final : public StatusSource {
  public:
-  CoordinatorStatusSource(CoordinatorServer& server, ResultStore& store, Clock& clock)
+  CoordinatorStatusSource(CoordinatorServer& server, ResultRecords& store, Clock& clock)
       : server_(server), store_(store), clock_(clock) {}
   std::vector<WorkerSummary> workers() override {
     std::vector<WorkerSummary> out;
@@ -90,7 +90,7 @@ class CoordinatorStatusSource final : public StatusSource {
 
  private:
   CoordinatorServer& server_;
-  ResultStore& store_;
+  ResultRecords& store_;
   Clock& clock_;
 };
 
@@ -339,6 +339,7 @@ int runCoordinator(const CoordinatorArgs& a) {
     startup_log.error("--db " + a.db + ": " + store.status().toString());
     return kExitUsage;
   }
+  opts.spool_path = ResultSpool::spoolPathFor(a.db);
   if (a.test_db_max_pages > 0) {
     // TEST ONLY: a database that cannot grow past this many pages (a full disk, unprivileged).
     Status st = (*store)->setMaxPageCountForTesting(a.test_db_max_pages);

@@ -211,7 +211,7 @@ SweepComparison compareSweepResults(const std::string& a_id, const std::vector<T
   return out;
 }
 
-HistoryQueries::HistoryQueries(ResultStore& results, SweepStore& sweeps,
+HistoryQueries::HistoryQueries(ResultRecords& results, SweepRecords& sweeps,
                                const WorkerDirectory& workers)
     : results_(results), sweeps_(sweeps), workers_(workers) {}
 

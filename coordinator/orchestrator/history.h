@@ -75,7 +75,7 @@ class HistoryQueries {
  public:
   static constexpr double kDefaultTolerancePct = 5.0;
 
-  HistoryQueries(ResultStore& results, SweepStore& sweeps, const WorkerDirectory& workers);
+  HistoryQueries(ResultRecords& results, SweepRecords& sweeps, const WorkerDirectory& workers);
 
   // The pair's results, newest first. A worker neither registered nor named by any stored
   // result is kNotFound, naming every such worker of the query and the workers known.
@@ -93,8 +93,8 @@ class HistoryQueries {
   Status checkKnownWorkers(const std::vector<std::string>& names);
   Result<std::vector<TestResult>> plannedResults(const std::string& sweep_id);
 
-  ResultStore& results_;
-  SweepStore& sweeps_;
+  ResultRecords& results_;
+  SweepRecords& sweeps_;
   const WorkerDirectory& workers_;
 };
 

@@ -34,7 +34,7 @@ Status validateRetention(const RetentionOptions& o) {
   return Status();
 }
 
-Retention::Retention(Clock& clock, SweepStore& sweeps, ResultStore& results,
+Retention::Retention(Clock& clock, SweepAggregates& sweeps, ResultRetention& results,
                      RetentionOptions options)
     : clock_(clock), sweeps_(sweeps), results_(results), options_(options) {}
 

@@ -43,7 +43,8 @@ struct RetentionPass {
 
 class Retention {
  public:
-  Retention(Clock& clock, SweepStore& sweeps, ResultStore& results, RetentionOptions options);
+  Retention(Clock& clock, SweepAggregates& sweeps, ResultRetention& results,
+            RetentionOptions options);
   ~Retention();
   Retention(const Retention&) = delete;
   Retention& operator=(const Retention&) = delete;
@@ -68,8 +69,8 @@ class Retention {
   void scheduleNext();   // mu_ held
 
   Clock& clock_;
-  SweepStore& sweeps_;
-  ResultStore& results_;
+  SweepAggregates& sweeps_;
+  ResultRetention& results_;
   const RetentionOptions options_;
 
   std::mutex pass_mu_;     // one pass at a time

@@ -57,7 +57,7 @@ std::string verdictWord(VerdictFilter filter) {
   return filter == VerdictFilter::kFailed ? "FAIL" : "";
 }
 
-Status storeSweepReport(SweepStore& store, const std::string& sweep_id, size_t verdict_count,
+Status storeSweepReport(SweepReportStore& store, const std::string& sweep_id, size_t verdict_count,
                         const std::function<PairVerdict(size_t i)>& verdict,
                         const std::vector<Suspect>& suspects, const std::vector<std::string>& notes,
                         size_t batch) {

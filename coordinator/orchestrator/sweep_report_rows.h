@@ -1,5 +1,5 @@
 // A judged sweep's report as the store keeps it: rows of verdicts, suspects and notes
-// (SweepStore::appendSweepVerdicts ... sweepVerdicts), converted from and to the domain's
+// (SweepReportStore::appendSweepVerdicts ... sweepVerdicts), converted from and to the domain's
 // PairVerdict and Suspect. The sweep's end and tools that write sweeps (tests/bench/gen_history)
 // store reports through storeSweepReport.
 #pragma once
@@ -29,7 +29,7 @@ std::string verdictWord(VerdictFilter filter);
 // `verdict(i)` as it is written, never all at once) in transactions of `batch` rows, and the
 // suspects, notes and figures (summed up over the verdicts as they are written) last.
 constexpr size_t kReportVerdictBatch = 8192;
-Status storeSweepReport(SweepStore& store, const std::string& sweep_id, size_t verdict_count,
+Status storeSweepReport(SweepReportStore& store, const std::string& sweep_id, size_t verdict_count,
                         const std::function<PairVerdict(size_t i)>& verdict,
                         const std::vector<Suspect>& suspects, const std::vector<std::string>& notes,
                         size_t batch = kReportVerdictBatch);

@@ -70,6 +70,13 @@ grpc::Status toGrpc(const Status& st) {
   return grpc::Status(code, msg);
 }
 
+// The result writer's options: its spool, when the coordinator has one (a database file).
+ResultWriter::Options resultWriterOptionsWith(ResultSpool& spool) {
+  ResultWriter::Options o;
+  if (!spool.path().empty()) o.spool = &spool;
+  return o;
+}
+
 }  // namespace
 
 // One worker's stream, on gRPC's callback API: no thread per worker. Reads are handled as
@@ -409,7 +416,7 @@ class CoordinatorServer::Starter final : public SweepStarter {
 
 class CoordinatorServer::Log final : public ScheduleLog {
  public:
-  Log(SweepStore& store, const Clock& clock) : store_(store), clock_(clock) {}
+  Log(ScheduleHistory& store, const Clock& clock) : store_(store), clock_(clock) {}
   Status record(const ScheduleRun& run) override {
     // Every run, in the log too: a failed, skipped or missed one with its reason.
     LogFields fields = {{"schedule", run.schedule}, {"state", run.state}};
@@ -425,7 +432,7 @@ class CoordinatorServer::Log final : public ScheduleLog {
   }
 
  private:
-  SweepStore& store_;
+  ScheduleHistory& store_;
   const Clock& clock_;
 };
 
@@ -805,7 +812,8 @@ CoordinatorServer::CoordinatorServer(CoordinatorOptions options, ResultStore& st
       store_(store),
       sweep_store_(sweeps),
       clock_(clock),
-      writer_(store, clock, ResultWriter::Options{}),
+      spool_(options_.spool_path),
+      writer_(store, clock, resultWriterOptionsWith(spool_)),
       history_(store, sweeps, registry_) {
   auto config = std::make_shared<ClusterConfig>();
   if (!options_.config_yaml.empty() && options_.parse_config) {
@@ -858,7 +866,7 @@ Result<int> CoordinatorServer::start() {
   // Results a previous coordinator could not store (disk full) come back from the spool, then
   // single tests it was running when it died are recorded as ERROR rows.
   // Neither stops the coordinator (a full disk must not): what fails stays for the next start.
-  auto replay = store_.replaySpool();
+  auto replay = spool_.replay(store_);
   if (!replay.ok()) {
     coordinatorServerLog(clock_).error(replay.status().toString());
   } else if (replay->replayed + replay->already_stored + replay->torn > 0) {

@@ -37,6 +37,9 @@ namespace gdrmesh {
 
 struct CoordinatorOptions {
   std::string listen = "127.0.0.1:7070";
+  // The result writer's spool (ResultSpool::spoolPathFor(--db)): results the store refuses are
+  // made durable there. "": none (an in-memory database; held results live in memory only).
+  std::string spool_path;
   int heartbeat_interval_ms = 1000;
   int heartbeat_misses = 5;  // a worker silent for interval * misses is lost
   PairTestLimits limits;
@@ -130,6 +133,7 @@ class CoordinatorServer {
   SweepStore& sweep_store_;
   Clock& clock_;
   Registry registry_;
+  ResultSpool spool_;  // before writer_, which writes to it
   ResultWriter writer_;
   HistoryQueries history_;
   convert::ProtoJsonSweepCodec codec_;

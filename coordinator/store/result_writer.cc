@@ -19,9 +19,18 @@ bool refusedForGood(const Status& s) {
   return s.code() == Code::kInvalidArgument;
 }
 
+// Appends `row` to the spool, or says why it is not durable.
+Status spoolRow(ResultSpool* spool, const TestResult& row) {
+  if (spool == nullptr) {
+    return failedPrecondition("an in-memory database has no spool file",
+                              "use a database file (--db PATH)");
+  }
+  return spool->append(row);
+}
+
 }  // namespace
 
-ResultWriter::ResultWriter(ResultStore& store, Clock& clock, Options options)
+ResultWriter::ResultWriter(ResultRecords& store, Clock& clock, Options options)
     : store_(store), clock_(clock), options_(std::move(options)) {
   thread_ = std::thread(&ResultWriter::run, this);
 }
@@ -182,50 +191,57 @@ void ResultWriter::run() {
     Outcome out = attempt(std::move(batch), past_stop_deadline);
     lock.lock();
 
-    in_flight_ = 0;
-    in_flight_held_.clear();
-    // The attempt's error and backoff are set before its rows count as resolved (below): a
-    // flush() that returns sees lastError() of the same attempt.
-    if (out.error.ok()) {
-      last_error_ = Status();
-      backoff_ms_ = 0;
-      retry_at_ = Clock::TimePoint();
-    } else {
-      last_error_ = out.error;
-      backoff_ms_ = backoff_ms_ == 0
-                        ? std::max(options_.min_backoff_ms, 1)
-                        : std::min(backoff_ms_ * 2, std::max(options_.max_backoff_ms, 1));
-      retry_at_ = clock_.now() + std::chrono::milliseconds(backoff_ms_);
+    finishAttempt(std::move(out), lock);
+  }
+}
+
+// After an attempt (mu_ held through `lock`, released around callbacks and the replay): its
+// error and the backoff, the spool's replay once nothing spooled waits, rows resolved and
+// requeued, then the callbacks of rows newly held and of the failed batch.
+void ResultWriter::finishAttempt(Outcome out, std::unique_lock<std::mutex>& lock) {
+  in_flight_ = 0;
+  in_flight_held_.clear();
+  // The attempt's error and backoff are set before its rows count as resolved (below): a
+  // flush() that returns sees lastError() of the same attempt.
+  if (out.error.ok()) {
+    last_error_ = Status();
+    backoff_ms_ = 0;
+    retry_at_ = Clock::TimePoint();
+  } else {
+    last_error_ = out.error;
+    backoff_ms_ = backoff_ms_ == 0
+                      ? std::max(options_.min_backoff_ms, 1)
+                      : std::min(backoff_ms_ * 2, std::max(options_.max_backoff_ms, 1));
+    retry_at_ = clock_.now() + std::chrono::milliseconds(backoff_ms_);
+  }
+  const bool had_spooled = spooled_waiting_ > 0;
+  spooled_waiting_ += out.newly_spooled;
+  spooled_waiting_ -= std::min(spooled_waiting_, out.spooled_resolved);
+  if (had_spooled && spooled_waiting_ == 0 && out.error.ok() && options_.spool != nullptr) {
+    // Every spooled row is stored: the spool has nothing left that only it holds.
+    lock.unlock();
+    auto replay = options_.spool->replay(store_);
+    if (!replay.ok()) {
+      ComponentLog("coordinator", &clock_).error(replay.status().toString());
     }
-    const bool had_spooled = spooled_waiting_ > 0;
-    spooled_waiting_ += out.newly_spooled;
-    spooled_waiting_ -= std::min(spooled_waiting_, out.spooled_resolved);
-    if (had_spooled && spooled_waiting_ == 0 && out.error.ok()) {
-      // Every spooled row is stored: the spool has nothing left that only it holds.
-      lock.unlock();
-      auto replay = store_.replaySpool();
-      if (!replay.ok()) {
-        ComponentLog("coordinator", &clock_).error(replay.status().toString());
-      }
-      lock.lock();
-    }
-    // Resolved only now, after the replay: a flush() that returns finds the spool gone.
-    resolved_ += out.resolved;
-    queue_.insert(queue_.begin(), std::make_move_iterator(out.requeue.begin()),
-                  std::make_move_iterator(out.requeue.end()));
-    if (out.resolved > 0) wake_flushers_.notify_all();
-    if (!out.held_calls.empty()) {
-      // After the requeue: a caller told "held" finds its row in held().
-      lock.unlock();
-      for (auto& call : out.held_calls) call();
-      lock.lock();
-    }
-    if (!out.error.ok() && options_.on_batch_error) {
-      const size_t waiting = queue_.size();
-      lock.unlock();
-      options_.on_batch_error(out.error, waiting);
-      lock.lock();
-    }
+    lock.lock();
+  }
+  // Resolved only now, after the replay: a flush() that returns finds the spool gone.
+  resolved_ += out.resolved;
+  queue_.insert(queue_.begin(), std::make_move_iterator(out.requeue.begin()),
+                std::make_move_iterator(out.requeue.end()));
+  if (out.resolved > 0) wake_flushers_.notify_all();
+  if (!out.held_calls.empty()) {
+    // After the requeue: a caller told "held" finds its row in held().
+    lock.unlock();
+    for (auto& call : out.held_calls) call();
+    lock.lock();
+  }
+  if (!out.error.ok() && options_.on_batch_error) {
+    const size_t waiting = queue_.size();
+    lock.unlock();
+    options_.on_batch_error(out.error, waiting);
+    lock.lock();
   }
 }
 
@@ -272,7 +288,7 @@ ResultWriter::Outcome ResultWriter::attempt(std::vector<Item> batch, bool give_u
   for (; i < batch.size(); ++i) {
     if (!batch[i].spooled) {
       // Durable before it waits in memory: a kill -9 from here on loses nothing.
-      Status spooled = store_.spoolResult(rows[i]);
+      Status spooled = spoolRow(options_.spool, rows[i]);
       batch[i].spooled = spooled.ok();
       out.newly_spooled += spooled.ok() ? 1 : 0;
       if (!spooled.ok()) {

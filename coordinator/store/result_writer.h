@@ -1,4 +1,4 @@
-// ResultWriter: batches results into ResultStore::insertResults transactions on one thread, so
+// ResultWriter: batches results into ResultRecords::insertResults transactions on one thread, so
 // the threads that produce results never wait for the database.
 //
 // Guarantees:
@@ -9,9 +9,10 @@
 //    (kInvalidArgument: empty or duplicate test_id, ...) is dropped, and its on_stored says why;
 //    the rest of its batch is still stored.
 //  - Nothing is lost on a kill -9 either: a row whose batch failed for a reason that may pass is
-//    appended to the store's spool (ResultStore::spoolResult, synced) before it is requeued, and
-//    the spool is replayed (and removed) once every spooled row has been stored. A coordinator
-//    killed meanwhile replays it at its next start.
+//    appended to the writer's spool (Options::spool, a ResultSpool: JSON lines, synced) before it
+//    is requeued, and the spool is replayed (and removed) once every spooled row has been stored.
+//    A coordinator killed meanwhile replays it at its next start. Without a spool (an in-memory
+//    database) such a row is held in memory only.
 //  - on_stored is called exactly once per row: with the row id, with the refusal, or (only when
 //    the writer is destroyed while the store keeps failing) with the last error.
 //  - A row the store refused for a reason that may pass is "held" (held() lists it) until stored.
@@ -37,6 +38,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "common/status.h"
+#include "coordinator/store/result_spool.h"
 #include "coordinator/store/store.h"
 
 namespace gdrmesh {
@@ -58,10 +60,13 @@ class ResultWriter {
     int shutdown_grace_ms = 5000;
     // Called on the writer thread after each failed attempt: the error and the rows waiting.
     std::function<void(const Status&, size_t pending)> on_batch_error;
+    // Where rows the store refused for a reason that may pass are made durable; it must outlive
+    // the writer. nullptr: none (such rows are held in memory only).
+    ResultSpool* spool = nullptr;
   };
 
-  ResultWriter(ResultStore& store, Clock& clock) : ResultWriter(store, clock, Options()) {}
-  ResultWriter(ResultStore& store, Clock& clock, Options options);
+  ResultWriter(ResultRecords& store, Clock& clock) : ResultWriter(store, clock, Options()) {}
+  ResultWriter(ResultRecords& store, Clock& clock, Options options);
   // Writes what is queued (see Options::shutdown_grace_ms), then stops the writer thread.
   ~ResultWriter();
   ResultWriter(const ResultWriter&) = delete;
@@ -92,7 +97,7 @@ class ResultWriter {
     TestResult row;
     OnStored on_stored;
     Clock::TimePoint queued_at;
-    bool spooled = false;  // in the store's spool file
+    bool spooled = false;  // in the spool file
     bool held = false;     // an attempt failed for a reason that may pass
     // write()'s: called once, after the first such failure, with the error and `spooled`.
     std::function<void(const Status&, bool spooled)> on_held = nullptr;
@@ -112,9 +117,11 @@ class ResultWriter {
   // One attempt at `batch`, on the writer thread without mu_. With `give_up`, rows that fail for
   // a reason that may pass are resolved with the error instead of requeued.
   Outcome attempt(std::vector<Item> batch, bool give_up);
+  // The writer thread's bookkeeping after attempt(), with mu_ held through `lock`.
+  void finishAttempt(Outcome out, std::unique_lock<std::mutex>& lock);
   bool waitForFlush(const Clock::TimePoint* deadline);
 
-  ResultStore& store_;
+  ResultRecords& store_;
   Clock& clock_;
   const Options options_;
 

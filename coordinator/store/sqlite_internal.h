@@ -1,9 +1,10 @@
-// What the files of SqliteStore share (sqlite_store.cc, sqlite_verdicts.cc): statement scopes,
-// column reads and the read lease. Private to coordinator/store.
+// What the files of SqliteStore share (sqlite_*.cc): statement scopes, column reads and the read
+// lease. Private to coordinator/store.
 #pragma once
 
 #include <sqlite3.h>
 
+#include <cstdint>
 #include <mutex>
 #include <string>
 
@@ -12,6 +13,9 @@
 
 namespace gdrmesh {
 namespace sqlite_detail {
+
+// PRAGMA application_id of a gdrmesh database ("GDMS"): tells our files from other SQLite files.
+inline constexpr int64_t kApplicationId = 0x47444D53;
 
 // Resets a cached statement (and drops its bindings) when the scope ends.
 class StmtScope {

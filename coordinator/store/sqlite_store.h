@@ -1,4 +1,10 @@
-// SqliteStore: the ResultStore and SweepStore on one SQLite file (WAL mode).
+// SqliteStore: the whole Store (store.h) on one SQLite file (WAL mode).
+//
+// Files, one per aggregate: sqlite_schema.cc (tables and migrations), sqlite_connection.cc
+// (open, connections, statements, transactions, errors), sqlite_results.cc (results, workers,
+// test markers), sqlite_sweeps.cc (sweeps, their markers, schedule runs), sqlite_verdicts.cc
+// (a sweep's report rows), sqlite_aggregates.cc (aggregates, totals, pair history, retention),
+// sqlite_actions.cc; the column lists in store_columns.h and sqlite_columns.h.
 //
 // Schema: versioned with PRAGMA user_version. kSchemaMigrations() is an ordered list of steps
 // (1, 2, ...); opening a file applies every step above the file's version, each in its own
@@ -52,11 +58,6 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations();
 struct SqliteStoreOptions {
   // How long a statement waits for a lock held by another connection or process.
   int busy_timeout_ms = 5000;
-  // Space held back for the spool on the database's disk ("<db>.spool-reserve", allocated at
-  // open and again after each replay): when the disk is full, appending a result to the spool
-  // gives back one block of it at a time and tries again, so a result the database refuses for a
-  // full disk is still durable (issue #23). 0: none.
-  uint64_t spool_reserve_bytes = uint64_t{1} << 20;
   // Tests only: replaces sqliteSchemaMigrations() (e.g. to add a future step, or to pretend
   // to be an older build). Must be versions 1..N in order.
   const std::vector<SqliteMigration>* migrations = nullptr;
@@ -65,10 +66,7 @@ struct SqliteStoreOptions {
   std::function<void()> on_query_row_for_testing;
 };
 
-class SqliteStore : public ResultStore,
-                    public SweepStore,
-                    public ActionStore,
-                    public HookStateStore {
+class SqliteStore : public Store {
  public:
   // Opens (creating if needed) the database at `path` and brings its schema up to date.
   // ":memory:" gives a private in-memory database (journal mode "memory", not WAL).
@@ -94,12 +92,6 @@ class SqliteStore : public ResultStore,
   Status markTestStarted(const TestResult& started) override;
   Status clearTestStarted(const std::string& test_id) override;
   Result<std::vector<TestResult>> unfinishedTests() override;
-  // The spool is "<db>.spool" next to the database file (none for ":memory:").
-  Status spoolResult(const TestResult& result) override;
-  Result<SpoolReplay> replaySpool() override;
-  std::string spoolPath() const;
-  // "<db>.spool-reserve" (none for ":memory:"); its current size, for tests.
-  std::string spoolReservePath() const;
 
   // SweepStore.
   Status createSweep(const SweepRecord& sweep) override;
@@ -213,28 +205,23 @@ class SqliteStore : public ResultStore,
   // sqlite_verdicts.cc: a write of a sweep's report rows in one transaction (writer_.mu held),
   // and one row of a verdict read.
   Status writeInTransaction(const std::function<Status()>& body);
-  Status sweepMustExist(const std::string& sweep_id);
+  // kNotFound, with `fix`, when the sweep is not stored.
+  Status sweepMustExist(const std::string& sweep_id,
+                        const std::string& fix = "createSweep before storing its report");
   Status insertVerdictRows(const std::string& sweep_id, const std::vector<VerdictRecord>& rows);
   Status insertSummaryRows(const std::string& sweep_id, const SweepReportSummary& summary);
   void rollbackQuietly() noexcept;
+  // sqlite_aggregates.cc: aggregateSweep's two halves, in its transaction (writer_.mu held).
+  struct AggregateScan;
+  Status scanSweepRows(const std::string& sweep_id, uint32_t plan_size, AggregateScan& scan);
+  Status writeAggregates(const std::string& sweep_id, AggregateScan& scan);
   // A Status for SQLite result code `rc` from statement `what` on connection `c`.
   Status error(const Conn& c, int rc, const std::string& what) const;
 
-  // Fills the spool reserve up to spool_reserve_ bytes (best effort: a full disk leaves it as
-  // it is). Called with spool_mu_ held, or before the store is shared.
-  void fillSpoolReserve();
-  // Gives back one block of the spool reserve; false when it is empty. spool_mu_ held.
-  bool releaseSpoolReserve();
-  // One append of `line` to the spool file (synced); 0 or the errno that stopped it, with
-  // nothing of the line left in the file. spool_mu_ held.
-  int appendToSpool(const std::string& path, const std::string& line);
-
   const std::string path_;
-  uint64_t spool_reserve_ = 0;
   std::function<void()> on_query_row_;  // tests only
   Conn writer_;
   std::unique_ptr<Conn> reader_;  // null for ":memory:"
-  std::mutex spool_mu_;           // serialises appends to and replays of the spool file
 };
 
 }  // namespace gdrmesh

@@ -1,6 +1,6 @@
 // SqliteStore: a sweep's report as rows (SweepStore::clearSweepReport ... countSweepVerdicts).
 // The tables (sweep_verdicts, sweep_suspects, sweep_notes, sweep_report_summary) are made by
-// migration 10, whose SQL is below (the list of migrations is in sqlite_store.cc).
+// migration 10, whose SQL is below (the list of migrations is in sqlite_schema.cc).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -288,7 +288,7 @@ Status SqliteStore::writeInTransaction(const std::function<Status()>& body) {
   return commit();
 }
 
-Status SqliteStore::sweepMustExist(const std::string& sweep_id) {
+Status SqliteStore::sweepMustExist(const std::string& sweep_id, const std::string& fix) {
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
                        statement(writer_, "sweep_exists", "SELECT 1 FROM sweeps WHERE id = ?1"));
   StmtScope scope(s);
@@ -296,8 +296,7 @@ Status SqliteStore::sweepMustExist(const std::string& sweep_id) {
   if (rc != SQLITE_OK) return error(writer_, rc, "sweep_exists (bind)");
   rc = sqlite3_step(s);
   if (rc == SQLITE_DONE) {
-    return notFound("sweep '" + sweep_id + "' is not stored in " + path_,
-                    "createSweep before storing its report");
+    return notFound("sweep '" + sweep_id + "' is not stored in " + path_, fix);
   }
   if (rc != SQLITE_ROW) return error(writer_, rc, "sweep_exists");
   return Status();

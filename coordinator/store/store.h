@@ -1,5 +1,7 @@
-// The results store, in domain terms. The one implementation is SQLite (sqlite_store.h); the
-// contract test suite (tests/unit/store) is written against this interface.
+// The store, in domain terms: one interface per aggregate of what it keeps (results, workers,
+// in-flight markers, retention, sweeps, sweep reports, schedule history, aggregates, actions),
+// and composites that one implementation provides whole. The one production implementation is
+// SQLite (sqlite_store.h); the contract suite (tests/unit/store) is written against these.
 //
 // Thread contract: all methods are safe to call from any thread concurrently.
 #pragma once
@@ -196,21 +198,36 @@ struct SweepTotals {
   bool from_aggregates = false;  // read from the kept totals, not counted from raw rows
 };
 
-// What replaying the spool did (ResultStore::replaySpool).
-struct SpoolReplay {
-  uint64_t replayed = 0;        // results written to the store
-  uint64_t already_stored = 0;  // results the store had already (stored by a retry)
-  uint64_t torn = 0;            // records cut short by a crash mid-append (never acknowledged)
-};
+// The store's interfaces, one per aggregate of what it keeps. A caller takes the narrowest one it
+// needs (Retention: ResultRetention and SweepAggregates; the scheduler's log: ScheduleHistory);
+// ResultStore, SweepStore and Store are the composites that one implementation provides whole.
+// Every method of every interface is in the contract suite (tests/unit/store/
+// store_contract_test.h), run against each implementation.
 
-class ResultStore {
+// Finished results (table results): written once, read by queries.
+class ResultRecords {
  public:
-  virtual ~ResultStore() = default;
+  virtual ~ResultRecords() = default;
   // Inserts a finished result; returns its row id. A full disk or I/O error is a Status
   // (kResourceExhausted for SQLITE_FULL) and nothing half-written stays behind.
   virtual Result<int64_t> insertResult(const TestResult& result) = 0;
+  // Inserts many results in one transaction (all or none); returns their row ids in order. A
+  // refused row (empty or duplicate test_id, ...) fails the whole call and the Status names it.
+  virtual Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& results) = 0;
   virtual Result<std::vector<TestResult>> queryResults(const ResultQuery& query) = 0;
   virtual Result<std::optional<TestResult>> getResult(const std::string& test_id) = 0;
+  // How many results match `query` (its limit is ignored): the M of "N of M". Stops counting
+  // past kResultCountCap (returns a value above it: "more than").
+  virtual Result<uint64_t> countResults(const ResultQuery& query) = 0;
+  // The pair's results, newest first (equal times: the later insertion first). A test from a
+  // worker to itself (src == dst) is listed once. Empty src or dst is kInvalidArgument.
+  virtual Result<std::vector<TestResult>> queryHistory(const HistoryQuery& query) = 0;
+};
+
+// Registered workers (table workers).
+class WorkerRecords {
+ public:
+  virtual ~WorkerRecords() = default;
   // Remembers a worker's latest inventory (upsert by name).
   virtual Status upsertWorker(const WorkerRecord& worker) = 0;
   virtual Result<std::vector<WorkerRecord>> listWorkers() = 0;
@@ -218,45 +235,45 @@ class ResultStore {
   // returns it. Its results are kept. Returns whether a row was removed (an unknown name is
   // no error: false). An empty name is kInvalidArgument.
   virtual Result<bool> removeWorker(const std::string& name) = 0;
-  // Inserts many results in one transaction (all or none); returns their row ids in order. A
-  // refused row (empty or duplicate test_id, ...) fails the whole call and the Status names it.
-  virtual Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& results) = 0;
-  // How many results match `query` (its limit is ignored): the M of "N of M". Stops counting
-  // past kResultCountCap (returns a value above it: "more than").
-  virtual Result<uint64_t> countResults(const ResultQuery& query) = 0;
-  // The pair's results, newest first (equal times: the later insertion first). A test from a
-  // worker to itself (src == dst) is listed once. Empty src or dst is kInvalidArgument.
-  virtual Result<std::vector<TestResult>> queryHistory(const HistoryQuery& query) = 0;
-  // Retention: deletes at most `max_rows` result rows that started before `cutoff_ms`, oldest
-  // first, in one short transaction; returns how many it deleted (fewer than max_rows: none
-  // older is left). max_rows 0 is kInvalidArgument.
-  virtual Result<uint64_t> deleteResultsBefore(int64_t cutoff_ms, uint32_t max_rows) = 0;
+};
 
-  // In-flight markers of single pair tests (RunTest), so that a test the coordinator was
-  // running when it died is not lost without a trace. `started` names the test: test_id,
-  // run_id, started_ms, op, mode, transport, message_size, iterations, num_qps and each side's
-  // worker and host are kept; the rest is ignored. Marking a test_id again replaces the marker.
+// In-flight markers of single pair tests (RunTest; table test_starts), so that a test the
+// coordinator was running when it died is not lost without a trace.
+class TestMarkers {
+ public:
+  virtual ~TestMarkers() = default;
+  // `started` names the test: test_id, run_id, started_ms, op, mode, transport, message_size,
+  // iterations, num_qps and each side's worker and host are kept; the rest is ignored. Marking
+  // a test_id again replaces the marker.
   virtual Status markTestStarted(const TestResult& started) = 0;
   // Removes the marker (the result is stored, or the test never ran); unknown ids are fine.
   virtual Status clearTestStarted(const std::string& test_id) = 0;
   // Marked tests that have no result row (results.test_id), oldest first, as the skeletons
   // markTestStarted kept. After a restart these were in flight.
   virtual Result<std::vector<TestResult>> unfinishedTests() = 0;
-
-  // The spool: results the store could not write (disk full, read-only database) are appended
-  // to a file next to the database, one record per result, and synced before this returns, so
-  // a kill -9 loses none of them. Fails (naming the file and the fix) when the spool cannot be
-  // written either; a failed append leaves no partial record.
-  virtual Status spoolResult(const TestResult& result) = 0;
-  // Writes every spooled result the store does not have yet, then removes the spool file (run
-  // at start, and when the store accepts writes again). On an error the file is kept.
-  virtual Result<SpoolReplay> replaySpool() = 0;
 };
 
-// Sweeps, their progress markers, and schedule history. Same thread contract.
-class SweepStore {
+// Retention of raw result rows (the sweeps' aggregates are kept: SweepAggregates).
+class ResultRetention {
  public:
-  virtual ~SweepStore() = default;
+  virtual ~ResultRetention() = default;
+  // Deletes at most `max_rows` result rows that started before `cutoff_ms`, oldest first, in
+  // one short transaction; returns how many it deleted (fewer than max_rows: none older is
+  // left). max_rows 0 is kInvalidArgument.
+  virtual Result<uint64_t> deleteResultsBefore(int64_t cutoff_ms, uint32_t max_rows) = 0;
+};
+
+// Everything about results.
+// (Results the store could not take are spooled by the ResultWriter: result_spool.h.)
+class ResultStore : public ResultRecords,
+                    public WorkerRecords,
+                    public TestMarkers,
+                    public ResultRetention {};
+
+// Sweeps (table sweeps) and their in-flight markers (table sweep_test_starts).
+class SweepRecords {
+ public:
+  virtual ~SweepRecords() = default;
   // A duplicate id is kInvalidArgument.
   virtual Status createSweep(const SweepRecord& sweep) = 0;
   // Overwrites every column but id and created_ms; an unknown id is kNotFound.
@@ -270,36 +287,16 @@ class SweepStore {
   // Started tests of the sweep that have no result row (results.run_id = sweep id with the
   // same plan_index). After a restart these were in flight.
   virtual Result<std::vector<SweepTestStart>> unfinishedSweepTests(const std::string& sweep_id) = 0;
-  virtual Status recordScheduleRun(const ScheduleRun& run) = 0;
-  // Newest first by due_ms (equal due times: the later record first). limit 0 = no limit.
-  virtual Result<std::vector<ScheduleRun>> scheduleRuns(const std::string& schedule,
-                                                        uint32_t limit) = 0;
+};
 
-  // Per-sweep aggregates, kept forever (raw rows may be deleted by retention).
-  // (Re)computes the sweep's PairAggregates and SweepTotals from its raw result rows
-  // (run_id = sweep id) in one transaction, replacing earlier ones. A sweep with no raw rows
-  // left keeps what was computed before (zero totals if nothing was). `plan_size` bounds the
-  // planned indexes counted as done (retests have larger indexes). An unknown sweep is kNotFound.
-  virtual Status aggregateSweep(const std::string& sweep_id, uint32_t plan_size) = 0;
-  // The kept totals when the sweep was aggregated, else counted from its raw rows.
-  virtual Result<SweepTotals> sweepTotals(const std::string& sweep_id, uint32_t plan_size) = 0;
-  // Ended sweeps (not queued or running) created before `created_before_ms` that have no
-  // aggregates yet, oldest first, at most `limit` (0 = no limit).
-  virtual Result<std::vector<SweepRecord>> sweepsWithoutAggregates(int64_t created_before_ms,
-                                                                   uint32_t limit) = 0;
-  // The aggregates of one sweep, ordered by (src, dst, op, mode, message_size).
-  virtual Result<std::vector<PairAggregate>> sweepAggregates(const std::string& sweep_id) = 0;
-  // The history of one (src -> dst) pair over every aggregated sweep, newest first; keyset
-  // paging: only groups that started before `before_ms` (0 = no bound). limit 0 = no limit.
-  virtual Result<std::vector<PairAggregate>> pairHistory(const std::string& src,
-                                                         const std::string& dst, int64_t before_ms,
-                                                         uint32_t limit) = 0;
-
-  // A sweep's report as rows (tables sweep_verdicts, sweep_suspects, sweep_notes and
-  // sweep_report_summary; the fabric's link verdicts and counter deltas come as tables of their
-  // own, keyed by sweep the same way, and go with the report). The sweep's end writes it in
-  // this order: clearSweepReport, appendSweepVerdicts in batches (each its own short
-  // transaction, so other writes go on between them), putSweepReportSummary last.
+// A sweep's report as rows (tables sweep_verdicts, sweep_suspects, sweep_notes and
+// sweep_report_summary; the fabric's link verdicts and counter deltas come as tables of their
+// own, keyed by sweep the same way, and go with the report). The sweep's end writes it in
+// this order: clearSweepReport, appendSweepVerdicts in batches (each its own short
+// transaction, so other writes go on between them), putSweepReportSummary last.
+class SweepReportStore {
+ public:
+  virtual ~SweepReportStore() = default;
   // Removes every row of the sweep's report (none is fine). An unknown sweep is kNotFound.
   virtual Status clearSweepReport(const std::string& sweep_id) = 0;
   // Adds verdicts in one transaction (all or none). A seq the sweep has already is
@@ -319,7 +316,50 @@ class SweepStore {
   virtual Result<uint64_t> countSweepVerdicts(const VerdictQuery& query) = 0;
 };
 
-// Actions taken (or not) on nodes. Same thread contract.
+// The history of schedule firings (table schedule_runs), append-only.
+class ScheduleHistory {
+ public:
+  virtual ~ScheduleHistory() = default;
+  // An empty schedule name is kInvalidArgument.
+  virtual Status recordScheduleRun(const ScheduleRun& run) = 0;
+  // Newest first by due_ms (equal due times: the later record first). limit 0 = no limit.
+  virtual Result<std::vector<ScheduleRun>> scheduleRuns(const std::string& schedule,
+                                                        uint32_t limit) = 0;
+};
+
+// Per-sweep aggregates and totals (tables sweep_aggregates, sweep_totals), kept forever (raw
+// rows may be deleted by retention), and the pair history read from them.
+class SweepAggregates {
+ public:
+  virtual ~SweepAggregates() = default;
+  // (Re)computes the sweep's PairAggregates and SweepTotals from its raw result rows
+  // (run_id = sweep id) in one transaction, replacing earlier ones. A sweep with no raw rows
+  // left keeps what was computed before (zero totals if nothing was). `plan_size` bounds the
+  // planned indexes counted as done (retests have larger indexes). An unknown sweep is kNotFound.
+  virtual Status aggregateSweep(const std::string& sweep_id, uint32_t plan_size) = 0;
+  // The kept totals when the sweep was aggregated, else counted from its raw rows.
+  virtual Result<SweepTotals> sweepTotals(const std::string& sweep_id, uint32_t plan_size) = 0;
+  // Ended sweeps (not queued or running) created before `created_before_ms` that have no
+  // aggregates yet, oldest first, at most `limit` (0 = no limit).
+  virtual Result<std::vector<SweepRecord>> sweepsWithoutAggregates(int64_t created_before_ms,
+                                                                   uint32_t limit) = 0;
+  // The aggregates of one sweep, ordered by (src, dst, op, mode, message_size).
+  virtual Result<std::vector<PairAggregate>> sweepAggregates(const std::string& sweep_id) = 0;
+  // The history of one (src -> dst) pair over every aggregated sweep, newest first; keyset
+  // paging: only groups that started before `before_ms` (0 = no bound). limit 0 = no limit.
+  // Empty src or dst is kInvalidArgument.
+  virtual Result<std::vector<PairAggregate>> pairHistory(const std::string& src,
+                                                         const std::string& dst, int64_t before_ms,
+                                                         uint32_t limit) = 0;
+};
+
+// Everything about sweeps: records and markers, reports, schedule history, aggregates.
+class SweepStore : public SweepRecords,
+                   public SweepReportStore,
+                   public ScheduleHistory,
+                   public SweepAggregates {};
+
+// Actions taken (or not) on nodes (table node_actions), append-only.
 class ActionStore {
  public:
   virtual ~ActionStore() = default;
@@ -330,6 +370,7 @@ class ActionStore {
   virtual Result<std::vector<ActionRecord>> listActions(const ActionQuery& query) = 0;
 };
 
+// The whole store: every interface above, as one implementation (SqliteStore) provides it.
 // What the hooks last announced (coordinator/actions/hooks.h): the suspects ("KIND NAME") of the
 // previous finished sweep, with those carried over because a later sweep did not test them.
 // Kept across restarts, so that a restarted coordinator neither announces every standing
@@ -341,5 +382,7 @@ class HookStateStore {
   // Replaces the whole set, in one transaction.
   virtual Status setHookSuspects(const std::set<std::string>& keys) = 0;
 };
+
+class Store : public ResultStore, public SweepStore, public ActionStore, public HookStateStore {};
 
 }  // namespace gdrmesh

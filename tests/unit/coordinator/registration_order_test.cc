@@ -64,8 +64,6 @@ class GatedStore final : public ResultStore {
   Status markTestStarted(const TestResult& r) override { return inner_.markTestStarted(r); }
   Status clearTestStarted(const std::string& id) override { return inner_.clearTestStarted(id); }
   Result<std::vector<TestResult>> unfinishedTests() override { return inner_.unfinishedTests(); }
-  Status spoolResult(const TestResult& r) override { return inner_.spoolResult(r); }
-  Result<SpoolReplay> replaySpool() override { return inner_.replaySpool(); }
 
  private:
   ResultStore& inner_;

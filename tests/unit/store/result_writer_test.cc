@@ -67,8 +67,6 @@ class RecordingStore final : public ResultStore {
   Status markTestStarted(const TestResult& t) override { return inner_.markTestStarted(t); }
   Status clearTestStarted(const std::string& id) override { return inner_.clearTestStarted(id); }
   Result<std::vector<TestResult>> unfinishedTests() override { return inner_.unfinishedTests(); }
-  Status spoolResult(const TestResult& r) override { return inner_.spoolResult(r); }
-  Result<SpoolReplay> replaySpool() override { return inner_.replaySpool(); }
 
   void hold() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -330,7 +328,9 @@ TEST(ResultWriterDiskTest, AFullDiskKeepsRowsQueuedUntilSpaceReturns) {
   Status seen;
   size_t pending_at_failure = 0;
   ManualClock clock;
+  ResultSpool spool(ResultSpool::spoolPathFor(store.path()));
   ResultWriter::Options o = slow(256);
+  o.spool = &spool;
   o.min_backoff_ms = 1000;
   o.max_backoff_ms = 1000;
   o.on_batch_error = [&](const Status& s, size_t pending) {
@@ -373,11 +373,11 @@ TEST(ResultWriterDiskTest, AFullDiskKeepsRowsQueuedUntilSpaceReturns) {
   EXPECT_TRUE(reports.errors().empty()) << "a retried row was reported as failed";
   // Held rows are durable meanwhile: one spool record each (issue #9: a kill -9 loses none).
   {
-    std::ifstream spool(store.spoolPath());
-    ASSERT_TRUE(spool.good()) << "rows held for a retry were not spooled";
+    std::ifstream spooled(spool.path());
+    ASSERT_TRUE(spooled.good()) << "rows held for a retry were not spooled";
     std::string line;
     int lines = 0;
-    while (std::getline(spool, line)) ++lines;
+    while (std::getline(spooled, line)) ++lines;
     EXPECT_EQ(lines, kRows);
   }
 
@@ -393,7 +393,7 @@ TEST(ResultWriterDiskTest, AFullDiskKeepsRowsQueuedUntilSpaceReturns) {
   auto rows = store.queryResults(all);
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(rows->size(), size_t{kRows} + 1);
-  EXPECT_FALSE(std::ifstream(store.spoolPath()).good())
+  EXPECT_FALSE(std::ifstream(spool.path()).good())
       << "the spool is removed once every spooled row is stored";
 }
 

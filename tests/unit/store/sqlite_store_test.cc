@@ -42,6 +42,8 @@ class SqliteHarness : public StoreHarness {
   }
   ResultStore& store() override { return *store_; }
   SweepStore& sweeps() override { return *store_; }
+  ActionStore& actions() override { return *store_; }
+  HookStateStore& hookState() override { return *store_; }
   bool persistent() const override { return true; }
   Status reopen() override {
     store_.reset();
@@ -67,6 +69,8 @@ class MemoryHarness : public StoreHarness {
   }
   ResultStore& store() override { return *store_; }
   SweepStore& sweeps() override { return *store_; }
+  ActionStore& actions() override { return *store_; }
+  HookStateStore& hookState() override { return *store_; }
   bool persistent() const override { return false; }
   Status reopen() override { return unimplemented("in-memory store"); }
 
@@ -1166,153 +1170,7 @@ TEST_F(SqliteStoreTest, ATestMarkedStartedIsUnfinishedUntilItsResultIsStored) {
   EXPECT_EQ(store->markTestStarted(TestResult{}).code(), Code::kInvalidArgument);
 }
 
-// ---------------------------------------------------------------------------------------------
-// The spool (issue #9): results the database cannot take are appended, synced, to
-// "<db>.spool"; a later open replays them, so a kill -9 while the disk is full loses none.
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-TEST_F(SqliteStoreTest, ASpooledResultComesBackWholeAfterAKill) {
-  TestResult r = makeResult("t-spooled", "a", "b", 42);
-  r.reason = "odd\ttext\nwith %41 and \x01 in it";
-  r.initiator.reg_path = r.target.reg_path = RegPath::kHost;
-  r.measurement.has_bandwidth = true;
-  r.measurement.bw.avg_gbps = 97.123456789012345;
-  r.integrity.first_wrong_offset = -1;
-  {
-    auto store = openOk();
-    ASSERT_NE(store, nullptr);
-    ASSERT_TRUE(store->insertResult(makeResult("t-before", "a", "b", 1)).ok());
-    auto pages = store->pageCountForTesting();
-    ASSERT_TRUE(pages.ok());
-    ASSERT_TRUE(store->setMaxPageCountForTesting(*pages).ok());
-    TestResult big = r;
-    big.test_id = "t-big";
-    big.reason = std::string(256 * 1024, 'x');
-    auto id = store->insertResult(big);
-    ASSERT_EQ(id.status().code(), Code::kResourceExhausted) << id.status().toString();
-    ASSERT_TRUE(store->spoolResult(big).ok());
-    ASSERT_TRUE(store->spoolResult(r).ok());
-    EXPECT_EQ(store->spoolPath(), dbPath() + ".spool");
-    const std::string text = slurp(store->spoolPath());
-    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << "one line per result";
-    // The store goes away without a word (as a killed process would); the spool stays.
-  }
-  auto store = openOk();
-  ASSERT_NE(store, nullptr);
-  EXPECT_TRUE(std::ifstream(dbPath() + ".spool").good()) << "open alone does not replay";
-  auto replay = store->replaySpool();
-  ASSERT_TRUE(replay.ok()) << replay.status().toString();
-  EXPECT_EQ(replay->replayed, 2u);
-  EXPECT_EQ(replay->torn, 0u);
-  EXPECT_FALSE(std::ifstream(dbPath() + ".spool").good()) << "a replayed spool is removed";
-  auto got = store->getResult("t-spooled");
-  ASSERT_TRUE(got.ok() && got->has_value()) << got.status().toString();
-  EXPECT_EQ((*got)->reason, r.reason);
-  EXPECT_EQ((*got)->started_ms, 42);
-  EXPECT_EQ((*got)->measurement.bw.avg_gbps, r.measurement.bw.avg_gbps);
-  EXPECT_EQ((*got)->integrity.first_wrong_offset, -1);
-  EXPECT_EQ((*got)->initiator.reg_path, RegPath::kHost);
-  got = store->getResult("t-big");
-  ASSERT_TRUE(got.ok() && got->has_value());
-  EXPECT_EQ((*got)->reason.size(), 256u * 1024);
-  // Replaying again is a no-op.
-  replay = store->replaySpool();
-  ASSERT_TRUE(replay.ok());
-  EXPECT_EQ(replay->replayed + replay->already_stored + replay->torn, 0u);
-}
-
-TEST_F(SqliteStoreTest, ReplaySkipsStoredResultsAndARecordCutShortByACrash) {
-  auto store = openOk();
-  ASSERT_NE(store, nullptr);
-  TestResult a = makeResult("t-a", "a", "b", 1), b = makeResult("t-b", "a", "b", 2);
-  ASSERT_TRUE(store->spoolResult(a).ok());
-  ASSERT_TRUE(store->spoolResult(b).ok());
-  ASSERT_TRUE(store->insertResult(a).ok());  // stored by a retry before the crash
-  {
-    std::ofstream f(store->spoolPath(), std::ios::app | std::ios::binary);
-    f << "gdrmesh-spool-1\tt-c\t";  // the append the crash cut short: no newline
-  }
-  auto replay = store->replaySpool();
-  ASSERT_TRUE(replay.ok()) << replay.status().toString();
-  EXPECT_EQ(replay->replayed, 1u);
-  EXPECT_EQ(replay->already_stored, 1u);
-  EXPECT_EQ(replay->torn, 1u);
-  ResultQuery all;
-  all.limit = 0;
-  auto rows = store->queryResults(all);
-  ASSERT_TRUE(rows.ok());
-  EXPECT_EQ(rows->size(), 2u) << "each result once, nothing half-written";
-}
-
-// A spool line written by a build before migration 8 lacks the two cpu_binding fields at its
-// end: it is replayed with them empty, not counted as torn.
-TEST_F(SqliteStoreTest, ASpoolLineOfAnEarlierBuildIsReplayed) {
-  auto store = openOk();
-  ASSERT_NE(store, nullptr);
-  TestResult r = makeResult("t-earlier", "a", "b", 7);
-  r.initiator.cpu_binding = "cpu 1 (numa 0, nic mlx5_0)";
-  r.target.cpu_binding = "cpu 2 (numa 0, nic mlx5_1)";
-  ASSERT_TRUE(store->spoolResult(r).ok());
-  std::string line = slurp(store->spoolPath());
-  ASSERT_EQ(line.back(), '\n');
-  const std::string tail = "\t" + r.initiator.cpu_binding + "\t" + r.target.cpu_binding + "\n";
-  ASSERT_GT(line.size(), tail.size());
-  ASSERT_EQ(line.substr(line.size() - tail.size()), tail) << "the bindings are the last fields";
-  line = line.substr(0, line.size() - tail.size()) + "\n";  // as the earlier build wrote it
-  {
-    std::ofstream f(store->spoolPath(), std::ios::trunc | std::ios::binary);
-    f << line;
-  }
-  auto replay = store->replaySpool();
-  ASSERT_TRUE(replay.ok()) << replay.status().toString();
-  EXPECT_EQ(replay->replayed, 1u);
-  EXPECT_EQ(replay->torn, 0u);
-  auto got = store->getResult("t-earlier");
-  ASSERT_TRUE(got.ok() && got->has_value());
-  EXPECT_EQ((*got)->started_ms, 7);
-  EXPECT_EQ((*got)->initiator.cpu_binding, "");
-}
-
-TEST_F(SqliteStoreTest, AReplayIntoAFullDatabaseKeepsTheSpool) {
-  auto store = openOk();
-  ASSERT_NE(store, nullptr);
-  TestResult big = makeResult("t-big", "a", "b", 1);
-  big.reason = std::string(256 * 1024, 'x');
-  ASSERT_TRUE(store->spoolResult(big).ok());
-  auto pages = store->pageCountForTesting();
-  ASSERT_TRUE(pages.ok());
-  ASSERT_TRUE(store->setMaxPageCountForTesting(*pages).ok());
-  auto replay = store->replaySpool();
-  ASSERT_FALSE(replay.ok());
-  EXPECT_EQ(replay.status().code(), Code::kResourceExhausted) << replay.status().toString();
-  EXPECT_THAT(replay.status().message(), HasSubstr("spool file " + dbPath() + ".spool (kept"));
-  EXPECT_TRUE(std::ifstream(dbPath() + ".spool").good());
-  ASSERT_TRUE(store->setMaxPageCountForTesting(1 << 20).ok());
-  replay = store->replaySpool();
-  ASSERT_TRUE(replay.ok()) << replay.status().toString();
-  EXPECT_EQ(replay->replayed, 1u);
-}
-
-TEST_F(SqliteStoreTest, ASpoolThatCannotBeWrittenIsAClearError) {
-  auto store = openOk();
-  ASSERT_NE(store, nullptr);
-  // A directory where the spool file should be: no process (root included) can append to it.
-  ASSERT_EQ(::mkdir(store->spoolPath().c_str(), 0700), 0);
-  Status st = store->spoolResult(makeResult("t-1", "a", "b", 1));
-  ASSERT_FALSE(st.ok());
-  EXPECT_THAT(st.message(), HasSubstr("spool file " + store->spoolPath()));
-  EXPECT_THAT(st.message(), HasSubstr("held in memory only"));
-  EXPECT_THAT(st.fix(), HasSubstr("free space"));
-  auto mem = SqliteStore::open(":memory:");
-  ASSERT_TRUE(mem.ok());
-  EXPECT_EQ((*mem)->spoolResult(makeResult("t-1", "a", "b", 1)).code(), Code::kFailedPrecondition);
-}
+// The spool is the result writer's (result_spool_test.cc).
 
 }  // namespace
 }  // namespace gdrmesh::testing

@@ -1,5 +1,9 @@
-// The store contract: one parameterised suite that every ResultStore + SweepStore implementation
-// is instantiated against (INSTANTIATE_TEST_SUITE_P(Name, ResultStoreContractTest, ...)).
+// The store contract: one parameterised suite that every Store implementation is instantiated
+// against (INSTANTIATE_TEST_SUITE_P(Name, ResultStoreContractTest, ...)). Every method of every
+// interface of store.h is called by it (store_contract_test.cc: results, workers, sweeps,
+// schedule runs; store_contract_verdicts_test.cc: sweep reports; store_contract_aggregates_test.cc:
+// test markers, aggregates, pair history, retention, actions). Instantiated for SQLite (file and
+// memory, sqlite_store_test.cc) and the MemoryStore of tests/support (memory_store_test.cc).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,6 +24,8 @@ class StoreHarness {
   virtual ~StoreHarness() = default;
   virtual ResultStore& store() = 0;
   virtual SweepStore& sweeps() = 0;
+  virtual ActionStore& actions() = 0;
+  virtual HookStateStore& hookState() = 0;
   // False for stores that keep nothing across a reopen (the reopen test is skipped).
   virtual bool persistent() const = 0;
   // Closes the store and opens the same storage again.
@@ -45,6 +51,8 @@ class ResultStoreContractTest : public ::testing::TestWithParam<StoreFactory> {
   void SetUp() override;
   ResultStore& store() { return harness_->store(); }
   SweepStore& sweeps() { return harness_->sweeps(); }
+  ActionStore& actions() { return harness_->actions(); }
+  HookStateStore& hookState() { return harness_->hookState(); }
   std::unique_ptr<StoreHarness> harness_;
 };
 
