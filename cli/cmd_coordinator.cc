@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -158,286 +160,284 @@ std::string coordinatorPrefixed(const std::string& msg) {
   return "gdrmesh coordinator: " + msg;
 }
 
-int runCoordinator(const CoordinatorArgs& a) {
-  // The log first: every line after this one is in its format (common/log.h). The config's
-  // `log:` applies once the config is read, where the command line names no value.
-  LogFormat log_format = LogFormat::kText;
-  LogLevel log_level = LogLevel::kInfo;
-  if (!a.log_format.empty()) {
-    auto f = parseLogFormat(a.log_format);
-    if (!f.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: %s\n", f.status().toString().c_str());
-      return kExitUsage;
-    }
-    log_format = *f;
-  }
-  if (!a.log_level.empty()) {
-    auto l = parseLogLevel(a.log_level);
-    if (!l.ok()) {
-      std::fprintf(stderr, "gdrmesh coordinator: %s\n", l.status().toString().c_str());
-      return kExitUsage;
-    }
-    log_level = *l;
-  }
-  configureLog(log_format, log_level);
-  routeGrpcLog("coordinator");
-  // The coordinator's lines before its clock exists (refused options, the database) and after.
-  const ComponentLog startup_log("coordinator");
+// What a start is made of, read and checked before anything starts. A step that fails returns
+// the line to log (the start then exits 2, usage), as it is printed.
+using StartError = std::optional<std::string>;
+
+struct CoordinatorSetup {
   CoordinatorOptions opts;
-  opts.listen = a.listen;
-  if (a.insecure_allow_remote && !a.tls.insecure) {
-    startup_log.error("--insecure-allow-remote: only with --insecure");
-    return kExitUsage;
-  }
   CertInfo cert;
-  auto tls = resolveTls(a.tls, {PeerRole::kCoordinator}, &cert);
-  if (!tls.ok()) {
-    startup_log.error(tls.status().toString());
-    return kExitUsage;
-  }
-  opts.tls = *tls;
-  opts.insecure_allow_remote = a.insecure_allow_remote;
-  if (!a.crl.empty()) {
-    if (!opts.tls) {
-      startup_log.error(
-          "--crl: only with TLS (--tls-dir); plaintext (--insecure) has no certificates to revoke");
-      return kExitUsage;
-    }
-    // The newest list's number is kept beside the database: a restart refuses an older list
-    // as the running coordinator does (security/revocation.h).
-    RevocationList::Options crl_options;
-    if (a.db != ":memory:") crl_options.state_path = a.db + ".crl-state";
-    auto revoked = RevocationList::open(a.crl, opts.tls->ca_pem, crl_options);
-    if (!revoked.ok()) {
-      startup_log.error(revoked.status().toString());
-      return kExitUsage;
-    }
-    opts.revoked = *revoked;
-    const std::string msg =
-        "revocation list " + a.crl + ": " + std::to_string(opts.revoked->size()) + " revoked";
-    announceCoordinator(startup_log, coordinatorPrefixed(msg), msg,
-                        {{"revoked", opts.revoked->size()}});
-  }
-  // The status page: a token file is read (and checked) before anything starts; a page on a
-  // non-loopback address without one needs --http-allow-anonymous.
   std::shared_ptr<const HttpTokenGate> http_gate;
-  if (a.http.empty() && (!a.http_token_file.empty() || a.http_allow_anonymous)) {
-    startup_log.error(
-        std::string(a.http_token_file.empty() ? "--http-allow-anonymous" : "--http-token-file") +
-        ": only with --http HOST:PORT");
-    return kExitUsage;
-  }
-  if (!a.http_token_file.empty() && a.http_allow_anonymous) {
-    startup_log.error(
-        "--http-token-file and --http-allow-anonymous contradict each other (fix: give one)");
-    return kExitUsage;
-  }
-  if (!a.http_token_file.empty()) {
-    auto gate = HttpTokenGate::fromFile(a.http_token_file);
-    if (!gate.ok()) {
-      startup_log.error(gate.status().toString());
-      return kExitUsage;
-    }
-    http_gate = std::make_shared<const HttpTokenGate>(std::move(*gate));
-  }
-  if (!a.http.empty()) {
-    Status st = checkHttpExposure(a.http, http_gate != nullptr, a.http_allow_anonymous);
-    if (!st.ok()) {
-      startup_log.error(st.toString());
-      return kExitUsage;
-    }
-  }
-  opts.heartbeat_interval_ms = a.heartbeat_ms;
-  auto command_timeout = parseDurationSeconds(a.command_timeout, "--command-timeout");
-  if (command_timeout.ok() && (*command_timeout < 0.1 || *command_timeout > 3600)) {
-    command_timeout =
-        invalidArgument("--command-timeout: " + a.command_timeout + " is out of range",
-                        "give 100ms to 1h, e.g. 5s");
-  }
-  if (!command_timeout.ok()) {
-    startup_log.error(command_timeout.status().toString());
-    return kExitUsage;
-  }
-  opts.pair.command_timeout_seconds = *command_timeout;
-  auto register_deadline = parseDurationSeconds(a.register_deadline, "--register-deadline");
-  if (register_deadline.ok() && (*register_deadline < 1 || *register_deadline > 600)) {
-    register_deadline =
-        invalidArgument("--register-deadline: " + a.register_deadline + " is out of range",
-                        "give 1s to 10m, e.g. 30s");
-  }
-  if (!register_deadline.ok()) {
-    startup_log.error(register_deadline.status().toString());
-    return kExitUsage;
-  }
-  opts.register_deadline_ms = static_cast<int>(*register_deadline * 1000);
-  auto max = parseSize(a.max_size, "--max-size");
-  if (!max.ok()) {
-    startup_log.error(max.status().toString());
-    return kExitUsage;
-  }
-  opts.limits.max_message_size = *max;
-  opts.parse_config = [](const std::string& yaml) { return parseClusterConfig(yaml, "config"); };
   RetentionOptions retention;
   ActionOptions actions;
   std::vector<HookOptions> hook_options;
+  LogFormat log_format = LogFormat::kText;
+  LogLevel log_level = LogLevel::kInfo;
+};
+
+// The log first: every line after this one is in its format (common/log.h). The config's `log:`
+// applies once the config is read, where the command line names no value.
+StartError setUpLog(const CoordinatorArgs& a, CoordinatorSetup& s) {
+  if (!a.log_format.empty()) {
+    auto f = parseLogFormat(a.log_format);
+    if (!f.ok()) return coordinatorPrefixed(f.status().toString());
+    s.log_format = *f;
+  }
+  if (!a.log_level.empty()) {
+    auto l = parseLogLevel(a.log_level);
+    if (!l.ok()) return coordinatorPrefixed(l.status().toString());
+    s.log_level = *l;
+  }
+  configureLog(s.log_format, s.log_level);
+  routeGrpcLog("coordinator");
+  return std::nullopt;
+}
+
+// TLS, the certificate revocation list and plaintext's limits.
+StartError readSecurity(const CoordinatorArgs& a, const ComponentLog& log, CoordinatorSetup& s) {
+  s.opts.listen = a.listen;
+  if (a.insecure_allow_remote && !a.tls.insecure) {
+    return std::string("--insecure-allow-remote: only with --insecure");
+  }
+  auto tls = resolveTls(a.tls, {PeerRole::kCoordinator}, &s.cert);
+  if (!tls.ok()) return tls.status().toString();
+  s.opts.tls = *tls;
+  s.opts.insecure_allow_remote = a.insecure_allow_remote;
+  if (a.crl.empty()) return std::nullopt;
+  if (!s.opts.tls) {
+    return std::string(
+        "--crl: only with TLS (--tls-dir); plaintext (--insecure) has no certificates to revoke");
+  }
+  // The newest list's number is kept beside the database: a restart refuses an older list as
+  // the running coordinator does (security/revocation.h).
+  RevocationList::Options crl_options;
+  if (a.db != ":memory:") crl_options.state_path = a.db + ".crl-state";
+  auto revoked = RevocationList::open(a.crl, s.opts.tls->ca_pem, crl_options);
+  if (!revoked.ok()) return revoked.status().toString();
+  s.opts.revoked = *revoked;
+  const std::string msg =
+      "revocation list " + a.crl + ": " + std::to_string(s.opts.revoked->size()) + " revoked";
+  announceCoordinator(log, coordinatorPrefixed(msg), msg, {{"revoked", s.opts.revoked->size()}});
+  return std::nullopt;
+}
+
+// The status page: a token file is read (and checked) before anything starts; a page on a
+// non-loopback address without one needs --http-allow-anonymous.
+StartError readHttp(const CoordinatorArgs& a, CoordinatorSetup& s) {
+  if (a.http.empty() && (!a.http_token_file.empty() || a.http_allow_anonymous)) {
+    return std::string(a.http_token_file.empty() ? "--http-allow-anonymous" : "--http-token-file") +
+           ": only with --http HOST:PORT";
+  }
+  if (!a.http_token_file.empty() && a.http_allow_anonymous) {
+    return std::string(
+        "--http-token-file and --http-allow-anonymous contradict each other (fix: give one)");
+  }
+  if (!a.http_token_file.empty()) {
+    auto gate = HttpTokenGate::fromFile(a.http_token_file);
+    if (!gate.ok()) return gate.status().toString();
+    s.http_gate = std::make_shared<const HttpTokenGate>(std::move(*gate));
+  }
+  if (!a.http.empty()) {
+    Status st = checkHttpExposure(a.http, s.http_gate != nullptr, a.http_allow_anonymous);
+    if (!st.ok()) return st.toString();
+  }
+  return std::nullopt;
+}
+
+// A duration option within [lo, hi] seconds; `range` says the range in the fix.
+Result<double> durationOption(const std::string& value, const std::string& option, double lo,
+                              double hi, const std::string& range) {
+  auto d = parseDurationSeconds(value, option);
+  if (d.ok() && (*d < lo || *d > hi)) {
+    return invalidArgument(option + ": " + value + " is out of range", "give " + range);
+  }
+  return d;
+}
+
+// Heartbeats, the workers' deadlines and the largest message.
+StartError readLimits(const CoordinatorArgs& a, CoordinatorSetup& s) {
+  s.opts.heartbeat_interval_ms = a.heartbeat_ms;
+  auto command_timeout =
+      durationOption(a.command_timeout, "--command-timeout", 0.1, 3600, "100ms to 1h, e.g. 5s");
+  if (!command_timeout.ok()) return command_timeout.status().toString();
+  s.opts.pair.command_timeout_seconds = *command_timeout;
+  auto register_deadline =
+      durationOption(a.register_deadline, "--register-deadline", 1, 600, "1s to 10m, e.g. 30s");
+  if (!register_deadline.ok()) return register_deadline.status().toString();
+  s.opts.register_deadline_ms = static_cast<int>(*register_deadline * 1000);
+  auto max = parseSize(a.max_size, "--max-size");
+  if (!max.ok()) return max.status().toString();
+  s.opts.limits.max_message_size = *max;
+  return std::nullopt;
+}
+
+// --config (thresholds, schedules, retention, actions, hooks, log) and --retention-days.
+StartError readConfig(const CoordinatorArgs& a, CoordinatorSetup& s) {
+  s.opts.parse_config = [](const std::string& yaml) { return parseClusterConfig(yaml, "config"); };
   if (!a.config.empty()) {
     std::ifstream f(a.config);
-    if (!f) {
-      startup_log.error("--config " + a.config + ": cannot read the file");
-      return kExitUsage;
-    }
+    if (!f) return "--config " + a.config + ": cannot read the file";
     std::stringstream ss;
     ss << f.rdbuf();
     auto cfg = parseClusterConfig(ss.str(), a.config);
-    if (!cfg.ok()) {
-      startup_log.error("--config: " + cfg.status().toString());
-      return kExitUsage;
-    }
+    if (!cfg.ok()) return "--config: " + cfg.status().toString();
     Status st = Scheduler::validate(cfg->schedules);
-    if (!st.ok()) {
-      startup_log.error("--config " + a.config + ": " + st.toString());
-      return kExitUsage;
-    }
-    if (cfg->log_format && a.log_format.empty()) log_format = *cfg->log_format;
-    if (cfg->log_level && a.log_level.empty()) log_level = *cfg->log_level;
-    configureLog(log_format, log_level);
-    opts.config_yaml = ss.str();
-    opts.schedules = cfg->schedules;
-    retention = cfg->retention;
-    actions = cfg->actions;
-    hook_options = cfg->hooks;
+    if (!st.ok()) return "--config " + a.config + ": " + st.toString();
+    if (cfg->log_format && a.log_format.empty()) s.log_format = *cfg->log_format;
+    if (cfg->log_level && a.log_level.empty()) s.log_level = *cfg->log_level;
+    configureLog(s.log_format, s.log_level);
+    s.opts.config_yaml = ss.str();
+    s.opts.schedules = cfg->schedules;
+    s.retention = cfg->retention;
+    s.actions = cfg->actions;
+    s.hook_options = cfg->hooks;
   }
-  if (a.retention_days >= 0) retention.days = static_cast<uint32_t>(a.retention_days);
-  if (Status st = validateRetention(retention); !st.ok()) {
-    startup_log.error("--retention-days: " + st.toString());
-    return kExitUsage;
+  if (a.retention_days >= 0) s.retention.days = static_cast<uint32_t>(a.retention_days);
+  if (Status st = validateRetention(s.retention); !st.ok()) {
+    return "--retention-days: " + st.toString();
   }
-  // A file over the file-size limit (ulimit -f) is a write error (EFBIG) the store reports and
-  // the writer spools and retries, never a signal that kills the coordinator with results
-  // answered and not stored. Before any file is opened.
-  std::signal(SIGXFSZ, SIG_IGN);
-  // One database has one coordinator: the lock comes before the schema, the spool, the markers
-  // of tests in flight and any sweep to resume are touched (issue #22).
-  std::unique_ptr<DatabaseHolder> holder;
-  if (a.db != ":memory:") {
-    auto held = DatabaseHolder::acquire(a.db);
-    if (!held.ok()) {
-      startup_log.error("--db " + a.db + ": " + held.status().toString());
-      return kExitUsage;
-    }
-    holder = std::move(*held);
-    if (const auto& gone = holder->previous()) {
-      startup_log.warn("--db " + a.db +
-                       ": taking over from a coordinator that ended without releasing it (" +
-                       gone->describe() + "; its lock was free, so its process is gone)");
-    }
+  return std::nullopt;
+}
+
+// One database has one coordinator: the lock comes before the schema, the spool, the markers of
+// tests in flight and any sweep to resume are touched (issue #22).
+StartError holdDatabase(const CoordinatorArgs& a, const ComponentLog& log,
+                        std::unique_ptr<DatabaseHolder>& holder) {
+  if (a.db == ":memory:") return std::nullopt;
+  auto held = DatabaseHolder::acquire(a.db);
+  if (!held.ok()) return "--db " + a.db + ": " + held.status().toString();
+  holder = std::move(*held);
+  if (const auto& gone = holder->previous()) {
+    log.warn("--db " + a.db + ": taking over from a coordinator that ended without releasing it (" +
+             gone->describe() + "; its lock was free, so its process is gone)");
   }
-  // A start that fails before it listens leaves no new database behind (removed once closed).
-  NewDatabaseCleanup cleanup(a.db);
-  auto store = SqliteStore::open(a.db);
-  if (!store.ok()) {
-    startup_log.error("--db " + a.db + ": " + store.status().toString());
-    return kExitUsage;
-  }
-  opts.spool_path = ResultSpool::spoolPathFor(a.db);
+  return std::nullopt;
+}
+
+// The database, its schema brought up to date, and the spool beside it.
+StartError openStore(const CoordinatorArgs& a, CoordinatorSetup& s,
+                     std::unique_ptr<SqliteStore>& store) {
+  auto opened = SqliteStore::open(a.db);
+  if (!opened.ok()) return "--db " + a.db + ": " + opened.status().toString();
+  store = std::move(*opened);
+  s.opts.spool_path = ResultSpool::spoolPathFor(a.db);
   if (a.test_db_max_pages > 0) {
     // TEST ONLY: a database that cannot grow past this many pages (a full disk, unprivileged).
-    Status st = (*store)->setMaxPageCountForTesting(a.test_db_max_pages);
-    if (!st.ok()) {
-      startup_log.error("--test-db-max-pages: " + st.toString());
-      return kExitUsage;
-    }
+    Status st = store->setMaxPageCountForTesting(a.test_db_max_pages);
+    if (!st.ok()) return "--test-db-max-pages: " + st.toString();
   }
-  // Every worker, client and pending connection holds a descriptor: the soft open-file limit
-  // (often 1024) goes up to the hard one (systemd unit: LimitNOFILE), both logged.
+  return std::nullopt;
+}
+
+// Every worker, client and pending connection holds a descriptor: the soft open-file limit (often
+// 1024) goes up to the hard one (systemd unit: LimitNOFILE), both logged.
+void raiseFileLimit(const ComponentLog& log) {
   auto files = raiseOpenFileLimit();
-  if (files.ok()) {
-    const std::string msg = "open-file limit " + std::to_string(files->soft) + " (was " +
-                            std::to_string(files->soft_before) + "; hard limit " +
-                            std::to_string(files->hard) + ")";
-    announceCoordinator(startup_log, coordinatorPrefixed(msg), msg);
-  } else {
-    startup_log.warn(files.status().toString());
+  if (!files.ok()) {
+    log.warn(files.status().toString());
+    return;
   }
-  blockTerminationSignals();
-  SystemClock clock;
-  const ComponentLog log("coordinator", &clock);
-  // Acting on verdicts (`actions:` in --config): off unless turned on.
-  ProcessRunner runner;
-  std::unique_ptr<KubeApi> kube_api;
-  std::unique_ptr<Actuator> actuator;
-  std::unique_ptr<ActionEngine> action_engine;
-  if (actions.mode != ActionOptions::Mode::kOff) {
-    if (actions.actuator == "slurm") {
-      actuator = std::make_unique<SlurmActuator>(runner, actions.scontrol,
-                                                 actions.command_timeout_seconds);
-    } else {
-      kube_api = makeKubeApi(actions.kubernetes_api, actions.kubernetes_token_file,
-                             actions.kubernetes_ca_file, actions.command_timeout_seconds);
-      actuator = std::make_unique<KubernetesActuator>(*kube_api);
+  const std::string msg = "open-file limit " + std::to_string(files->soft) + " (was " +
+                          std::to_string(files->soft_before) + "; hard limit " +
+                          std::to_string(files->hard) + ")";
+  announceCoordinator(log, coordinatorPrefixed(msg), msg);
+}
+
+// Acting on verdicts (`actions:` in --config, off unless turned on) and hooks (`hooks:`: told of
+// every sweep's end and of suspects appearing and clearing, on their own thread).
+class Reactions {
+ public:
+  Reactions(const CoordinatorSetup& s, Store& store, Clock& clock, const ComponentLog& log)
+      : hook_transport_(runner_) {
+    const ActionOptions& actions = s.actions;
+    if (actions.mode != ActionOptions::Mode::kOff) {
+      if (actions.actuator == "slurm") {
+        actuator_ = std::make_unique<SlurmActuator>(runner_, actions.scontrol,
+                                                    actions.command_timeout_seconds);
+      } else {
+        kube_api_ = makeKubeApi(actions.kubernetes_api, actions.kubernetes_token_file,
+                                actions.kubernetes_ca_file, actions.command_timeout_seconds);
+        actuator_ = std::make_unique<KubernetesActuator>(*kube_api_);
+      }
+      engine_ = std::make_unique<ActionEngine>(actions, *actuator_, store, clock);
+      char breaker[96];
+      std::snprintf(breaker, sizeof(breaker),
+                    "at most %g %% of the cluster's hosts drained within %g s",
+                    actions.max_share * 100, actions.window_seconds);
+      const std::string msg = std::string("actions ") + toString(actions.mode) + " through " +
+                              actuator_->name() + " (circuit breaker: " + breaker + ")";
+      announceCoordinator(log, coordinatorPrefixed(msg), msg,
+                          {{"mode", toString(actions.mode)}, {"actuator", actuator_->name()}});
     }
-    action_engine = std::make_unique<ActionEngine>(actions, *actuator, **store, clock);
-    char breaker[96];
-    std::snprintf(breaker, sizeof(breaker),
-                  "at most %g %% of the cluster's hosts drained within %g s",
-                  actions.max_share * 100, actions.window_seconds);
-    const std::string msg = std::string("actions ") + toString(actions.mode) + " through " +
-                            actuator->name() + " (circuit breaker: " + breaker + ")";
-    announceCoordinator(log, coordinatorPrefixed(msg), msg,
-                        {{"mode", toString(actions.mode)}, {"actuator", actuator->name()}});
+    if (!s.hook_options.empty()) {
+      hooks_ =
+          std::make_unique<Hooks>(s.hook_options, hook_transport_, clock, Hooks::Logger(), &store);
+      const std::string msg =
+          std::to_string(s.hook_options.size()) + " hook(s) told of sweep ends and suspects";
+      announceCoordinator(log, coordinatorPrefixed(msg), msg);
+    }
   }
-  // Hooks (`hooks:` in --config): told of every sweep's end and of suspects appearing and
-  // clearing, on their own thread.
-  DefaultHookTransport hook_transport(runner);
-  std::unique_ptr<Hooks> hooks;
-  if (!hook_options.empty()) {
-    hooks =
-        std::make_unique<Hooks>(hook_options, hook_transport, clock, Hooks::Logger(), store->get());
-    const std::string msg =
-        std::to_string(hook_options.size()) + " hook(s) told of sweep ends and suspects";
-    announceCoordinator(log, coordinatorPrefixed(msg), msg);
-  }
-  if (action_engine || hooks) {
-    opts.sweeps.on_end = [engine = action_engine.get(), h = hooks.get()](const SweepEnding& end) {
+
+  // The sweeps' end callback, or none when neither acts.
+  std::function<std::vector<std::string>(const SweepEnding&)> onEnd() const {
+    if (!engine_ && !hooks_) return {};
+    return [engine = engine_.get(), h = hooks_.get()](const SweepEnding& end) {
       std::vector<std::string> lines;
       if (engine) lines = engine->onSweepEnd(end);
       if (h) h->onSweepEnd(end, lines);
       return lines;
     };
   }
-  opts.action_store = store->get();
-  CoordinatorServer server(opts, **store, **store, clock);
+
+ private:
+  ProcessRunner runner_;
+  std::unique_ptr<KubeApi> kube_api_;
+  std::unique_ptr<Actuator> actuator_;
+  std::unique_ptr<ActionEngine> engine_;
+  DefaultHookTransport hook_transport_;
+  std::unique_ptr<Hooks> hooks_;
+};
+
+// Says where the coordinator listens (the log, the database's holder record, --port-file).
+void announceListening(const CoordinatorArgs& a, const CoordinatorSetup& s, int port,
+                       DatabaseHolder* holder, const ComponentLog& log) {
+  const std::string host = a.listen.substr(0, a.listen.rfind(':'));
+  const std::string where = host + ":" + std::to_string(port);
+  if (holder != nullptr) {
+    if (Status st = holder->announce(where); !st.ok()) log.error(st.toString());
+  }
+  const std::string msg = "listening on " + where + " (db " + a.db + ", " +
+                          (s.opts.tls ? "mutual TLS as " + s.cert.identity.describe()
+                                      : std::string("PLAINTEXT, no authentication (--insecure)")) +
+                          ")";
+  announceCoordinator(log, "gdrmesh coordinator " + msg, msg, {{"listen", where}, {"db", a.db}});
+  if (!a.port_file.empty()) {
+    std::string tmp = a.port_file + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << port << "\n";
+    }
+    std::rename(tmp.c_str(), a.port_file.c_str());
+  }
+}
+
+// Serves until SIGINT or SIGTERM: the gRPC server, the status page, retention.
+int serve(const CoordinatorArgs& a, CoordinatorSetup& s, DatabaseHolder* holder, SqliteStore& store,
+          SystemClock& clock, const ComponentLog& startup_log, NewDatabaseCleanup& cleanup) {
+  const ComponentLog log("coordinator", &clock);
+  Reactions reactions(s, store, clock, log);
+  s.opts.sweeps.on_end = reactions.onEnd();
+  s.opts.action_store = &store;
+  CoordinatorServer server(s.opts, store, store, clock);
   auto port = server.start();
   if (!port.ok()) {
     startup_log.error("--listen: " + port.status().toString());
     return kExitUsage;
   }
   cleanup.keep();
-  std::string host = a.listen.substr(0, a.listen.rfind(':'));
-  if (holder) {
-    if (Status st = holder->announce(host + ":" + std::to_string(*port)); !st.ok()) {
-      startup_log.error(st.toString());
-    }
-  }
-  {
-    const std::string msg = "listening on " + host + ":" + std::to_string(*port) + " (db " + a.db +
-                            ", " +
-                            (opts.tls ? "mutual TLS as " + cert.identity.describe()
-                                      : std::string("PLAINTEXT, no authentication (--insecure)")) +
-                            ")";
-    announceCoordinator(log, "gdrmesh coordinator " + msg, msg,
-                        {{"listen", host + ":" + std::to_string(*port)}, {"db", a.db}});
-  }
-  if (!a.port_file.empty()) {
-    std::string tmp = a.port_file + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << *port << "\n";
-    }
-    std::rename(tmp.c_str(), a.port_file.c_str());
-  }
-  CoordinatorStatusSource source(server, **store, clock);
-  StatusHttpServer http(source, http_gate);
+  announceListening(a, s, *port, holder, startup_log);
+  CoordinatorStatusSource source(server, store, clock);
+  StatusHttpServer http(source, s.http_gate);
   if (!a.http.empty()) {
     auto hp = http.start(a.http);
     if (!hp.ok()) {
@@ -447,15 +447,15 @@ int runCoordinator(const CoordinatorArgs& a) {
     }
     std::string hh = a.http.substr(0, a.http.rfind(':'));
     const std::string msg = "status page on http://" + hh + ":" + std::to_string(*hp) + "/ (" +
-                            (http_gate ? "reader token required" : "no authentication") + ")";
+                            (s.http_gate ? "reader token required" : "no authentication") + ")";
     announceCoordinator(log, "gdrmesh " + msg, msg, {{"http", hh + ":" + std::to_string(*hp)}});
   }
   // Raw rows older than the retention are deleted in short batches (hourly by default); every
   // ended sweep's aggregates are kept.
-  Retention retainer(clock, **store, **store, retention);
-  if (retention.days > 0) {
+  Retention retainer(clock, store, store, s.retention);
+  if (s.retention.days > 0) {
     retainer.start();
-    const std::string msg = "keeping raw results " + std::to_string(retention.days) +
+    const std::string msg = "keeping raw results " + std::to_string(s.retention.days) +
                             " days (per-sweep aggregates forever)";
     announceCoordinator(log, coordinatorPrefixed(msg), msg);
   }
@@ -465,6 +465,42 @@ int runCoordinator(const CoordinatorArgs& a) {
   http.stop();
   log.info("stopped");
   return kExitOk;
+}
+
+int runCoordinator(const CoordinatorArgs& a) {
+  CoordinatorSetup s;
+  if (StartError e = setUpLog(a, s)) {
+    std::fprintf(stderr, "%s\n", e->c_str());
+    return kExitUsage;
+  }
+  // The coordinator's lines before its clock exists (refused options, the database) and after.
+  const ComponentLog startup_log("coordinator");
+  StartError e = readSecurity(a, startup_log, s);
+  if (!e) e = readHttp(a, s);
+  if (!e) e = readLimits(a, s);
+  if (!e) e = readConfig(a, s);
+  // A file over the file-size limit (ulimit -f) is a write error (EFBIG) the store reports and
+  // the writer spools and retries, never a signal that kills the coordinator with results
+  // answered and not stored. Before any file is opened.
+  if (!e) std::signal(SIGXFSZ, SIG_IGN);
+  std::unique_ptr<DatabaseHolder> holder;
+  if (!e) e = holdDatabase(a, startup_log, holder);
+  if (e) {
+    startup_log.error(*e);
+    return kExitUsage;
+  }
+  // A start that fails before it listens leaves no new database behind: declared before the
+  // store, so it acts once the store has closed the file, and after the holder's lock.
+  NewDatabaseCleanup cleanup(a.db);
+  std::unique_ptr<SqliteStore> store;
+  if (StartError opened = openStore(a, s, store)) {
+    startup_log.error(*opened);
+    return kExitUsage;
+  }
+  raiseFileLimit(startup_log);
+  blockTerminationSignals();
+  SystemClock clock;
+  return serve(a, s, holder.get(), *store, clock, startup_log, cleanup);
 }
 
 }  // namespace
