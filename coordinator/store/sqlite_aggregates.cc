@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/store/aggregate_rules.h"
 #include "coordinator/store/sqlite_columns.h"
 #include "coordinator/store/sqlite_internal.h"
 #include "coordinator/store/sqlite_store.h"
@@ -23,28 +24,6 @@ using namespace sqlite_detail;
 using namespace store_detail;
 
 namespace {
-
-// The worst status first: FAILED, ERROR, SKIPPED, PASSED.
-int severity(TestStatus s) {
-  switch (s) {
-    case TestStatus::kFailed:
-      return 3;
-    case TestStatus::kError:
-      return 2;
-    case TestStatus::kSkipped:
-      return 1;
-    case TestStatus::kPassed:
-      return 0;
-  }
-  return 2;
-}
-
-double median(std::vector<double>& v) {
-  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 struct AggregateGroup {
   PairAggregate a;
@@ -91,7 +70,7 @@ Result<PairAggregate> readAggregate(sqlite3_stmt* s, const std::string& path) {
 // Counts one more test of status `status` that started at `started_ms` into `a`.
 void addToAggregate(PairAggregate& a, TestStatus status, int64_t started_ms) {
   a.started_ms = std::min(a.started_ms, started_ms);
-  if (severity(status) > severity(a.status)) a.status = status;
+  if (statusSeverity(status) > statusSeverity(a.status)) a.status = status;
   ++a.tests;
   a.passed += status == TestStatus::kPassed ? 1 : 0;
   a.failed += status == TestStatus::kFailed ? 1 : 0;
@@ -255,7 +234,7 @@ Status SqliteStore::writeAggregates(const std::string& sweep_id, AggregateScan& 
       a.value_min = *std::min_element(g.values.begin(), g.values.end());
       a.value_max = *std::max_element(g.values.begin(), g.values.end());
     }
-    a.value_median = median(g.values);
+    a.value_median = aggregateMedian(std::move(g.values));
     StmtScope scope(ins);
     int rc = bindAggregate(ins, a);
     if (rc != SQLITE_OK) return error(writer_, rc, "aggregate_insert (bind)");

@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "coordinator/store/aggregate_rules.h"
 #include "coordinator/store/store_columns.h"
 
 namespace gdrmesh::testing {
@@ -28,20 +29,6 @@ std::string hostOf(const std::string& endpoint) {
 
 size_t limitOf(uint32_t limit) {
   return limit == 0 ? std::numeric_limits<size_t>::max() : limit;
-}
-
-int severityOf(TestStatus s) {
-  switch (s) {
-    case TestStatus::kFailed:
-      return 3;
-    case TestStatus::kError:
-      return 2;
-    case TestStatus::kSkipped:
-      return 1;
-    case TestStatus::kPassed:
-      return 0;
-  }
-  return 2;
 }
 
 Status checkVerdicts(const VerdictQuery& q) {
@@ -533,7 +520,7 @@ Status MemoryStore::aggregateSweep(const std::string& sweep_id, uint32_t plan_si
       a.unit = r.mode == Mode::kBandwidth ? "Gb/s" : "us";
     }
     a.started_ms = std::min(a.started_ms, r.started_ms);
-    if (severityOf(r.status) > severityOf(a.status)) a.status = r.status;
+    if (statusSeverity(r.status) > statusSeverity(a.status)) a.status = r.status;
     ++a.tests;
     a.passed += r.status == TestStatus::kPassed ? 1 : 0;
     a.failed += r.status == TestStatus::kFailed ? 1 : 0;
@@ -553,9 +540,7 @@ Status MemoryStore::aggregateSweep(const std::string& sweep_id, uint32_t plan_si
     const size_t n = v.size();
     g.first.value_min = n ? v.front() : 0;
     g.first.value_max = n ? v.back() : 0;
-    g.first.value_median = n == 0       ? std::numeric_limits<double>::quiet_NaN()
-                           : n % 2 == 1 ? v[n / 2]
-                                        : (v[n / 2 - 1] + v[n / 2]) / 2;
+    g.first.value_median = aggregateMedian(v);
     out.push_back(g.first);
   }
   totals_[sweep_id] = t;
