@@ -70,7 +70,7 @@ Options:
 Environment: GDRMESH_VM_CACHE (default ~/.cache/gdrmesh-vm) caches the kernel;
 GDRMESH_VM_KERNEL_PKG overrides the kernel package (e.g. linux-image-6.1.0-56-amd64);
 GDRMESH_VM_ACCEL=tcg|kvm forces the accelerator (default: KVM when qemu can start on it and the
-guest reaches /init within GDRMESH_VM_KVM_BOOT_S, default 60; else TCG, remembered per host boot).
+guest reaches /init within GDRMESH_VM_KVM_BOOT_S, default 30; else TCG, remembered per host boot).
 Exit codes: guest script's code (0..127), 2 setup error, 124 timeout,
 125 guest died without a verdict (see WORKDIR/console.log).
 EOF
@@ -606,7 +606,7 @@ T_BUILT=$(date +%s.%N)
 # 2026-11-27: all four Soft-RoCE suites ran into their 600-900 s timeouts that way;
 # `-cpu host,-arch-capabilities` and `-cpu qemu64` hang the same way). So a KVM boot has a
 # watchdog: when /init's boot marker is not on the console within GDRMESH_VM_KVM_BOOT_S
-# (default 60 s; a working KVM guest reaches it in about 1 s, TCG in 5-15 s), the VM is killed
+# (default 30 s; a working KVM guest reaches it in about 1 s, TCG in 5-15 s), the VM is killed
 # and booted again under TCG, and the finding is remembered for this host boot
 # ($CACHE/accel/kvm-hangs-<boot_id>) so later runs go straight to TCG.
 # GDRMESH_VM_ACCEL=tcg|kvm skips the probe and the watchdog.
@@ -615,7 +615,7 @@ WATCH_KVM=0
 T_KVM_LOST=""
 BOOT_ID="$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || echo unknown)"
 KVM_MEMO="$CACHE/accel/kvm-hangs-$BOOT_ID"
-KVM_BOOT_S="${GDRMESH_VM_KVM_BOOT_S:-60}"
+KVM_BOOT_S="${GDRMESH_VM_KVM_BOOT_S:-30}"
 [[ "$KVM_BOOT_S" =~ ^[1-9][0-9]*$ ]] || die "GDRMESH_VM_KVM_BOOT_S must be a whole number of seconds (got '$KVM_BOOT_S')"
 case "${GDRMESH_VM_ACCEL:-auto}" in
     tcg) ;;
