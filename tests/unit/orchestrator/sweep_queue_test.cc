@@ -238,12 +238,6 @@ TEST(SweepQueue, AResumedSweepWhosePlanChangedEndsInterrupted) {
   EXPECT_EQ(rig.testsRun().size(), sent);
 }
 
-}  // namespace
-}  // namespace gdrmesh::testing
-
-namespace gdrmesh::testing {
-namespace {
-
 TEST(SweepQueue, ASweepStoppedByAShutdownResumesAtTheNextStart) {
   SweepRig rig;
   for (const char* w : {"h0", "h1", "h2", "h3"}) rig.workers.fake(w).behaviour.run_seconds = 1;

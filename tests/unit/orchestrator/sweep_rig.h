@@ -27,19 +27,16 @@
 #include "coordinator/store/result_writer.h"
 #include "coordinator/store/sqlite_store.h"
 #include "tests/support/fake_worker_channel.h"
+#include "tests/support/sweep_wait.h"
 #include "tests/support/temp_dir.h"
 
 namespace gdrmesh::testing {
 
-// All pairs, 64 KiB x 10, seed 7, no retry, no localisation: stored as its name and read back
-// as itself, so a resumed sweep plans again the same tests in the same order.
+// The SweepManager tests' all-pairs sweep (tests/support/sweep_wait.h) with seed 7: stored as
+// its name and read back as itself, so a resumed sweep plans again the same tests in the same
+// order.
 inline SweepSpec rigAllPairs() {
-  SweepSpec spec;
-  spec.pattern = SweepPattern::kAllPairs;
-  spec.test.message_size = 65536;
-  spec.test.iterations = 10;
-  spec.retries = 0;
-  spec.localise = false;
+  SweepSpec spec = plainAllPairs();
   spec.seed = 7;
   return spec;
 }
