@@ -75,6 +75,16 @@ std::shared_ptr<LiveSweep> SweepBoard::find(const std::string& id) {
   return it == recent.end() ? nullptr : it->second;
 }
 
+uint64_t SweepBoard::startingTests() {
+  // board.mu, then the executor's own lock: the order cancel() takes them in.
+  std::lock_guard<std::mutex> lock(mu);
+  uint64_t n = 0;
+  for (const auto& [id, s] : recent) {
+    if (s->executor) n += s->executor->progress().starting;
+  }
+  return n;
+}
+
 std::pair<SweepProgress, uint64_t> SweepBoard::waitForChange(const std::shared_ptr<LiveSweep>& s,
                                                              uint64_t version,
                                                              Clock::TimePoint deadline) {

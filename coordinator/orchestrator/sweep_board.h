@@ -107,6 +107,10 @@ class SweepBoard {
   // returns its progress and version.
   std::pair<SweepProgress, uint64_t> waitForChange(const std::shared_ptr<LiveSweep>& s,
                                                    uint64_t version, Clock::TimePoint deadline);
+  // Tests that the board's sweeps dispatched and whose start has not returned
+  // (ExecutorProgress::starting, summed). A test that moves a ManualClock waits for 0 before
+  // each step, so no start takes its deadline at one time and its first reply at another.
+  uint64_t startingTests();
 
  private:
   Clock& clock_;

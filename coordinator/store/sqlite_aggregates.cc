@@ -23,12 +23,21 @@ namespace gdrmesh {
 using namespace sqlite_detail;
 using namespace store_detail;
 
-namespace {
+// Named, not anonymous: SqliteStore::AggregateScan (a member of a class with external linkage)
+// holds these, and GCC's -Wsubobject-linkage rejects an anonymous-namespace field type once
+// this file is compiled inside a unity source (the sanitizer builds).
+namespace sqlite_aggregates_detail {
 
 struct AggregateGroup {
   PairAggregate a;
   std::vector<double> values;
 };
+
+}  // namespace sqlite_aggregates_detail
+
+using sqlite_aggregates_detail::AggregateGroup;
+
+namespace {
 
 const char* const kAggregateColumns =
     "sweep_id, src, dst, op, mode, message_size, started_ms, tests, passed, failed, skipped, "

@@ -252,6 +252,12 @@ TEST(SweepQueue, ASweepStoppedByAShutdownResumesAtTheNextStart) {
     first.queue.shutdown();
     stopped = true;
   });
+  // The clock stands still until the shutdown is seen: steps taken before it would end the
+  // tests still waiting (seen on a loaded machine: all six done, the sweep "finished").
+  ASSERT_TRUE(rig.await([&] {
+    std::lock_guard<std::mutex> lock(first.board.mu);
+    return first.board.stopping;
+  }));
   ASSERT_TRUE(rig.drive([&] { return stopped.load(); }));
   stopper.join();
   auto stored = rig.store->getSweep(id);

@@ -98,14 +98,25 @@ class SweepRig {
   }
 
   // Moves the clock in steps of `step` seconds until `done()` holds; false when it did not
-  // within a minute of real time (a safety net against a hang, not a timing).
+  // within a minute of real time (a safety net against a hang, not a timing). Before each look
+  // and each step it waits for the starts in flight (settled()): a sweep's thread that starts
+  // its first tests takes their deadlines from the clock, and a step taken meanwhile would
+  // spend time those tests never had (seen on a loaded machine: "worker h0 did not answer").
   template <typename F>
   bool drive(F done, double step = 0.05) {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!done()) {
+    while (true) {
+      if (!await([&] { return settled(); })) return false;
+      if (done()) return true;
       if (std::chrono::steady_clock::now() > give_up) return false;
       clock.advanceSeconds(step);
       std::this_thread::yield();
+    }
+  }
+  // No coordinator's sweep is starting a test.
+  bool settled() {
+    for (auto& c : coordinators) {
+      if (c->board.startingTests() > 0) return false;
     }
     return true;
   }
