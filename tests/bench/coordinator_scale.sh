@@ -168,6 +168,12 @@ if command -v sqlite3 >/dev/null; then
     echo "last result to the report printed by the CLI: $(calc "$w1 - $last / 1000") s"
   fi
 fi
+# The coordinator's own account of the sweep's end (its log): the report's rows and the
+# per-pair aggregates, stored after the judge and before the sweep shows as ended. With the
+# judge's share above, this is the time from the last test to a report the CLI can read.
+stored=$(grep -o 'report stored ([0-9]* verdicts) in [0-9]* ms, aggregates in [0-9]* ms' \
+  "$dir/coord.log" | tail -1 || true)
+[[ -n "$stored" ]] && echo "end of the sweep in the coordinator: $stored"
 [[ -s "$dir/threads.txt" ]] && cat "$dir/threads.txt"
 if [[ -s "$dir/perf.txt" ]]; then
   awk -v t="$tests" '/syscalls:sys_enter_/ { gsub(",", "", $1); sub("syscalls:sys_enter_", "", $2);
