@@ -101,6 +101,13 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   Status postError(int rc, Op op) const {
     return callError("ibv_post_send (" + std::string(opName(op)) + ")", rc, dev_);
   }
+  // init()'s steps: the spec's depths and sizes; the device, its port, the CPU placement and
+  // (RoCE, or a GID index asked for) the GID; the CQs with the receive completion channel and
+  // the abort eventfd; what this side publishes (local_) once all is set up.
+  Status checkInitSpec() const;
+  Status openPort(ibv_gid* gid);
+  Status createCqs();
+  void describeLocal(const ibv_gid& gid);
   // RC QP attributes from the spec: our CQs, tx/rx depth, one SGE, the inline size.
   ibv_qp_init_attr qpInitAttr() const;
   // Signalling interval of the latency loops: never more unreaped sends than the queue holds.
