@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -156,6 +157,12 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   };
   Result<Measurement> runBandwidth(const RunSpec& rs);
   Status pump(Stream& st, Watch& watch, RecvProgress& rx);
+  // pump()'s reaping, one batch of the CQ each. Sends: the signalled completion of a QP
+  // completes every send up to its mark (marks[q], in post order). Receives: counted per QP,
+  // the final marker noted, each receive re-posted; the end signal is not data (end_seen_).
+  Status reapSends(Stream& st, std::vector<std::deque<uint64_t>>& marks,
+                   std::vector<uint64_t>& completed);
+  Status reapReceives(RecvProgress& rx);
 
   // The end signal (RunSpec::end_signal), verbs_endpoint.cc. Initiator: a zero-byte SEND with
   // immediate kEndImm on QP 0 after its last completion; a failure is not the measurement's
