@@ -46,9 +46,6 @@ void fillRecord(const WorkerStatus& w, const EndpointSelector& s, EndpointRecord
 
 }  // namespace
 
-using pair_test_detail::hasTransport;
-using pair_test_detail::orOffline;
-
 TestResult startedResult(const PairTestSpec& spec, const PairEndpoints& endpoints,
                          std::string test_id, int64_t started_ms) {
   TestResult r;
@@ -60,8 +57,8 @@ TestResult startedResult(const PairTestSpec& spec, const PairEndpoints& endpoint
   r.message_size = spec.message_size;
   r.iterations = spec.iterations;
   r.num_qps = spec.num_qps;
-  const auto ini = orOffline(endpoints.initiator, spec.initiator.worker);
-  const auto tgt = orOffline(endpoints.target, spec.target.worker);
+  const auto ini = pair_test_detail::orOffline(endpoints.initiator, spec.initiator.worker);
+  const auto tgt = pair_test_detail::orOffline(endpoints.target, spec.target.worker);
   fillRecord(*ini, spec.initiator, &r.initiator);
   fillRecord(*tgt, spec.target, &r.target);
   r.transport = chooseTransport(spec, ini->inventory, tgt->inventory)
@@ -118,7 +115,8 @@ std::optional<TransportKind> chooseTransport(const PairTestSpec& spec, const Inv
   }
   for (TransportKind t :
        {TransportKind::kVerbs, TransportKind::kSimulated, TransportKind::kEmulated}) {
-    if (hasTransport(initiator, t) && hasTransport(target, t)) return t;
+    if (pair_test_detail::hasTransport(initiator, t) && pair_test_detail::hasTransport(target, t))
+      return t;
   }
   return std::nullopt;
 }
