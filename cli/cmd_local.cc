@@ -294,6 +294,77 @@ void slurmDrainForCheck(const LocalArgs& a, const std::vector<PreflightCheck>& c
   }
 }
 
+// The loopback pattern on this host's own NICs (each to itself), or once through the
+// emulated transport; each NIC gets an equal share of the time left before `deadline`.
+void addLoopbackChecks(const LocalArgs& a, const WorkerSetup& setup, TransportKind transport,
+                       uint64_t size, std::chrono::steady_clock::time_point deadline,
+                       std::vector<PreflightCheck>* checks) {
+  std::vector<std::string> devices;
+  const bool viable =
+      std::find(setup.inventory.transports.begin(), setup.inventory.transports.end(),
+                toString(transport)) != setup.inventory.transports.end();
+  if (transport == TransportKind::kVerbs) {
+    for (const auto& n : setup.inventory.nics) devices.push_back(n.name);
+  } else {
+    devices.push_back("");
+  }
+  if (!viable || !setup.sessions || devices.empty()) {
+    PreflightCheck c;
+    c.id = "loopback";
+    c.title = "loopback write through each NIC";
+    c.status = "N/A";
+    std::string why;
+    for (const auto& n : setup.notes) why += (why.empty() ? "" : "; ") + n;
+    c.detail = std::string("no ") + toString(transport) + " device to test" +
+               (why.empty() ? "" : ": " + why);
+    checks->push_back(std::move(c));
+  }
+  for (size_t i = 0; viable && setup.sessions && i < devices.size(); ++i) {
+    const double left =
+        std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (left < 1) {
+      PreflightCheck c;
+      c.id = "loopback." + devices[i];
+      c.title = "loopback write through " + devices[i];
+      c.status = "FAIL";
+      c.detail = "not run: the time limit (" + a.time_limit + ") was spent before it";
+      c.remediation = "give a longer --time-limit, fewer --iters or a smaller --size";
+      checks->push_back(std::move(c));
+      continue;
+    }
+    // Each NIC gets an equal share of what is left.
+    const double share = left / static_cast<double>(devices.size() - i);
+    checks->push_back(runLoopbackCheck(*setup.sessions, transport, devices[i], size, a.iterations,
+                                       share, a.test_corrupt_bytes));
+  }
+}
+
+// The checks as JSON (-o json), or as a table with the verdict and the time taken.
+void printCheckReport(const LocalArgs& a, const std::vector<PreflightCheck>& checks,
+                      std::chrono::steady_clock::time_point started) {
+  if (a.output == "json") {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& c : checks) {
+      j.push_back({{"id", c.id},
+                   {"title", c.title},
+                   {"status", c.status},
+                   {"detail", c.detail},
+                   {"remediation", c.remediation}});
+    }
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << checksTable(checks);
+    const int code = exitFor(checks);
+    char took[32];
+    std::snprintf(
+        took, sizeof(took), "%.1f s",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    std::cout << "\n"
+              << (code == kExitOk ? "healthy" : "UNHEALTHY") << " (exit " << code << ", " << took
+              << ")\n";
+  }
+}
+
 int runCheck(const LocalArgs& a) {
   if (!a.local) {
     std::fprintf(stderr, "gdrmesh check: give --local (the checks of this host)\n");
@@ -331,67 +402,8 @@ int runCheck(const LocalArgs& a) {
                                                        {}, setup->inventory, &checks)) {
     return kExitUsage;
   }
-  // The loopback pattern on this host's own NICs (each to itself), or once through the
-  // emulated transport.
-  std::vector<std::string> devices;
-  const bool viable =
-      std::find(setup->inventory.transports.begin(), setup->inventory.transports.end(),
-                toString(*transport)) != setup->inventory.transports.end();
-  if (*transport == TransportKind::kVerbs) {
-    for (const auto& n : setup->inventory.nics) devices.push_back(n.name);
-  } else {
-    devices.push_back("");
-  }
-  if (!viable || !setup->sessions || devices.empty()) {
-    PreflightCheck c;
-    c.id = "loopback";
-    c.title = "loopback write through each NIC";
-    c.status = "N/A";
-    std::string why;
-    for (const auto& n : setup->notes) why += (why.empty() ? "" : "; ") + n;
-    c.detail = std::string("no ") + toString(*transport) + " device to test" +
-               (why.empty() ? "" : ": " + why);
-    checks.push_back(std::move(c));
-  }
-  for (size_t i = 0; viable && setup->sessions && i < devices.size(); ++i) {
-    const double left =
-        std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-    if (left < 1) {
-      PreflightCheck c;
-      c.id = "loopback." + devices[i];
-      c.title = "loopback write through " + devices[i];
-      c.status = "FAIL";
-      c.detail = "not run: the time limit (" + a.time_limit + ") was spent before it";
-      c.remediation = "give a longer --time-limit, fewer --iters or a smaller --size";
-      checks.push_back(std::move(c));
-      continue;
-    }
-    // Each NIC gets an equal share of what is left.
-    const double share = left / static_cast<double>(devices.size() - i);
-    checks.push_back(runLoopbackCheck(*setup->sessions, *transport, devices[i], *size, a.iterations,
-                                      share, a.test_corrupt_bytes));
-  }
-  if (a.output == "json") {
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& c : checks) {
-      j.push_back({{"id", c.id},
-                   {"title", c.title},
-                   {"status", c.status},
-                   {"detail", c.detail},
-                   {"remediation", c.remediation}});
-    }
-    std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << checksTable(checks);
-    const int code = exitFor(checks);
-    char took[32];
-    std::snprintf(
-        took, sizeof(took), "%.1f s",
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    std::cout << "\n"
-              << (code == kExitOk ? "healthy" : "UNHEALTHY") << " (exit " << code << ", " << took
-              << ")\n";
-  }
+  addLoopbackChecks(a, *setup, *transport, *size, deadline, &checks);
+  printCheckReport(a, checks, started);
   const int code = exitFor(checks);
   if (a.slurm_drain) slurmDrainForCheck(a, checks, code);
   return code;

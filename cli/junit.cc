@@ -236,24 +236,13 @@ size_t partOf(const v1::SweepReport& report, int64_t plan_index, Op op, Mode mod
   return 0;
 }
 
-}  // namespace
-
-std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
-                                        const std::string& coordinator) {
+// One suite per part (each sweep of an acceptance run's config), named by its pattern and
+// test, its cases of class gdrmesh.<its pattern> (pushed to *part_cls, one per suite).
+std::vector<JUnitSuite> junitPartSuites(const v1::SweepReport& report,
+                                        const std::string& coordinator, const std::string& pattern,
+                                        std::vector<std::string>* part_cls) {
   const auto& p = report.progress();
-  std::string pattern = p.pattern().empty() ? report.spec().pattern() : p.pattern();
-  if (pattern.empty()) pattern = "config";
-  std::string cls = "gdrmesh." + pattern;
-
-  std::map<std::string, const v1::PairVerdict*> verdict_of;
-  for (const auto& v : report.verdicts()) {
-    if (!v.test_id().empty()) verdict_of[v.test_id()] = &v;
-  }
-
-  // One suite per part (each sweep of an acceptance run's config), named by its pattern and
-  // test, its cases of class gdrmesh.<its pattern>.
   const int parts = report.parts_size();
-  std::vector<std::string> part_cls;
   std::vector<JUnitSuite> suites;
   for (int i = 0; i < parts; ++i) {
     const auto& part = report.parts(i);
@@ -275,8 +264,74 @@ std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
                     {"verdict", p.verdict()}};
     if (!p.name().empty()) s.properties.emplace_back("name", p.name());
     suites.push_back(std::move(s));
-    part_cls.push_back("gdrmesh." + pat);
+    part_cls->push_back("gdrmesh." + pat);
   }
+  return suites;
+}
+
+// Without parts (an older coordinator): the suite of one run of the sweep, `key` its run id.
+JUnitSuite junitRunSuite(const v1::SweepProgress& p, const std::string& key,
+                         const std::string& pattern, const std::string& coordinator) {
+  JUnitSuite s;
+  s.name = key + " " + pattern;
+  s.timestamp = p.started_ms() > 0 ? formatRfc3339(p.started_ms()).substr(0, 19) : "";
+  s.time_seconds = p.elapsed_seconds();
+  s.properties = {{"sweep_id", p.id()},
+                  {"coordinator", coordinator},
+                  {"started", p.started_ms() > 0 ? formatRfc3339(p.started_ms()) : ""},
+                  {"pattern", pattern},
+                  {"state", p.state()},
+                  {"verdict", p.verdict()}};
+  if (!p.name().empty()) s.properties.emplace_back("name", p.name());
+  if (key != p.id()) s.properties.emplace_back("run_id", key);
+  return s;
+}
+
+// The case for the sweep as a whole: fails unless it finished with verdict PASS, its detail
+// the counts, the suspects with their evidence and the notes.
+JUnitCase junitOverallCase(const v1::SweepReport& report) {
+  const auto& p = report.progress();
+  JUnitCase overall;
+  overall.classname = "gdrmesh.sweep";
+  overall.name = "sweep verdict";
+  overall.time_seconds = p.elapsed_seconds();
+  if (p.state() != "finished" || p.verdict() != "PASS") {
+    overall.outcome = JUnitCase::Outcome::kFail;
+    overall.message = p.state() != "finished"
+                          ? "sweep " + p.state() + (p.reason().empty() ? "" : ": " + p.reason())
+                          : "verdict " + (p.verdict().empty() ? std::string("none") : p.verdict());
+    std::ostringstream d;
+    const auto& vc = report.verdict_counts();
+    d << "sweep " << p.id() << " " << p.state() << ", tests " << testCountsText(p) << "; verdicts "
+      << verdictCountsText(vc.pass(), vc.fail(), vc.skip()) << "\n";
+    for (const auto& s : report.suspects()) {
+      d << "suspect " << s.kind() << " " << s.name() << " (score " << fmt(s.score(), 2) << ")";
+      for (const auto& e : s.evidence()) d << "; " << e;
+      d << "\n";
+    }
+    for (const auto& n : report.notes()) d << "note: " << n << "\n";
+    overall.detail = d.str();
+  }
+  return overall;
+}
+
+}  // namespace
+
+std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
+                                        const std::string& coordinator) {
+  const auto& p = report.progress();
+  std::string pattern = p.pattern().empty() ? report.spec().pattern() : p.pattern();
+  if (pattern.empty()) pattern = "config";
+  std::string cls = "gdrmesh." + pattern;
+
+  std::map<std::string, const v1::PairVerdict*> verdict_of;
+  for (const auto& v : report.verdicts()) {
+    if (!v.test_id().empty()) verdict_of[v.test_id()] = &v;
+  }
+
+  const int parts = report.parts_size();
+  std::vector<std::string> part_cls;
+  std::vector<JUnitSuite> suites = junitPartSuites(report, coordinator, pattern, &part_cls);
 
   // Without parts (an older coordinator): suites in the order their runs first appear,
   // the sweep's own id first.
@@ -285,20 +340,8 @@ std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
     std::string key = run_id.empty() ? p.id() : run_id;
     auto it = suite_of.find(key);
     if (it != suite_of.end()) return suites[it->second];
-    JUnitSuite s;
-    s.name = key + " " + pattern;
-    s.timestamp = p.started_ms() > 0 ? formatRfc3339(p.started_ms()).substr(0, 19) : "";
-    s.time_seconds = p.elapsed_seconds();
-    s.properties = {{"sweep_id", p.id()},
-                    {"coordinator", coordinator},
-                    {"started", p.started_ms() > 0 ? formatRfc3339(p.started_ms()) : ""},
-                    {"pattern", pattern},
-                    {"state", p.state()},
-                    {"verdict", p.verdict()}};
-    if (!p.name().empty()) s.properties.emplace_back("name", p.name());
-    if (key != p.id()) s.properties.emplace_back("run_id", key);
     suite_of[key] = suites.size();
-    suites.push_back(std::move(s));
+    suites.push_back(junitRunSuite(p, key, pattern, coordinator));
     return suites.back();
   };
   if (parts == 0) suite_for(p.id());
@@ -334,28 +377,7 @@ std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
     }
   }
 
-  JUnitCase overall;
-  overall.classname = "gdrmesh.sweep";
-  overall.name = "sweep verdict";
-  overall.time_seconds = p.elapsed_seconds();
-  if (p.state() != "finished" || p.verdict() != "PASS") {
-    overall.outcome = JUnitCase::Outcome::kFail;
-    overall.message = p.state() != "finished"
-                          ? "sweep " + p.state() + (p.reason().empty() ? "" : ": " + p.reason())
-                          : "verdict " + (p.verdict().empty() ? std::string("none") : p.verdict());
-    std::ostringstream d;
-    const auto& vc = report.verdict_counts();
-    d << "sweep " << p.id() << " " << p.state() << ", tests " << testCountsText(p) << "; verdicts "
-      << verdictCountsText(vc.pass(), vc.fail(), vc.skip()) << "\n";
-    for (const auto& s : report.suspects()) {
-      d << "suspect " << s.kind() << " " << s.name() << " (score " << fmt(s.score(), 2) << ")";
-      for (const auto& e : s.evidence()) d << "; " << e;
-      d << "\n";
-    }
-    for (const auto& n : report.notes()) d << "note: " << n << "\n";
-    overall.detail = d.str();
-  }
-  suites.front().cases.insert(suites.front().cases.begin(), std::move(overall));
+  suites.front().cases.insert(suites.front().cases.begin(), junitOverallCase(report));
   return suites;
 }
 

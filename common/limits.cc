@@ -103,21 +103,41 @@ bool validWorkerName(std::string_view n, size_t max_len) {
   return true;
 }
 
-Status checkRegistration(const std::string& name, const Inventory& inv,
-                         const std::map<std::string, std::string>& labels,
-                         const RegistrationLimits& lim) {
-  if (!validWorkerName(name, lim.name)) {
-    return invalidArgument("name: worker name '" + cleanText(name, 80) + "': use 1-" +
-                               std::to_string(lim.name) + " characters from A-Z a-z 0-9 . _ -",
-                           "start the worker with --name NAME");
+namespace {
+
+// checkRegistration's parts, one per part of the inventory (and the labels).
+
+Status checkRegisteredPort(const std::string& pf, const NicPort& port,
+                           const RegistrationLimits& lim) {
+  const size_t st = lim.short_text;
+  for (const auto* v : {&port.state, &port.link_layer, &port.netdev}) {
+    GDR_RETURN_IF_ERROR(text(pf, *v, st));
   }
-  const size_t st = lim.short_text, lt = lim.long_text;
-  GDR_RETURN_IF_ERROR(text("inventory.hostname", inv.hostname, st));
-  GDR_RETURN_IF_ERROR(text("inventory.worker_version", inv.worker_version, st));
-  GDR_RETURN_IF_ERROR(text("inventory.cuda_driver_version", inv.cuda_driver_version, st));
-  GDR_RETURN_IF_ERROR(text("inventory.rdma_core_version", inv.rdma_core_version, st));
-  GDR_RETURN_IF_ERROR(text("inventory.kernel_release", inv.kernel_release, st));
-  GDR_RETURN_IF_ERROR(text("inventory.nvidia_driver_version", inv.nvidia_driver_version, st));
+  if (!std::isfinite(port.rate_gbps) || port.rate_gbps < 0 ||
+      port.rate_gbps > lim.max_port_rate_gbps) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%g", port.rate_gbps);
+    return invalidArgument(pf + ".rate_gbps: " + buf + " is not a port rate (0.." +
+                               std::to_string(static_cast<int>(lim.max_port_rate_gbps)) + " Gb/s)",
+                           "report the port's rate as sysfs has it (docs/results-trust.md)");
+  }
+  if (port.state == "ACTIVE" && port.rate_gbps == 0) {
+    return invalidArgument(pf + ".rate_gbps: 0 on an ACTIVE port",
+                           "report the port's rate as sysfs has it (.../ports/N/rate); an "
+                           "active port has one (docs/results-trust.md)");
+  }
+  if (port.gids.size() > lim.gids_per_port) {
+    return tooMany(pf + ".gids", port.gids.size(), lim.gids_per_port);
+  }
+  for (const auto& g : port.gids) {
+    GDR_RETURN_IF_ERROR(text(pf + ".gids", g.gid, st));
+    GDR_RETURN_IF_ERROR(text(pf + ".gids", g.type, st));
+  }
+  return {};
+}
+
+Status checkRegisteredNics(const Inventory& inv, const RegistrationLimits& lim) {
+  const size_t st = lim.short_text;
   if (inv.nics.size() > lim.nics) return tooMany("inventory.nics", inv.nics.size(), lim.nics);
   for (size_t i = 0; i < inv.nics.size(); ++i) {
     const Nic& n = inv.nics[i];
@@ -129,34 +149,16 @@ Status checkRegistration(const std::string& name, const Inventory& inv,
       return tooMany(f + ".ports", n.ports.size(), lim.ports_per_nic);
     }
     for (size_t p = 0; p < n.ports.size(); ++p) {
-      const NicPort& port = n.ports[p];
-      const std::string pf = f + ".ports[" + std::to_string(p) + "]";
-      for (const auto* v : {&port.state, &port.link_layer, &port.netdev}) {
-        GDR_RETURN_IF_ERROR(text(pf, *v, st));
-      }
-      if (!std::isfinite(port.rate_gbps) || port.rate_gbps < 0 ||
-          port.rate_gbps > lim.max_port_rate_gbps) {
-        char buf[64];
-        std::snprintf(buf, sizeof(buf), "%g", port.rate_gbps);
-        return invalidArgument(pf + ".rate_gbps: " + buf + " is not a port rate (0.." +
-                                   std::to_string(static_cast<int>(lim.max_port_rate_gbps)) +
-                                   " Gb/s)",
-                               "report the port's rate as sysfs has it (docs/results-trust.md)");
-      }
-      if (port.state == "ACTIVE" && port.rate_gbps == 0) {
-        return invalidArgument(pf + ".rate_gbps: 0 on an ACTIVE port",
-                               "report the port's rate as sysfs has it (.../ports/N/rate); an "
-                               "active port has one (docs/results-trust.md)");
-      }
-      if (port.gids.size() > lim.gids_per_port) {
-        return tooMany(pf + ".gids", port.gids.size(), lim.gids_per_port);
-      }
-      for (const auto& g : port.gids) {
-        GDR_RETURN_IF_ERROR(text(pf + ".gids", g.gid, st));
-        GDR_RETURN_IF_ERROR(text(pf + ".gids", g.type, st));
-      }
+      GDR_RETURN_IF_ERROR(
+          checkRegisteredPort(f + ".ports[" + std::to_string(p) + "]", n.ports[p], lim));
     }
   }
+  return {};
+}
+
+// GPUs, transports and their capabilities.
+Status checkRegisteredDevices(const Inventory& inv, const RegistrationLimits& lim) {
+  const size_t st = lim.short_text;
   if (inv.gpus.size() > lim.gpus) return tooMany("inventory.gpus", inv.gpus.size(), lim.gpus);
   for (size_t i = 0; i < inv.gpus.size(); ++i) {
     const Gpu& g = inv.gpus[i];
@@ -183,6 +185,11 @@ Status checkRegistration(const std::string& name, const Inventory& inv,
       if (n > lim.capability_values) return tooMany(f + list, n, lim.capability_values);
     }
   }
+  return {};
+}
+
+Status checkRegisteredNotes(const Inventory& inv, const RegistrationLimits& lim) {
+  const size_t st = lim.short_text, lt = lim.long_text;
   if (inv.notes.size() > lim.notes) return tooMany("inventory.notes", inv.notes.size(), lim.notes);
   for (const auto& n : inv.notes) GDR_RETURN_IF_ERROR(text("inventory.notes", n, lt));
   if (inv.preflight.size() > lim.preflight) {
@@ -195,6 +202,11 @@ Status checkRegistration(const std::string& name, const Inventory& inv,
     GDR_RETURN_IF_ERROR(text("inventory.preflight[" + c.id + "].detail", c.detail, lt));
     GDR_RETURN_IF_ERROR(text("inventory.preflight[" + c.id + "].remediation", c.remediation, lt));
   }
+  return {};
+}
+
+Status checkRegisteredLabels(const std::map<std::string, std::string>& labels,
+                             const RegistrationLimits& lim) {
   if (labels.size() > lim.labels) return tooMany("labels", labels.size(), lim.labels);
   for (const auto& [k, v] : labels) {
     bool ok_key = !k.empty() && k.size() <= lim.label_key;
@@ -211,6 +223,29 @@ Status checkRegistration(const std::string& name, const Inventory& inv,
     GDR_RETURN_IF_ERROR(text("labels[" + k + "]", v, lim.label_value));
   }
   return {};
+}
+
+}  // namespace
+
+Status checkRegistration(const std::string& name, const Inventory& inv,
+                         const std::map<std::string, std::string>& labels,
+                         const RegistrationLimits& lim) {
+  if (!validWorkerName(name, lim.name)) {
+    return invalidArgument("name: worker name '" + cleanText(name, 80) + "': use 1-" +
+                               std::to_string(lim.name) + " characters from A-Z a-z 0-9 . _ -",
+                           "start the worker with --name NAME");
+  }
+  const size_t st = lim.short_text;
+  GDR_RETURN_IF_ERROR(text("inventory.hostname", inv.hostname, st));
+  GDR_RETURN_IF_ERROR(text("inventory.worker_version", inv.worker_version, st));
+  GDR_RETURN_IF_ERROR(text("inventory.cuda_driver_version", inv.cuda_driver_version, st));
+  GDR_RETURN_IF_ERROR(text("inventory.rdma_core_version", inv.rdma_core_version, st));
+  GDR_RETURN_IF_ERROR(text("inventory.kernel_release", inv.kernel_release, st));
+  GDR_RETURN_IF_ERROR(text("inventory.nvidia_driver_version", inv.nvidia_driver_version, st));
+  GDR_RETURN_IF_ERROR(checkRegisteredNics(inv, lim));
+  GDR_RETURN_IF_ERROR(checkRegisteredDevices(inv, lim));
+  GDR_RETURN_IF_ERROR(checkRegisteredNotes(inv, lim));
+  return checkRegisteredLabels(labels, lim);
 }
 
 std::string cleanText(std::string_view s, size_t max_bytes) {

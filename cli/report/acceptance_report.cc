@@ -363,7 +363,8 @@ void writeParts(const std::vector<SweepPart>& parts, Writer& w) {
           rows);
 }
 
-void writeSummary(const ReportInput& in, const std::vector<std::string>& hosts, Writer& w) {
+// The sweep at a glance: id, verdict, state, times, pattern and the counts of tests and verdicts.
+void writeSummaryTable(const ReportInput& in, const std::vector<std::string>& hosts, Writer& w) {
   const auto& p = in.sweep.progress;
   const auto& spec = in.sweep.spec;
   std::map<std::string, int> by_status{{"PASSED", 0}, {"FAILED", 0}, {"SKIPPED", 0}, {"ERROR", 0}};
@@ -411,7 +412,12 @@ void writeSummary(const ReportInput& in, const std::vector<std::string>& hosts, 
                                   (p.verdict.empty() ? std::string() : ": verdict " + p.verdict)});
   rows.push_back({"Report generated", when(in.generated_ms)});
   w.table({"", ""}, rows);
+}
 
+// How the sweep was asked for: its test (or, for an acceptance run, the parts it ran) and the
+// settings every sweep has.
+void writeConfiguration(const ReportInput& in, Writer& w) {
+  const auto& spec = in.sweep.spec;
   w.heading("Configuration");
   const auto& t = spec.test;
   std::string select;
@@ -457,7 +463,11 @@ void writeSummary(const ReportInput& in, const std::vector<std::string>& hosts, 
                    std::to_string(spec.random_rounds) + " / " + std::to_string(spec.seed)});
   }
   w.table({"Setting", "Value"}, cfg);
+}
 
+// The thresholds the verdicts were judged by: the config's own, then each host class's.
+void writeThresholds(const ReportInput& in, Writer& w) {
+  const auto& spec = in.sweep.spec;
   w.heading("Thresholds");
   if (!in.config_error.empty()) {
     w.para("The sweep's stored config could not be read: " + in.config_error);
@@ -477,6 +487,12 @@ void writeSummary(const ReportInput& in, const std::vector<std::string>& hosts, 
     if (!spec.config_yaml.empty())
       w.pre("Cluster config as stored with the sweep", spec.config_yaml);
   }
+}
+
+void writeSummary(const ReportInput& in, const std::vector<std::string>& hosts, Writer& w) {
+  writeSummaryTable(in, hosts, w);
+  writeConfiguration(in, w);
+  writeThresholds(in, w);
 }
 
 void writeMatrix(const ReportInput& in, size_t max_hosts, Writer& w) {
@@ -709,73 +725,6 @@ std::string writeReport(const ReportInput& in, Writer& w, size_t default_max_hos
 }
 
 }  // namespace
-
-std::string htmlEscape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string mdEscape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    switch (c) {
-      case '\r':
-        if (i + 1 < s.size() && s[i + 1] == '\n') break;  // \r\n: one space, from the \n
-        out += ' ';
-        break;
-      case '\n':
-        out += ' ';
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '|':
-      case '\\':
-      case '`':
-      case '*':
-      case '_':
-      case '[':
-      case ']':
-      case '#':
-        out += '\\';
-        out += c;
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::vector<std::string> sweepHosts(const SweepReportData& sweep) {
   std::set<std::string> hosts(sweep.spec.hosts.begin(), sweep.spec.hosts.end());

@@ -167,9 +167,15 @@ std::vector<std::string> ActionEngine::onSweepEnd(const SweepEnding& end) {
       return lines;
     }
   }
-  const bool dry = options_.mode == ActionOptions::Mode::kDryRun;
-  const std::string taken = dry ? "dry-run" : "taken";
+  const std::vector<MarkRequest> to_mark = drainsToMark(end, &lines);
+  if (!to_mark.empty()) drainAll(end, to_mark, &lines);
+  resumePassed(end, &lines);
+  return lines;
+}
 
+std::vector<MarkRequest> ActionEngine::drainsToMark(const SweepEnding& end,
+                                                    std::vector<std::string>* lines) {
+  const bool dry = options_.mode == ActionOptions::Mode::kDryRun;
   // Drains: suspects that nobody holds out yet.
   std::vector<MarkRequest> to_mark;
   for (const Target& t : targetsOf(end)) {
@@ -177,12 +183,12 @@ std::vector<std::string> ActionEngine::onSweepEnd(const SweepEnding& end) {
     const std::string reason = gdrmeshReason(req);
     auto mark = actuator_.inspect(t.node);
     if (!mark.ok()) {
-      lines.push_back(record(end.sweep_id, t.node, "drain", "failed", reason,
-                             "cannot read the node: " + mark.status().toString()));
+      lines->push_back(record(end.sweep_id, t.node, "drain", "failed", reason,
+                              "cannot read the node: " + mark.status().toString()));
       continue;
     }
     if (mark->owner == MarkOwner::kOther) {
-      lines.push_back(
+      lines->push_back(
           record(end.sweep_id, t.node, "drain", "skipped", reason,
                  "already out of service by someone else, left alone: " + mark->detail));
       continue;
@@ -194,90 +200,104 @@ std::vector<std::string> ActionEngine::onSweepEnd(const SweepEnding& end) {
     }
     to_mark.push_back(std::move(req));
   }
+  return to_mark;
+}
 
-  if (!to_mark.empty()) {
-    // The circuit breaker.
-    const auto window_ms = static_cast<int64_t>(std::llround(options_.window_seconds * 1000));
-    ActionQuery q;
-    q.since_ms = clock_.unixMs() - window_ms;
-    q.limit = 0;
-    std::set<std::string> recent;
-    auto records = store_.listActions(q);
-    if (records.ok()) {
-      for (const ActionRecord& r : *records) {
-        if (r.action == "drain" && (r.outcome == "taken" || (dry && r.outcome == "dry-run"))) {
-          recent.insert(r.node);
-        }
+std::string ActionEngine::breakerRefusal(const SweepEnding& end,
+                                         const std::vector<MarkRequest>& to_mark) {
+  const bool dry = options_.mode == ActionOptions::Mode::kDryRun;
+  const auto window_ms = static_cast<int64_t>(std::llround(options_.window_seconds * 1000));
+  ActionQuery q;
+  q.since_ms = clock_.unixMs() - window_ms;
+  q.limit = 0;
+  std::set<std::string> recent;
+  auto records = store_.listActions(q);
+  if (records.ok()) {
+    for (const ActionRecord& r : *records) {
+      if (r.action == "drain" && (r.outcome == "taken" || (dry && r.outcome == "dry-run"))) {
+        recent.insert(r.node);
       }
-    }
-    std::set<std::string> after = recent;
-    for (const MarkRequest& m : to_mark) after.insert(m.node);
-    // A share of the cluster: a sweep over a few of its hosts (one rack, one node's check) may
-    // drain as many as a sweep over all of them.
-    const size_t cluster = std::max(end.cluster_hosts, end.hosts.size());
-    const auto limit =
-        static_cast<size_t>(std::floor(options_.max_share * static_cast<double>(cluster) + 1e-9));
-    std::string refused;
-    if (!records.ok()) {
-      refused = "circuit breaker: cannot read the recent actions (" + records.status().toString() +
-                "), so none is taken";
-    } else if (after.size() > limit) {
-      char share[32];
-      std::snprintf(share, sizeof(share), "%g %%", options_.max_share * 100);
-      refused = "circuit breaker: " + std::to_string(after.size()) + " nodes drained within " +
-                std::to_string(static_cast<long long>(options_.window_seconds)) +
-                " s would exceed max_share " + share + " of the cluster's " +
-                std::to_string(cluster) + " hosts (at most " + std::to_string(limit) + "; " +
-                std::to_string(recent.size()) +
-                " already); check the fabric (a spine or switch?) before draining by hand";
-    }
-    for (const MarkRequest& m : to_mark) {
-      const std::string reason = gdrmeshReason(m);
-      if (!refused.empty()) {
-        lines.push_back(record(end.sweep_id, m.node, "drain", "refused", reason, refused));
-        continue;
-      }
-      if (dry) {
-        lines.push_back(record(end.sweep_id, m.node, "drain", taken, reason,
-                               "would run: " + actuator_.describeMark(m)));
-        continue;
-      }
-      Status st = actuator_.mark(m);
-      lines.push_back(record(end.sweep_id, m.node, "drain", st.ok() ? "taken" : "failed", reason,
-                             st.ok() ? actuator_.describeMark(m) : st.toString()));
     }
   }
+  std::set<std::string> after = recent;
+  for (const MarkRequest& m : to_mark) after.insert(m.node);
+  // A share of the cluster: a sweep over a few of its hosts (one rack, one node's check) may
+  // drain as many as a sweep over all of them.
+  const size_t cluster = std::max(end.cluster_hosts, end.hosts.size());
+  const auto limit =
+      static_cast<size_t>(std::floor(options_.max_share * static_cast<double>(cluster) + 1e-9));
+  std::string refused;
+  if (!records.ok()) {
+    refused = "circuit breaker: cannot read the recent actions (" + records.status().toString() +
+              "), so none is taken";
+  } else if (after.size() > limit) {
+    char share[32];
+    std::snprintf(share, sizeof(share), "%g %%", options_.max_share * 100);
+    refused = "circuit breaker: " + std::to_string(after.size()) + " nodes drained within " +
+              std::to_string(static_cast<long long>(options_.window_seconds)) +
+              " s would exceed max_share " + share + " of the cluster's " +
+              std::to_string(cluster) + " hosts (at most " + std::to_string(limit) + "; " +
+              std::to_string(recent.size()) +
+              " already); check the fabric (a spine or switch?) before draining by hand";
+  }
+  return refused;
+}
 
+void ActionEngine::drainAll(const SweepEnding& end, const std::vector<MarkRequest>& to_mark,
+                            std::vector<std::string>* lines) {
+  const bool dry = options_.mode == ActionOptions::Mode::kDryRun;
+  const std::string taken = dry ? "dry-run" : "taken";
+  // The circuit breaker.
+  const std::string refused = breakerRefusal(end, to_mark);
+  for (const MarkRequest& m : to_mark) {
+    const std::string reason = gdrmeshReason(m);
+    if (!refused.empty()) {
+      lines->push_back(record(end.sweep_id, m.node, "drain", "refused", reason, refused));
+      continue;
+    }
+    if (dry) {
+      lines->push_back(record(end.sweep_id, m.node, "drain", taken, reason,
+                              "would run: " + actuator_.describeMark(m)));
+      continue;
+    }
+    Status st = actuator_.mark(m);
+    lines->push_back(record(end.sweep_id, m.node, "drain", st.ok() ? "taken" : "failed", reason,
+                            st.ok() ? actuator_.describeMark(m) : st.toString()));
+  }
+}
+
+void ActionEngine::resumePassed(const SweepEnding& end, std::vector<std::string>* lines) {
+  const bool dry = options_.mode == ActionOptions::Mode::kDryRun;
+  const std::string taken = dry ? "dry-run" : "taken";
   // Resumes: hosts that passed and that gdrmesh holds out.
   for (const std::string& node : passedOf(end)) {
     auto h = held(node);
     if (!h.ok() || !*h) continue;
     auto mark = actuator_.inspect(node);
     if (!mark.ok()) {
-      lines.push_back(record(end.sweep_id, node, "resume", "failed", "",
-                             "cannot read the node: " + mark.status().toString()));
+      lines->push_back(record(end.sweep_id, node, "resume", "failed", "",
+                              "cannot read the node: " + mark.status().toString()));
       continue;
     }
     if (mark->owner == MarkOwner::kOther) {
-      lines.push_back(record(end.sweep_id, node, "resume", "skipped", "",
-                             "out of service by someone else now, left alone: " + mark->detail));
+      lines->push_back(record(end.sweep_id, node, "resume", "skipped", "",
+                              "out of service by someone else now, left alone: " + mark->detail));
       continue;
     }
     if (dry) {
-      lines.push_back(record(end.sweep_id, node, "resume", taken, "",
-                             "would run: " + actuator_.describeClear(node)));
+      lines->push_back(record(end.sweep_id, node, "resume", taken, "",
+                              "would run: " + actuator_.describeClear(node)));
       continue;
     }
     if (mark->owner == MarkOwner::kNone) {
-      lines.push_back(record(end.sweep_id, node, "resume", "skipped", "",
-                             "already back in service (resumed by someone): " + mark->detail));
+      lines->push_back(record(end.sweep_id, node, "resume", "skipped", "",
+                              "already back in service (resumed by someone): " + mark->detail));
       continue;
     }
     Status st = actuator_.clear(node);
-    lines.push_back(record(end.sweep_id, node, "resume", st.ok() ? "taken" : "failed", "",
-                           st.ok() ? actuator_.describeClear(node) : st.toString()));
+    lines->push_back(record(end.sweep_id, node, "resume", st.ok() ? "taken" : "failed", "",
+                            st.ok() ? actuator_.describeClear(node) : st.toString()));
   }
-  return lines;
 }
 
 }  // namespace gdrmesh

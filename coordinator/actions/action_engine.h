@@ -64,6 +64,17 @@ class ActionEngine {
   std::string record(const std::string& sweep_id, const std::string& node,
                      const std::string& action, const std::string& outcome,
                      const std::string& reason, const std::string& detail);
+  // onSweepEnd's steps, each appending its decisions' lines to `lines`.
+  // The drains the sweep's targets ask for: those nobody holds out yet (a node already out, or
+  // one that cannot be read, is recorded instead).
+  std::vector<MarkRequest> drainsToMark(const SweepEnding& end, std::vector<std::string>* lines);
+  // The circuit breaker: why draining `to_mark` now is refused; "" when it is not.
+  std::string breakerRefusal(const SweepEnding& end, const std::vector<MarkRequest>& to_mark);
+  // Drains `to_mark` (dry-run: records what would run), or records each refused by the breaker.
+  void drainAll(const SweepEnding& end, const std::vector<MarkRequest>& to_mark,
+                std::vector<std::string>* lines);
+  // Resumes the hosts that passed and that gdrmesh holds out.
+  void resumePassed(const SweepEnding& end, std::vector<std::string>* lines);
 
   const ActionOptions options_;
   Actuator& actuator_;

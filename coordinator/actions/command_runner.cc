@@ -11,6 +11,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace gdrmesh {
 
@@ -48,12 +50,11 @@ std::string describeArgv(const std::vector<std::string>& argv) {
   return out;
 }
 
-Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
-                                         double timeout_seconds, const std::string& input) {
-  if (argv.empty() || argv[0].empty()) {
-    return invalidArgument("command: empty argv", "give the program and its arguments");
-  }
-  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+namespace {
+
+// Pipes for the child's stdin, stdout and stderr (close-on-exec: only the dup2'd ends reach it).
+// On failure none is left open.
+Status openRunnerPipes(const std::vector<std::string>& argv, int in[2], int out[2], int err[2]) {
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
     const int e = errno;
     for (int* p : {in, out, err}) {
@@ -63,6 +64,13 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
     return unavailable(describeArgv(argv) + ": pipe: " + std::strerror(e),
                        "raise the open-file limit");
   }
+  return Status();
+}
+
+// Starts argv[0] (PATH lookup) with its stdin, stdout and stderr on the given descriptors.
+// Returns posix_spawnp's error: 0 when it started, and *pid is set.
+int spawnRunnerChild(const std::vector<std::string>& argv, int stdin_fd, int stdout_fd,
+                     int stderr_fd, pid_t* pid) {
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -71,9 +79,9 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
   // program that cannot be run as its return value.
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+  posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
+  posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+  posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // Its own process group (killed whole at the deadline), no signal blocked (the coordinator
@@ -89,10 +97,90 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  pid_t pid = -1;
-  const int spawned = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  const int spawned = ::posix_spawnp(pid, args[0], &actions, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
+  return spawned;
+}
+
+// Writes `input` into the child's stdin (non-blocking, closed once all is written or the child
+// stops reading) and reads its stdout and stderr (at most kRunnerOutputCap each kept) until both
+// close or `deadline` passes. Closes each descriptor it is done with. Returns whether the
+// deadline passed; *broken_pipe tells whether a write met a closed pipe (EPIPE).
+bool pumpRunnerPipes(int& in_w, int& out_r, int& err_r, const std::string& input,
+                     std::chrono::steady_clock::time_point deadline, CommandOutput* result,
+                     bool* broken_pipe) {
+  size_t written = 0;
+  while (out_r >= 0 || err_r >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return true;
+    pollfd fds[3];
+    int n = 0;
+    for (int fd : {out_r, err_r}) {
+      if (fd >= 0) fds[n++] = {fd, POLLIN, 0};
+    }
+    if (in_w >= 0) fds[n++] = {in_w, POLLOUT, 0};
+    const int ready = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(left.count()));
+    if (ready < 0 && errno != EINTR) break;
+    for (int i = 0; i < n && ready > 0; ++i) {
+      if (fds[i].revents == 0) continue;
+      if (fds[i].fd == in_w) {
+        const ssize_t w = ::write(in_w, input.data() + written, input.size() - written);
+        if (w > 0) written += static_cast<size_t>(w);
+        if (w < 0 && errno != EAGAIN) {
+          *broken_pipe = *broken_pipe || errno == EPIPE;
+          written = input.size();
+        }
+        if (written >= input.size()) closeRunnerFd(in_w);
+        continue;
+      }
+      char buf[4096];
+      const ssize_t r = ::read(fds[i].fd, buf, sizeof(buf));
+      std::string& into = fds[i].fd == out_r ? result->out : result->err;
+      if (r > 0) {
+        if (into.size() < kRunnerOutputCap) into.append(buf, static_cast<size_t>(r));
+      } else if (r == 0 || errno != EINTR) {
+        closeRunnerFd(fds[i].fd == out_r ? out_r : err_r);
+      }
+    }
+  }
+  return false;
+}
+
+// Kills the child's whole process group (and the child, should it have left it), then reaps it.
+void killRunnerChild(pid_t pid, int* status) {
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, status, 0);
+}
+
+// The pipes closed: the program has ended (or closed them); waits for it up to `deadline`.
+// False when the deadline passed (the child is killed and reaped).
+bool waitRunnerChild(pid_t pid, std::chrono::steady_clock::time_point deadline, int* status) {
+  while (true) {
+    const pid_t w = ::waitpid(pid, status, WNOHANG);
+    if (w == pid) return true;
+    if (w < 0 && errno != EINTR) return true;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      killRunnerChild(pid, status);
+      return false;
+    }
+    ::usleep(2000);  // a program that closed its output and has not exited yet
+  }
+}
+
+}  // namespace
+
+Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
+                                         double timeout_seconds, const std::string& input) {
+  if (argv.empty() || argv[0].empty()) {
+    return invalidArgument("command: empty argv", "give the program and its arguments");
+  }
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  GDR_RETURN_IF_ERROR(openRunnerPipes(argv, in, out, err));
+  pid_t pid = -1;
+  const int spawned = spawnRunnerChild(argv, in[0], out[1], err[1], &pid);
   closeRunnerFd(in[0]);
   closeRunnerFd(out[1]);
   closeRunnerFd(err[1]);
@@ -112,7 +200,6 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
   pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
   bool broken_pipe = false;
   ::fcntl(in[1], F_SETFL, O_NONBLOCK);
-  size_t written = 0;
   if (input.empty()) closeRunnerFd(in[1]);
 
   CommandOutput result;
@@ -121,44 +208,8 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(timeout_seconds));
-  bool timed_out = false;
-  while (out[0] >= 0 || err[0] >= 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd fds[3];
-    int n = 0;
-    for (int fd : {out[0], err[0]}) {
-      if (fd >= 0) fds[n++] = {fd, POLLIN, 0};
-    }
-    if (in[1] >= 0) fds[n++] = {in[1], POLLOUT, 0};
-    const int ready = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(left.count()));
-    if (ready < 0 && errno != EINTR) break;
-    for (int i = 0; i < n && ready > 0; ++i) {
-      if (fds[i].revents == 0) continue;
-      if (fds[i].fd == in[1]) {
-        const ssize_t w = ::write(in[1], input.data() + written, input.size() - written);
-        if (w > 0) written += static_cast<size_t>(w);
-        if (w < 0 && errno != EAGAIN) {
-          broken_pipe = broken_pipe || errno == EPIPE;
-          written = input.size();
-        }
-        if (written >= input.size()) closeRunnerFd(in[1]);
-        continue;
-      }
-      char buf[4096];
-      const ssize_t r = ::read(fds[i].fd, buf, sizeof(buf));
-      std::string& into = fds[i].fd == out[0] ? result.out : result.err;
-      if (r > 0) {
-        if (into.size() < kRunnerOutputCap) into.append(buf, static_cast<size_t>(r));
-      } else if (r == 0 || errno != EINTR) {
-        closeRunnerFd(fds[i].fd == out[0] ? out[0] : err[0]);
-      }
-    }
-  }
+  const bool timed_out =
+      pumpRunnerPipes(in[1], out[0], err[0], input, deadline, &result, &broken_pipe);
   closeRunnerFd(in[1]);
   closeRunnerFd(out[0]);
   closeRunnerFd(err[0]);
@@ -170,29 +221,17 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
   pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
   int status = 0;
   if (timed_out) {
-    ::kill(-pid, SIGKILL);
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
+    killRunnerChild(pid, &status);
     return Status(Code::kDeadlineExceeded,
                   describeArgv(argv) + ": still running after " + std::to_string(timeout_seconds) +
                       " s; killed",
                   "raise the command's timeout in the config, or fix what it waits on");
   }
-  // The pipes closed: the program has ended (or closed them); wait for it up to the deadline.
-  while (true) {
-    const pid_t w = ::waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) break;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      ::kill(-pid, SIGKILL);
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return Status(Code::kDeadlineExceeded,
-                    describeArgv(argv) + ": still running after " +
-                        std::to_string(timeout_seconds) + " s; killed",
-                    "raise the command's timeout in the config");
-    }
-    ::usleep(2000);  // a program that closed its output and has not exited yet
+  if (!waitRunnerChild(pid, deadline, &status)) {
+    return Status(Code::kDeadlineExceeded,
+                  describeArgv(argv) + ": still running after " + std::to_string(timeout_seconds) +
+                      " s; killed",
+                  "raise the command's timeout in the config");
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;

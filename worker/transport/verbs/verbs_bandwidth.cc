@@ -35,6 +35,50 @@ struct VerbsEndpointImpl::Stream {
   uint64_t messages = 0;
 };
 
+Status VerbsEndpointImpl::reapSends(Stream& st, std::vector<std::deque<uint64_t>>& marks,
+                                    std::vector<uint64_t>& completed) {
+  const size_t nq = qps_.size();
+  ibv_wc wc[kPollBatch];
+  int n = ibv_poll_cq(send_cq_.get(), kPollBatch, wc);
+  if (n < 0) return callError("ibv_poll_cq", EIO, dev_);
+  if (n > 0) {
+    const uint64_t t = st.record ? nowNs() : 0;
+    for (int i = 0; i < n; ++i) {
+      GDR_RETURN_IF_ERROR(checkWc(wc[i], opName(st.op)));
+      const size_t q = wc[i].wr_id;
+      if (q >= nq || marks[q].empty()) return internalError("unexpected send completion");
+      const uint64_t upto = marks[q].front();
+      marks[q].pop_front();
+      if (st.record) st.completed_ns.insert(st.completed_ns.end(), upto - completed[q], t);
+      completed[q] = upto;
+    }
+  }
+  return Status();
+}
+
+Status VerbsEndpointImpl::reapReceives(RecvProgress& rx) {
+  const size_t nq = qps_.size();
+  ibv_wc wc[kPollBatch];
+  int n = ibv_poll_cq(recv_cq_.get(), kPollBatch, wc);
+  if (n < 0) return callError("ibv_poll_cq", EIO, dev_);
+  for (int i = 0; i < n; ++i) {
+    GDR_RETURN_IF_ERROR(checkWc(wc[i], "receive"));
+    if (isEndSignal(wc[i])) {
+      // The initiator's end signal, reaped with the last data of another QP: not data.
+      end_seen_ = true;
+      continue;
+    }
+    const size_t q = wc[i].wr_id;
+    if (q >= nq) return internalError("unexpected receive completion");
+    ++rx.received[q];
+    if ((wc[i].wc_flags & IBV_WC_WITH_IMM) && ntohl(wc[i].imm_data) == kFinalImm) {
+      rx.final_seen[q] = true;
+    }
+    GDR_RETURN_IF_ERROR(postRecv(q));
+  }
+  return Status();
+}
+
 Status VerbsEndpointImpl::pump(Stream& st, Watch& watch, RecvProgress& rx) {
   const size_t nq = qps_.size();
   std::vector<uint64_t> posted(nq, 0), completed(nq, 0);
@@ -50,7 +94,6 @@ Status VerbsEndpointImpl::pump(Stream& st, Watch& watch, RecvProgress& rx) {
   const ibv_wr_opcode base_opcode = opcodeFor(st.op);
   const unsigned base_flags = req.inlineFlag();
 
-  ibv_wc wc[kPollBatch];
   for (;;) {
     if (st.send) {
       const bool time_up = duration && nowNs() >= st.end_ns;
@@ -84,40 +127,9 @@ Status VerbsEndpointImpl::pump(Stream& st, Watch& watch, RecvProgress& rx) {
           }
         }
       }
-      int n = ibv_poll_cq(send_cq_.get(), kPollBatch, wc);
-      if (n < 0) return callError("ibv_poll_cq", EIO, dev_);
-      if (n > 0) {
-        const uint64_t t = st.record ? nowNs() : 0;
-        for (int i = 0; i < n; ++i) {
-          GDR_RETURN_IF_ERROR(checkWc(wc[i], opName(st.op)));
-          const size_t q = wc[i].wr_id;
-          if (q >= nq || marks[q].empty()) return internalError("unexpected send completion");
-          const uint64_t upto = marks[q].front();
-          marks[q].pop_front();
-          if (st.record) st.completed_ns.insert(st.completed_ns.end(), upto - completed[q], t);
-          completed[q] = upto;
-        }
-      }
+      GDR_RETURN_IF_ERROR(reapSends(st, marks, completed));
     }
-    if (st.recv) {
-      int n = ibv_poll_cq(recv_cq_.get(), kPollBatch, wc);
-      if (n < 0) return callError("ibv_poll_cq", EIO, dev_);
-      for (int i = 0; i < n; ++i) {
-        GDR_RETURN_IF_ERROR(checkWc(wc[i], "receive"));
-        if (isEndSignal(wc[i])) {
-          // The initiator's end signal, reaped with the last data of another QP: not data.
-          end_seen_ = true;
-          continue;
-        }
-        const size_t q = wc[i].wr_id;
-        if (q >= nq) return internalError("unexpected receive completion");
-        ++received[q];
-        if ((wc[i].wc_flags & IBV_WC_WITH_IMM) && ntohl(wc[i].imm_data) == kFinalImm) {
-          final_seen[q] = true;
-        }
-        GDR_RETURN_IF_ERROR(postRecv(q));
-      }
-    }
+    if (st.recv) GDR_RETURN_IF_ERROR(reapReceives(rx));
     bool done = true;
     for (size_t q = 0; q < nq && done; ++q) {
       if (st.send && !(stopped[q] && completed[q] == posted[q])) done = false;

@@ -19,60 +19,14 @@
 namespace gdrmesh::verbs {
 
 Status VerbsEndpointImpl::init(RegPath reg) {
-  if (spec_.num_qps == 0) return invalidArgument("num_qps must be >= 1");
-  if (spec_.tx_depth == 0 || spec_.rx_depth == 0) {
-    return invalidArgument("tx_depth and rx_depth must be >= 1");
-  }
-  if (spec_.buffer_size == 0 || spec_.buffer_size > buffer_.size()) {
-    return invalidArgument("buffer_size " + std::to_string(spec_.buffer_size) + " must be in 1.." +
-                           std::to_string(buffer_.size()) + " (the buffer " + buffer_.describe() +
-                           ")");
-  }
-  GDR_ASSIGN_OR_RETURN(OpenDevice d, openDevice(spec_.device, spec_.port));
-  ctx_ = std::move(d.ctx);
-  vctx_ = ctx_.get();
-  dev_ = d.name;
-  port_ = d.port;
-  port_attr_ = d.port_attr;
-  if (int rc = ibv_query_device(ctx_.get(), &dev_attr_)) {
-    return callError("ibv_query_device", rc, dev_);
-  }
-  roce_ = port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET;
-  if (placer_) {
-    cpu_ = placer_->place(dev_);
-    local_.cpu_binding = cpu_.placement().describe();
-  }
-
+  GDR_RETURN_IF_ERROR(checkInitSpec());
   ibv_gid gid{};
-  if (roce_ || spec_.gid_index >= 0) {
-    auto table = readGidTable(ctx_.get(), dev_, port_, port_attr_.gid_tbl_len, sysfs_root_);
-    GDR_ASSIGN_OR_RETURN(gid_index_, selectGidIndex(table, roce_, spec_.gid_index, dev_, port_));
-    if (int rc = ibv_query_gid(ctx_.get(), static_cast<uint8_t>(port_), gid_index_, &gid)) {
-      return callError("ibv_query_gid(" + std::to_string(gid_index_) + ")", rc, dev_);
-    }
-  }
-
+  GDR_RETURN_IF_ERROR(openPort(&gid));
   if (spec_.use_rdma_cm) GDR_RETURN_IF_ERROR(initCm());
   pd_.reset(ibv_alloc_pd(vctx_));
   if (!pd_) return callError("ibv_alloc_pd", errno, dev_);
   GDR_ASSIGN_OR_RETURN(reg_, registerBuffer(registrar_, pd_.get(), buffer_, reg, dev_));
-
-  const int send_cqe = static_cast<int>(spec_.tx_depth * spec_.num_qps + 16);
-  const int recv_cqe = static_cast<int>(spec_.rx_depth * spec_.num_qps + 16);
-  send_cq_.reset(ibv_create_cq(vctx_, send_cqe, nullptr, nullptr, 0));
-  if (!send_cq_) {
-    return callError("ibv_create_cq(" + std::to_string(send_cqe) + ")", errno, dev_,
-                     "lower tx_depth or num_qps");
-  }
-  recv_channel_.reset(ibv_create_comp_channel(vctx_));
-  if (!recv_channel_) return callError("ibv_create_comp_channel", errno, dev_);
-  abort_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (abort_fd_ < 0) return callError("eventfd", errno, dev_);
-  recv_cq_.reset(ibv_create_cq(vctx_, recv_cqe, nullptr, recv_channel_.get(), 0));
-  if (!recv_cq_) {
-    return callError("ibv_create_cq(" + std::to_string(recv_cqe) + ")", errno, dev_,
-                     "lower rx_depth or num_qps");
-  }
+  GDR_RETURN_IF_ERROR(createCqs());
   if (spec_.use_rdma_cm) {
     // The QPs come with the connections (rdma_create_qp in connect()); the count is what the
     // peer checks.
@@ -95,7 +49,70 @@ Status VerbsEndpointImpl::init(RegPath reg) {
     recv_offset_ = 0;
     recv_length_ = spec_.buffer_size;
   }
+  describeLocal(gid);
+  return Status();
+}
 
+Status VerbsEndpointImpl::checkInitSpec() const {
+  if (spec_.num_qps == 0) return invalidArgument("num_qps must be >= 1");
+  if (spec_.tx_depth == 0 || spec_.rx_depth == 0) {
+    return invalidArgument("tx_depth and rx_depth must be >= 1");
+  }
+  if (spec_.buffer_size == 0 || spec_.buffer_size > buffer_.size()) {
+    return invalidArgument("buffer_size " + std::to_string(spec_.buffer_size) + " must be in 1.." +
+                           std::to_string(buffer_.size()) + " (the buffer " + buffer_.describe() +
+                           ")");
+  }
+  return Status();
+}
+
+Status VerbsEndpointImpl::openPort(ibv_gid* gid) {
+  GDR_ASSIGN_OR_RETURN(OpenDevice d, openDevice(spec_.device, spec_.port));
+  ctx_ = std::move(d.ctx);
+  vctx_ = ctx_.get();
+  dev_ = d.name;
+  port_ = d.port;
+  port_attr_ = d.port_attr;
+  if (int rc = ibv_query_device(ctx_.get(), &dev_attr_)) {
+    return callError("ibv_query_device", rc, dev_);
+  }
+  roce_ = port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET;
+  if (placer_) {
+    cpu_ = placer_->place(dev_);
+    local_.cpu_binding = cpu_.placement().describe();
+  }
+
+  if (roce_ || spec_.gid_index >= 0) {
+    auto table = readGidTable(ctx_.get(), dev_, port_, port_attr_.gid_tbl_len, sysfs_root_);
+    GDR_ASSIGN_OR_RETURN(gid_index_, selectGidIndex(table, roce_, spec_.gid_index, dev_, port_));
+    if (int rc = ibv_query_gid(ctx_.get(), static_cast<uint8_t>(port_), gid_index_, gid)) {
+      return callError("ibv_query_gid(" + std::to_string(gid_index_) + ")", rc, dev_);
+    }
+  }
+  return Status();
+}
+
+Status VerbsEndpointImpl::createCqs() {
+  const int send_cqe = static_cast<int>(spec_.tx_depth * spec_.num_qps + 16);
+  const int recv_cqe = static_cast<int>(spec_.rx_depth * spec_.num_qps + 16);
+  send_cq_.reset(ibv_create_cq(vctx_, send_cqe, nullptr, nullptr, 0));
+  if (!send_cq_) {
+    return callError("ibv_create_cq(" + std::to_string(send_cqe) + ")", errno, dev_,
+                     "lower tx_depth or num_qps");
+  }
+  recv_channel_.reset(ibv_create_comp_channel(vctx_));
+  if (!recv_channel_) return callError("ibv_create_comp_channel", errno, dev_);
+  abort_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (abort_fd_ < 0) return callError("eventfd", errno, dev_);
+  recv_cq_.reset(ibv_create_cq(vctx_, recv_cqe, nullptr, recv_channel_.get(), 0));
+  if (!recv_cq_) {
+    return callError("ibv_create_cq(" + std::to_string(recv_cqe) + ")", errno, dev_,
+                     "lower rx_depth or num_qps");
+  }
+  return Status();
+}
+
+void VerbsEndpointImpl::describeLocal(const ibv_gid& gid) {
   local_.addr = reinterpret_cast<uintptr_t>(buffer_.data());
   local_.length = buffer_.size();
   local_.rkey = reg_.mr->rkey;
@@ -117,7 +134,6 @@ Status VerbsEndpointImpl::init(RegPath reg) {
     nic.cm_host = cm_ip_;
     nic.cm_port = cm_listen_ ? ntohs(rdma_get_src_port(cm_listen_.get())) : 0;
   }
-  return Status();
 }
 
 ibv_qp_init_attr VerbsEndpointImpl::qpInitAttr() const {

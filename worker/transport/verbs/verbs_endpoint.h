@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -101,6 +102,13 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   Status postError(int rc, Op op) const {
     return callError("ibv_post_send (" + std::string(opName(op)) + ")", rc, dev_);
   }
+  // init()'s steps: the spec's depths and sizes; the device, its port, the CPU placement and
+  // (RoCE, or a GID index asked for) the GID; the CQs with the receive completion channel and
+  // the abort eventfd; what this side publishes (local_) once all is set up.
+  Status checkInitSpec() const;
+  Status openPort(ibv_gid* gid);
+  Status createCqs();
+  void describeLocal(const ibv_gid& gid);
   // RC QP attributes from the spec: our CQs, tx/rx depth, one SGE, the inline size.
   ibv_qp_init_attr qpInitAttr() const;
   // Signalling interval of the latency loops: never more unreaped sends than the queue holds.
@@ -149,6 +157,12 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   };
   Result<Measurement> runBandwidth(const RunSpec& rs);
   Status pump(Stream& st, Watch& watch, RecvProgress& rx);
+  // pump()'s reaping, one batch of the CQ each. Sends: the signalled completion of a QP
+  // completes every send up to its mark (marks[q], in post order). Receives: counted per QP,
+  // the final marker noted, each receive re-posted; the end signal is not data (end_seen_).
+  Status reapSends(Stream& st, std::vector<std::deque<uint64_t>>& marks,
+                   std::vector<uint64_t>& completed);
+  Status reapReceives(RecvProgress& rx);
 
   // The end signal (RunSpec::end_signal), verbs_endpoint.cc. Initiator: a zero-byte SEND with
   // immediate kEndImm on QP 0 after its last completion; a failure is not the measurement's

@@ -15,6 +15,7 @@
 
 namespace gdrmesh::verbs {
 
+// Long on purpose (#19): the timed loop stays whole, only a post and a poll between two stamps.
 Status VerbsEndpointImpl::pingPong(const RunSpec& rs, Watch& watch, std::vector<double>* samples) {
   const bool initiator = spec_.role == Role::kInitiator;
   if (!initiator && spec_.op == Op::kRead) return Status();
