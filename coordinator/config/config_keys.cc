@@ -15,6 +15,10 @@ const std::vector<ConfigKey>& clusterConfigKeys() {
       {"(top level)", "actions", "drain/taint suspects (Slurm, Kubernetes); off by default"},
       {"(top level)", "hooks", "list of commands or webhooks told of sweep ends and suspects"},
       {"(top level)", "log", "the coordinator's log: format and level"},
+      {"(top level)", "fabric",
+       "InfiniBand fabric snapshot (`gdrmesh fabric discover --save`): paths, link blame, cover"},
+      {"(top level)", "fabric_hosts",
+       "WORKER: \"node description\" for HCAs not named after their worker or hostname"},
 
       {"sweeps[]", "name", "a label for the sweep"},
       {"sweeps[]", "pattern", "pairs, all-pairs, rails, loopback, random (default all-pairs)"},
