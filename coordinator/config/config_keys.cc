@@ -21,7 +21,8 @@ const std::vector<ConfigKey>& clusterConfigKeys() {
        "WORKER: \"node description\" for HCAs not named after their worker or hostname"},
 
       {"sweeps[]", "name", "a label for the sweep"},
-      {"sweeps[]", "pattern", "pairs, all-pairs, rails, loopback, random (default all-pairs)"},
+      {"sweeps[]", "pattern",
+       "pairs, all-pairs, rails, loopback, random, cover (fabric) (default all-pairs)"},
       {"sweeps[]", "size", "one message size (default 64KiB); not with sizes"},
       {"sweeps[]", "sizes", "a list of message sizes; each pair runs every size"},
       {"sweeps[]", "iters", "measured iterations per test (default 1000)"},

@@ -186,6 +186,52 @@ std::vector<std::string> SweepFabric::coverageNotes(const FabricCoverage& c,
   return out;
 }
 
+Status SweepFabric::coverRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
+                                std::vector<std::string>* notes) const {
+  auto plan = fabric::planCover(fabric_);
+  if (!plan.ok()) return plan.status().withContext("pattern cover: " + source_);
+  std::vector<WorkerStatus> online;
+  for (const WorkerStatus& w : workers) {
+    if (w.state == "online") online.push_back(w);
+  }
+  const fabric::HostMatch m = match(online);
+  std::map<std::string, std::string> worker_of;  // HCA -> worker
+  for (const auto& [w, hcas] : m.hcas_of) {
+    for (const auto& h : hcas) worker_of[h] = w;
+  }
+  spec->cover_rounds.clear();
+  size_t missing = 0;
+  for (const auto& round : plan->rounds) {
+    std::vector<std::pair<EndpointSelector, EndpointSelector>> pairs;
+    for (const fabric::CoverPair& p : round) {
+      auto a = worker_of.find(p.a);
+      auto b = worker_of.find(p.b);
+      if (a == worker_of.end() || b == worker_of.end()) {
+        ++missing;
+        continue;
+      }
+      EndpointSelector ea, eb;
+      ea.worker = a->second;
+      ea.device = fabric::deviceOfNodeDescription(p.a);
+      eb.worker = b->second;
+      eb.device = fabric::deviceOfNodeDescription(p.b);
+      pairs.emplace_back(std::move(ea), std::move(eb));
+    }
+    spec->cover_rounds.push_back(std::move(pairs));
+  }
+  notes->push_back("cover: " + std::to_string(plan->rounds.size()) + " rounds (lower bound " +
+                   std::to_string(plan->lower_bound) + ") load " + std::to_string(plan->covered) +
+                   " of " + std::to_string(plan->routable) +
+                   " routable directed inter-switch links of " + source_ + " (" +
+                   std::to_string(plan->directed_links) + " in all)");
+  if (missing > 0) {
+    notes->push_back("cover: " + std::to_string(missing) +
+                     " planned pairs left out: an HCA of theirs has no online worker (" +
+                     fabric::describeMatch(m, online.size()) + ")");
+  }
+  return Status();
+}
+
 std::string SweepFabric::linkName(const DirectedLink& l) const {
   return fabric::directedLinkName(fabric_, l.guid, l.port);
 }

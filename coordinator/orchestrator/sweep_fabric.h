@@ -18,6 +18,7 @@
 #include "common/fabric/host_match.h"
 #include "common/inventory.h"
 #include "coordinator/orchestrator/judge_row.h"
+#include "coordinator/orchestrator/sweep_types.h"
 #include "coordinator/store/store.h"
 
 namespace gdrmesh {
@@ -70,6 +71,12 @@ class SweepFabric {
   // Lines for the sweep's report: how many links carried tests, the busiest and least used, and
   // every link never exercised (cut after `max_listed`).
   std::vector<std::string> coverageNotes(const FabricCoverage& c, size_t max_listed = 20) const;
+
+  // A `cover` sweep's rounds (common/fabric/cover.h), as the workers matched to the HCAs and
+  // their NICs (the node descriptions' second words), into spec->cover_rounds; pairs with an
+  // HCA no worker has are left out. `notes` get what the plan covers and what it left out.
+  Status coverRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
+                     std::vector<std::string>* notes) const;
 
   // "leaf07[12] -> spine02[7]" (fabric::directedLinkName).
   std::string linkName(const DirectedLink& l) const;

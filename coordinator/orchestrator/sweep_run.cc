@@ -146,6 +146,15 @@ Result<std::vector<PlannedTest>> SweepRunner::planAll(LiveSweep& s,
   s.template_of.clear();
   s.rounds = 0;
   for (size_t p = 0; p < parts.size(); ++p) {
+    if (parts[p].pattern == SweepPattern::kCover) {
+      if (!options_.fabric) {
+        return failedPrecondition(
+            "pattern cover: the coordinator has no fabric",
+            "start it with --fabric FILE (a snapshot `gdrmesh fabric discover --save FILE` "
+            "wrote), or `fabric: FILE` in its --config");
+      }
+      GDR_RETURN_IF_ERROR(options_.fabric->coverRounds(workers, &parts[p], notes));
+    }
     // The template names no workers (the plan does): validate the rest.
     PairTestSpec probe = parts[p].test;
     probe.initiator.worker = probe.target.worker = "planned";

@@ -4,7 +4,7 @@
 # coordinator with `--fabric` and simulated workers named after the fabric's hosts, with one bad
 # switch port planted (`--sim-fault port:SWITCH[PORT]:0.25`: every test whose path, traced from
 # the LFTs, crosses it runs at a quarter of the bandwidth), run an all-pairs sweep. The planted
-# link must be the top suspect of `gdrmesh sweep report -o json`, every test between two hosts
+# link must be the top suspect of the stored report (`gdrmesh sweep show ID -o json`), every test between two hosts
 # of the fabric must have its path stored, and the report must tell the sweep's coverage.
 #
 #   run_fabric_blame.sh GDRMESH GEN_ARGS...    e.g. run_fabric_blame.sh build/cli/gdrmesh --levels 2 --hosts 16
@@ -113,8 +113,9 @@ rc=0
 GDRMESH_COORDINATOR="$addr" "$gdrmesh" sweep run --pattern all-pairs --size 64KiB --iters 10 \
   -o json >"$work/sweep.json" 2>"$work/sweep.err" || rc=$?
 [[ $rc -eq 1 ]] || fail "sweep run exited $rc (expected 1: the slow pairs fail)"
-id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/sweep.json")
-GDRMESH_COORDINATOR="$addr" "$gdrmesh" sweep report "$id" -o json >"$work/report.json" \
+id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["progress"]["id"])' "$work/sweep.json")
+# The stored report, as an operator reads it later.
+GDRMESH_COORDINATOR="$addr" "$gdrmesh" sweep show "$id" -o json >"$work/report.json" \
   2>"$work/report.err" || true
 python3 - "$work/report.json" "$leaf" "$port" "$hosts" <<'PY' || fail "the report does not blame $leaf[$port]"
 import json, sys
@@ -141,4 +142,25 @@ traced=$(sqlite3 "file:$work/r.db?mode=ro" \
 echo "paths stored: $traced of $tests tests (both directions)"
 [[ "$tests" -gt 0 && "$traced" -eq "$tests" ]] || fail "paths stored for $traced of $tests tests"
 grep -q "simulated" "$work/workers.log" || fail "the workers did not say they are simulated"
+
+# `cover` as a runnable pattern: its few rounds must carry tests over every routable directed
+# inter-switch link (the coverage note, from the paths of the tests that ran).
+rc=0
+GDRMESH_COORDINATOR="$addr" "$gdrmesh" sweep run --pattern cover --direction bidir --size 64KiB \
+  --iters 10 -o json >"$work/cover.json" 2>"$work/cover.err" || rc=$?
+[[ $rc -le 1 ]] || { cat "$work/cover.err"; fail "sweep run --pattern cover exited $rc"; }
+python3 - "$work/cover.json" <<'PY' || fail "the cover sweep does not load every routable link"
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+notes = r.get("notes", [])
+plan = [n for n in notes if n.startswith("cover: ")]
+cov = [n for n in notes if n.startswith("fabric coverage: ") and "carried" in n]
+for n in plan + cov:
+    print("cover note: " + n)
+m = re.match(r"cover: (\d+) rounds .* load (\d+) of (\d+) routable", plan[0]) if plan else None
+c = re.match(r"fabric coverage: (\d+) of (\d+) directed", cov[0]) if cov else None
+ok = bool(m and c) and int(m.group(2)) == int(m.group(3)) and int(c.group(1)) >= int(m.group(3))
+ok = ok and int(m.group(1)) <= 2
+sys.exit(0 if ok else 1)
+PY
 exit 0

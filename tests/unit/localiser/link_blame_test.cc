@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
+#include <set>
 
 #include "coordinator/orchestrator/judge.h"
 #include "coordinator/orchestrator/localiser.h"
+#include "coordinator/orchestrator/planner.h"
 #include "coordinator/orchestrator/sweep_fabric.h"
 #include "tests/support/fabric_trees.h"
 
@@ -174,6 +177,43 @@ TEST(SweepFabric, HopRecordsAreBothDirectionsFromTheLfts) {
   EXPECT_EQ(hops[3].out_port, 6);
   EXPECT_EQ(hops[4].switch_name, "spine02");
   for (const auto& h : hops) EXPECT_EQ(h.test_id, "t1");
+}
+
+TEST(SweepFabric, CoverRoundsPlanIntoDisjointRoundsThatLoadEveryLink) {
+  BlameRig rig;
+  SweepSpec spec;
+  spec.pattern = SweepPattern::kCover;
+  std::vector<std::string> notes;
+  // Without rounds the planner says what is missing.
+  EXPECT_EQ(planSweep(spec, workersOf(16)).status().code(), Code::kFailedPrecondition);
+  ASSERT_TRUE(rig.fab.coverRounds(workersOf(16), &spec, &notes).ok());
+  ASSERT_FALSE(spec.cover_rounds.empty());
+  ASSERT_FALSE(notes.empty());
+  EXPECT_EQ(notes[0].rfind("cover: ", 0), 0U) << notes[0];
+  auto plan = planSweep(spec, workersOf(16));
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  EXPECT_EQ(plan->rounds, static_cast<int>(spec.cover_rounds.size()));
+  EXPECT_LT(plan->rounds, 15);  // all-pairs needs 15
+  std::map<int, std::set<std::string>> busy;
+  JudgeRows rows;
+  for (const PlannedTest& t : plan->tests) {
+    EXPECT_TRUE(busy[t.round].insert(t.initiator.worker).second) << t.initiator.worker;
+    EXPECT_TRUE(busy[t.round].insert(t.target.worker).second) << t.target.worker;
+    EXPECT_EQ(t.initiator.device, "mlx5_0");
+    rows.add(blameRow("c" + std::to_string(rows.size()), t.initiator.worker, t.target.worker,
+                      100));
+  }
+  // Traced independently of the cover planner: the planned tests cross every directed
+  // inter-switch link (this tree routes every one of them).
+  const FabricCoverage c = rig.fab.coverage(rows, rig.fab.paths(rows, rig.match));
+  EXPECT_TRUE(c.never.empty()) << rig.fab.coverageNotes(c).back();
+
+  // Workers the fabric does not know leave their pairs out, with a note.
+  SweepSpec some;
+  std::vector<std::string> some_notes;
+  ASSERT_TRUE(rig.fab.coverRounds(workersOf(8), &some, &some_notes).ok());
+  ASSERT_EQ(some_notes.size(), 2U);
+  EXPECT_NE(some_notes[1].find("left out"), std::string::npos);
 }
 
 }  // namespace
