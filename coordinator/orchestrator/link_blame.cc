@@ -172,6 +172,7 @@ std::vector<Suspect> withLinkBlame(std::vector<Suspect> suspects,
     }
   }
   std::vector<Suspect> links;
+  links.reserve(blamed.size());
   for (const BlamedLink& b : blamed) links.push_back(b.suspect);
   return mergeSuspects(std::move(suspects), links);
 }

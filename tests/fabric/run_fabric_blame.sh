@@ -94,7 +94,7 @@ echo "planted: port:$leaf[$port]:0.25"
 
 export GDRMESH_INSECURE=1
 printf 'thresholds:\n  bandwidth_gbps_min: 50\n' >"$work/cluster.yaml"
-"$gdrmesh" coordinator --listen 127.0.0.1:0 --db "$work/r.db" --port-file "$work/port" \
+"$gdrmesh" coordinator --insecure --listen 127.0.0.1:0 --db "$work/r.db" --port-file "$work/port" \
   --fabric "$work/fabric.json" --config "$work/cluster.yaml" >"$work/coordinator.log" 2>&1 &
 coord_pid=$!
 await "coordinator port file within 30 s" 300 test -s "$work/port"
