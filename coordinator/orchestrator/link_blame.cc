@@ -166,7 +166,7 @@ std::vector<Suspect> withLinkBlame(std::vector<Suspect> suspects,
       if (all && failing > 0) {
         s.score *= 0.5;
         s.evidence.push_back("every failing test of " + s.name + " crossed " + b.suspect.name +
-                             " (the link, more likely than the host)");
+                             " (the fabric link explains its failures)");
         break;
       }
     }
