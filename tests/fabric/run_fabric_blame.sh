@@ -93,6 +93,13 @@ PY
 echo "planted: port:$leaf[$port]:0.25"
 
 export GDRMESH_INSECURE=1
+# A start with a file that is no snapshot stops, naming the option and the fix.
+echo '{"not": "a snapshot"}' >"$work/bad.json"
+rc=0
+"$gdrmesh" coordinator --insecure --listen 127.0.0.1:0 --db "$work/bad.db" --fabric "$work/bad.json" \
+  >"$work/bad.log" 2>&1 || rc=$?
+[[ $rc -eq 2 ]] && grep -q -- "--fabric $work/bad.json: .*fabric discover --save" "$work/bad.log" || {
+  cat "$work/bad.log"; fail "a coordinator with --fabric on a bad file: exit $rc"; }
 printf 'thresholds:\n  bandwidth_gbps_min: 50\n' >"$work/cluster.yaml"
 "$gdrmesh" coordinator --insecure --listen 127.0.0.1:0 --db "$work/r.db" --port-file "$work/port" \
   --fabric "$work/fabric.json" --config "$work/cluster.yaml" >"$work/coordinator.log" 2>&1 &
