@@ -200,8 +200,7 @@ TEST(SweepFabric, CoverRoundsPlanIntoDisjointRoundsThatLoadEveryLink) {
     EXPECT_TRUE(busy[t.round].insert(t.initiator.worker).second) << t.initiator.worker;
     EXPECT_TRUE(busy[t.round].insert(t.target.worker).second) << t.target.worker;
     EXPECT_EQ(t.initiator.device, "mlx5_0");
-    rows.add(blameRow("c" + std::to_string(rows.size()), t.initiator.worker, t.target.worker,
-                      100));
+    rows.add(blameRow("c" + std::to_string(rows.size()), t.initiator.worker, t.target.worker, 100));
   }
   // Traced independently of the cover planner: the planned tests cross every directed
   // inter-switch link (this tree routes every one of them).
