@@ -15,7 +15,8 @@ namespace gdrmesh::testing {
 // `leaves` leaf switches ("leaf01" ...), each with `hosts_per_leaf` hosts on ports
 // 1..hosts_per_leaf ("h01 mlx5_0" ..., numbered across leaves) and one up-link to each of
 // `spines` spines ("spine01" ...) on ports hosts_per_leaf+1 ...; spine port l is cabled to leaf
-// l. Host k gets LID 100 - k (descending: not leaf order); switches LIDs 1.. Routing: a leaf sends
+// l. Host k gets LID 100 - k (trees of 90 hosts or more: above the switches' LIDs), descending:
+// not leaf order; switches LIDs 1.. Routing: a leaf sends
 // a remote host's LID up to spine (lid % spines), a spine down to the host's leaf.
 inline fabric::Fabric twoLevelTree(int leaves, int hosts_per_leaf, int spines) {
   using fabric::Node;
@@ -23,11 +24,12 @@ inline fabric::Fabric twoLevelTree(int leaves, int hosts_per_leaf, int spines) {
   fabric::Fabric f;
   f.source = "test";
   const int hosts = leaves * hosts_per_leaf;
-  const uint16_t top = 100;
+  // Host LIDs count down from `top` (100 for small trees), above the switches' LIDs.
+  const uint16_t top = static_cast<uint16_t>(hosts < 90 ? 100 : hosts + leaves + spines + 1);
   auto leafGuid = [](int l) { return uint64_t{0x1000} + static_cast<uint64_t>(l); };
   auto spineGuid = [](int s) { return uint64_t{0x2000} + static_cast<uint64_t>(s); };
   auto hostGuid = [](int h) { return uint64_t{0x10000} + static_cast<uint64_t>(h) * 2; };
-  auto hostLid = [](int h) { return static_cast<uint16_t>(100 - h); };
+  auto hostLid = [top](int h) { return static_cast<uint16_t>(top - h); };
   auto addPort = [](Node& n, int number, uint64_t guid, uint64_t remote, int remote_port) {
     fabric::Port p;
     p.number = number;
