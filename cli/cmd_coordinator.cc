@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/control.h"
 #include "common/fabric/fabric.h"
+#include "common/fabric/host_match.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "convert.h"
@@ -355,6 +356,28 @@ StartError readFabric(const ComponentLog& log, CoordinatorSetup& s) {
   return std::nullopt;
 }
 
+// At start, the fabric against the workers this database knows (they register again soon): what
+// has no HCA, what HCA has no worker, and mapping entries that name nothing. Each sweep's report
+// says it again for the workers of its time.
+void logFabricMatch(const SweepFabric& fabric, WorkerRecords& store, const ComponentLog& log) {
+  auto known = store.listWorkers();
+  if (!known.ok()) {
+    log.warn("fabric: the known workers could not be read: " + known.status().toString());
+    return;
+  }
+  std::vector<fabric::WorkerHost> hosts;
+  hosts.reserve(known->size());
+  for (const WorkerRecord& w : *known) hosts.push_back({w.name, w.hostname});
+  const fabric::HostMatch m = fabric::matchHosts(fabric.fabric(), hosts, fabric.hostMapping());
+  const std::string line =
+      fabric::describeMatch(m, hosts.size()) + " (the workers this database knows)";
+  if (m.workers_without_hca.empty() && m.hcas_without_worker.empty() && m.problems.empty()) {
+    log.info(line);
+  } else {
+    log.warn(line);
+  }
+}
+
 // One database has one coordinator: the lock comes before the schema, the spool, the markers of
 // tests in flight and any sweep to resume are touched (issue #22).
 StartError holdDatabase(const CoordinatorArgs& a, const ComponentLog& log,
@@ -484,7 +507,10 @@ int serve(const CoordinatorArgs& a, CoordinatorSetup& s, DatabaseHolder* holder,
   Reactions reactions(s, store, clock, log);
   s.opts.sweeps.on_end = reactions.onEnd();
   s.opts.action_store = &store;
-  if (s.opts.sweeps.fabric) s.opts.sweeps.paths = &store;
+  if (s.opts.sweeps.fabric) {
+    s.opts.sweeps.paths = &store;
+    logFabricMatch(*s.opts.sweeps.fabric, store, log);
+  }
   CoordinatorServer server(s.opts, store, store, clock);
   auto port = server.start();
   if (!port.ok()) {

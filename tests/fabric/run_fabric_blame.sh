@@ -107,6 +107,9 @@ coord_pid=$!
 await "coordinator port file within 30 s" 300 test -s "$work/port"
 addr="127.0.0.1:$(cat "$work/port")"
 grep -q "fabric $work/fabric.json: " "$work/coordinator.log" || fail "the coordinator did not announce its fabric"
+# A new database knows no worker yet: every HCA is reported without one, at start.
+grep -q "fabric: 0 of 0 workers matched to HCAs; HCAs without a worker: h0001 mlx5_0" \
+  "$work/coordinator.log" || fail "the coordinator did not report the HCAs without a worker"
 "$gdrmesh" worker --simulate "$hosts" --sim-fabric "$work/fabric.json" \
   --sim-fault "port:$leaf[$port]:0.25" --sim-bandwidth-gbps 100 --sim-test-ms 1 \
   --coordinator "$addr" >"$work/workers.log" 2>&1 &
