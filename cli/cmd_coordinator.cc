@@ -4,12 +4,15 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <thread>
 
 #include "cli/cli.h"
 #include "cli/control.h"
+#include "common/fabric/fabric.h"
+#include "common/fabric/host_match.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "convert.h"
@@ -22,6 +25,7 @@
 #include "coordinator/http/http_auth.h"
 #include "coordinator/http/status_http_server.h"
 #include "coordinator/orchestrator/retention.h"
+#include "coordinator/orchestrator/sweep_fabric.h"
 #include "coordinator/service/coordinator_server.h"
 #include "coordinator/store/db_holder.h"
 #include "coordinator/store/sqlite_store.h"
@@ -133,6 +137,7 @@ struct CoordinatorArgs {
   std::string command_timeout = "10s";
   std::string register_deadline = "10s";
   std::string config;
+  std::string fabric;       // "": the config's fabric:, else none
   int retention_days = -1;  // -1: the config's retention.days (else keep everything)
   TlsArgs tls;
   bool insecure_allow_remote = false;
@@ -173,6 +178,10 @@ struct CoordinatorSetup {
   std::vector<HookOptions> hook_options;
   LogFormat log_format = LogFormat::kText;
   LogLevel log_level = LogLevel::kInfo;
+  // The fabric snapshot's file and where it was named (--fabric, or the config's fabric:).
+  std::string fabric_file;
+  std::string fabric_origin;
+  std::map<std::string, std::string> fabric_hosts;
 };
 
 // The log first: every line after this one is in its format (common/log.h). The config's `log:`
@@ -291,12 +300,82 @@ StartError readConfig(const CoordinatorArgs& a, CoordinatorSetup& s) {
     s.retention = cfg->retention;
     s.actions = cfg->actions;
     s.hook_options = cfg->hooks;
+    s.fabric_hosts = cfg->fabric_hosts;
+    if (!cfg->fabric.empty()) {
+      // Relative to the config file's folder, as an operator reads the file.
+      std::filesystem::path snapshot(cfg->fabric);
+      if (snapshot.is_relative()) {
+        snapshot = std::filesystem::path(a.config).parent_path() / snapshot;
+      }
+      s.fabric_file = snapshot.string();
+      s.fabric_origin = "--config " + a.config + ": fabric";
+    }
+  }
+  if (!a.fabric.empty()) {  // the command line wins
+    s.fabric_file = a.fabric;
+    s.fabric_origin = "--fabric";
   }
   if (a.retention_days >= 0) s.retention.days = static_cast<uint32_t>(a.retention_days);
   if (Status st = validateRetention(s.retention); !st.ok()) {
     return "--retention-days: " + st.toString();
   }
   return std::nullopt;
+}
+
+// The fabric snapshot (--fabric or the config's fabric:): read and checked before anything starts.
+StartError readFabric(const ComponentLog& log, CoordinatorSetup& s) {
+  if (s.fabric_file.empty()) {
+    if (!s.fabric_hosts.empty()) {
+      return std::string(
+          "fabric_hosts: given without a fabric (fix: add `fabric: FILE` to the config or "
+          "--fabric FILE, a snapshot `gdrmesh fabric discover --save FILE` wrote)");
+    }
+    return std::nullopt;
+  }
+  auto f = fabric::loadFabricFile(s.fabric_file);
+  if (!f.ok()) {
+    return s.fabric_origin + " " + s.fabric_file + ": " + f.status().toString() +
+           " (fix: save a snapshot with `gdrmesh fabric discover --save FILE` and name it)";
+  }
+  if (f->routedLftEntries() == 0) {
+    return s.fabric_origin + " " + s.fabric_file +
+           ": the snapshot has no forwarding tables (discovered with --no-lfts?); paths need "
+           "them (fix: `gdrmesh fabric discover --save FILE` without --no-lfts)";
+  }
+  const std::string msg =
+      "fabric " + s.fabric_file + ": " + std::to_string(f->switches.size()) + " switches, " +
+      std::to_string(f->hosts.size()) + " HCAs, " + std::to_string(f->links.size()) + " links" +
+      (s.fabric_hosts.empty()
+           ? std::string()
+           : ", " + std::to_string(s.fabric_hosts.size()) + " fabric_hosts entries") +
+      "; workers are matched to HCAs by node description as they register";
+  announceCoordinator(log, coordinatorPrefixed(msg), msg,
+                      {{"fabric", s.fabric_file}, {"switches", f->switches.size()}});
+  s.opts.sweeps.fabric =
+      std::make_shared<const SweepFabric>(std::move(*f), s.fabric_hosts, s.fabric_file);
+  return std::nullopt;
+}
+
+// At start, the fabric against the workers this database knows (they register again soon): what
+// has no HCA, what HCA has no worker, and mapping entries that name nothing. Each sweep's report
+// says it again for the workers of its time.
+void logFabricMatch(const SweepFabric& fabric, WorkerRecords& store, const ComponentLog& log) {
+  auto known = store.listWorkers();
+  if (!known.ok()) {
+    log.warn("fabric: the known workers could not be read: " + known.status().toString());
+    return;
+  }
+  std::vector<fabric::WorkerHost> hosts;
+  hosts.reserve(known->size());
+  for (const WorkerRecord& w : *known) hosts.push_back({w.name, w.hostname});
+  const fabric::HostMatch m = fabric::matchHosts(fabric.fabric(), hosts, fabric.hostMapping());
+  const std::string line =
+      fabric::describeMatch(m, hosts.size()) + " (the workers this database knows)";
+  if (m.workers_without_hca.empty() && m.hcas_without_worker.empty() && m.problems.empty()) {
+    log.info(line);
+  } else {
+    log.warn(line);
+  }
 }
 
 // One database has one coordinator: the lock comes before the schema, the spool, the markers of
@@ -428,6 +507,10 @@ int serve(const CoordinatorArgs& a, CoordinatorSetup& s, DatabaseHolder* holder,
   Reactions reactions(s, store, clock, log);
   s.opts.sweeps.on_end = reactions.onEnd();
   s.opts.action_store = &store;
+  if (s.opts.sweeps.fabric) {
+    s.opts.sweeps.paths = &store;
+    logFabricMatch(*s.opts.sweeps.fabric, store, log);
+  }
   CoordinatorServer server(s.opts, store, store, clock);
   auto port = server.start();
   if (!port.ok()) {
@@ -479,6 +562,7 @@ int runCoordinator(const CoordinatorArgs& a) {
   if (!e) e = readHttp(a, s);
   if (!e) e = readLimits(a, s);
   if (!e) e = readConfig(a, s);
+  if (!e) e = readFabric(startup_log, s);
   // A file over the file-size limit (ulimit -f) is a write error (EFBIG) the store reports and
   // the writer spools and retries, never a signal that kills the coordinator with results
   // answered and not stored. Before any file is opened.
@@ -525,6 +609,10 @@ void registerCoordinator(CLI::App& app, Action* action) {
       ->capture_default_str();
   cmd->add_option("--config", a->config,
                   "cluster config (YAML, docs/config.md): default thresholds and schedules");
+  cmd->add_option("--fabric", a->fabric,
+                  "InfiniBand fabric snapshot (`gdrmesh fabric discover --save FILE`): each "
+                  "test's path is stored, slow pairs sharing a link blame it, sweeps report "
+                  "link coverage (docs/fabric.md); overrides the config's fabric:");
   cmd->add_option("--retention-days", a->retention_days,
                   "delete raw result rows older than N days (0: keep all; per-sweep aggregates "
                   "are kept forever); overrides the config's retention.days")

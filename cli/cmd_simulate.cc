@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/worker_setup.h"
+#include "common/fabric/fabric.h"
 #include "common/log.h"
 #include "worker/simulate/sim_workers.h"
 
@@ -22,6 +23,7 @@ namespace gdrmesh::cli {
 struct SimulateArgs {
   SimConfig config;
   std::string config_file;
+  std::string fabric_file;  // --sim-fabric
   std::vector<std::string> faults;
   CLI::Option* simulate = nullptr;
   CLI::Option* file = nullptr;
@@ -45,6 +47,30 @@ void raiseFileLimit(const SimConfig& c) {
               " connections need; use --sim-connections to share connections, or raise ulimit "
               "-n");
   }
+}
+
+// --sim-fabric: the snapshot, the workers' names from its hosts and the port faults' fabric.
+Status useSimFabric(const SimulateArgs& a, SimConfig& c) {
+  auto f = fabric::loadFabricFile(a.fabric_file);
+  if (!f.ok()) {
+    return invalidArgument("--sim-fabric " + a.fabric_file + ": " + f.status().message(),
+                           "give a snapshot `gdrmesh fabric discover --save FILE` wrote");
+  }
+  std::vector<SimBadPort> bad;
+  for (const SimFault& x : c.faults) {
+    if (x.kind == SimFault::Kind::kPort) bad.push_back({x.switch_name, x.port, x.factor, x.text});
+  }
+  GDR_ASSIGN_OR_RETURN(c.fabric, SimFabric::make(std::move(*f), std::move(bad)));
+  std::vector<std::string> hosts = c.fabric->hostNames();
+  if (a.simulate->count() == 0) c.count = static_cast<int>(hosts.size());
+  if (hosts.empty() || static_cast<size_t>(c.count) > hosts.size()) {
+    return invalidArgument("--simulate " + std::to_string(c.count) + ": the fabric " +
+                               a.fabric_file + " has " + std::to_string(hosts.size()) + " hosts",
+                           "simulate at most as many workers as the fabric has hosts");
+  }
+  hosts.resize(static_cast<size_t>(c.count));
+  c.names = std::move(hosts);
+  return Status();
 }
 
 }  // namespace
@@ -113,13 +139,22 @@ std::shared_ptr<SimulateArgs> addSimulateOptions(CLI::App* worker) {
       ->add_option("--sim-fault", a->faults,
                    "fault, repeatable: slow:WORKER[/NIC]:FACTOR, fail:WORKER[/NIC], "
                    "flap:WORKER:P, mute:WORKER[:AFTER_N], drop:WORKER:AFTER_N, "
-                   "link:WORKER[/NIC]:WORKER[/NIC]:FACTOR, glitch:WORKER:WORKER:FACTOR[:N]")
+                   "link:WORKER[/NIC]:WORKER[/NIC]:FACTOR, glitch:WORKER:WORKER:FACTOR[:N], "
+                   "port:SWITCH[PORT]:FACTOR (with --sim-fabric: every test whose path crosses "
+                   "that switch port runs at FACTOR)")
+      ->group(group);
+  worker
+      ->add_option("--sim-fabric", a->fabric_file,
+                   "a fabric snapshot (`gdrmesh fabric discover --save`): the workers take its "
+                   "hosts' names (the first word of each HCA's node description; --simulate N "
+                   "takes the first N) and port faults slow the tests whose paths, traced from "
+                   "its LFTs, cross them (docs/fabric.md)")
       ->group(group);
   return a;
 }
 
 bool simulateRequested(const SimulateArgs& a) {
-  return a.simulate->count() > 0 || a.file->count() > 0;
+  return a.simulate->count() > 0 || a.file->count() > 0 || !a.fabric_file.empty();
 }
 
 int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
@@ -151,11 +186,26 @@ int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
     }
     c.faults.push_back(*f);
   }
+  if (!a.fabric_file.empty()) {
+    Status st = useSimFabric(a, c);
+    if (!st.ok()) {
+      log.error(st.toString());
+      return kExitUsage;
+    }
+  }
   if (!coordinator.empty()) c.coordinator = coordinator;
   CertInfo cert;
   auto creds = resolveTls(tls, {PeerRole::kSimulator}, &cert);
   if (!creds.ok()) {
     log.error(creds.status().toString());
+    return kExitUsage;
+  }
+  if (*creds && c.fabric) {
+    log.error(
+        "--sim-fabric names the workers after the fabric's hosts, and a simulator "
+        "certificate allows only " +
+        cert.identity.name +
+        "-* names (fix: run fabric simulations with --insecure on a loopback coordinator)");
     return kExitUsage;
   }
   if (*creds && cert.identity.name != c.name_prefix) {

@@ -224,12 +224,12 @@ Result<std::vector<std::string>> parsePairsFile(const std::string& text, const s
 Result<pb::SweepSpec> buildSweepSpec(const SweepArgs& a, const TestOptions& t,
                                      const std::string& pairs_file_text,
                                      const std::string& config_text) {
-  static const std::vector<std::string> kPatterns{"pairs", "all-pairs", "rails", "loopback",
-                                                  "random"};
+  static const std::vector<std::string> kPatterns{"pairs",    "all-pairs", "rails",
+                                                  "loopback", "random",    "cover"};
   if (std::find(kPatterns.begin(), kPatterns.end(), a.pattern) == kPatterns.end()) {
-    return invalidArgument(
-        "--pattern: '" + a.pattern + "' is not one of pairs, all-pairs, rails, loopback, random",
-        "e.g. --pattern all-pairs");
+    return invalidArgument("--pattern: '" + a.pattern +
+                               "' is not one of pairs, all-pairs, rails, loopback, random, cover",
+                           "e.g. --pattern all-pairs");
   }
   pb::SweepSpec spec;
   spec.set_pattern(a.pattern);

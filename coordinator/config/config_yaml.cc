@@ -710,6 +710,21 @@ Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std
     if (YAML::Node n = root["actions"]) {
       GDR_RETURN_IF_ERROR(p.actions(n, "actions", config.actions));
     }
+    if (YAML::Node n = root["fabric"]) {
+      GDR_ASSIGN_OR_RETURN(config.fabric, p.string(n, "fabric"));
+      if (config.fabric.empty()) {
+        return p.error(n, "fabric", "is empty",
+                       "give the snapshot `gdrmesh fabric discover --save FILE` wrote");
+      }
+    }
+    if (YAML::Node n = root["fabric_hosts"]) {
+      if (!n.IsMap()) {
+        return p.error(n, "fabric_hosts",
+                       "must be a mapping of WORKER: \"node description\" (or host name)",
+                       "e.g. fabric_hosts: {gpu07: \"node07 mlx5_0\"}");
+      }
+      GDR_ASSIGN_OR_RETURN(config.fabric_hosts, p.labels(n, "fabric_hosts"));
+    }
     GDR_ASSIGN_OR_RETURN(YAML::Node hooks, list("hooks"));
     for (size_t i = 0; hooks && i < hooks.size(); ++i) {
       HookOptions h;

@@ -106,6 +106,12 @@ struct ClusterConfig {
   // (text, info). The command line's options win over these.
   std::optional<LogFormat> log_format;
   std::optional<LogLevel> log_level;
+  // The coordinator's fabric snapshot (`fabric:`, a file `gdrmesh fabric discover --save`
+  // wrote; relative to the config file's folder) and the workers' HCAs where their node
+  // descriptions do not start with the worker's name or hostname (`fabric_hosts:`, worker ->
+  // node description or host name). Read from the coordinator's own --config only.
+  std::string fabric;
+  std::map<std::string, std::string> fabric_hosts;
   std::string source;  // the YAML text it was parsed from (stored with sweeps)
 
   // The class of a worker (nullptr = none) and the thresholds that apply to it.

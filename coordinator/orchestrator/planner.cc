@@ -245,6 +245,41 @@ Status checkPairSide(const std::string& field, const EndpointSelector& side, con
   return Status::okStatus();
 }
 
+// The cover planner's rounds (spec.cover_rounds), each pair in its round; pairs with a host not
+// selected are left out (noted), and rounds left empty close up.
+Status planCoverRounds(const SweepSpec& spec, const Selection& sel, std::vector<std::string>& notes,
+                       Slots& out) {
+  if (spec.cover_rounds.empty()) {
+    return failedPrecondition("pattern cover: the coordinator has no cover plan",
+                              "start the coordinator with --fabric FILE (a snapshot `gdrmesh "
+                              "fabric discover --save FILE` wrote)");
+  }
+  std::set<std::string> selected;
+  for (const auto* w : sel.hosts) selected.insert(w->name);
+  int round = 0;
+  size_t left_out = 0;
+  for (const auto& pairs : spec.cover_rounds) {
+    bool any = false;
+    for (const auto& [a, b] : pairs) {
+      if (selected.count(a.worker) == 0 || selected.count(b.worker) == 0) {
+        ++left_out;
+        continue;
+      }
+      const uint32_t ia = out.side(sideFrom(spec.test.initiator, a.worker, a.device));
+      out.add(round, ia, out.side(sideFrom(spec.test.target, b.worker, b.device)));
+      any = true;
+    }
+    if (any) ++round;
+  }
+  if (left_out > 0) {
+    notes.push_back("cover: " + std::to_string(left_out) +
+                    " planned pairs left out (a host not selected or not online)");
+  }
+  if (out.slots.empty()) return tooFewHosts(spec, sel, 2);
+  applyDirection(spec.direction, round, out.slots);
+  return Status::okStatus();
+}
+
 Status planPairs(const SweepSpec& spec, const Selection& sel, Slots& out) {
   if (spec.pairs.empty()) {
     return invalidArgument("pairs: the pairs pattern needs at least one pair",
@@ -499,6 +534,9 @@ Result<SweepPlan> planSweep(const SweepSpec& spec, const std::vector<WorkerStatu
     case SweepPattern::kLoopback:
       if (sel.hosts.empty()) return tooFewHosts(spec, sel, 1);
       planLoopback(spec, sel, plan.notes, slots);
+      break;
+    case SweepPattern::kCover:
+      planned = planCoverRounds(spec, sel, plan.notes, slots);
       break;
     case SweepPattern::kRandom: {
       uint64_t seed = spec.seed;

@@ -21,6 +21,10 @@
 //   random     spec.random_rounds seeded perfect matchings (std::mt19937_64 with spec.seed, or
 //              a seed from std::random_device when 0, returned in plan.seed); odd N: one host
 //              sits out per round. Same seed, same hosts: same plan on every platform.
+//   cover      spec.cover_rounds as given (the cover planner's rounds over the coordinator's
+//              fabric, filled by the sweep's run: sweep_fabric.h), each pair in its round; pairs
+//              of a host not selected are left out (noted) and empty rounds close up. direction
+//              applies as for all-pairs. No rounds: an error naming the fix (--fabric).
 //
 // Sizes: every pair slot becomes one test per size (spec.sizes, or spec.test.message_size),
 // with round = slot_round * n_sizes + size_index. plan.tests is grouped by slot round

@@ -146,6 +146,15 @@ Result<std::vector<PlannedTest>> SweepRunner::planAll(LiveSweep& s,
   s.template_of.clear();
   s.rounds = 0;
   for (size_t p = 0; p < parts.size(); ++p) {
+    if (parts[p].pattern == SweepPattern::kCover) {
+      if (!options_.fabric) {
+        return failedPrecondition(
+            "pattern cover: the coordinator has no fabric",
+            "start it with --fabric FILE (a snapshot `gdrmesh fabric discover --save FILE` "
+            "wrote), or `fabric: FILE` in its --config");
+      }
+      GDR_RETURN_IF_ERROR(options_.fabric->coverRounds(workers, &parts[p], notes));
+    }
     // The template names no workers (the plan does): validate the rest.
     PairTestSpec probe = parts[p].test;
     probe.initiator.worker = probe.target.worker = "planned";
@@ -538,6 +547,48 @@ void SweepRunner::setEndState(LiveSweep& s, bool pass) {
   }
 }
 
+std::vector<BlamedLink> SweepRunner::fabricEnd(const LiveSweep& s, const JudgeRows& rows,
+                                               const JudgeVerdicts& verdicts,
+                                               std::vector<std::string>* notes) {
+  if (!options_.fabric) return {};
+  const SweepFabric& fab = *options_.fabric;
+  const std::vector<WorkerStatus> workers = deps_.workers.list();
+  const fabric::HostMatch match = fab.match(workers);
+  const std::string matched = fabric::describeMatch(match, workers.size());
+  notes->push_back(matched);
+  if (!match.workers_without_hca.empty() || !match.hcas_without_worker.empty() ||
+      !match.problems.empty()) {
+    sweepRunLog(deps_.clock).warn("sweep " + s.id + ": " + matched, {{"sweep", s.id}});
+  }
+  const RowPaths paths = fab.paths(rows, match);
+  if (paths.untraced > 0) {
+    notes->push_back("fabric: " + std::to_string(paths.untraced) +
+                     " tests between matched workers have no path in the LFTs of " + fab.source() +
+                     " (first: " + paths.first_error +
+                     "); rediscover the fabric (`gdrmesh fabric discover --save`)");
+  }
+  if (options_.paths != nullptr) {
+    // In batches of about 10,000 hops, each its own short transaction.
+    std::vector<PathHopRecord> hops = fab.hopRecords(rows, paths, s.id);
+    size_t from = 0;
+    while (from < hops.size()) {
+      size_t to = std::min(hops.size(), from + 10000);
+      while (to < hops.size() && hops[to].test_id == hops[to - 1].test_id) ++to;
+      std::vector<PathHopRecord> batch(hops.begin() + static_cast<std::ptrdiff_t>(from),
+                                       hops.begin() + static_cast<std::ptrdiff_t>(to));
+      Status st = options_.paths->putTestPaths(batch);
+      if (!st.ok()) {
+        notes->push_back("fabric: the tests' paths were not stored: " + st.toString());
+        break;
+      }
+      from = to;
+    }
+  }
+  const FabricCoverage coverage = fab.coverage(rows, paths);
+  for (auto& line : fab.coverageNotes(coverage)) notes->push_back(std::move(line));
+  return blameLinks(rows, verdicts, paths, fab);
+}
+
 void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* ending) {
   // In plan order, as the store reads them back: `sweep judge` over the stored rows gives the
   // same verdicts in the same order.
@@ -549,16 +600,19 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
   if (baseline.ok()) *baseline = JudgeRows{};
   const OutlierFindings outliers = findOutliers(rows, s->config.outliers);
   Localisation located = localiseSweep(rows, verdicts);
+  std::vector<std::string> fabric_notes;
+  const std::vector<BlamedLink> blamed = fabricEnd(*s, rows, verdicts, &fabric_notes);
   const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, s->config, located.noise_rows);
   if (options_.on_end) ending->passing = passingWorkers(rows, verdicts);
   std::lock_guard<std::mutex> lock(board_.mu);
   s->verdicts = std::move(verdicts);
   s->verdict_counts = {};
   for (VerdictKind k : s->verdicts.kind) s->verdict_counts.add(k);
-  s->suspects = mergeSuspects(std::move(located.suspects), outliers.suspects);
+  s->suspects = withLinkBlame(mergeSuspects(std::move(located.suspects), outliers.suspects), blamed,
+                              rows, s->verdicts);
   if (!baseline.ok()) s->notes.push_back("baseline: " + baseline.status().message());
-  for (const std::vector<std::string>* notes :
-       {&std::as_const(located.notes), &outliers.notes, &judged.notes}) {
+  for (const std::vector<std::string>* notes : {&std::as_const(located.notes), &outliers.notes,
+                                                &judged.notes, &std::as_const(fabric_notes)}) {
     s->notes.insert(s->notes.end(), notes->begin(), notes->end());
   }
   setEndState(*s, judged.pass);

@@ -21,7 +21,9 @@
 #include "coordinator/orchestrator/cluster_config.h"
 #include "coordinator/orchestrator/executor.h"
 #include "coordinator/orchestrator/judge_row.h"
+#include "coordinator/orchestrator/link_blame.h"
 #include "coordinator/orchestrator/sweep_board.h"
+#include "coordinator/orchestrator/sweep_fabric.h"
 #include "coordinator/orchestrator/sweep_types.h"
 #include "coordinator/orchestrator/worker_channel.h"
 #include "coordinator/store/result_writer.h"
@@ -49,6 +51,12 @@ struct SweepManagerOptions {
   // the lines it returns join the sweep's notes (coordinator/actions: what was done about the
   // verdict). Must not block for long: actuators bound their commands.
   std::function<std::vector<std::string>(const SweepEnding& end)> on_end;
+  // The coordinator's fabric (`--fabric`, the config's `fabric:`; null: none). At a sweep's end
+  // every test between two workers matched to HCAs has its path traced from the LFTs and stored
+  // in `paths` (when set), the localiser blames inter-switch links (link_blame.h) and the report's
+  // notes tell the match and the sweep's coverage of the links.
+  std::shared_ptr<const SweepFabric> fabric;
+  TestPathStore* paths = nullptr;
 };
 
 using SweepConfigParser = std::function<Result<ClusterConfig>(const std::string& yaml)>;
@@ -115,6 +123,10 @@ class SweepRunner {
   ExecutorTasks tasksOf(const std::shared_ptr<LiveSweep>& s, size_t from);
   // Retests with known-good partners, when the sweep localises.
   void runRetests(const std::shared_ptr<LiveSweep>& s);
+  // With a fabric: traces and stores the rows' paths, returns the links to blame and adds the
+  // match and coverage lines to `notes`.
+  std::vector<BlamedLink> fabricEnd(const LiveSweep& s, const JudgeRows& rows,
+                                    const JudgeVerdicts& verdicts, std::vector<std::string>* notes);
   // Judges the rows and sets the sweep's end (report_pending until checkpoint(final)).
   void judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* ending);
   // The end's state and verdict. board.mu held.

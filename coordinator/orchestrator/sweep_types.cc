@@ -5,12 +5,13 @@
 namespace gdrmesh {
 namespace {
 
-constexpr std::array<std::pair<SweepPattern, const char*>, 5> kPatterns{
+constexpr std::array<std::pair<SweepPattern, const char*>, 6> kPatterns{
     {{SweepPattern::kPairs, "pairs"},
      {SweepPattern::kAllPairs, "all-pairs"},
      {SweepPattern::kRails, "rails"},
      {SweepPattern::kLoopback, "loopback"},
-     {SweepPattern::kRandom, "random"}}};
+     {SweepPattern::kRandom, "random"},
+     {SweepPattern::kCover, "cover"}}};
 constexpr std::array<std::pair<SweepDirection, const char*>, 3> kDirections{
     {{SweepDirection::kOne, "one"},
      {SweepDirection::kBoth, "both"},

@@ -406,13 +406,33 @@ SqliteMigration migration11() {
           }};
 }
 
+SqliteMigration migration12() {
+  return {12,
+          "pair tests' paths through the fabric, hop by hop (TestPathStore)",
+          {
+              "CREATE TABLE test_path_hops ("
+              " test_id TEXT NOT NULL,"
+              " sweep_id TEXT NOT NULL DEFAULT '',"
+              " direction TEXT NOT NULL CHECK (direction IN ('forward', 'reverse')),"
+              " hop INTEGER NOT NULL,"
+              " switch_name TEXT NOT NULL,"
+              " switch_guid TEXT NOT NULL,"
+              " in_port INTEGER NOT NULL,"
+              " out_port INTEGER NOT NULL,"
+              " link TEXT NOT NULL,"
+              " PRIMARY KEY (test_id, direction, hop)) WITHOUT ROWID",
+              "CREATE INDEX test_path_hops_sweep ON test_path_hops (sweep_id, test_id)",
+              "CREATE INDEX test_path_hops_link ON test_path_hops (link)",
+          }};
+}
+
 }  // namespace
 
 const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
   // Append new steps at the end; never edit a released one.
   static const std::vector<SqliteMigration> kMigrations = {
       migration1(), migration2(), migration3(), migration4(),  migration5(),  migration6(),
-      migration7(), migration8(), migration9(), migration10(), migration11(),
+      migration7(), migration8(), migration9(), migration10(), migration11(), migration12(),
   };
   return kMigrations;
 }

@@ -198,6 +198,27 @@ struct SweepTotals {
   bool from_aggregates = false;  // read from the kept totals, not counted from raw rows
 };
 
+// One hop of a pair test's path through the InfiniBand fabric (table test_path_hops), computed
+// from the switches' LFTs (common/fabric/fabric.h tracePath) when the coordinator has a fabric
+// snapshot (`--fabric`). A test has two paths: "forward" (initiator -> target) and "reverse".
+// `link` keys the directed link the hop leaves by: "SWITCHGUID:OUTPORT" ("0x...:12"), the key
+// that per-round link verdicts and counter deltas will share.
+struct PathHopRecord {
+  std::string test_id;
+  std::string sweep_id;   // "" for a test outside a sweep
+  std::string direction;  // forward | reverse
+  int hop = 0;            // 0, 1, ... in the order the packet crosses them
+  std::string switch_name;
+  uint64_t switch_guid = 0;
+  int in_port = 0;
+  int out_port = 0;
+  // "0x0000000000001001:5": the switch's GUID (guidHex) and its out port.
+  std::string link() const;
+};
+// What every TestPathStore refuses (path_hops.cc): an empty test_id, a direction other than
+// forward or reverse, the same (test, direction, hop) twice. Errors name the test and the fix.
+Status validatePathHops(const std::vector<PathHopRecord>& hops);
+
 // The store's interfaces, one per aggregate of what it keeps. A caller takes the narrowest one it
 // needs (Retention: ResultRetention and SweepAggregates; the scheduler's log: ScheduleHistory);
 // ResultStore, SweepStore and Store are the composites that one implementation provides whole.
@@ -370,6 +391,23 @@ class ActionStore {
   virtual Result<std::vector<ActionRecord>> listActions(const ActionQuery& query) = 0;
 };
 
+// The paths of pair tests through the fabric (table test_path_hops; migration 12), hop by hop
+// and both directions. A later step keys per-round link verdicts and counter deltas by the same
+// directed-link key (PathHopRecord::link) in tables of their own.
+class TestPathStore {
+ public:
+  virtual ~TestPathStore() = default;
+  // Stores the hops in one transaction (all or none), replacing every hop stored before for the
+  // test ids they name. An empty test_id, a direction other than forward or reverse, or the same
+  // (test, direction, hop) twice is kInvalidArgument.
+  virtual Status putTestPaths(const std::vector<PathHopRecord>& hops) = 0;
+  // The test's hops, forward first, each direction in hop order; empty when none is stored.
+  virtual Result<std::vector<PathHopRecord>> testPath(const std::string& test_id) = 0;
+  // Every hop of the sweep's tests, ordered by (test id, direction, hop). Empty sweep_id is
+  // kInvalidArgument.
+  virtual Result<std::vector<PathHopRecord>> sweepPaths(const std::string& sweep_id) = 0;
+};
+
 // The whole store: every interface above, as one implementation (SqliteStore) provides it.
 // What the hooks last announced (coordinator/actions/hooks.h): the suspects ("KIND NAME") of the
 // previous finished sweep, with those carried over because a later sweep did not test them.
@@ -383,6 +421,10 @@ class HookStateStore {
   virtual Status setHookSuspects(const std::set<std::string>& keys) = 0;
 };
 
-class Store : public ResultStore, public SweepStore, public ActionStore, public HookStateStore {};
+class Store : public ResultStore,
+              public SweepStore,
+              public ActionStore,
+              public HookStateStore,
+              public TestPathStore {};
 
 }  // namespace gdrmesh

@@ -639,4 +639,33 @@ Status MemoryStore::setHookSuspects(const std::set<std::string>& keys) {
   return {};
 }
 
+Status MemoryStore::putTestPaths(const std::vector<PathHopRecord>& hops) {
+  GDR_RETURN_IF_ERROR(validatePathHops(hops));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const PathHopRecord& h : hops) paths_.erase(h.test_id);
+  for (const PathHopRecord& h : hops) paths_[h.test_id][{h.direction, h.hop}] = h;
+  return {};
+}
+
+Result<std::vector<PathHopRecord>> MemoryStore::testPath(const std::string& test_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<PathHopRecord> out;
+  auto it = paths_.find(test_id);
+  if (it == paths_.end()) return out;
+  for (const auto& [key, h] : it->second) out.push_back(h);
+  return out;
+}
+
+Result<std::vector<PathHopRecord>> MemoryStore::sweepPaths(const std::string& sweep_id) {
+  if (sweep_id.empty()) return invalidArgument("sweepPaths: empty sweep id", "name the sweep");
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<PathHopRecord> out;
+  for (const auto& [test, hops] : paths_) {
+    for (const auto& [key, h] : hops) {
+      if (h.sweep_id == sweep_id) out.push_back(h);
+    }
+  }
+  return out;
+}
+
 }  // namespace gdrmesh::testing

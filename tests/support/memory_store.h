@@ -73,6 +73,10 @@ class MemoryStore final : public Store {
   // HookStateStore.
   Result<std::set<std::string>> hookSuspects() override;
   Status setHookSuspects(const std::set<std::string>& keys) override;
+  // TestPathStore.
+  Status putTestPaths(const std::vector<PathHopRecord>& hops) override;
+  Result<std::vector<PathHopRecord>> testPath(const std::string& test_id) override;
+  Result<std::vector<PathHopRecord>> sweepPaths(const std::string& sweep_id) override;
 
  private:
   struct StoredSweep {
@@ -101,6 +105,8 @@ class MemoryStore final : public Store {
   std::map<std::string, SweepTotals> totals_;
   std::vector<ActionRecord> actions_;
   std::set<std::string> hook_suspects_;
+  // test id -> (direction, hop) -> hop: the order testPath and sweepPaths read.
+  std::map<std::string, std::map<std::pair<std::string, int>, PathHopRecord>> paths_;
 };
 
 }  // namespace gdrmesh::testing

@@ -70,12 +70,20 @@ Result<SimFault> parseSimFault(std::string_view spec) {
   const std::string where = "--sim-fault '" + std::string(spec) + "'";
   const std::string usage =
       "use slow:WORKER[/NIC]:FACTOR, fail:WORKER[/NIC], flap:WORKER:P, mute:WORKER[:AFTER_N], "
-      "drop:WORKER:AFTER_N, link:WORKER[/NIC]:WORKER[/NIC]:FACTOR or "
-      "glitch:WORKER:WORKER:FACTOR[:N]";
+      "drop:WORKER:AFTER_N, link:WORKER[/NIC]:WORKER[/NIC]:FACTOR, "
+      "glitch:WORKER:WORKER:FACTOR[:N] or port:SWITCH[PORT]:FACTOR (with --sim-fabric)";
   auto parts = splitColons(spec);
   SimFault f;
   f.text = std::string(spec);
   const std::string& kind = parts[0];
+  if (kind == "port") {
+    GDR_ASSIGN_OR_RETURN(SimBadPort bad, parseSimBadPort(std::string(spec.substr(5))));
+    f.kind = SimFault::Kind::kPort;
+    f.switch_name = bad.switch_name;
+    f.port = bad.port;
+    f.factor = bad.factor;
+    return f;
+  }
   if (parts.size() < 2 || parts[1].empty()) {
     return invalidArgument(where + ": names no worker", usage);
   }
@@ -156,6 +164,16 @@ std::string simWorkerName(const std::string& prefix, int index, int count) {
   return prefix + "-" + digits;
 }
 
+std::vector<std::string> simWorkerNames(const SimConfig& config) {
+  if (!config.names.empty()) return config.names;
+  std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(std::max(config.count, 0)));
+  for (int i = 0; i < config.count; ++i) {
+    out.push_back(simWorkerName(config.name_prefix, i, config.count));
+  }
+  return out;
+}
+
 Status validateSimConfig(const SimConfig& c) {
   if (c.count < 1 || c.count > 100000) {
     return invalidArgument("--simulate: " + std::to_string(c.count) + " workers; use 1..100000");
@@ -172,9 +190,22 @@ Status validateSimConfig(const SimConfig& c) {
     return invalidArgument("noise: " + std::to_string(c.noise) + " is outside [0, 0.5]",
                            "give the spread as a fraction (0.05 = +-5 %)");
   }
-  std::set<std::string> names;
-  for (int i = 0; i < c.count; ++i) names.insert(simWorkerName(c.name_prefix, i, c.count));
+  if (!c.names.empty() && c.names.size() != static_cast<size_t>(c.count)) {
+    return invalidArgument("--simulate " + std::to_string(c.count) + ": " +
+                               std::to_string(c.names.size()) + " worker names given",
+                           "give as many names as workers");
+  }
+  const std::vector<std::string> all = simWorkerNames(c);
+  const std::set<std::string> names(all.begin(), all.end());
   for (const auto& f : c.faults) {
+    if (f.kind == SimFault::Kind::kPort) {
+      if (!c.fabric) {
+        return invalidArgument("--sim-fault '" + f.text + "': a port fault needs a fabric",
+                               "add --sim-fabric FILE (a `gdrmesh fabric discover --save` "
+                               "snapshot)");
+      }
+      continue;
+    }
     const bool two_ends = !f.peer.empty();
     for (int end = 0; end < (two_ends ? 2 : 1); ++end) {
       const std::string& worker = end == 0 ? f.worker : f.peer;
@@ -182,8 +213,7 @@ Status validateSimConfig(const SimConfig& c) {
       if (names.count(worker) == 0) {
         return invalidArgument(
             "--sim-fault '" + f.text + "': no simulated worker '" + worker + "' here",
-            "names run " + simWorkerName(c.name_prefix, 0, c.count) + " .. " +
-                simWorkerName(c.name_prefix, c.count - 1, c.count));
+            "names run " + all.front() + " .. " + all.back());
       }
       if (!nic.empty()) {
         bool known = false;

@@ -18,6 +18,9 @@
 //   link:WORKER[/NIC]:WORKER[/NIC]:FACTOR
 //                             bandwidth x FACTOR (latency / FACTOR) on every test between the
 //                             two, in either direction: one bad link (cable, port, switch path)
+//   port:SWITCH[PORT]:FACTOR  with --sim-fabric FILE: bandwidth x FACTOR (latency / FACTOR) on
+//                             every test whose data path, traced from the snapshot's LFTs,
+//                             crosses the switch's port either way: one bad cable in the fabric
 //   glitch:WORKER:WORKER:FACTOR[:N]
 //                             the first N (default 1) tests between the two run at FACTOR, the
 //                             rest at full speed: one noisy sample, which a repeat does not show
@@ -28,6 +31,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,20 +39,23 @@
 
 #include "common/status.h"
 #include "security/policy.h"
+#include "worker/simulate/sim_fabric.h"
 
 namespace gdrmesh {
 
 struct SimFault {
-  enum class Kind { kSlow, kFail, kFlap, kMute, kDrop, kLink, kGlitch };
+  enum class Kind { kSlow, kFail, kFlap, kMute, kDrop, kLink, kGlitch, kPort };
   Kind kind = Kind::kSlow;
   std::string worker;
-  std::string nic;         // "" = every NIC of the worker
-  std::string peer;        // link, glitch: the other end's worker
-  std::string peer_nic;    // link: "" = every NIC of the peer
-  double factor = 1;       // slow, link, glitch
-  double probability = 0;  // flap
-  uint64_t after_n = 0;    // mute, drop: commands answered first; glitch: tests slowed
-  std::string text;        // the spec as given, quoted in reasons
+  std::string nic;          // "" = every NIC of the worker
+  std::string peer;         // link, glitch: the other end's worker
+  std::string peer_nic;     // link: "" = every NIC of the peer
+  double factor = 1;        // slow, link, glitch
+  double probability = 0;   // flap
+  uint64_t after_n = 0;     // mute, drop: commands answered first; glitch: tests slowed
+  std::string switch_name;  // port: the switch (node description) and its port
+  int port = 0;
+  std::string text;  // the spec as given, quoted in reasons
 };
 
 // Parses one fault spec (grammar above). Errors name the spec and the field.
@@ -79,6 +86,10 @@ struct SimConfig {
   bool end_signal = true;
   std::map<std::string, std::string> labels;  // sent by every worker (`--label rack=r12`)
   std::vector<SimFault> faults;
+  // `--sim-fabric FILE` (sim_fabric.h): the workers are named after the snapshot's hosts
+  // (`names`, count of them) and port faults slow the tests whose paths cross them. null: none.
+  std::shared_ptr<const SimFabric> fabric;
+  std::vector<std::string> names;
   // A simulator certificate (role simulator, CN = name_prefix), its key and the cluster CA:
   // every worker's stream is TLS with it. nullopt: plaintext (--insecure).
   std::optional<TlsMaterial> tls;
@@ -96,5 +107,7 @@ Status loadSimConfigFile(const std::string& path, SimConfig* config);
 
 // "sim-0007": the prefix, a dash and the index zero-padded to max(4, digits of count - 1).
 std::string simWorkerName(const std::string& prefix, int index, int count);
+// The workers' names: config.names where set (a fabric's hosts), else simWorkerName's.
+std::vector<std::string> simWorkerNames(const SimConfig& config);
 
 }  // namespace gdrmesh

@@ -57,8 +57,14 @@ const char* const kFix =
 
 // ------------------------------------------------------------------------------- faults
 
-SimFaults::SimFaults(std::vector<SimFault> faults, uint64_t seed, double noise)
-    : faults_(std::move(faults)), seed_(seed), noise_(noise) {}
+SimFaults::SimFaults(std::vector<SimFault> faults, uint64_t seed, double noise,
+                     std::shared_ptr<const SimFabric> fabric)
+    : faults_(std::move(faults)), seed_(seed), noise_(noise), fabric_(std::move(fabric)) {}
+
+double SimFaults::pathFactor(const std::string& src, const std::string& src_nic,
+                             const std::string& dst, const std::string& dst_nic) const {
+  return fabric_ ? fabric_->pathFactor(src, src_nic, dst, dst_nic) : 1;
+}
 
 double SimFaults::pairFactor(const std::string& test_id, const std::string& worker,
                              const std::string& nic, const std::string& peer,
@@ -299,6 +305,12 @@ Result<Measurement> SimWorkerModel::measure(const std::string& test_id, const Se
     GDR_RETURN_IF_ERROR(faults_.testFault(test_id, peer.worker, peer.nic.device));
     factor *= faults_.slowFactor(peer.worker, peer.nic.device);
     factor *= faults_.pairFactor(test_id, name_, device, peer.worker, peer.nic.device);
+    // The data's path through the fabric: initiator to target, target to initiator for a read;
+    // each side's own sends in a bidirectional test.
+    const bool local_sends = run.bidirectional || (s.spec.endpoint.role == Role::kInitiator) ==
+                                                      (s.spec.endpoint.op != Op::kRead);
+    factor *= local_sends ? faults_.pathFactor(name_, device, peer.worker, peer.nic.device)
+                          : faults_.pathFactor(peer.worker, peer.nic.device, name_, device);
   }
   Measurement m;
   m.message_size = run.message_size;

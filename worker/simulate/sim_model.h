@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -35,8 +36,9 @@ namespace gdrmesh {
 // The fault table of one process of simulated workers.
 class SimFaults {
  public:
-  // `noise`: SimConfig::noise.
-  SimFaults(std::vector<SimFault> faults, uint64_t seed, double noise = 0);
+  // `noise`: SimConfig::noise; `fabric`: SimConfig::fabric (port faults), may be null.
+  SimFaults(std::vector<SimFault> faults, uint64_t seed, double noise = 0,
+            std::shared_ptr<const SimFabric> fabric = nullptr);
 
   // Product of the slow factors on (worker, nic): < 1 is slower.
   double slowFactor(const std::string& worker, const std::string& nic) const;
@@ -45,6 +47,9 @@ class SimFaults {
   // the two), and the noise draw. Both sides of a test get the same answer.
   double pairFactor(const std::string& test_id, const std::string& worker, const std::string& nic,
                     const std::string& peer, const std::string& peer_nic) const;
+  // The port faults the data path from (src, src_nic) to (dst, dst_nic) crosses (--sim-fabric).
+  double pathFactor(const std::string& src, const std::string& src_nic, const std::string& dst,
+                    const std::string& dst_nic) const;
   // Why a test touching these endpoints fails (fail, then flap), or OK.
   Status testFault(const std::string& test_id, const std::string& worker,
                    const std::string& nic) const;
@@ -55,6 +60,7 @@ class SimFaults {
   std::vector<SimFault> faults_;
   uint64_t seed_;
   double noise_;
+  std::shared_ptr<const SimFabric> fabric_;
   mutable std::mutex mu_;                                        // guards glitched_
   mutable std::map<size_t, std::vector<std::string>> glitched_;  // fault index -> test ids
 };

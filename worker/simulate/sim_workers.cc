@@ -43,12 +43,10 @@ class SimulatedWorkers::Impl {
 
   Impl(SimConfig c, Clock* injected)
       : config(std::move(c)),
-        faults(config.faults, config.seed, config.noise),
+        faults(config.faults, config.seed, config.noise, config.fabric),
         own_clock(injected == nullptr ? std::make_unique<SystemClock>() : nullptr),
         clock(injected == nullptr ? own_clock.get() : injected) {
-    for (int i = 0; i < config.count; ++i) {
-      names.push_back(simWorkerName(config.name_prefix, i, config.count));
-    }
+    names = simWorkerNames(config);
   }
 
   Status start();

@@ -54,6 +54,25 @@ TEST(ConfigYaml, OutlierDetectionIsOnByDefaultAndConfigurable) {
   EXPECT_TRUE(c->hasThresholds());  // a class's threshold counts
 }
 
+TEST(ConfigYaml, FabricAndFabricHostsAreReadAndCheckedNamingTheKey) {
+  auto c = parseClusterConfig(
+      "fabric: fabric.json\nfabric_hosts:\n  gpu07: \"node07 mlx5_0\"\n  gpu08: node08\n",
+      "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_EQ(c->fabric, "fabric.json");
+  EXPECT_EQ(c->fabric_hosts.size(), 2U);
+  EXPECT_EQ(c->fabric_hosts.at("gpu07"), "node07 mlx5_0");
+  EXPECT_EQ(c->fabric_hosts.at("gpu08"), "node08");
+  auto list = parseClusterConfig("fabric_hosts: [a, b]\n", "c.yaml");
+  ASSERT_FALSE(list.ok());
+  EXPECT_NE(list.status().toString().find("fabric_hosts"), std::string::npos)
+      << list.status().toString();
+  auto empty = parseClusterConfig("fabric: \"\"\n", "c.yaml");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().toString().find("fabric discover --save"), std::string::npos)
+      << empty.status().toString();
+}
+
 TEST(ConfigYaml, EmptyFileIsAnEmptyConfig) {
   auto c = parseClusterConfig("", "empty.yaml");
   ASSERT_TRUE(c.ok());

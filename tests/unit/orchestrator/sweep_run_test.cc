@@ -3,13 +3,16 @@
 // a cancel ends that wait at once. Fake workers and a ManualClock (sweep_rig.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "tests/support/fabric_trees.h"
 #include "tests/unit/orchestrator/sweep_rig.h"
 
 namespace gdrmesh::testing {
@@ -154,6 +157,97 @@ TEST(SweepRun, ProgressIsStoredOnTheClocksTicksWhileTestsRun) {
   auto done = rig.store->unfinishedSweepTests(s->id);
   ASSERT_TRUE(done.ok());
   EXPECT_TRUE(done->empty());
+}
+
+// A coordinator with a fabric: the rig's workers h0..h3 mapped to the HCAs of a two-leaf tree
+// (fabric_hosts), every test's path stored both ways, and the report's notes telling the match and
+// the coverage; then `cover` runs the cover planner's rounds.
+std::shared_ptr<const SweepFabric> rigFabric() {
+  return std::make_shared<const SweepFabric>(
+      twoLevelTree(2, 2, 2),
+      std::map<std::string, std::string>{
+          {"h0", "h01"}, {"h1", "h02 mlx5_0"}, {"h2", "h03"}, {"h3", "h04"}},
+      "tree.json");
+}
+
+std::vector<std::string> runRigSweep(SweepRig& rig, RigCoordinator& c, const SweepSpec& spec,
+                                     std::string* id) {
+  auto planned = c.runner.plan(spec);
+  EXPECT_TRUE(planned.ok()) << planned.status().toString();
+  if (!planned.ok()) return {};
+  std::shared_ptr<LiveSweep> s = *planned;
+  {
+    std::lock_guard<std::mutex> lock(c.board.mu);
+    EXPECT_TRUE(rig.store->createSweep(c.runner.recordOf(*s)).ok());
+    c.board.recent[s->id] = s;
+  }
+  *id = s->id;
+  {
+    RunThread run(c, s);
+    EXPECT_EQ(rig.finish(c, s->id).state, SweepState::kFinished);
+  }
+  auto summary = rig.store->sweepReportSummary(s->id);
+  EXPECT_TRUE(summary.ok() && summary->has_value());
+  return summary.ok() && summary->has_value() ? (*summary)->notes : std::vector<std::string>{};
+}
+
+TEST(SweepRun, WithAFabricEveryTestsPathIsStoredAndTheReportTellsMatchAndCoverage) {
+  SweepRig rig;
+  SweepManagerOptions options;
+  options.fabric = rigFabric();
+  options.paths = rig.store.get();
+  RigCoordinator& c = rig.start(options);
+  std::string id;
+  const std::vector<std::string> notes = runRigSweep(rig, c, rigAllPairs(), &id);
+  auto results = rig.store->queryResults([&] {
+    ResultQuery q;
+    q.run_id = id;
+    return q;
+  }());
+  ASSERT_TRUE(results.ok());
+  ASSERT_FALSE(results->empty());
+  for (const TestResult& r : *results) {
+    auto hops = rig.store->testPath(r.test_id);
+    ASSERT_TRUE(hops.ok());
+    size_t forward = 0, reverse = 0;
+    for (const auto& h : *hops) (h.direction == "forward" ? forward : reverse) += 1;
+    // Same leaf: one switch; across the spines: three, both ways.
+    EXPECT_GE(forward, 1U) << r.test_id;
+    EXPECT_EQ(forward, reverse) << r.test_id;
+  }
+  auto all = rig.store->sweepPaths(id);
+  ASSERT_TRUE(all.ok());
+  EXPECT_FALSE(all->empty());
+  auto has = [&](const std::string& prefix) {
+    return std::any_of(notes.begin(), notes.end(),
+                       [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_TRUE(has("fabric: 4 of 4 workers matched to HCAs"));
+  EXPECT_TRUE(has("fabric coverage: "));
+}
+
+TEST(SweepRun, CoverNeedsAFabricAndRunsTheCoverPlannersRounds) {
+  SweepRig rig;
+  SweepSpec spec = rigAllPairs();
+  spec.pattern = SweepPattern::kCover;
+  {
+    RigCoordinator& bare = rig.start();
+    auto refused = bare.runner.plan(spec);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().toString().find("--fabric"), std::string::npos)
+        << refused.status().toString();
+  }
+  SweepManagerOptions options;
+  options.fabric = rigFabric();
+  RigCoordinator& c = rig.start(options);
+  std::string id;
+  const std::vector<std::string> notes = runRigSweep(rig, c, spec, &id);
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.find("load 8 of 8 routable directed inter-switch links") != std::string::npos;
+  })) << (notes.empty() ? "" : notes.front());
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.rfind("fabric coverage: 8 of 8 directed", 0) == 0;
+  }));
 }
 
 }  // namespace

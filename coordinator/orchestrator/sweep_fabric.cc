@@ -1,0 +1,243 @@
+#include "coordinator/orchestrator/sweep_fabric.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "common/fabric/cover.h"
+
+namespace gdrmesh {
+
+std::vector<DirectedLink> interSwitchLinks(const std::vector<fabric::Hop>& hops) {
+  std::vector<DirectedLink> out;
+  // Every hop but the last leaves its switch towards the next switch of the path.
+  for (size_t i = 0; i + 1 < hops.size(); ++i) {
+    out.push_back({hops[i].switch_guid, hops[i].out_port});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<DirectedLink> dataLinks(const JudgeRow& row, const RowPaths& paths, size_t i) {
+  if (!paths.known[i]) return {};
+  return row.op == Op::kRead ? paths.reverse_links[i] : paths.forward_links[i];
+}
+
+SweepFabric::SweepFabric(fabric::Fabric fabric, std::map<std::string, std::string> hosts,
+                         std::string source)
+    : fabric_(std::move(fabric)), hosts_(std::move(hosts)), source_(std::move(source)) {
+  for (const fabric::Node& s : fabric_.switches) {
+    for (const fabric::Port& p : s.ports) {
+      const fabric::Node* r = p.remote_guid != 0 ? fabric_.nodeByGuid(p.remote_guid) : nullptr;
+      if (r != nullptr && r->kind == fabric::NodeKind::kSwitch) {
+        inter_switch_.push_back({s.guid, p.number});
+      }
+    }
+  }
+  std::sort(inter_switch_.begin(), inter_switch_.end());
+}
+
+fabric::HostMatch SweepFabric::match(const std::vector<WorkerStatus>& workers) const {
+  std::vector<fabric::WorkerHost> hosts;
+  hosts.reserve(workers.size());
+  for (const WorkerStatus& w : workers) hosts.push_back({w.name, w.inventory.hostname});
+  std::sort(
+      hosts.begin(), hosts.end(),
+      [](const fabric::WorkerHost& a, const fabric::WorkerHost& b) { return a.name < b.name; });
+  return fabric::matchHosts(fabric_, hosts, hosts_);
+}
+
+namespace {
+
+// The first active port of an HCA (the one a test on it uses), as fabric::findEndpoint picks it.
+fabric::Endpoint fabricEndpointOf(const fabric::Node* n) {
+  if (n == nullptr) return {};
+  for (const fabric::Port& p : n->ports) {
+    if (p.state == "Active") return {n, &p};
+  }
+  return {n, n->ports.size() == 1 ? n->ports.data() : nullptr};
+}
+
+}  // namespace
+
+RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& match) const {
+  RowPaths out;
+  out.known.assign(rows.size(), false);
+  out.forward.resize(rows.size());
+  out.reverse.resize(rows.size());
+  out.forward_links.resize(rows.size());
+  out.reverse_links.resize(rows.size());
+  struct Traced {
+    bool ok = false;
+    std::vector<fabric::Hop> forward, reverse;
+    std::vector<DirectedLink> forward_links, reverse_links;
+  };
+  // (initiator worker, nic, target worker, nic) string ids -> the pair's paths.
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, Traced> cache;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const JudgeRow& r = rows[i];
+    const std::string& iw = rows.str(r.initiator.worker);
+    const std::string& tw = rows.str(r.target.worker);
+    if (!match.matched(iw) || !match.matched(tw)) continue;
+    auto key = std::make_tuple(r.initiator.worker, r.initiator.nic, r.target.worker, r.target.nic);
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      Traced t;
+      const fabric::Endpoint a =
+          fabricEndpointOf(match.hcaFor(fabric_, iw, rows.str(r.initiator.nic)));
+      const fabric::Endpoint b =
+          fabricEndpointOf(match.hcaFor(fabric_, tw, rows.str(r.target.nic)));
+      auto fwd = fabric::tracePath(fabric_, a, b);
+      auto rev = fwd.ok() ? fabric::tracePath(fabric_, b, a) : fwd;
+      if (fwd.ok() && rev.ok()) {
+        t.ok = true;
+        t.forward = std::move(*fwd);
+        t.reverse = std::move(*rev);
+        t.forward_links = interSwitchLinks(t.forward);
+        t.reverse_links = interSwitchLinks(t.reverse);
+      } else if (out.first_error.empty()) {
+        out.first_error =
+            iw + " -> " + tw + ": " + (fwd.ok() ? rev.status() : fwd.status()).message();
+      }
+      it = cache.emplace(key, std::move(t)).first;
+    }
+    if (!it->second.ok) {
+      ++out.untraced;
+      continue;
+    }
+    out.known[i] = true;
+    out.forward[i] = it->second.forward;
+    out.reverse[i] = it->second.reverse;
+    out.forward_links[i] = it->second.forward_links;
+    out.reverse_links[i] = it->second.reverse_links;
+  }
+  return out;
+}
+
+std::vector<PathHopRecord> SweepFabric::hopRecords(const JudgeRows& rows, const RowPaths& paths,
+                                                   const std::string& sweep_id) const {
+  std::vector<PathHopRecord> out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!paths.known[i]) continue;
+    const std::string test_id(rows.testId(rows[i]));
+    for (const auto& [dir, hops] : {std::make_pair("forward", &paths.forward[i]),
+                                    std::make_pair("reverse", &paths.reverse[i])}) {
+      for (size_t h = 0; h < hops->size(); ++h) {
+        const fabric::Hop& hop = (*hops)[h];
+        PathHopRecord rec;
+        rec.test_id = test_id;
+        rec.sweep_id = sweep_id;
+        rec.direction = dir;
+        rec.hop = static_cast<int>(h);
+        rec.switch_name = hop.switch_name;
+        rec.switch_guid = hop.switch_guid;
+        rec.in_port = hop.in_port;
+        rec.out_port = hop.out_port;
+        out.push_back(std::move(rec));
+      }
+    }
+  }
+  return out;
+}
+
+FabricCoverage SweepFabric::coverage(const JudgeRows& rows, const RowPaths& paths) const {
+  FabricCoverage c;
+  c.directed_links = inter_switch_.size();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!paths.known[i] || rows[i].retest) continue;
+    ++c.tests_traced;
+    std::set<DirectedLink> crossed(paths.forward_links[i].begin(), paths.forward_links[i].end());
+    crossed.insert(paths.reverse_links[i].begin(), paths.reverse_links[i].end());
+    for (const DirectedLink& l : crossed) ++c.tests_on[l];
+  }
+  for (const DirectedLink& l : inter_switch_) {
+    if (c.tests_on.count(l) == 0) c.never.push_back(l);
+  }
+  return c;
+}
+
+std::vector<std::string> SweepFabric::coverageNotes(const FabricCoverage& c,
+                                                    size_t max_listed) const {
+  std::vector<std::string> out;
+  const size_t used = c.directed_links - c.never.size();
+  std::string line =
+      "fabric coverage: " + std::to_string(used) + " of " + std::to_string(c.directed_links) +
+      " directed inter-switch links carried tests (" + std::to_string(c.tests_traced) +
+      " tests traced through the LFTs of " + source_ + ")";
+  if (!c.tests_on.empty()) {
+    auto [lo, hi] =
+        std::minmax_element(c.tests_on.begin(), c.tests_on.end(),
+                            [](const auto& a, const auto& b) { return a.second < b.second; });
+    line += "; busiest " + linkName(hi->first) + " (" + std::to_string(hi->second) +
+            " tests), least used " + linkName(lo->first) + " (" + std::to_string(lo->second) + ")";
+  }
+  out.push_back(std::move(line));
+  if (!c.never.empty()) {
+    std::string never = "fabric coverage: never exercised: ";
+    for (size_t i = 0; i < c.never.size() && i < max_listed; ++i) {
+      never += (i ? ", " : "") + linkName(c.never[i]);
+    }
+    if (c.never.size() > max_listed) {
+      never += " and " + std::to_string(c.never.size() - max_listed) + " more";
+    }
+    out.push_back(std::move(never));
+  }
+  return out;
+}
+
+Status SweepFabric::coverRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
+                                std::vector<std::string>* notes) const {
+  auto plan = fabric::planCover(fabric_);
+  if (!plan.ok()) return plan.status().withContext("pattern cover: " + source_);
+  std::vector<WorkerStatus> online;
+  for (const WorkerStatus& w : workers) {
+    if (w.state == "online") online.push_back(w);
+  }
+  const fabric::HostMatch m = match(online);
+  std::map<std::string, std::string> worker_of;  // HCA -> worker
+  for (const auto& [w, hcas] : m.hcas_of) {
+    for (const auto& h : hcas) worker_of[h] = w;
+  }
+  spec->cover_rounds.clear();
+  size_t missing = 0;
+  for (const auto& round : plan->rounds) {
+    std::vector<std::pair<EndpointSelector, EndpointSelector>> pairs;
+    for (const fabric::CoverPair& p : round) {
+      auto a = worker_of.find(p.a);
+      auto b = worker_of.find(p.b);
+      if (a == worker_of.end() || b == worker_of.end()) {
+        ++missing;
+        continue;
+      }
+      EndpointSelector ea, eb;
+      ea.worker = a->second;
+      ea.device = fabric::deviceOfNodeDescription(p.a);
+      eb.worker = b->second;
+      eb.device = fabric::deviceOfNodeDescription(p.b);
+      pairs.emplace_back(std::move(ea), std::move(eb));
+    }
+    spec->cover_rounds.push_back(std::move(pairs));
+  }
+  notes->push_back("cover: " + std::to_string(plan->rounds.size()) + " rounds (lower bound " +
+                   std::to_string(plan->lower_bound) + ") load " + std::to_string(plan->covered) +
+                   " of " + std::to_string(plan->routable) +
+                   " routable directed inter-switch links of " + source_ + " (" +
+                   std::to_string(plan->directed_links) + " in all)");
+  if (missing > 0) {
+    notes->push_back("cover: " + std::to_string(missing) +
+                     " planned pairs left out: an HCA of theirs has no online worker (" +
+                     fabric::describeMatch(m, online.size()) + ")");
+  }
+  return Status();
+}
+
+std::string SweepFabric::linkName(const DirectedLink& l) const {
+  return fabric::directedLinkName(fabric_, l.guid, l.port);
+}
+
+bool SweepFabric::interSwitch(const DirectedLink& l) const {
+  return std::binary_search(inter_switch_.begin(), inter_switch_.end(), l);
+}
+
+}  // namespace gdrmesh
