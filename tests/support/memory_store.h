@@ -73,6 +73,14 @@ class MemoryStore final : public Store {
   // HookStateStore.
   Result<std::set<std::string>> hookSuspects() override;
   Status setHookSuspects(const std::set<std::string>& keys) override;
+  // FabricHistory.
+  Result<int64_t> recordFabricSnapshot(const FabricSnapshotRecord& snapshot,
+                                       const std::vector<FabricFindingRecord>& findings) override;
+  Result<std::vector<FabricSnapshotRecord>> listFabricSnapshots(
+      const FabricSnapshotQuery& query) override;
+  Result<std::optional<FabricSnapshotRecord>> getFabricSnapshot(int64_t id) override;
+  Result<std::vector<FabricFindingRecord>> fabricFindings(int64_t snapshot_id) override;
+  Result<uint64_t> dropFabricSnapshotsBefore(int64_t cutoff_ms, uint32_t max_rows) override;
 
  private:
   struct StoredSweep {
@@ -101,6 +109,8 @@ class MemoryStore final : public Store {
   std::map<std::string, SweepTotals> totals_;
   std::vector<ActionRecord> actions_;
   std::set<std::string> hook_suspects_;
+  // By id (recording order), with their findings.
+  std::map<int64_t, std::pair<FabricSnapshotRecord, std::vector<FabricFindingRecord>>> fabric_;
 };
 
 }  // namespace gdrmesh::testing

@@ -18,6 +18,7 @@ class MemoryStoreHarness : public StoreHarness {
   SweepStore& sweeps() override { return store_; }
   ActionStore& actions() override { return store_; }
   HookStateStore& hookState() override { return store_; }
+  FabricHistory& fabric() override { return store_; }
   bool persistent() const override { return false; }
   Status reopen() override { return unimplemented("in-memory store"); }
 

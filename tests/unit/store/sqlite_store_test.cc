@@ -44,6 +44,7 @@ class SqliteHarness : public StoreHarness {
   SweepStore& sweeps() override { return *store_; }
   ActionStore& actions() override { return *store_; }
   HookStateStore& hookState() override { return *store_; }
+  FabricHistory& fabric() override { return *store_; }
   bool persistent() const override { return true; }
   Status reopen() override {
     store_.reset();
@@ -71,6 +72,7 @@ class MemoryHarness : public StoreHarness {
   SweepStore& sweeps() override { return *store_; }
   ActionStore& actions() override { return *store_; }
   HookStateStore& hookState() override { return *store_; }
+  FabricHistory& fabric() override { return *store_; }
   bool persistent() const override { return false; }
   Status reopen() override { return unimplemented("in-memory store"); }
 

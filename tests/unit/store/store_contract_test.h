@@ -2,7 +2,8 @@
 // against (INSTANTIATE_TEST_SUITE_P(Name, ResultStoreContractTest, ...)). Every method of every
 // interface of store.h is called by it (store_contract_test.cc: results, workers, sweeps,
 // schedule runs; store_contract_verdicts_test.cc: sweep reports; store_contract_aggregates_test.cc:
-// test markers, aggregates, pair history, retention, actions). Instantiated for SQLite (file and
+// test markers, aggregates, pair history, retention, actions;
+// store_contract_fabric_test.cc: the fabric's history). Instantiated for SQLite (file and
 // memory, sqlite_store_test.cc) and the MemoryStore of tests/support (memory_store_test.cc).
 #pragma once
 
@@ -26,6 +27,7 @@ class StoreHarness {
   virtual SweepStore& sweeps() = 0;
   virtual ActionStore& actions() = 0;
   virtual HookStateStore& hookState() = 0;
+  virtual FabricHistory& fabric() = 0;
   // False for stores that keep nothing across a reopen (the reopen test is skipped).
   virtual bool persistent() const = 0;
   // Closes the store and opens the same storage again.
@@ -53,6 +55,7 @@ class ResultStoreContractTest : public ::testing::TestWithParam<StoreFactory> {
   SweepStore& sweeps() { return harness_->sweeps(); }
   ActionStore& actions() { return harness_->actions(); }
   HookStateStore& hookState() { return harness_->hookState(); }
+  FabricHistory& fabric() { return harness_->fabric(); }
   std::unique_ptr<StoreHarness> harness_;
 };
 
