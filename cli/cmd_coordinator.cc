@@ -428,6 +428,7 @@ int serve(const CoordinatorArgs& a, CoordinatorSetup& s, DatabaseHolder* holder,
   Reactions reactions(s, store, clock, log);
   s.opts.sweeps.on_end = reactions.onEnd();
   s.opts.action_store = &store;
+  s.opts.fabric_history = &store;
   CoordinatorServer server(s.opts, store, store, clock);
   auto port = server.start();
   if (!port.ok()) {
@@ -452,7 +453,7 @@ int serve(const CoordinatorArgs& a, CoordinatorSetup& s, DatabaseHolder* holder,
   }
   // Raw rows older than the retention are deleted in short batches (hourly by default); every
   // ended sweep's aggregates are kept.
-  Retention retainer(clock, store, store, s.retention);
+  Retention retainer(clock, store, store, s.retention, &store);
   if (s.retention.days > 0) {
     retainer.start();
     const std::string msg = "keeping raw results " + std::to_string(s.retention.days) +

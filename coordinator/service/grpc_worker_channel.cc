@@ -1,5 +1,7 @@
 #include "coordinator/service/grpc_worker_channel.h"
 
+#include <nlohmann/json.hpp>
+
 #include "convert.h"
 
 namespace gdrmesh {
@@ -159,6 +161,38 @@ void GrpcWorkerChannel::finish(const FinishCommand& c, Deadline deadline, Done<S
     if (!r.ok()) return done(r.status());
     if (!r->has_finish()) return done(wrongReply(w, "finish"));
     done(convert::fromProto(r->finish()));
+  });
+}
+
+void GrpcWorkerChannel::discoverFabric(const fabric::DiscoverRequest& request, Deadline deadline,
+                                       Done<fabric::DiscoverOutcome> done) {
+  pb::CoordinatorCommand cmd;
+  auto* d = cmd.mutable_discover_fabric();
+  d->set_ca(request.ca);
+  d->set_ca_port(static_cast<uint32_t>(request.ca_port));
+  d->set_timeout_ms(static_cast<uint32_t>(request.timeout_ms));
+  d->set_no_lfts(!request.read_lfts);
+  std::string w = worker();
+  link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
+    if (!r.ok()) return done(r.status());
+    if (!r->has_discover_fabric()) return done(wrongReply(w, "discover_fabric"));
+    fabric::DiscoverOutcome o;
+    o.status = convert::fromProto(r->discover_fabric().discovery());
+    if (o.status.ok()) {
+      // The snapshot's JSON (docs/fabric.md) is read once, here at the edge.
+      auto j = nlohmann::json::parse(r->discover_fabric().snapshot_json(), nullptr, false);
+      auto f = j.is_discarded()
+                   ? Result<fabric::Fabric>(invalidArgument("the snapshot is not JSON"))
+                   : fabric::fabricFromJson(j);
+      if (!f.ok()) {
+        o.status = f.status().withContext("worker " + w +
+                                          " answered a snapshot gdrmesh cannot "
+                                          "read (protocol mismatch; upgrade the worker)");
+      } else {
+        o.fabric = std::move(f).value();
+      }
+    }
+    done(std::move(o));
   });
 }
 
