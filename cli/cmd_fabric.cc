@@ -15,6 +15,7 @@
 #include "cli/control.h"
 #include "cli/output.h"
 #include "common/fabric/cover.h"
+#include "common/fabric/discovery.h"
 #include "common/fabric/fabric.h"
 #ifdef GDRMESH_HAVE_FABRIC_DISCOVERY
 #include "worker/fabric/ib_discovery.h"
@@ -227,11 +228,9 @@ LoadedSnapshot loadSnapshot(const char* cmd, const std::string& spec, const Clie
                                       "compare newer snapshots (`gdrmesh fabric history`)"));
     return out;
   }
-  auto j = nlohmann::json::parse(resp.snapshot_json(), nullptr, false);
-  auto f = j.is_discarded() ? Result<Fabric>(invalidArgument("snapshot " + name + " is not JSON"))
-                            : fabric::fabricFromJson(j);
+  auto f = fabric::fabricFromJsonText(resp.snapshot_json(), "snapshot " + name);
   if (!f.ok()) {
-    out.rc = fabricFail(cmd, f.status().withContext("snapshot " + name));
+    out.rc = fabricFail(cmd, f.status());
     return out;
   }
   out.fabric = std::move(f).value();
@@ -267,9 +266,7 @@ int runFabricDiscoverOn(const FabricArgs& a, const ClientOptions& o) {
   } else {
     std::cout << storedHeader(resp);
     if (resp.outcome() == "ok") {
-      auto j = nlohmann::json::parse(resp.snapshot_json(), nullptr, false);
-      auto f = j.is_discarded() ? Result<Fabric>(invalidArgument("not JSON"))
-                                : fabric::fabricFromJson(j);
+      auto f = fabric::fabricFromJsonText(resp.snapshot_json(), "the stored snapshot");
       if (f.ok()) std::cout << fabricTable(*f);
     }
     if (resp.findings_size() > 0) std::cout << "\n" << findingsTable(resp.findings());

@@ -3,6 +3,7 @@
 // (DiscoverOutcome). The worker runs worker/fabric's discovery; the coordinator sees only these.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/fabric/fabric.h"
@@ -25,5 +26,21 @@ struct DiscoverOutcome {
   Status status;
   Fabric fabric;
 };
+
+// A snapshot's JSON text (docs/fabric.md) as a Fabric: for text from another process (a
+// worker's answer, a stored row). Text that is not JSON, or JSON of the wrong shape or types,
+// is kInvalidArgument naming `what`; nothing here throws.
+inline Result<Fabric> fabricFromJsonText(const std::string& text, const std::string& what) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalidArgument(what + " is not JSON");
+  try {
+    auto f = fabricFromJson(j);
+    if (!f.ok()) return f.status().withContext(what);
+    return f;
+  } catch (const nlohmann::json::exception& e) {
+    // fabricFromJson reads fields with json::value(), which throws on a field of another type.
+    return invalidArgument(what + ": " + e.what());
+  }
+}
 
 }  // namespace gdrmesh::fabric

@@ -42,12 +42,8 @@ FabricSnapshotRecord snapshotOf(const std::string& worker, const fabric::Fabric&
 }
 
 Result<fabric::Fabric> parseStoredSnapshot(const FabricSnapshotRecord& r) {
-  auto j = nlohmann::json::parse(r.snapshot_json, nullptr, false);
-  if (j.is_discarded()) {
-    return internalError("fabric snapshot @" + std::to_string(r.id) +
-                         " in the database is not JSON (the database was edited by hand?)");
-  }
-  return fabric::fabricFromJson(j);
+  return fabric::fabricFromJsonText(r.snapshot_json,
+                                    "fabric snapshot @" + std::to_string(r.id) + " as stored");
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 #include "coordinator/service/grpc_worker_channel.h"
 
-#include <nlohmann/json.hpp>
-
 #include "convert.h"
 
 namespace gdrmesh {
@@ -179,11 +177,10 @@ void GrpcWorkerChannel::discoverFabric(const fabric::DiscoverRequest& request, D
     fabric::DiscoverOutcome o;
     o.status = convert::fromProto(r->discover_fabric().discovery());
     if (o.status.ok()) {
-      // The snapshot's JSON (docs/fabric.md) is read once, here at the edge.
-      auto j = nlohmann::json::parse(r->discover_fabric().snapshot_json(), nullptr, false);
-      auto f = j.is_discarded()
-                   ? Result<fabric::Fabric>(invalidArgument("the snapshot is not JSON"))
-                   : fabric::fabricFromJson(j);
+      // The snapshot's JSON (docs/fabric.md) is read once, here at the edge; a worker's text
+      // of any shape is an error, never an exception on this thread.
+      auto f = fabric::fabricFromJsonText(r->discover_fabric().snapshot_json(),
+                                          "the snapshot of worker " + w);
       if (!f.ok()) {
         o.status = f.status().withContext("worker " + w +
                                           " answered a snapshot gdrmesh cannot "

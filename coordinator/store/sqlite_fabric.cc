@@ -58,7 +58,8 @@ int bindFabricText(sqlite3_stmt* s, int index, const std::string& v) {
 }  // namespace
 
 Result<int64_t> SqliteStore::recordFabricSnapshot(
-    const FabricSnapshotRecord& r, const std::vector<FabricFindingRecord>& findings) {
+    const FabricSnapshotRecord& snapshot, const std::vector<FabricFindingRecord>& findings) {
+  const FabricSnapshotRecord& r = snapshot;
   GDR_RETURN_IF_ERROR(checkFabricSnapshot(r));
   std::lock_guard<std::mutex> lock(writer_.mu);
   int64_t id = 0;
@@ -107,7 +108,8 @@ Result<int64_t> SqliteStore::recordFabricSnapshot(
 }
 
 Result<std::vector<FabricSnapshotRecord>> SqliteStore::listFabricSnapshots(
-    const FabricSnapshotQuery& q) {
+    const FabricSnapshotQuery& query) {
+  const FabricSnapshotQuery& q = query;
   ReadLease lease(*this);
   GDR_RETURN_IF_ERROR(lease.status());
   Conn& c = lease.conn();

@@ -663,7 +663,8 @@ Result<int64_t> MemoryStore::recordFabricSnapshot(
 }
 
 Result<std::vector<FabricSnapshotRecord>> MemoryStore::listFabricSnapshots(
-    const FabricSnapshotQuery& q) {
+    const FabricSnapshotQuery& query) {
+  const FabricSnapshotQuery& q = query;
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<FabricSnapshotRecord> out;
   for (auto it = fabric_.rbegin(); it != fabric_.rend(); ++it) {

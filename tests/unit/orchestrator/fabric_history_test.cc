@@ -238,6 +238,28 @@ TEST_F(FabricHistoryTest, ReferencesNameStoredSnapshots) {
   EXPECT_EQ(missing.status().code(), Code::kNotFound);
 }
 
+// A worker's answer is read at the coordinator's edge: text of any shape is an error naming
+// it, never an exception (nlohmann's json::value() throws on a field of another type; uncaught
+// on a gRPC thread it would end the coordinator).
+TEST(FabricFromJsonText, WrongTextIsAnErrorNotAnException) {
+  const std::string good = fabric::toJson(tree()).dump();
+  auto ok = fabric::fabricFromJsonText(good, "worker h1's snapshot");
+  ASSERT_TRUE(ok.ok()) << ok.status().toString();
+  EXPECT_EQ(ok->links.size(), 8u);
+  for (const std::string bad :
+       {"", "not json", "[]",
+        R"({"format":"gdrmesh-fabric/1","source":5,"switches":[],"hosts":[]})",
+        R"({"format":"gdrmesh-fabric/1","switches":[{"name":7}],"hosts":[]})",
+        R"({"format":"gdrmesh-fabric/1","switches":[],"hosts":[{"guid":[1],"ports":"x"}]})",
+        R"({"format":"other"})"}) {
+    Result<Fabric> r = Status();
+    EXPECT_NO_THROW(r = fabric::fabricFromJsonText(bad, "worker h1's snapshot")) << bad;
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << bad;
+    EXPECT_THAT(r.status().message(), HasSubstr("worker h1's snapshot")) << bad;
+  }
+}
+
 TEST_F(FabricHistoryTest, AFakeWorkersDiscoveryIsStored) {
   FakeWorkerChannel worker("h1", clock_);
   worker.behaviour.discover = [](const fabric::DiscoverRequest& r) {
