@@ -511,6 +511,7 @@ int serve(const CoordinatorArgs& a, CoordinatorSetup& s, DatabaseHolder* holder,
     s.opts.sweeps.paths = &store;
     logFabricMatch(*s.opts.sweeps.fabric, store, log);
   }
+  s.opts.fabric_history = &store;
   CoordinatorServer server(s.opts, store, store, clock);
   auto port = server.start();
   if (!port.ok()) {
@@ -535,7 +536,7 @@ int serve(const CoordinatorArgs& a, CoordinatorSetup& s, DatabaseHolder* holder,
   }
   // Raw rows older than the retention are deleted in short batches (hourly by default); every
   // ended sweep's aggregates are kept.
-  Retention retainer(clock, store, store, s.retention);
+  Retention retainer(clock, store, store, s.retention, &store);
   if (s.retention.days > 0) {
     retainer.start();
     const std::string msg = "keeping raw results " + std::to_string(s.retention.days) +

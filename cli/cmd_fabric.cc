@@ -1,7 +1,9 @@
 // Fabric commands (docs/fabric.md): `gdrmesh fabric discover` walks the InfiniBand subnet from a
-// local port (worker/fabric/, libibnetdisc + libibmad) and prints or saves the snapshot;
-// `fabric show FILE`, `fabric diff OLD NEW` and `fabric path FILE SRC DST` read saved snapshots
-// (common/fabric/fabric.h) and need no InfiniBand device.
+// local port (worker/fabric/, libibnetdisc + libibmad) and prints or saves the snapshot, or with
+// `--worker NAME` asks that worker through the coordinator, which stores it with its findings;
+// `fabric history` lists the stored snapshots; `fabric show`, `fabric diff` read saved files or
+// stored snapshots (@ID, latest, previous) and `fabric path FILE SRC DST` saved files
+// (common/fabric/fabric.h); none of these needs an InfiniBand device.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -10,8 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "cli/control.h"
 #include "cli/output.h"
 #include "common/fabric/cover.h"
+#include "common/fabric/discovery.h"
 #include "common/fabric/fabric.h"
 #ifdef GDRMESH_HAVE_FABRIC_DISCOVERY
 #include "worker/fabric/ib_discovery.h"
@@ -34,7 +38,15 @@ struct FabricArgs {
   std::string src, dst;
   std::string pattern;  // sweep plan
   int max_rounds = 64;
+  std::string worker;  // discover --worker NAME: through the coordinator
+  double deadline_seconds = 120;
+  uint32_t limit = 20;  // history
 };
+
+// A snapshot argument that names a stored snapshot rather than a file.
+bool isStoredSnapshotRef(const std::string& spec) {
+  return spec == "latest" || spec == "previous" || (!spec.empty() && spec[0] == '@');
+}
 
 int fabricFail(const char* cmd, const Status& st) {
   std::fprintf(stderr, "gdrmesh fabric %s: %s\n", cmd, st.message().c_str());
@@ -127,7 +139,177 @@ std::string switchTable(const Fabric& f, const fabric::Node& s) {
   return out + renderTable(lft);
 }
 
-int runFabricDiscover(const FabricArgs& a) {
+// ------------------------------------------------------------------ stored snapshots
+
+std::string findingsTable(const google::protobuf::RepeatedPtrField<pb::FabricFinding>& findings) {
+  std::vector<std::vector<std::string>> rows{{"FINDING", "SWITCH", "PORT", "DETAIL"}};
+  for (const auto& x : findings) {
+    rows.push_back(
+        {x.kind(), x.switch_name(), x.port() != 0 ? std::to_string(x.port()) : "", x.message()});
+  }
+  return renderTable(rows);
+}
+
+// A stored snapshot as JSON: its row, its findings and its document (docs/fabric.md).
+nlohmann::json storedJson(const pb::FabricSnapshot& s) {
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& x : s.findings()) {
+    findings.push_back({{"kind", x.kind()},
+                        {"switch", x.switch_name()},
+                        {"port", x.port()},
+                        {"message", x.message()}});
+  }
+  nlohmann::json j = {{"id", s.id()},
+                      {"taken_ms", s.taken_ms()},
+                      {"worker", s.worker()},
+                      {"source", s.source()},
+                      {"outcome", s.outcome()},
+                      {"detail", s.detail()},
+                      {"switches", s.switches()},
+                      {"hosts", s.hosts()},
+                      {"links", s.links()},
+                      {"previous_id", s.previous_id()},
+                      {"findings", std::move(findings)}};
+  if (!s.snapshot_json().empty()) {
+    j["snapshot"] = nlohmann::json::parse(s.snapshot_json(), nullptr, false);
+  }
+  return j;
+}
+
+std::string storedHeader(const pb::FabricSnapshot& s) {
+  return "snapshot @" + std::to_string(s.id()) + " from " + s.worker() + ", " +
+         formatLocalTime(s.taken_ms()) + ": " + s.outcome() +
+         (s.detail().empty() ? "" : " (" + s.detail() + ")") +
+         (s.previous_id() != 0 ? ", diffed against @" + std::to_string(s.previous_id()) : "") +
+         "\n";
+}
+
+// One snapshot argument: a FILE, or a stored snapshot (@ID, latest, previous) fetched from the
+// coordinator. On failure the error is printed and `rc` holds the exit code.
+struct LoadedSnapshot {
+  std::optional<Fabric> fabric;
+  std::optional<pb::FabricSnapshot> stored;
+  int rc = kExitOk;
+};
+
+LoadedSnapshot loadSnapshot(const char* cmd, const std::string& spec, const ClientOptions& o) {
+  LoadedSnapshot out;
+  if (!isStoredSnapshotRef(spec)) {
+    auto f = fabric::loadFabricFile(spec);
+    if (!f.ok()) {
+      out.rc = fabricFail(cmd, f.status());
+    } else {
+      out.fabric = std::move(f).value();
+    }
+    return out;
+  }
+  auto stub = connectControl(o);
+  grpc::ClientContext ctx;
+  setDeadline(&ctx, 60);
+  pb::GetFabricSnapshotRequest req;
+  req.set_ref(spec);
+  pb::FabricSnapshot resp;
+  auto st = stub->GetFabricSnapshot(&ctx, req, &resp);
+  if (!st.ok()) {
+    out.rc = reportRpcError(o, "GetFabricSnapshot", st);
+    return out;
+  }
+  const std::string name = spec + (spec[0] == '@' ? "" : " (@" + std::to_string(resp.id()) + ")");
+  if (resp.outcome() != "ok") {
+    out.rc = fabricFail(
+        cmd, failedPrecondition("snapshot " + name + " holds no fabric: " + resp.detail(),
+                                "`gdrmesh fabric history` lists the ok ones"));
+    return out;
+  }
+  if (resp.snapshot_json().empty()) {
+    out.rc = fabricFail(cmd, notFound("snapshot " + name +
+                                          ": its document was dropped by retention (its row and "
+                                          "findings are kept)",
+                                      "compare newer snapshots (`gdrmesh fabric history`)"));
+    return out;
+  }
+  auto f = fabric::fabricFromJsonText(resp.snapshot_json(), "snapshot " + name);
+  if (!f.ok()) {
+    out.rc = fabricFail(cmd, f.status());
+    return out;
+  }
+  out.fabric = std::move(f).value();
+  out.stored = std::move(resp);
+  return out;
+}
+
+// `fabric discover --worker NAME`: the worker discovers, the coordinator stores and diffs.
+int runFabricDiscoverOn(const FabricArgs& a, const ClientOptions& o) {
+  auto stub = connectControl(o);
+  grpc::ClientContext ctx;
+  setDeadline(&ctx, a.deadline_seconds + 10);
+  pb::FabricDiscoverRequest req;
+  req.set_worker(a.worker);
+  req.set_ca(a.ca);
+  req.set_ca_port(static_cast<uint32_t>(a.ca_port));
+  req.set_timeout_ms(static_cast<uint32_t>(a.timeout_ms));
+  req.set_no_lfts(a.no_lfts);
+  req.set_deadline_seconds(a.deadline_seconds);
+  pb::FabricSnapshot resp;
+  auto st = stub->DiscoverFabric(&ctx, req, &resp);
+  if (!st.ok()) return reportRpcError(o, "DiscoverFabric", st, {a.worker});
+  if (!a.save.empty() && !resp.snapshot_json().empty()) {
+    std::ofstream out(a.save);
+    out << nlohmann::json::parse(resp.snapshot_json(), nullptr, false).dump(1) << "\n";
+    if (!out) {
+      return fabricFail("discover",
+                        invalidArgument("--save " + a.save + ": cannot write the file"));
+    }
+  }
+  if (a.output == "json") {
+    std::cout << storedJson(resp).dump(1) << "\n";
+  } else {
+    std::cout << storedHeader(resp);
+    if (resp.outcome() == "ok") {
+      auto f = fabric::fabricFromJsonText(resp.snapshot_json(), "the stored snapshot");
+      if (f.ok()) std::cout << fabricTable(*f);
+    }
+    if (resp.findings_size() > 0) std::cout << "\n" << findingsTable(resp.findings());
+  }
+  if (resp.outcome() == "skipped") return kExitSkipped;
+  if (resp.outcome() != "ok") return kExitFailed;
+  return resp.findings_size() == 0 ? kExitOk : kExitFailed;
+}
+
+int runFabricHistory(const FabricArgs& a, const ClientOptions& o) {
+  auto stub = connectControl(o);
+  grpc::ClientContext ctx;
+  setDeadline(&ctx, 60);
+  pb::ListFabricSnapshotsRequest req;
+  req.set_limit(a.limit);
+  req.set_worker(a.worker);
+  pb::ListFabricSnapshotsResponse resp;
+  auto st = stub->ListFabricSnapshots(&ctx, req, &resp);
+  if (!st.ok()) return reportRpcError(o, "ListFabricSnapshots", st);
+  if (a.output == "json") {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& s : resp.snapshots()) j.push_back(storedJson(s));
+    std::cout << j.dump(1) << "\n";
+    return kExitOk;
+  }
+  if (resp.snapshots().empty()) {
+    std::cout
+        << "no fabric snapshots stored (`gdrmesh fabric discover --worker NAME` stores one)\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows{
+      {"ID", "TAKEN", "WORKER", "OUTCOME", "SWITCHES", "HOSTS", "LINKS", "SOURCE/DETAIL"}};
+  for (const auto& s : resp.snapshots()) {
+    rows.push_back({"@" + std::to_string(s.id()), formatLocalTime(s.taken_ms()), s.worker(),
+                    s.outcome(), std::to_string(s.switches()), std::to_string(s.hosts()),
+                    std::to_string(s.links()), s.outcome() == "ok" ? s.source() : s.detail()});
+  }
+  std::cout << renderTable(rows);
+  return kExitOk;
+}
+
+int runFabricDiscover(const FabricArgs& a, const ClientOptions& conn) {
+  if (!a.worker.empty()) return runFabricDiscoverOn(a, conn);
 #ifdef GDRMESH_HAVE_FABRIC_DISCOVERY
   fabric::DiscoverOptions o;
   o.ca = a.ca;
@@ -163,9 +345,10 @@ int runFabricDiscover(const FabricArgs& a) {
 #endif
 }
 
-int runFabricShow(const FabricArgs& a) {
-  auto f = fabric::loadFabricFile(a.file);
-  if (!f.ok()) return fabricFail("show", f.status());
+int runFabricShow(const FabricArgs& a, const ClientOptions& o) {
+  LoadedSnapshot loaded = loadSnapshot("show", a.file, o);
+  if (!loaded.fabric) return loaded.rc;
+  const Fabric* f = &*loaded.fabric;
   if (!a.switch_name.empty()) {
     const auto* s = f->nodeByName(a.switch_name);
     if (s == nullptr || s->kind != fabric::NodeKind::kSwitch) {
@@ -185,18 +368,28 @@ int runFabricShow(const FabricArgs& a) {
     return kExitOk;
   }
   if (a.output == "json") {
-    std::cout << toJson(*f).dump(1) << "\n";
+    if (loaded.stored) {
+      std::cout << storedJson(*loaded.stored).dump(1) << "\n";
+    } else {
+      std::cout << toJson(*f).dump(1) << "\n";
+    }
   } else {
+    if (loaded.stored) std::cout << storedHeader(*loaded.stored);
     std::cout << fabricTable(*f);
+    if (loaded.stored && loaded.stored->findings_size() > 0) {
+      std::cout << "\n" << findingsTable(loaded.stored->findings());
+    }
   }
   return kExitOk;
 }
 
-int runFabricDiff(const FabricArgs& a) {
-  auto before = fabric::loadFabricFile(a.old_file);
-  if (!before.ok()) return fabricFail("diff", before.status());
-  auto after = fabric::loadFabricFile(a.new_file);
-  if (!after.ok()) return fabricFail("diff", after.status());
+int runFabricDiff(const FabricArgs& a, const ClientOptions& o) {
+  LoadedSnapshot old_snap = loadSnapshot("diff", a.old_file, o);
+  if (!old_snap.fabric) return old_snap.rc;
+  LoadedSnapshot new_snap = loadSnapshot("diff", a.new_file, o);
+  if (!new_snap.fabric) return new_snap.rc;
+  const Fabric* before = &*old_snap.fabric;
+  const Fabric* after = &*new_snap.fabric;
   const auto findings = fabric::diffFabrics(*before, *after);
   if (a.output == "json") {
     nlohmann::json j = nlohmann::json::array();
@@ -344,35 +537,77 @@ void addFabricOutput(CLI::App* cmd, FabricArgs* a) {
 
 void registerFabricCommands(CLI::App& app, Action* action) {
   auto a = std::make_shared<FabricArgs>();
+  // Each command that may talk to the coordinator has its own connection options, needed only
+  // when it does (discover --worker; show/diff of a stored snapshot; history always).
+  auto discover_conn = std::make_shared<ClientOptions>();
+  auto show_conn = std::make_shared<ClientOptions>();
+  auto diff_conn = std::make_shared<ClientOptions>();
+  auto history_conn = std::make_shared<ClientOptions>();
   auto* fab = app.add_subcommand(
       "fabric", "InfiniBand fabric: discover switches, links and LFTs; show, diff, paths");
   fab->require_subcommand(1);
   {
     auto* cmd = fab->add_subcommand(
-        "discover", "Walk the subnet from a local InfiniBand port (needs umad access, root)");
+        "discover",
+        "Walk the subnet from a local InfiniBand port (needs umad access, root), or on a worker "
+        "through the coordinator (--worker)");
     cmd->add_option("--ca", a->ca, "local HCA to start from (default: the first)");
     cmd->add_option("--port", a->ca_port, "its port (default: the first active)");
     cmd->add_option("--timeout-ms", a->timeout_ms, "per management datagram (default 500)")
         ->check(CLI::Range(1, 60000));
     cmd->add_flag("--no-lfts", a->no_lfts, "skip the switches' forwarding tables");
     cmd->add_option("--save", a->save, "also write the JSON snapshot to this file");
+    cmd->add_option("--worker", a->worker,
+                    "discover on this worker through the coordinator, which stores the snapshot "
+                    "and its findings (admin)");
+    cmd->add_option("--deadline", a->deadline_seconds,
+                    "with --worker: seconds the whole discovery may take (default 120)")
+        ->check(CLI::Range(1.0, 3600.0));
     addFabricOutput(cmd, a.get());
-    cmd->callback([action, a] { *action = [a] { return runFabricDiscover(*a); }; });
+    addConnectionOptions(cmd, discover_conn.get(), [a] { return !a->worker.empty(); });
+    cmd->callback([action, a, discover_conn] {
+      *action = [a, discover_conn] { return runFabricDiscover(*a, *discover_conn); };
+    });
   }
   {
-    auto* cmd = fab->add_subcommand("show", "Print a saved fabric snapshot, or one switch");
-    cmd->add_option("FILE", a->file, "snapshot (fabric discover -o json)")->required();
+    auto* cmd = fab->add_subcommand(
+        "show",
+        "Print a fabric snapshot (a FILE or a stored @ID, latest, previous), or one switch");
+    cmd->add_option("SNAPSHOT", a->file,
+                    "a file (fabric discover -o json) or a stored snapshot: @ID, latest, previous")
+        ->required();
     cmd->add_option("--switch", a->switch_name, "one switch: its ports and its LFT");
     addFabricOutput(cmd, a.get());
-    cmd->callback([action, a] { *action = [a] { return runFabricShow(*a); }; });
+    addConnectionOptions(cmd, show_conn.get(), [a] { return isStoredSnapshotRef(a->file); });
+    cmd->callback([action, a, show_conn] {
+      *action = [a, show_conn] { return runFabricShow(*a, *show_conn); };
+    });
   }
   {
     auto* cmd = fab->add_subcommand(
         "diff", "What changed between two snapshots (exit 1 when something did)");
-    cmd->add_option("OLD", a->old_file, "earlier snapshot")->required();
-    cmd->add_option("NEW", a->new_file, "later snapshot")->required();
+    cmd->add_option("OLD", a->old_file, "earlier snapshot: a file, or @ID, latest, previous")
+        ->required();
+    cmd->add_option("NEW", a->new_file, "later snapshot: a file, or @ID, latest, previous")
+        ->required();
     addFabricOutput(cmd, a.get());
-    cmd->callback([action, a] { *action = [a] { return runFabricDiff(*a); }; });
+    addConnectionOptions(cmd, diff_conn.get(), [a] {
+      return isStoredSnapshotRef(a->old_file) || isStoredSnapshotRef(a->new_file);
+    });
+    cmd->callback([action, a, diff_conn] {
+      *action = [a, diff_conn] { return runFabricDiff(*a, *diff_conn); };
+    });
+  }
+  {
+    auto* cmd = fab->add_subcommand(
+        "history", "List the snapshots the coordinator stored (fabric discover --worker)");
+    cmd->add_option("--limit", a->limit, "newest first (default 20)")->check(CLI::Range(1, 100000));
+    cmd->add_option("--worker", a->worker, "only this worker's");
+    addFabricOutput(cmd, a.get());
+    addConnectionOptions(cmd, history_conn.get());
+    cmd->callback([action, a, history_conn] {
+      *action = [a, history_conn] { return runFabricHistory(*a, *history_conn); };
+    });
   }
   {
     auto* cmd = fab->add_subcommand(

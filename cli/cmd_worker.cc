@@ -15,6 +15,9 @@
 #include "common/log.h"
 #include "worker/service/worker_agent.h"
 #include "worker/transport/verbs/cpu_placement.h"
+#ifdef GDRMESH_HAVE_FABRIC_DISCOVERY
+#include "worker/fabric/ib_discovery.h"
+#endif
 
 namespace gdrmesh::cli {
 namespace {
@@ -98,6 +101,18 @@ int runWorker(const WorkerArgs& a) {
   wo.topo_class = [raw](int gpu, const std::string& nic) { return raw->topoClass(gpu, nic); };
   wo.nearest_nic = [raw](int gpu) { return raw->nearestNicOf(gpu); };
   wo.nic_numa = [raw](const std::string& nic) { return raw->nicNuma(nic); };
+#ifdef GDRMESH_HAVE_FABRIC_DISCOVERY
+  // `gdrmesh fabric discover --worker NAME` (docs/fabric.md); without the module the worker
+  // answers that it has none.
+  wo.discover_fabric = [](const fabric::DiscoverRequest& r) {
+    fabric::DiscoverOptions o;
+    o.ca = r.ca;
+    o.ca_port = r.ca_port;
+    o.timeout_ms = r.timeout_ms;
+    o.read_lfts = r.read_lfts;
+    return fabric::discoverFabric(o);
+  };
+#endif
   if (wo.data_host.empty()) {
     // Loopback coordinators mean a single-host setup; otherwise listen on the host's name.
     const bool loopback = a.coordinator.rfind("127.", 0) == 0 ||

@@ -16,7 +16,11 @@ void addTlsOptions(CLI::App* cmd, TlsArgs* a, bool env_insecure) {
       ->group(group);
   cmd->add_option("--key", a->key, "this node's private key (PEM; overrides --tls-dir's)")
       ->group(group);
-  cmd->add_option("--ca", a->ca, "the cluster CA certificate (PEM; overrides --tls-dir's)")
+  // A command with a --ca of its own (`fabric discover --ca mlx5_0`: the local HCA) takes the
+  // cluster CA as --tls-ca.
+  const bool own_ca = cmd->get_option_no_throw("--ca") != nullptr;
+  cmd->add_option(own_ca ? "--tls-ca" : "--ca", a->ca,
+                  "the cluster CA certificate (PEM; overrides --tls-dir's)")
       ->group(group);
   auto* f =
       cmd->add_flag("--insecure", a->insecure,

@@ -22,7 +22,8 @@ struct TlsArgs {
   bool insecure = false;
 };
 
-// Adds --tls-dir, --cert, --key, --ca and --insecure. `env_insecure`: GDRMESH_INSECURE also
+// Adds --tls-dir, --cert, --key, --ca and --insecure (--tls-ca instead of --ca on a command that
+// has a --ca of its own: `fabric discover --ca HCA`). `env_insecure`: GDRMESH_INSECURE also
 // sets --insecure (clients and workers; the coordinator takes only the flag).
 void addTlsOptions(CLI::App* cmd, TlsArgs* args, bool env_insecure);
 

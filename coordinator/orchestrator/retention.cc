@@ -35,8 +35,8 @@ Status validateRetention(const RetentionOptions& o) {
 }
 
 Retention::Retention(Clock& clock, SweepAggregates& sweeps, ResultRetention& results,
-                     RetentionOptions options)
-    : clock_(clock), sweeps_(sweeps), results_(results), options_(options) {}
+                     RetentionOptions options, FabricHistory* fabric)
+    : clock_(clock), sweeps_(sweeps), results_(results), options_(options), fabric_(fabric) {}
 
 Retention::~Retention() {
   line_.close();  // a timer the clock has taken already finds nobody (it cannot be cancelled)
@@ -142,6 +142,22 @@ RetentionPass Retention::pass() {
     }
     ++p.batches;
     p.rows_deleted += *n;
+    if (*n < options_.batch_rows) break;
+  }
+  // 3. Fabric snapshot documents (large: every LFT), the same way.
+  while (fabric_ != nullptr && p.status.ok() && p.batches < options_.max_batches) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) break;
+    }
+    auto n = fabric_->dropFabricSnapshotsBefore(p.cutoff_ms, options_.batch_rows);
+    if (!n.ok()) {
+      p.status = n.status().withContext("retention: dropping fabric snapshots before " +
+                                        std::to_string(p.cutoff_ms));
+      break;
+    }
+    ++p.batches;
+    p.fabric_documents_dropped += *n;
     if (*n < options_.batch_rows) break;
   }
   return p;

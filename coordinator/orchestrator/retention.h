@@ -2,7 +2,8 @@
 // deleted in short batches (each its own transaction, so a result write waits at most one
 // batch); every ended sweep's per-pair aggregates and totals (SweepStore::aggregateSweep) are
 // made before its rows go and are kept forever, with the sweep row and its report, so sweeps
-// lists, sweep matrices and pair history keep answering for old sweeps.
+// lists, sweep matrices and pair history keep answering for old sweeps. Fabric snapshots older
+// than `days` lose their document (rows, counts and findings stay; the newest stays whole).
 //
 // A pass runs at start() and then every `interval` on the injected clock. The clock's timer
 // only wakes the retention thread (timer callbacks must not block); passes run there.
@@ -38,13 +39,16 @@ struct RetentionPass {
   uint32_t sweeps_aggregated = 0;  // sweeps that had no aggregates yet
   uint64_t rows_deleted = 0;
   uint32_t batches = 0;
-  Status status;  // the first error, if any (the pass stops there)
+  uint64_t fabric_documents_dropped = 0;  // fabric snapshots whose document went
+  Status status;                          // the first error, if any (the pass stops there)
 };
 
 class Retention {
  public:
+  // `fabric` (optional): the fabric history, whose snapshot documents older than the cutoff
+  // are dropped too (their rows and findings stay, like a sweep's aggregates).
   Retention(Clock& clock, SweepAggregates& sweeps, ResultRetention& results,
-            RetentionOptions options);
+            RetentionOptions options, FabricHistory* fabric = nullptr);
   ~Retention();
   Retention(const Retention&) = delete;
   Retention& operator=(const Retention&) = delete;
@@ -72,6 +76,7 @@ class Retention {
   SweepAggregates& sweeps_;
   ResultRetention& results_;
   const RetentionOptions options_;
+  FabricHistory* const fabric_;
 
   std::mutex pass_mu_;     // one pass at a time
   mutable std::mutex mu_;  // guards everything below

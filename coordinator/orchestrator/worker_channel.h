@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/endpoint.h"
+#include "common/fabric/discovery.h"
 #include "common/inventory.h"
 #include "common/status.h"
 #include "coordinator/orchestrator/loss_signal.h"
@@ -92,6 +93,11 @@ class WorkerChannel {
   // Lean protocol.
   virtual void start(const StartCommand& c, Deadline deadline, Done<SideOutcome> done) = 0;
   virtual void finish(const FinishCommand& c, Deadline deadline, Done<SideOutcome> done) = 0;
+  // `gdrmesh fabric discover --worker`: the worker walks the InfiniBand subnet from a local
+  // port. `done` gets the discovery's outcome, a fabric failure (no device, no fabric module)
+  // included; an error only when the command did not run (worker lost, deadline).
+  virtual void discoverFabric(const fabric::DiscoverRequest& request, Deadline deadline,
+                              Done<fabric::DiscoverOutcome> done) = 0;
 };
 
 // The workers the orchestrator may use: their state and inventory, and their channels.

@@ -15,6 +15,7 @@
 #include "common/net/accept_gate.h"
 #include "common/pair_spec.h"
 #include "common/status.h"
+#include "coordinator/orchestrator/fabric_history.h"
 #include "coordinator/orchestrator/history.h"
 #include "coordinator/orchestrator/pair_test.h"
 #include "coordinator/orchestrator/scheduler.h"
@@ -78,6 +79,10 @@ struct CoordinatorOptions {
   // Where the node actions are recorded (ListActions, `gdrmesh actions`); nullptr: the RPC
   // answers FAILED_PRECONDITION.
   ActionStore* action_store = nullptr;
+  // Where fabric snapshots are stored (DiscoverFabric, ListFabricSnapshots, GetFabricSnapshot;
+  // `gdrmesh fabric discover --worker`, `fabric history`); nullptr: those RPCs answer
+  // FAILED_PRECONDITION.
+  FabricHistory* fabric_history = nullptr;
 };
 
 class CoordinatorServer {
@@ -141,6 +146,7 @@ class CoordinatorServer {
   std::unique_ptr<Starter> starter_;
   std::unique_ptr<Log> log_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<FabricRecorder> fabric_;  // null without options_.fabric_history
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<ControlServiceImpl> control_service_;
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;

@@ -162,4 +162,35 @@ void GrpcWorkerChannel::finish(const FinishCommand& c, Deadline deadline, Done<S
   });
 }
 
+void GrpcWorkerChannel::discoverFabric(const fabric::DiscoverRequest& request, Deadline deadline,
+                                       Done<fabric::DiscoverOutcome> done) {
+  pb::CoordinatorCommand cmd;
+  auto* d = cmd.mutable_discover_fabric();
+  d->set_ca(request.ca);
+  d->set_ca_port(static_cast<uint32_t>(request.ca_port));
+  d->set_timeout_ms(static_cast<uint32_t>(request.timeout_ms));
+  d->set_no_lfts(!request.read_lfts);
+  std::string w = worker();
+  link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
+    if (!r.ok()) return done(r.status());
+    if (!r->has_discover_fabric()) return done(wrongReply(w, "discover_fabric"));
+    fabric::DiscoverOutcome o;
+    o.status = convert::fromProto(r->discover_fabric().discovery());
+    if (o.status.ok()) {
+      // The snapshot's JSON (docs/fabric.md) is read once, here at the edge; a worker's text
+      // of any shape is an error, never an exception on this thread.
+      auto f = fabric::fabricFromJsonText(r->discover_fabric().snapshot_json(),
+                                          "the snapshot of worker " + w);
+      if (!f.ok()) {
+        o.status = f.status().withContext("worker " + w +
+                                          " answered a snapshot gdrmesh cannot "
+                                          "read (protocol mismatch; upgrade the worker)");
+      } else {
+        o.fabric = std::move(f).value();
+      }
+    }
+    done(std::move(o));
+  });
+}
+
 }  // namespace gdrmesh

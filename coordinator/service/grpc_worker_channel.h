@@ -32,6 +32,8 @@ class GrpcWorkerChannel final : public WorkerChannel {
                Done<bool> done) override;
   void start(const StartCommand& c, Deadline deadline, Done<SideOutcome> done) override;
   void finish(const FinishCommand& c, Deadline deadline, Done<SideOutcome> done) override;
+  void discoverFabric(const fabric::DiscoverRequest& request, Deadline deadline,
+                      Done<fabric::DiscoverOutcome> done) override;
 
   const std::shared_ptr<WorkerLink>& link() const { return link_; }
 

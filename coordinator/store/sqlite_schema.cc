@@ -228,6 +228,33 @@ CREATE TABLE node_actions (
   detail TEXT NOT NULL
 ))sql";
 
+// ---------------------------------------------------------------------------------------------
+// Migration 13: the fabric's history (FabricSnapshotRecord, FabricFindingRecord). The snapshot
+// document sits last in its row, so that listing the history never walks its overflow pages.
+const char* const kCreateFabricSnapshots = R"sql(
+CREATE TABLE fabric_snapshots (
+  id INTEGER PRIMARY KEY,
+  taken_ms INTEGER NOT NULL,
+  worker TEXT NOT NULL,
+  source TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  detail TEXT NOT NULL,
+  switches INTEGER NOT NULL,
+  hosts INTEGER NOT NULL,
+  links INTEGER NOT NULL,
+  snapshot_json TEXT NOT NULL
+))sql";
+const char* const kCreateFabricFindings = R"sql(
+CREATE TABLE fabric_findings (
+  snapshot_id INTEGER NOT NULL REFERENCES fabric_snapshots (id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  switch_name TEXT NOT NULL,
+  port INTEGER NOT NULL,
+  message TEXT NOT NULL,
+  PRIMARY KEY (snapshot_id, seq)
+) WITHOUT ROWID)sql";
+
 SqliteMigration migration1() {
   return {1,
           "results and workers",
@@ -426,13 +453,25 @@ SqliteMigration migration12() {
           }};
 }
 
+SqliteMigration migration13() {
+  return {13,
+          "the fabric's history: discovered snapshots and their findings (FabricHistory)",
+          {
+              kCreateFabricSnapshots,
+              "CREATE INDEX fabric_snapshots_taken_ms ON fabric_snapshots (taken_ms)",
+              "CREATE INDEX fabric_snapshots_worker ON fabric_snapshots (worker, id)",
+              kCreateFabricFindings,
+          }};
+}
+
 }  // namespace
 
 const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
   // Append new steps at the end; never edit a released one.
   static const std::vector<SqliteMigration> kMigrations = {
-      migration1(), migration2(), migration3(), migration4(),  migration5(),  migration6(),
-      migration7(), migration8(), migration9(), migration10(), migration11(), migration12(),
+      migration1(),  migration2(),  migration3(),  migration4(), migration5(),
+      migration6(),  migration7(),  migration8(),  migration9(), migration10(),
+      migration11(), migration12(), migration13(),
   };
   return kMigrations;
 }

@@ -4,8 +4,8 @@
 // (open, connections, statements, transactions, errors), sqlite_results.cc (results, workers,
 // test markers), sqlite_sweeps.cc (sweeps, their markers, schedule runs), sqlite_verdicts.cc
 // (a sweep's report rows), sqlite_aggregates.cc (aggregates, totals, pair history, retention),
-// sqlite_actions.cc, sqlite_paths.cc (tests' paths through the fabric); the column lists in
-// store_columns.h and sqlite_columns.h.
+// sqlite_actions.cc, sqlite_paths.cc (tests' paths through the fabric), sqlite_fabric.cc (the
+// fabric's history); the column lists in store_columns.h and sqlite_columns.h.
 //
 // Schema: versioned with PRAGMA user_version. kSchemaMigrations() is an ordered list of steps
 // (1, 2, ...); opening a file applies every step above the file's version, each in its own
@@ -17,7 +17,7 @@
 // read-only reader (queryResults, countResults, queryHistory, getResult, listWorkers, getSweep,
 // listSweeps, unfinishedSweepTests, scheduleRuns, sweepTotals, sweepsWithoutAggregates,
 // sweepAggregates, pairHistory, sweepVerdicts, countSweepVerdicts, sweepReportSummary, testPath,
-// sweepPaths). In WAL mode
+// sweepPaths, the fabric history's reads). In WAL mode
 // the reader sees the last committed state and neither waits for the other, so a long query never
 // holds up an insert. ":memory:" has one connection (a second would be a different database) that
 // serves both roles.
@@ -129,6 +129,14 @@ class SqliteStore : public Store {
   // HookStateStore.
   Result<std::set<std::string>> hookSuspects() override;
   Status setHookSuspects(const std::set<std::string>& keys) override;
+  // FabricHistory (sqlite_fabric.cc).
+  Result<int64_t> recordFabricSnapshot(const FabricSnapshotRecord& snapshot,
+                                       const std::vector<FabricFindingRecord>& findings) override;
+  Result<std::vector<FabricSnapshotRecord>> listFabricSnapshots(
+      const FabricSnapshotQuery& query) override;
+  Result<std::optional<FabricSnapshotRecord>> getFabricSnapshot(int64_t id) override;
+  Result<std::vector<FabricFindingRecord>> fabricFindings(int64_t snapshot_id) override;
+  Result<uint64_t> dropFabricSnapshotsBefore(int64_t cutoff_ms, uint32_t max_rows) override;
 
   // TestPathStore (sqlite_paths.cc).
   Status putTestPaths(const std::vector<PathHopRecord>& hops) override;

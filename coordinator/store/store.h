@@ -421,10 +421,69 @@ class HookStateStore {
   virtual Status setHookSuspects(const std::set<std::string>& keys) = 0;
 };
 
+// One InfiniBand fabric discovery (docs/fabric.md), asked of a worker through the coordinator
+// (`gdrmesh fabric discover --worker NAME`): every discovery is a row, whatever came of it. A
+// worker without InfiniBand or without the fabric module is a row too (outcome skipped, with
+// the reason), so the history shows that it was asked.
+struct FabricSnapshotRecord {
+  int64_t id = 0;        // read only: assigned when recorded, in recording order
+  int64_t taken_ms = 0;  // when the coordinator stored it (its clock)
+  std::string worker;    // the worker that discovered it
+  std::string source;    // the local port discovery started from ("mlx5_0/1"); "" when none
+  std::string outcome;   // ok | skipped | failed
+  std::string detail;    // why skipped or failed ("no InfiniBand device on h3: ...")
+  uint32_t switches = 0, hosts = 0, links = 0;
+  // The snapshot in the documented JSON of docs/fabric.md (opaque to the store); "" when the
+  // discovery found nothing, and once retention dropped the document (the row stays).
+  std::string snapshot_json;
+};
+
+// What the coordinator found in one stored discovery (a diff against the previous snapshot,
+// links slower than their peers), naming the switch and port; rows of their own, kept with
+// the snapshot's row.
+struct FabricFindingRecord {
+  std::string kind;         // link_gone, link_narrower, link_slower, below_peers, ...
+  std::string switch_name;  // "" for a host-only node
+  int port = 0;
+  std::string message;
+};
+
+struct FabricSnapshotQuery {
+  uint32_t limit = 20;     // newest first; 0 = no limit
+  std::string worker;      // "" = any
+  std::string outcome;     // "" = any
+  int64_t before_id = 0;   // keyset paging: only ids below this; 0 = from the newest
+  bool with_json = false;  // false: snapshot_json is left empty (lists need no document)
+};
+
+// The fabric's history (tables fabric_snapshots, fabric_findings; migration 13).
+class FabricHistory {
+ public:
+  virtual ~FabricHistory() = default;
+  // Appends the snapshot (its id is ignored) and its findings in one transaction; returns the
+  // id it got. An empty worker or an outcome other than ok, skipped, failed is
+  // kInvalidArgument; so is an ok outcome without a snapshot document.
+  virtual Result<int64_t> recordFabricSnapshot(
+      const FabricSnapshotRecord& snapshot, const std::vector<FabricFindingRecord>& findings) = 0;
+  // Newest first (by id).
+  virtual Result<std::vector<FabricSnapshotRecord>> listFabricSnapshots(
+      const FabricSnapshotQuery& query) = 0;
+  // One snapshot with its document; nullopt when unknown.
+  virtual Result<std::optional<FabricSnapshotRecord>> getFabricSnapshot(int64_t id) = 0;
+  // A snapshot's findings in the order they were recorded (none for an unknown id).
+  virtual Result<std::vector<FabricFindingRecord>> fabricFindings(int64_t snapshot_id) = 0;
+  // Retention: drops the documents (snapshot_json) of at most `max_rows` snapshots taken before
+  // `cutoff_ms`, oldest first, in one short transaction, keeping the newest ok snapshot's
+  // whole (the next discovery is diffed against it). Rows, counts and findings stay. Returns
+  // how many it dropped; max_rows 0 is kInvalidArgument.
+  virtual Result<uint64_t> dropFabricSnapshotsBefore(int64_t cutoff_ms, uint32_t max_rows) = 0;
+};
+
 class Store : public ResultStore,
               public SweepStore,
               public ActionStore,
               public HookStateStore,
-              public TestPathStore {};
+              public TestPathStore,
+              public FabricHistory {};
 
 }  // namespace gdrmesh

@@ -446,6 +446,23 @@ void FakeWorkerChannel::release(const std::string& test_id, const std::string&, 
               [] { return Result<bool>(true); });
 }
 
+void FakeWorkerChannel::discoverFabric(const fabric::DiscoverRequest& request, Deadline deadline,
+                                       Done<fabric::DiscoverOutcome> done) {
+  note("discover_fabric " + request.ca);
+  auto discover = behaviour.discover;
+  const std::string name = name_;
+  reply<fabric::DiscoverOutcome>(
+      "discover_fabric", behaviour.command_seconds, deadline, std::move(done),
+      [discover, request, name]() -> Result<fabric::DiscoverOutcome> {
+        if (discover) return discover(request);
+        fabric::DiscoverOutcome o;
+        o.status =
+            failedPrecondition("no InfiniBand device with a umad interface (fake " + name + ")",
+                               "run discovery on a host with an InfiniBand HCA");
+        return o;
+      });
+}
+
 void FakeWorkerChannel::start(const StartCommand& c, Deadline deadline, Done<SideOutcome> done) {
   note("start " + c.test_id + (c.verify ? " +verify" : ""));
   FakeBehaviour b = behaviour;

@@ -45,6 +45,8 @@ struct FakeBehaviour {
   // A prepare reply that describes other memory or another registration path than was asked.
   std::optional<MemoryKind> claim_memory;
   std::optional<RegPath> claim_reg;
+  // What discoverFabric answers; unset: no InfiniBand device (kFailedPrecondition).
+  std::function<fabric::DiscoverOutcome(const fabric::DiscoverRequest&)> discover;
 };
 
 class FakeWorkerChannel final : public WorkerChannel {
@@ -83,6 +85,8 @@ class FakeWorkerChannel final : public WorkerChannel {
                Done<bool> done) override;
   void start(const StartCommand& c, Deadline deadline, Done<SideOutcome> done) override;
   void finish(const FinishCommand& c, Deadline deadline, Done<SideOutcome> done) override;
+  void discoverFabric(const fabric::DiscoverRequest& request, Deadline deadline,
+                      Done<fabric::DiscoverOutcome> done) override;
 
  private:
   template <typename T>

@@ -668,4 +668,86 @@ Result<std::vector<PathHopRecord>> MemoryStore::sweepPaths(const std::string& sw
   return out;
 }
 
+Result<int64_t> MemoryStore::recordFabricSnapshot(
+    const FabricSnapshotRecord& snapshot, const std::vector<FabricFindingRecord>& findings) {
+  if (snapshot.worker.empty()) {
+    return invalidArgument("fabric snapshot has no worker",
+                           "record a snapshot with the worker that discovered it");
+  }
+  if (snapshot.outcome != "ok" && snapshot.outcome != "skipped" && snapshot.outcome != "failed") {
+    return invalidArgument(
+        "fabric snapshot outcome '" + snapshot.outcome + "' is not ok, skipped or failed",
+        "record one of ok, skipped, failed");
+  }
+  if (snapshot.outcome == "ok" && snapshot.snapshot_json.empty()) {
+    return invalidArgument("fabric snapshot is ok but has no snapshot document",
+                           "record an ok snapshot with its JSON (docs/fabric.md)");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t id = fabric_.empty() ? 1 : fabric_.rbegin()->first + 1;
+  FabricSnapshotRecord r = snapshot;
+  r.id = id;
+  fabric_.emplace(id, std::make_pair(std::move(r), findings));
+  return id;
+}
+
+Result<std::vector<FabricSnapshotRecord>> MemoryStore::listFabricSnapshots(
+    const FabricSnapshotQuery& query) {
+  const FabricSnapshotQuery& q = query;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<FabricSnapshotRecord> out;
+  for (auto it = fabric_.rbegin(); it != fabric_.rend(); ++it) {
+    if (q.limit != 0 && out.size() >= q.limit) break;
+    const FabricSnapshotRecord& r = it->second.first;
+    if (!q.worker.empty() && r.worker != q.worker) continue;
+    if (!q.outcome.empty() && r.outcome != q.outcome) continue;
+    if (q.before_id != 0 && r.id >= q.before_id) continue;
+    out.push_back(r);
+    if (!q.with_json) out.back().snapshot_json.clear();
+  }
+  return out;
+}
+
+Result<std::optional<FabricSnapshotRecord>> MemoryStore::getFabricSnapshot(int64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = fabric_.find(id);
+  if (it == fabric_.end()) return std::optional<FabricSnapshotRecord>();
+  return std::optional<FabricSnapshotRecord>(it->second.first);
+}
+
+Result<std::vector<FabricFindingRecord>> MemoryStore::fabricFindings(int64_t snapshot_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = fabric_.find(snapshot_id);
+  if (it == fabric_.end()) return std::vector<FabricFindingRecord>();
+  return it->second.second;
+}
+
+Result<uint64_t> MemoryStore::dropFabricSnapshotsBefore(int64_t cutoff_ms, uint32_t max_rows) {
+  if (max_rows == 0) {
+    return invalidArgument("dropFabricSnapshotsBefore: max_rows is 0",
+                           "drop in batches of at least one snapshot (e.g. 2000)");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t newest_ok = 0;
+  for (const auto& [id, entry] : fabric_) {
+    if (entry.first.outcome == "ok") newest_ok = id;
+  }
+  // Oldest first by (taken_ms, id).
+  std::vector<std::pair<int64_t, int64_t>> order;
+  for (const auto& [id, entry] : fabric_) {
+    const FabricSnapshotRecord& r = entry.first;
+    if (r.taken_ms < cutoff_ms && !r.snapshot_json.empty() && id != newest_ok) {
+      order.emplace_back(r.taken_ms, id);
+    }
+  }
+  std::sort(order.begin(), order.end());
+  uint64_t dropped = 0;
+  for (const auto& [taken, id] : order) {
+    if (dropped >= max_rows) break;
+    fabric_[id].first.snapshot_json.clear();
+    ++dropped;
+  }
+  return dropped;
+}
+
 }  // namespace gdrmesh::testing

@@ -77,6 +77,14 @@ class MemoryStore final : public Store {
   Status putTestPaths(const std::vector<PathHopRecord>& hops) override;
   Result<std::vector<PathHopRecord>> testPath(const std::string& test_id) override;
   Result<std::vector<PathHopRecord>> sweepPaths(const std::string& sweep_id) override;
+  // FabricHistory.
+  Result<int64_t> recordFabricSnapshot(const FabricSnapshotRecord& snapshot,
+                                       const std::vector<FabricFindingRecord>& findings) override;
+  Result<std::vector<FabricSnapshotRecord>> listFabricSnapshots(
+      const FabricSnapshotQuery& query) override;
+  Result<std::optional<FabricSnapshotRecord>> getFabricSnapshot(int64_t id) override;
+  Result<std::vector<FabricFindingRecord>> fabricFindings(int64_t snapshot_id) override;
+  Result<uint64_t> dropFabricSnapshotsBefore(int64_t cutoff_ms, uint32_t max_rows) override;
 
  private:
   struct StoredSweep {
@@ -107,6 +115,8 @@ class MemoryStore final : public Store {
   std::set<std::string> hook_suspects_;
   // test id -> (direction, hop) -> hop: the order testPath and sweepPaths read.
   std::map<std::string, std::map<std::pair<std::string, int>, PathHopRecord>> paths_;
+  // By id (recording order), with their findings.
+  std::map<int64_t, std::pair<FabricSnapshotRecord, std::vector<FabricFindingRecord>>> fabric_;
 };
 
 }  // namespace gdrmesh::testing

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/log.h"
@@ -52,6 +54,8 @@ const char* commandName(pb::CoordinatorCommand::CommandCase c) {
       return "start";
     case pb::CoordinatorCommand::kFinish:
       return "finish";
+    case pb::CoordinatorCommand::kDiscoverFabric:
+      return "discover_fabric";
     case pb::CoordinatorCommand::COMMAND_NOT_SET:
       break;
   }
@@ -145,6 +149,33 @@ void execute(const WorkerOptions& options, SessionManager& sessions,
       auto r = sessions.finish(req.test_id(), fs);
       if (r.ok()) toProto(*r, reply->mutable_finish());
       st = r.status();
+      break;
+    }
+    case pb::CoordinatorCommand::kDiscoverFabric: {
+      // The command succeeds whenever it ran; the discovery's own outcome (no device, no
+      // module, a switch that did not answer) is the reply's `discovery`.
+      const auto& req = cmd.discover_fabric();
+      fabric::DiscoverRequest d;
+      d.ca = req.ca();
+      d.ca_port = static_cast<int>(req.ca_port());
+      d.timeout_ms = req.timeout_ms() == 0 ? 500 : static_cast<int>(req.timeout_ms());
+      d.read_lfts = !req.no_lfts();
+      auto* out = reply->mutable_discover_fabric();
+      Status ds;
+      if (!options.discover_fabric) {
+        ds = unimplemented(
+            "worker " + options.name + " was built without InfiniBand fabric discovery",
+            "install libibnetdisc-dev libibmad-dev libibumad-dev and rebuild the "
+            "worker (GDRMESH_FABRIC=ON)");
+      } else {
+        // libibmad keeps global state: one discovery at a time on this worker.
+        static std::mutex discover_mu;
+        std::lock_guard<std::mutex> lock(discover_mu);
+        auto f = options.discover_fabric(d);
+        if (f.ok()) out->set_snapshot_json(fabric::toJson(*f).dump());
+        ds = f.status();
+      }
+      toProto(ds, out->mutable_discovery());
       break;
     }
     case pb::CoordinatorCommand::COMMAND_NOT_SET:

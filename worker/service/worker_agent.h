@@ -25,6 +25,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/fabric/discovery.h"
 #include "common/inventory.h"
 #include "common/status.h"
 #include "security/policy.h"
@@ -53,6 +54,10 @@ struct WorkerOptions {
   std::function<std::string(int gpu)> nearest_nic;
   // NUMA node of a NIC ("" = the first NIC), where host test buffers are placed; -1 unknown.
   std::function<int(const std::string& nic)> nic_numa;
+  // `gdrmesh fabric discover --worker NAME`: this worker's InfiniBand discovery (worker/fabric,
+  // set where that module is built; not re-entrant: the agent runs one at a time). Unset: the
+  // worker answers that it was built without it (a result, not an error).
+  std::function<Result<fabric::Fabric>(const fabric::DiscoverRequest&)> discover_fabric;
   // Sent with the registration (`gdrmesh worker --label rack=r12`).
   std::map<std::string, std::string> labels;
   // Bounds of the command pools (see above). Command threads should cover every test the

@@ -374,6 +374,12 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
         at = a.at;
         break;
       }
+      case pb::CoordinatorCommand::kDiscoverFabric:
+        // Simulated workers have no InfiniBand port: a result, not an error of the command.
+        toProto(unimplemented("simulated worker " + m.name() + " has no InfiniBand fabric",
+                              "discover the fabric through a real worker on an InfiniBand host"),
+                reply->mutable_discover_fabric()->mutable_discovery());
+        break;
       default:
         st = unimplemented("simulated worker " + m.name() + ": unknown command " +
                                std::to_string(static_cast<int>(cmd.command_case())),

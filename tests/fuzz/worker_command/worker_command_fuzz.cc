@@ -176,6 +176,8 @@ pb::CommandReply::ReplyCase expectedReply(pb::CoordinatorCommand::CommandCase c)
       return pb::CommandReply::kStart;
     case pb::CoordinatorCommand::kFinish:
       return pb::CommandReply::kFinish;
+    case pb::CoordinatorCommand::kDiscoverFabric:
+      return pb::CommandReply::kDiscoverFabric;
     default:
       return pb::CommandReply::REPLY_NOT_SET;
   }

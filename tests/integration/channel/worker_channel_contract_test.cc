@@ -13,11 +13,13 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <variant>
 
 #include "common/clock.h"
+#include "common/fabric/fabric.h"
 #include "coordinator/orchestrator/worker_channel.h"
 #include "coordinator/service/coordinator_server.h"
 #include "coordinator/store/sqlite_store.h"
@@ -31,6 +33,44 @@ namespace {
 
 using std::chrono::seconds;
 constexpr auto kWait = seconds(30);  // a bound on every wait, never reached when things work
+
+// What worker "b" discovers (discoverFabric); worker "a" has no fabric discovery at all.
+fabric::Fabric channelTestFabric() {
+  fabric::Fabric f;
+  f.source = "mlx5_0/1";
+  f.discovered_ms = 1'790'000'000'000;
+  fabric::Node sw;
+  sw.kind = fabric::NodeKind::kSwitch;
+  sw.name = "leaf01";
+  sw.guid = 0x10;
+  sw.num_ports = 2;
+  sw.lft_top = 1;
+  sw.lft = {0, 1};
+  fabric::Node host;
+  host.kind = fabric::NodeKind::kHca;
+  host.name = "b mlx5_0";
+  host.guid = 0x100;
+  host.num_ports = 1;
+  fabric::Port sp;
+  sp.number = 1;
+  sp.guid = 0x10;
+  sp.state = "Active";
+  sp.phys_state = "LinkUp";
+  sp.width = 4;
+  sp.speed = "HDR";
+  sp.remote_guid = 0x100;
+  sp.remote_port = 1;
+  sw.ports.push_back(sp);
+  fabric::Port hp = sp;
+  hp.guid = 0x101;
+  hp.lid = 1;
+  hp.remote_guid = 0x10;
+  host.ports.push_back(hp);
+  f.switches.push_back(sw);
+  f.hosts.push_back(host);
+  f.rebuildLinks();
+  return f;
+}
 
 // Two workers, "a" and "b", behind one implementation of the seam.
 class Harness {
@@ -47,6 +87,16 @@ class FakeHarness final : public Harness {
   FakeHarness() {
     dir_.add("a");
     dir_.add("b");
+    dir_.fake("a").behaviour.discover = [](const fabric::DiscoverRequest&) {
+      fabric::DiscoverOutcome o;
+      o.status = unimplemented("worker a was built without InfiniBand fabric discovery (fake)");
+      return o;
+    };
+    dir_.fake("b").behaviour.discover = [](const fabric::DiscoverRequest&) {
+      fabric::DiscoverOutcome o;
+      o.fabric = channelTestFabric();
+      return o;
+    };
   }
   Clock& clock() override { return clock_; }
   std::shared_ptr<WorkerChannel> channel(const std::string& name) override {
@@ -113,6 +163,11 @@ class RealHarness final : public Harness {
     o.data_host = "127.0.0.1";
     o.reconnect = false;
     o.heartbeat_ms = 100;
+    if (name == "b") {
+      o.discover_fabric = [](const fabric::DiscoverRequest&) -> Result<fabric::Fabric> {
+        return channelTestFabric();
+      };
+    }
     Inventory inv;
     inv.hostname = name;
     inv.transports = {"emulated"};
@@ -384,6 +439,27 @@ TEST_P(WorkerChannelContract, ACallPendingWhenTheWorkerIsLostFailsWithTheLoss) {
   EXPECT_EQ(fin.status().code(), Code::kUnavailable) << fin.status().toString();
   ASSERT_EQ(heard.get_future().wait_for(kWait), std::future_status::ready);
   EXPECT_TRUE(failed_first) << "subscribers are told after the pending calls have failed";
+}
+
+// A fabric discovery answers its outcome: the snapshot, or, from a worker without the fabric
+// module, why there is none, as an outcome and not as an error of the call.
+TEST_P(WorkerChannelContract, AFabricDiscoveryAnswersTheSnapshotOrWhyThereIsNone) {
+  Awaited<fabric::DiscoverOutcome> none;
+  a_->discoverFabric(fabric::DiscoverRequest{}, deadline(), none.done());
+  auto n = none.get();
+  ASSERT_TRUE(n.ok()) << n.status().toString();
+  EXPECT_EQ(n->status.code(), Code::kUnimplemented) << n->status.toString();
+  EXPECT_NE(n->status.message().find("worker a"), std::string::npos) << n->status.toString();
+
+  Awaited<fabric::DiscoverOutcome> found;
+  b_->discoverFabric(fabric::DiscoverRequest{}, deadline(), found.done());
+  auto f = found.get();
+  ASSERT_TRUE(f.ok()) << f.status().toString();
+  ASSERT_TRUE(f->status.ok()) << f->status.toString();
+  const fabric::Fabric want = channelTestFabric();
+  EXPECT_EQ(fabric::toJson(f->fabric), fabric::toJson(want));
+  ASSERT_EQ(f->fabric.links.size(), 1u);
+  EXPECT_EQ(f->fabric.links[0].a.node, "leaf01");
 }
 
 INSTANTIATE_TEST_SUITE_P(Both, WorkerChannelContract, ::testing::Values(Impl::kFake, Impl::kReal),

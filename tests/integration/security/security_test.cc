@@ -144,6 +144,36 @@ TEST_F(TlsClusterTest, AReaderListsButCannotStartTestsOrSweeps) {
   EXPECT_NE(r.err.find("needs admin or reader"), std::string::npos) << r.err;
 }
 
+// The fabric history's RPCs follow the same rules: a reader lists the stored snapshots but may
+// not ask a worker to discover (that stores a snapshot); an admin may, and a worker without
+// InfiniBand answers a stored finding naming it (exit 3), not an error.
+TEST_F(TlsClusterTest, AReaderListsFabricSnapshotsButOnlyAnAdminDiscovers) {
+  const std::string reader = c_.issue("reader", "rita");
+  auto r = c_.cli({"fabric", "discover", "--worker", "a", "--tls-dir", reader});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("DiscoverFabric needs an admin credential"), std::string::npos) << r.err;
+  r = c_.cli({"fabric", "history", "-o", "json", "--tls-dir", reader});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(json::parse(r.out).empty()) << r.out;
+
+  if (std::ifstream("/sys/class/infiniband_mad/abi_version").good()) {
+    GTEST_SKIP() << "this host has an InfiniBand management interface: worker a would find it";
+  }
+  r = c_.cli({"fabric", "discover", "--worker", "a", "-o", "json"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const json stored = json::parse(r.out);
+  EXPECT_EQ(stored["outcome"], "skipped") << r.out;
+  EXPECT_NE(stored["detail"].get<std::string>().find(" on a: "), std::string::npos) << r.out;
+  ASSERT_EQ(stored["findings"].size(), 1u) << r.out;
+  EXPECT_EQ(stored["findings"][0]["kind"], "no_fabric") << r.out;
+  r = c_.cli({"fabric", "history", "-o", "json", "--tls-dir", reader});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_EQ(json::parse(r.out).size(), 1u) << r.out;
+  EXPECT_EQ(json::parse(r.out)[0]["worker"], "a") << r.out;
+  const std::string log = readFile(c_.dir() + "/coordinator.err");
+  EXPECT_NE(log.find("DiscoverFabric by admin 'it-admin'"), std::string::npos) << log;
+}
+
 TEST_F(TlsClusterTest, AWorkerCannotRegisterAsAnotherOrTakeItsNameOver) {
   const std::string before = peerOf(c_.workersJson(), "a");
   ASSERT_EQ(before.rfind("online ", 0), 0u) << before;

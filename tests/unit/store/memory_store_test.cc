@@ -19,6 +19,7 @@ class MemoryStoreHarness : public StoreHarness {
   ActionStore& actions() override { return store_; }
   HookStateStore& hookState() override { return store_; }
   TestPathStore& paths() override { return store_; }
+  FabricHistory& fabric() override { return store_; }
   bool persistent() const override { return false; }
   Status reopen() override { return unimplemented("in-memory store"); }
 

@@ -303,6 +303,38 @@ TEST_F(RetentionTest, BadSettingsNameTheFieldAndTheFix) {
   EXPECT_FALSE(off.runOnce().status.ok());
 }
 
+TEST_F(RetentionTest, DropsOldFabricSnapshotDocumentsAndKeepsTheNewest) {
+  ManualClock clock(1'790'000'000'000);
+  const int64_t now = clock.unixMs();
+  auto snapshot = [](int64_t taken_ms) {
+    FabricSnapshotRecord r;
+    r.taken_ms = taken_ms;
+    r.worker = "h1";
+    r.outcome = "ok";
+    r.links = 32;
+    r.snapshot_json = R"({"format":"gdrmesh-fabric/1"})";
+    return r;
+  };
+  auto old1 = store_->recordFabricSnapshot(snapshot(now - 50 * kDayMs), {});
+  auto old2 = store_->recordFabricSnapshot(snapshot(now - 40 * kDayMs), {});
+  auto fresh = store_->recordFabricSnapshot(snapshot(now - 1 * kDayMs), {});
+  ASSERT_TRUE(old1.ok() && old2.ok() && fresh.ok());
+  RetentionOptions options;
+  options.days = 30;
+  options.batch_rows = 1;
+  // Without the fabric history, retention leaves the snapshots alone.
+  Retention without(clock, *store_, *store_, options);
+  EXPECT_EQ(without.runOnce().fabric_documents_dropped, 0u);
+  Retention retention(clock, *store_, *store_, options, store_.get());
+  RetentionPass p = retention.runOnce();
+  ASSERT_TRUE(p.status.ok()) << p.status.toString();
+  EXPECT_EQ(p.fabric_documents_dropped, 2u);
+  EXPECT_TRUE((*store_->getFabricSnapshot(*old1))->snapshot_json.empty());
+  EXPECT_TRUE((*store_->getFabricSnapshot(*old2))->snapshot_json.empty());
+  EXPECT_EQ((*store_->getFabricSnapshot(*old2))->links, 32u);
+  EXPECT_FALSE((*store_->getFabricSnapshot(*fresh))->snapshot_json.empty());
+}
+
 TEST(RetentionConfigTest, ParsesTheRetentionSection) {
   auto c = parseClusterConfig("retention:\n  days: 90\n  interval: 30m\n  batch: 500\n", "g.yaml");
   ASSERT_TRUE(c.ok()) << c.status().toString();

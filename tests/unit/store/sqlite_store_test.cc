@@ -45,6 +45,7 @@ class SqliteHarness : public StoreHarness {
   ActionStore& actions() override { return *store_; }
   HookStateStore& hookState() override { return *store_; }
   TestPathStore& paths() override { return *store_; }
+  FabricHistory& fabric() override { return *store_; }
   bool persistent() const override { return true; }
   Status reopen() override {
     store_.reset();
@@ -73,6 +74,7 @@ class MemoryHarness : public StoreHarness {
   ActionStore& actions() override { return *store_; }
   HookStateStore& hookState() override { return *store_; }
   TestPathStore& paths() override { return *store_; }
+  FabricHistory& fabric() override { return *store_; }
   bool persistent() const override { return false; }
   Status reopen() override { return unimplemented("in-memory store"); }
 
