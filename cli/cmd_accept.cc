@@ -90,6 +90,9 @@ int runAccept(const ClientOptions& o, const AcceptArgs& a) {
     } else {
       std::cout << sweepReportText(report, ReportOptions{});
     }
+    std::cout.flush();
+    // Written and printed as soon as it is judged; the run ends once the report is stored.
+    rc = awaitReportStored(o, *stub, report.progress(), rc);
   }
   if (!written) return rc == kExitOk ? kExitUsage : rc;
   return rc;

@@ -72,6 +72,8 @@ int runSizeSweep(const ClientOptions& o, const TestArgs& a, const pb::RunTestReq
   bool fetched = false;
   rc = followAndFetch(o, *stub, started.id(), true, pb::VERDICTS_NONE, &report, &fetched);
   if (!fetched) return rc;
+  // The per-size table is printed once the report is stored, as the command's result.
+  rc = awaitReportStored(o, *stub, report.progress(), rc);
   std::vector<TestResult> rows;
   for (const auto& r : report.results()) rows.push_back(convert::fromProto(r));
   std::stable_sort(rows.begin(), rows.end(), [](const TestResult& x, const TestResult& y) {

@@ -78,7 +78,9 @@ int followReport(const ClientOptions& o, pb::ControlService::Stub& stub, const s
                           &fetched);
   // --verdicts all: every verdict fetched is printed, not only the failing ones.
   if (fetched) printReport(o, report, ReportOptions{verdicts == "all", with_results});
-  return rc;
+  // Printed as soon as it is judged; the command ends once the report is stored.
+  if (fetched) std::cout.flush();
+  return fetched ? awaitReportStored(o, stub, report.progress(), rc) : rc;
 }
 
 struct RunArgs {

@@ -226,7 +226,8 @@ class SignalWatcher {
 }  // namespace
 
 FollowOutcome followSweep(pb::ControlService::Stub& stub, const std::string& id,
-                          const std::function<void(const pb::SweepProgress&)>& on_progress) {
+                          const std::function<void(const pb::SweepProgress&)>& on_progress,
+                          bool until_stored) {
   FollowOutcome out;
   // A stream that ends cleanly before a final state (a coordinator that closes idle streams)
   // is reopened; one that delivers nothing twice in a row is not.
@@ -244,12 +245,21 @@ FollowOutcome followSweep(pb::ControlService::Stub& stub, const std::string& id,
     auto reader = stub.FollowSweep(&ctx, req);
     pb::SweepProgress p;
     bool any = false;
+    bool reached = false;
     while (reader->Read(&p)) {
       any = true;
       out.last = p;
       on_progress(p);
+      // The end is seen (its report readable) before the report is stored; the coordinator's
+      // stream goes on until then.
+      if (isFinalSweepState(p.state()) && (!until_stored || !p.report_pending())) {
+        reached = true;
+        ctx.TryCancel();
+        break;
+      }
     }
     out.status = reader->Finish();
+    if (reached) out.status = grpc::Status::OK;
     {
       std::lock_guard<std::mutex> lock(mu);
       done = true;
@@ -258,8 +268,11 @@ FollowOutcome followSweep(pb::ControlService::Stub& stub, const std::string& id,
       out.interrupted = true;
       return out;
     }
-    if (!out.status.ok()) return out;
-    if (out.last && isFinalSweepState(out.last->state())) return out;
+    if (!out.status.ok() || reached) return out;
+    if (out.last && isFinalSweepState(out.last->state()) &&
+        (!until_stored || !out.last->report_pending())) {
+      return out;
+    }
     empty_streams = any ? 0 : empty_streams + 1;
     if (empty_streams >= 2) return out;
   }
@@ -392,6 +405,21 @@ grpc::Status fetchJudgedSweep(pb::ControlService::Stub& stub, pb::JudgeSweepRequ
     req.mutable_page()->set_verdict_offset(offset + got);
   }
   return grpc::Status::OK;
+}
+
+int awaitReportStored(const ClientOptions& o, pb::ControlService::Stub& stub,
+                      const pb::SweepProgress& last, int rc) {
+  if (!last.report_pending()) return rc;
+  auto f = followSweep(
+      stub, last.id(), [](const pb::SweepProgress&) {}, true);
+  if (!f.interrupted && f.status.ok() && f.last && !f.last->report_pending()) return rc;
+  const std::string why = f.interrupted ? "interrupted" : f.status.error_message();
+  std::fprintf(stderr,
+               "gdrmesh: the coordinator did not confirm that sweep %s's report is stored: %s\n"
+               "  (the verdict above is final; a coordinator restarted before storing it judges "
+               "the sweep again from its stored results: check with `gdrmesh sweep show %s`)\n",
+               last.id().c_str(), why.c_str(), last.id().c_str());
+  return f.interrupted ? kExitInterrupted : sweepExitCode(o, f, last.id());
 }
 
 int followAndFetch(const ClientOptions& o, pb::ControlService::Stub& stub, const std::string& id,

@@ -60,16 +60,18 @@ int reportRpcError(const ClientOptions& o, const std::string& rpc, const grpc::S
 Result<std::string> readTextFile(const std::string& path, const std::string& flag);
 
 // Follows a sweep until it reaches a final state (finished, cancelled, interrupted, failed),
-// calling `on_progress` for each update. Ctrl-C (SIGINT) or SIGTERM stops following (the
-// sweep goes on). Call blockTerminationSignals() before the first channel is made, so that
-// gRPC's threads never take the signal.
+// and with `until_stored` until its report is also stored (report_pending false), calling
+// `on_progress` for each update. Ctrl-C (SIGINT) or SIGTERM stops following (the sweep goes
+// on). Call blockTerminationSignals() before the first channel is made, so that gRPC's threads
+// never take the signal.
 struct FollowOutcome {
   bool interrupted = false;  // the user pressed Ctrl-C
   grpc::Status status;       // of the last stream; OK when it ended normally
   std::optional<pb::SweepProgress> last;
 };
 FollowOutcome followSweep(pb::ControlService::Stub& stub, const std::string& id,
-                          const std::function<void(const pb::SweepProgress&)>& on_progress);
+                          const std::function<void(const pb::SweepProgress&)>& on_progress,
+                          bool until_stored = false);
 
 bool isFinalSweepState(const std::string& state);
 
@@ -118,6 +120,13 @@ grpc::Status fetchJudgedSweep(pb::ControlService::Stub& stub, pb::JudgeSweepRequ
 int followAndFetch(const ClientOptions& o, pb::ControlService::Stub& stub, const std::string& id,
                    bool with_results, pb::VerdictFilter verdicts, pb::SweepReport* report,
                    bool* fetched);
+
+// After a followed sweep's report was printed: while `last` (its progress as fetched) says its
+// report is still being stored, follows it until it is, so that what the command leaves
+// behind (history, aggregates) is there when it exits. Returns `rc`, or the exit code of a
+// failed or interrupted wait (saying so on stderr).
+int awaitReportStored(const ClientOptions& o, pb::ControlService::Stub& stub,
+                      const pb::SweepProgress& last, int rc);
 
 // gRPC's own log lines (gpr_log: its errors, and more with GRPC_VERBOSITY) go to the daemon's
 // log (common/log.h) as `component`'s, with "source": "grpc" and the file:line: with

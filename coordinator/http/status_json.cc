@@ -214,7 +214,8 @@ json sweepProgressJson(const SweepProgress& p) {
           {"verdict_counts",
            {{"PASS", p.verdict_counts.pass},
             {"FAIL", p.verdict_counts.fail},
-            {"SKIP", p.verdict_counts.skip}}}};
+            {"SKIP", p.verdict_counts.skip}}},
+          {"report_pending", p.report_pending}};
 }
 
 json sweepMatrixJson(const std::vector<PairVerdict>& verdicts) {

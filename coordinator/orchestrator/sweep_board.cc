@@ -14,7 +14,7 @@ void PlanIndexSet::insert(int i) {
 }
 
 SweepState SweepBoard::visibleState(const LiveSweep& s) {
-  return s.report_pending ? SweepState::kRunning : s.state;
+  return s.state;
 }
 
 SweepProgress SweepBoard::snapshot(const LiveSweep& s) const {
@@ -33,13 +33,8 @@ SweepProgress SweepBoard::snapshot(const LiveSweep& s) const {
   p.tests_running = static_cast<uint32_t>(s.in_flight.size());
   p.rounds_total = static_cast<uint32_t>(s.rounds);
   p.retests = s.retests;
-  if (s.report_pending) {
-    // Ended, report being stored: every test is done; the end and the verdict come with it.
-    p.finished_ms = 0;
-    p.elapsed_seconds = std::chrono::duration<double>(clock_.now() - s.started_at).count();
-    p.eta_seconds = 0;
-    return p;
-  }
+  // Ended and judged, its report read from memory until its rows are stored.
+  p.report_pending = s.report_pending;
   p.reason = s.reason;
   p.verdict = s.verdict;
   p.verdict_counts = s.verdict_counts;
@@ -62,8 +57,10 @@ void SweepBoard::publish(LiveSweep& s) {
   ++s.version;
   const auto now = clock_.now();
   const SweepState visible = visibleState(s);
-  if (visible != s.notified_state || now - s.notified_at >= std::chrono::milliseconds(100)) {
+  if (visible != s.notified_state || s.report_pending != s.notified_pending ||
+      now - s.notified_at >= std::chrono::milliseconds(100)) {
     s.notified_state = visible;
+    s.notified_pending = s.report_pending;
     s.notified_at = now;
     cv.notify_all();
   }

@@ -23,6 +23,7 @@
 #include "coordinator/orchestrator/executor.h"
 #include "coordinator/orchestrator/judge_row.h"
 #include "coordinator/orchestrator/planner.h"
+#include "coordinator/orchestrator/sweep_summary.h"
 #include "coordinator/orchestrator/sweep_types.h"
 
 namespace gdrmesh {
@@ -78,10 +79,13 @@ struct LiveSweep {
   // stored row's count of tests stands for the plan's.
   bool needs_plan = false;
   uint32_t stored_total = 0;
-  // The sweep has ended but its report is not stored yet: it is shown as running until then,
-  // so that no follower reads an end whose report (verdicts, suspects) is not there to fetch.
+  // The sweep has ended and is judged but its report is not stored yet: its end is shown at
+  // once (SweepProgress::report_pending) and its report is read from `rows`, `verdicts`,
+  // `figures`, `suspects` and `notes` here until the rows are stored (SweepReports).
   bool report_pending = false;
+  std::vector<FigureSummary> figures;  // of `verdicts`, while report_pending
   SweepState notified_state = SweepState::kQueued;
+  bool notified_pending = false;
   Clock::TimePoint notified_at{};
 };
 
@@ -94,7 +98,8 @@ class SweepBoard {
   std::map<std::string, std::shared_ptr<LiveSweep>> recent;  // by id, for follow
   bool stopping = false;
 
-  // The state others see: running until an ended sweep's report is stored.
+  // The state others see (an ended sweep's end shows once it is judged, before its report is
+  // stored: SweepProgress::report_pending).
   static SweepState visibleState(const LiveSweep& s);
   // mu held: the sweep's progress as callers see it.
   SweepProgress snapshot(const LiveSweep& s) const;

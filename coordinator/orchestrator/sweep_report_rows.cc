@@ -60,7 +60,7 @@ std::string verdictWord(VerdictFilter filter) {
 Status storeSweepReport(SweepReportStore& store, const std::string& sweep_id, size_t verdict_count,
                         const std::function<PairVerdict(size_t i)>& verdict,
                         const std::vector<Suspect>& suspects, const std::vector<std::string>& notes,
-                        size_t batch) {
+                        size_t batch, const std::vector<FigureSummary>* figures_given) {
   GDR_RETURN_IF_ERROR(store.clearSweepReport(sweep_id));
   FigureAccumulator figures;
   std::vector<VerdictRecord> rows;
@@ -69,7 +69,7 @@ Status storeSweepReport(SweepReportStore& store, const std::string& sweep_id, si
     PairVerdict v = verdict(i);
     // The figures of the verdicts as they read back (the value made finite).
     if (!std::isfinite(v.value)) v.value = 0.0;
-    figures.add(v);
+    if (figures_given == nullptr) figures.add(v);
     rows.push_back(verdictRecordOf(std::move(v), i));
     if (rows.size() >= batch || i + 1 == verdict_count) {
       GDR_RETURN_IF_ERROR(store.appendSweepVerdicts(sweep_id, rows));
@@ -79,7 +79,7 @@ Status storeSweepReport(SweepReportStore& store, const std::string& sweep_id, si
   SweepReportSummary summary;
   for (const Suspect& s : suspects) summary.suspects.push_back(suspectRecordOf(s));
   summary.notes = notes;
-  summary.figures_json = figuresJson(figures.result());
+  summary.figures_json = figuresJson(figures_given != nullptr ? *figures_given : figures.result());
   return store.putSweepReportSummary(sweep_id, summary);
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "coordinator/orchestrator/sweep_summary.h"
 #include "coordinator/orchestrator/sweep_types.h"
 #include "coordinator/store/store.h"
 
@@ -27,11 +28,14 @@ std::string verdictWord(VerdictFilter filter);
 
 // Stores a sweep's whole report: clears an earlier one, writes the verdicts (each made by
 // `verdict(i)` as it is written, never all at once) in transactions of `batch` rows, and the
-// suspects, notes and figures (summed up over the verdicts as they are written) last.
+// suspects, notes and figures last: `figures` where the caller has summed them up already
+// (the sweep's end, which serves them from memory meanwhile), else summed up over the
+// verdicts as they are written.
 constexpr size_t kReportVerdictBatch = 8192;
 Status storeSweepReport(SweepReportStore& store, const std::string& sweep_id, size_t verdict_count,
                         const std::function<PairVerdict(size_t i)>& verdict,
                         const std::vector<Suspect>& suspects, const std::vector<std::string>& notes,
-                        size_t batch = kReportVerdictBatch);
+                        size_t batch = kReportVerdictBatch,
+                        const std::vector<FigureSummary>* figures = nullptr);
 
 }  // namespace gdrmesh

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -116,9 +117,10 @@ Result<std::vector<FigureSummary>> SweepReports::figuresOfConverted(const std::s
 
 Status SweepReports::readReport(const SweepRecord& rec, const SweepReportQuery& query,
                                 SweepReportData* d) {
-  // A sweep that runs (or whose report is being stored) shows no report: one stored by an
-  // earlier end (a resumed sweep) is replaced at its end.
+  // A sweep that runs shows no report: one stored by an earlier end (a resumed sweep) is
+  // replaced at its end. One judged whose rows are being stored is read from memory.
   if (runningHere(rec.id)) return Status();
+  if (readPendingReport(rec.id, query, d)) return Status();
   GDR_ASSIGN_OR_RETURN(std::optional<SweepReportSummary> summary,
                        deps_.sweeps.sweepReportSummary(rec.id));
   if (!summary) return Status();
@@ -293,6 +295,35 @@ Result<std::vector<SweepProgress>> SweepReports::list(uint32_t limit) {
     out[i].tests_skipped = totals->tests_skipped;
   }
   return out;
+}
+
+bool SweepReports::readPendingReport(const std::string& id, const SweepReportQuery& query,
+                                     SweepReportData* d) {
+  std::lock_guard<std::mutex> lock(board_.mu);
+  auto it = board_.recent.find(id);
+  if (it == board_.recent.end() || !it->second->report_pending) return false;
+  // The run only reads these until it clears report_pending (under mu), so they are read in
+  // place: the same verdicts, in the same order, as the rows being stored will read back.
+  const LiveSweep& s = *it->second;
+  d->figures = s.figures;
+  d->suspects = s.suspects;
+  d->notes = s.notes;
+  d->verdict_counts = s.verdict_counts;
+  if (query.verdicts == VerdictFilter::kNone) return true;
+  const bool failed_only = query.verdicts == VerdictFilter::kFailed;
+  d->verdicts_matching =
+      failed_only ? d->verdict_counts.fail
+                  : d->verdict_counts.pass + d->verdict_counts.fail + d->verdict_counts.skip;
+  uint64_t seen = 0;
+  for (size_t i = 0; i < s.verdicts.kind.size(); ++i) {
+    if (query.page.limit > 0 && d->verdicts.size() >= query.page.limit) break;
+    if (failed_only && s.verdicts.kind[i] != VerdictKind::kFail) continue;
+    if (seen++ < query.page.offset) continue;
+    PairVerdict v = verdictOf(s.rows, s.verdicts, i);
+    if (!std::isfinite(v.value)) v.value = 0.0;  // as the stored row reads back
+    d->verdicts.push_back(std::move(v));
+  }
+  return true;
 }
 
 bool SweepReports::runningHere(const std::string& id) {

@@ -70,8 +70,11 @@ class SweepReports {
                                                         SweepReportSummary summary);
   // A stored sweep's parts: its spec (and config's sweeps), with the plan's counts per part.
   std::vector<SweepPart> partsOf(const SweepSpec& spec, const std::string& plan_json) const;
-  // True while `id` runs here (or its report is being stored): its stored report is not its own.
+  // True while `id` runs here: its stored report (if any) is not its own.
   bool runningHere(const std::string& id);
+  // Fills `d` from memory and returns true while `id` is judged and its report rows are
+  // being stored (LiveSweep::report_pending); false otherwise.
+  bool readPendingReport(const std::string& id, const SweepReportQuery& query, SweepReportData* d);
 
   SweepDeps deps_;
   SweepBoard& board_;

@@ -172,6 +172,9 @@ struct SweepProgress {
   // Every verdict of the report by kind (retests included, as `sweep show` counts them); zero
   // until judged. A sweep can FAIL on its thresholds with no failed test: these say so.
   VerdictCounts verdict_counts;
+  // Ended and judged; the report is read from memory while its rows are being stored (final,
+  // not yet durable). False for every sweep read from the store.
+  bool report_pending = false;
 };
 
 }  // namespace gdrmesh

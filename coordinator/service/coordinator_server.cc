@@ -654,8 +654,13 @@ class CoordinatorServer::ControlServiceImpl final : public pb::ControlService::S
         convert::toProto(r->first, &p);
         if (!writer->Write(p)) return grpc::Status::OK;
       }
+      // Until the report is stored: a follower sees the end (and may read the report) first,
+      // then report_pending turn false.
       const SweepState state = r->first.state;
-      if (state != SweepState::kRunning && state != SweepState::kQueued) return grpc::Status::OK;
+      if (state != SweepState::kRunning && state != SweepState::kQueued &&
+          !r->first.report_pending) {
+        return grpc::Status::OK;
+      }
     }
   }
 

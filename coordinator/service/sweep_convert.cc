@@ -213,6 +213,7 @@ void toProto(const SweepProgress& in, v1::SweepProgress* out) {
   out->mutable_verdict_counts()->set_pass(in.verdict_counts.pass);
   out->mutable_verdict_counts()->set_fail(in.verdict_counts.fail);
   out->mutable_verdict_counts()->set_skip(in.verdict_counts.skip);
+  out->set_report_pending(in.report_pending);
 }
 
 void toProto(const PairVerdict& in, v1::PairVerdict* out) {
@@ -335,6 +336,7 @@ SweepProgress fromProto(const v1::SweepProgress& in) {
   p.verdict_counts.pass = in.verdict_counts().pass();
   p.verdict_counts.fail = in.verdict_counts().fail();
   p.verdict_counts.skip = in.verdict_counts().skip();
+  p.report_pending = in.report_pending();
   return p;
 }
 

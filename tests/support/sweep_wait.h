@@ -24,13 +24,14 @@ inline SweepSpec plainAllPairs() {
   return spec;
 }
 
-// Follows sweep `id` from `p` (seen at `version`) until it is neither queued nor running;
-// deadline_exceeded after `limit` of `clock`'s time.
+// Follows sweep `id` from `p` (seen at `version`) until it is neither queued nor running and
+// its report is stored (what it says can be read from the store); deadline_exceeded after
+// `limit` of `clock`'s time.
 inline Result<SweepProgress> waitForSweepEnd(SweepManager& manager, const std::string& id,
                                              SweepProgress p, uint64_t version, Clock& clock,
                                              std::chrono::seconds limit) {
   const auto give_up = clock.now() + limit;
-  while (p.state == SweepState::kRunning || p.state == SweepState::kQueued) {
+  while (p.state == SweepState::kRunning || p.state == SweepState::kQueued || p.report_pending) {
     if (clock.now() >= give_up) return Status(Code::kDeadlineExceeded, "the sweep did not end");
     auto next = manager.waitForChange(id, version, clock.now() + std::chrono::seconds(1));
     if (!next.ok()) return next.status();

@@ -131,14 +131,15 @@ class SweepRig {
     }
     return true;
   }
-  // Drives until sweep `id` of `c` has ended (neither queued nor running) and returns it.
+  // Drives until sweep `id` of `c` has ended (neither queued nor running) and its report is
+  // stored, and returns it.
   SweepProgress finish(RigCoordinator& c, const std::string& id) {
     SweepProgress p;
     const bool ended = drive([&] {
       auto now = c.reports.progress(id);
       if (!now.ok()) return false;
       p = *now;
-      return p.state != SweepState::kQueued && p.state != SweepState::kRunning;
+      return p.state != SweepState::kQueued && p.state != SweepState::kRunning && !p.report_pending;
     });
     EXPECT_TRUE(ended) << "sweep " << id << " did not end: " << toString(p.state);
     return p;

@@ -96,7 +96,7 @@ TEST(SweepJudge, TheLiveVerdictsAreThoseRecomputedFromTheStoredRows) {
   SweepProgress p = *started;
   uint64_t version = 0;
   const auto give_up = clock.now() + std::chrono::seconds(120);
-  while (p.state == SweepState::kQueued || p.state == SweepState::kRunning) {
+  while (p.state == SweepState::kQueued || p.state == SweepState::kRunning || p.report_pending) {
     ASSERT_LT(clock.now(), give_up) << "the sweep did not end";
     auto next = manager.waitForChange(id, version, clock.now() + std::chrono::seconds(1));
     ASSERT_TRUE(next.ok()) << next.status().toString();
