@@ -79,7 +79,13 @@ double scoreOf(double shortfall) {
 using Entity = std::pair<uint32_t, uint32_t>;
 struct Samples {
   std::vector<double> x;
-  std::set<uint32_t> partners;
+  // Every partner as seen, then (settle()) each once: at 1,024 hosts a set per host took 2 M
+  // node allocations, most of the end of a sweep (issue #19).
+  std::vector<uint32_t> partners;
+  void settle() {
+    std::sort(partners.begin(), partners.end());
+    partners.erase(std::unique(partners.begin(), partners.end()), partners.end());
+  }
 };
 struct Flagged {
   double value = 0;
@@ -184,15 +190,17 @@ OutlierFindings findOutliers(const JudgeRows& rows, const OutlierOptions& o) {
            {std::pair(&r.initiator, &r.target), std::pair(&r.target, &r.initiator)}) {
         Samples& h = hosts[{me->worker, 0}];
         h.x.push_back(x);
-        h.partners.insert(peer->worker);
+        h.partners.push_back(peer->worker);
         if (me->nic != 0) {
           Samples& n = nics[{me->worker, me->nic}];
           n.x.push_back(x);
-          n.partners.insert(peer->worker);
+          n.partners.push_back(peer->worker);
           nics_of[me->worker].insert(me->nic);
         }
       }
     }
+    for (auto& [e, samples] : hosts) samples.settle();
+    for (auto& [e, samples] : nics) samples.settle();
     // NICs are compared only among hosts that tested several.
     for (auto it = nics.begin(); it != nics.end();) {
       it = nics_of[it->first.first].size() >= 2 ? std::next(it) : nics.erase(it);

@@ -606,16 +606,11 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
   const std::vector<BlamedLink> blamed = fabricEnd(*s, rows, verdicts, &fabric_notes);
   const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, s->config, located.noise_rows);
   if (options_.on_end) ending->passing = passingWorkers(rows, verdicts);
-  // The report's figures as its rows will read back (values made finite), summed up once:
-  // served from memory until the rows are stored, then stored with them.
-  FigureAccumulator figures;
-  for (size_t i = 0; i < verdicts.kind.size(); ++i) {
-    PairVerdict v = verdictOf(rows, verdicts, i);
-    if (!std::isfinite(v.value)) v.value = 0.0;
-    figures.add(v);
-  }
+  // The report's figures as its rows will read back, summed up once: served from memory until
+  // the rows are stored, then stored with them.
+  std::vector<FigureSummary> figures = reportFigures(rows);
   std::lock_guard<std::mutex> lock(board_.mu);
-  s->figures = figures.result();
+  s->figures = std::move(figures);
   s->verdicts = std::move(verdicts);
   s->verdict_counts = {};
   for (VerdictKind k : s->verdicts.kind) s->verdict_counts.add(k);

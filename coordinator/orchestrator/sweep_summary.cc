@@ -1,10 +1,13 @@
 #include "coordinator/orchestrator/sweep_summary.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <tuple>
+#include <unordered_map>
 
 #include "common/stats.h"
 
@@ -61,6 +64,41 @@ void FigureAccumulator::add(const PairVerdict& v) {
   list.push_back({v.value, idOf(v.src), idOf(v.dst)});
 }
 
+void FigureAccumulator::add(Op op, Mode mode, uint64_t message_size, const std::string& unit,
+                            double value, uint32_t src, uint32_t dst) {
+  // Rows of one group come in runs (plan order): its list is looked up once a run.
+  GroupKey key{static_cast<int>(op), static_cast<int>(mode), message_size, unit};
+  if (last_ == nullptr || key != last_key_) {
+    last_ = &groups_[key];
+    last_key_ = std::move(key);
+  }
+  last_->push_back({value, src, dst});
+}
+
+std::vector<FigureSummary> reportFigures(const JudgeRows& rows) {
+  FigureAccumulator acc;
+  // Endpoint ids by (worker, nic) string ids: a name is made once per endpoint, not per row.
+  std::unordered_map<uint64_t, uint32_t> ids;
+  auto id = [&](const JudgeSide& s) {
+    const uint64_t key = (static_cast<uint64_t>(s.worker) << 32) | s.nic;
+    auto it = ids.find(key);
+    if (it == ids.end()) it = ids.emplace(key, acc.endpointId(rows.endpointName(s))).first;
+    return it->second;
+  };
+  const std::string us = "us", gbps = "Gb/s";
+  for (const JudgeRow& r : rows) {
+    // verdictOf's figure: the latency where the test measured latency (or only that).
+    if (r.retest) continue;
+    const bool latency_figure = r.has_latency && (r.mode == Mode::kLatency || !r.has_bandwidth);
+    if (!latency_figure && !r.has_bandwidth) continue;  // no unit: no figure
+    double value = latency_figure ? r.lat_median_us : r.bw_avg_gbps;
+    if (!std::isfinite(value)) value = 0.0;
+    acc.add(r.op, r.mode, r.message_size, latency_figure ? us : gbps, value, id(r.initiator),
+            id(r.target));
+  }
+  return acc.result();
+}
+
 uint32_t FigureAccumulator::idOf(const std::string& endpoint) {
   auto [it, added] = ids_.emplace(endpoint, static_cast<uint32_t>(names_.size()));
   if (added) names_.push_back(endpoint);
@@ -68,45 +106,68 @@ uint32_t FigureAccumulator::idOf(const std::string& endpoint) {
 }
 
 std::vector<FigureSummary> FigureAccumulator::result(size_t keep) const {
+  // Each endpoint's worker, once (at 1,024 hosts: 1,024 names for half a million entries).
+  std::vector<uint32_t> worker_of(names_.size());
+  std::vector<std::string> workers;
+  {
+    std::map<std::string, uint32_t> ids;
+    for (size_t i = 0; i < names_.size(); ++i) {
+      auto [it, added] = ids.emplace(workerOf(names_[i]), static_cast<uint32_t>(workers.size()));
+      if (added) workers.push_back(it->first);
+      worker_of[i] = it->second;
+    }
+  }
   std::vector<FigureSummary> out;
   out.reserve(groups_.size());
-  for (const auto& [key, entries] : groups_) {
+  for (const auto& [key, list] : groups_) {
     FigureSummary s;
     s.op = static_cast<Op>(std::get<0>(key));
     s.mode = static_cast<Mode>(std::get<1>(key));
     s.message_size = std::get<2>(key);
     s.unit = std::get<3>(key);
     const bool higher_is_better = s.unit != "us";
-    // Worse first; ties in plan order.
     auto worse = [higher_is_better](double a, double b) {
       return higher_is_better ? a < b : a > b;
     };
-    std::vector<Entry> list = entries;
-    std::stable_sort(list.begin(), list.end(),
-                     [&](const Entry& a, const Entry& b) { return worse(a.value, b.value); });
     std::vector<double> values;
     values.reserve(list.size());
-    std::map<std::string, std::vector<double>> by_host;
+    std::vector<std::vector<double>> by_worker(workers.size());
     for (const Entry& e : list) {
       values.push_back(e.value);
-      const std::string a = workerOf(names_[e.src]), b = workerOf(names_[e.dst]);
-      by_host[a].push_back(e.value);
-      if (b != a) by_host[b].push_back(e.value);
+      const uint32_t a = worker_of[e.src], b = worker_of[e.dst];
+      by_worker[a].push_back(e.value);
+      if (b != a) by_worker[b].push_back(e.value);
     }
     s.pairs = static_cast<uint32_t>(values.size());
     s.min = *std::min_element(values.begin(), values.end());
     s.max = *std::max_element(values.begin(), values.end());
     s.median = medianOf(values);
-    for (size_t i = 0; i < list.size() && i < keep; ++i) {
-      s.worst.push_back({names_[list[i].src], names_[list[i].dst], list[i].value});
+    // The `keep` worst pairs, worse first; ties in plan order (the order they were added).
+    std::vector<uint32_t> order(list.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+    const size_t n_worst = std::min(keep, order.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n_worst),
+                      order.end(), [&](uint32_t x, uint32_t y) {
+                        if (worse(list[x].value, list[y].value)) return true;
+                        if (worse(list[y].value, list[x].value)) return false;
+                        return x < y;
+                      });
+    for (size_t i = 0; i < n_worst; ++i) {
+      const Entry& e = list[order[i]];
+      s.worst.push_back({names_[e.src], names_[e.dst], e.value});
     }
     std::vector<FigureHost> hosts;
-    hosts.reserve(by_host.size());
-    for (auto& [host, vals] : by_host) {
-      hosts.push_back({host, medianOf(vals), static_cast<uint32_t>(vals.size())});
+    hosts.reserve(workers.size());
+    for (size_t w = 0; w < workers.size(); ++w) {
+      if (by_worker[w].empty()) continue;
+      const auto n = static_cast<uint32_t>(by_worker[w].size());
+      hosts.push_back({workers[w], medianOf(std::move(by_worker[w])), n});
     }
-    std::stable_sort(hosts.begin(), hosts.end(), [&](const FigureHost& a, const FigureHost& b) {
-      return worse(a.median, b.median);
+    // Worse first; ties by host name.
+    std::sort(hosts.begin(), hosts.end(), [&](const FigureHost& x, const FigureHost& y) {
+      if (worse(x.median, y.median)) return true;
+      if (worse(y.median, x.median)) return false;
+      return x.host < y.host;
     });
     if (hosts.size() > keep) hosts.resize(keep);
     s.worst_hosts = std::move(hosts);

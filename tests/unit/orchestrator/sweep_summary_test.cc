@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
+#include <vector>
+
 namespace gdrmesh {
 namespace {
 
@@ -101,6 +105,61 @@ TEST(SweepParts, ConfigSweepsWithTheirPlanRanges) {
   ASSERT_EQ(parts.size(), 1u);
   EXPECT_EQ(parts[0].spec.pattern, SweepPattern::kRails);
   EXPECT_EQ(parts[0].planned, 12u);
+}
+
+// reportFigures (the sweep's end, straight from its rows) gives what summing every verdictOf
+// gives: the same groups, spread, worst pairs (ties in plan order) and worst hosts (ties by
+// name), retests and rows without a figure left out, a non-finite value as 0.
+TEST(ReportFigures, TheSameAsSummingEveryVerdict) {
+  JudgeRows rows;
+  int n = 0;
+  auto add = [&](const std::string& a, const std::string& b, Mode mode, double value,
+                 bool retest = false, bool figure = true) {
+    TestResult r;
+    r.test_id = "t" + std::to_string(n);
+    r.plan_index = n++;
+    r.initiator.worker = a;
+    r.initiator.nic = a == "c" ? "" : "mlx5_0";
+    r.target.worker = b;
+    r.target.nic = "mlx5_1";
+    r.message_size = mode == Mode::kLatency ? 8 : 65536;
+    r.mode = mode;
+    r.status = TestStatus::kPassed;
+    if (figure && mode == Mode::kLatency) {
+      r.measurement.has_latency = true;
+      r.measurement.lat.median_us = value;
+    } else if (figure) {
+      r.measurement.has_bandwidth = true;
+      r.measurement.bw.avg_gbps = value;
+    }
+    rows.add(r, retest);
+  };
+  add("a", "b", Mode::kBandwidth, 90);
+  add("a", "c", Mode::kBandwidth, 50);
+  add("b", "c", Mode::kBandwidth, 50);  // a tie with the row before: plan order decides
+  add("c", "d", Mode::kBandwidth, 70);
+  add("d", "a", Mode::kBandwidth, std::nan(""));
+  add("a", "b", Mode::kBandwidth, 10, /*retest=*/true);
+  add("b", "d", Mode::kBandwidth, 0, false, /*figure=*/false);
+  add("a", "b", Mode::kLatency, 3.5);
+  add("c", "d", Mode::kLatency, 2.5);
+  JudgeVerdicts verdicts;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    verdicts.kind.push_back(VerdictKind::kPass);
+    verdicts.reasons_of.push_back(0);
+  }
+  FigureAccumulator acc;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    PairVerdict v = verdictOf(rows, verdicts, i);
+    if (!std::isfinite(v.value)) v.value = 0.0;
+    acc.add(v);
+  }
+  const std::vector<FigureSummary> expected = acc.result();
+  const std::vector<FigureSummary> got = reportFigures(rows);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(figuresJson(got), figuresJson(expected));
+  EXPECT_EQ(got[0].worst.size(), 3u);
+  EXPECT_EQ(got[0].worst[0].value, 0.0);  // the NaN, made finite
 }
 
 }  // namespace
