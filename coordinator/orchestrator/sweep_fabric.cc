@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "common/fabric/cover.h"
@@ -11,6 +12,8 @@ namespace gdrmesh {
 
 std::vector<DirectedLink> interSwitchLinks(const std::vector<fabric::Hop>& hops) {
   std::vector<DirectedLink> out;
+  if (hops.size() < 2) return out;
+  out.reserve(hops.size() - 1);
   // Every hop but the last leaves its switch towards the next switch of the path.
   for (size_t i = 0; i + 1 < hops.size(); ++i) {
     out.push_back({hops[i].switch_guid, hops[i].out_port});
@@ -29,7 +32,7 @@ SweepFabric::SweepFabric(fabric::Fabric fabric, std::map<std::string, std::strin
     : fabric_(std::move(fabric)), hosts_(std::move(hosts)), source_(std::move(source)) {
   for (const fabric::Node& s : fabric_.switches) {
     for (const fabric::Port& p : s.ports) {
-      const fabric::Node* r = p.remote_guid != 0 ? fabric_.nodeByGuid(p.remote_guid) : nullptr;
+      const fabric::Node* r = p.remote_guid != 0 ? index_.node(p.remote_guid) : nullptr;
       if (r != nullptr && r->kind == fabric::NodeKind::kSwitch) {
         inter_switch_.push_back({s.guid, p.number});
       }
@@ -68,49 +71,66 @@ RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& matc
   out.reverse.resize(rows.size());
   out.forward_links.resize(rows.size());
   out.reverse_links.resize(rows.size());
-  struct Traced {
-    bool ok = false;
-    std::vector<fabric::Hop> forward, reverse;
-    std::vector<DirectedLink> forward_links, reverse_links;
+  // (worker, nic) string ids -> the HCA port a test on it is traced from, looked up once each.
+  std::unordered_map<uint64_t, fabric::Endpoint> endpoints;
+  auto endpointOf = [&](uint32_t worker, uint32_t nic) {
+    const uint64_t key = (static_cast<uint64_t>(worker) << 32) | nic;
+    auto it = endpoints.find(key);
+    if (it == endpoints.end()) {
+      it =
+          endpoints
+              .emplace(key, fabricEndpointOf(match.hcaFor(index_, rows.str(worker), rows.str(nic))))
+              .first;
+    }
+    return it->second;
   };
-  // (initiator worker, nic, target worker, nic) string ids -> the pair's paths.
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, Traced> cache;
+  // (initiator worker, nic, target worker, nic) string ids -> the first row traced for that pair
+  // (its paths are copied to the pair's later rows), or -1 when it could not be traced.
+  struct PairKeyHash {
+    size_t operator()(const std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>& k) const {
+      uint64_t h = (static_cast<uint64_t>(std::get<0>(k)) << 32) ^ std::get<1>(k);
+      h = h * 0x9e3779b97f4a7c15ULL ^
+          ((static_cast<uint64_t>(std::get<2>(k)) << 32) ^ std::get<3>(k));
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, int64_t, PairKeyHash>
+      traced;
+  traced.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const JudgeRow& r = rows[i];
     const std::string& iw = rows.str(r.initiator.worker);
     const std::string& tw = rows.str(r.target.worker);
     if (!match.matched(iw) || !match.matched(tw)) continue;
     auto key = std::make_tuple(r.initiator.worker, r.initiator.nic, r.target.worker, r.target.nic);
-    auto it = cache.find(key);
-    if (it == cache.end()) {
-      Traced t;
-      const fabric::Endpoint a =
-          fabricEndpointOf(match.hcaFor(fabric_, iw, rows.str(r.initiator.nic)));
-      const fabric::Endpoint b =
-          fabricEndpointOf(match.hcaFor(fabric_, tw, rows.str(r.target.nic)));
-      auto fwd = fabric::tracePath(fabric_, a, b);
-      auto rev = fwd.ok() ? fabric::tracePath(fabric_, b, a) : fwd;
+    auto [it, first] = traced.emplace(key, -1);
+    if (first) {
+      const fabric::Endpoint a = endpointOf(r.initiator.worker, r.initiator.nic);
+      const fabric::Endpoint b = endpointOf(r.target.worker, r.target.nic);
+      auto fwd = fabric::tracePath(index_, a, b);
+      auto rev = fwd.ok() ? fabric::tracePath(index_, b, a) : fwd;
       if (fwd.ok() && rev.ok()) {
-        t.ok = true;
-        t.forward = std::move(*fwd);
-        t.reverse = std::move(*rev);
-        t.forward_links = interSwitchLinks(t.forward);
-        t.reverse_links = interSwitchLinks(t.reverse);
+        it->second = static_cast<int64_t>(i);
+        out.forward[i] = std::move(*fwd);
+        out.reverse[i] = std::move(*rev);
+        out.forward_links[i] = interSwitchLinks(out.forward[i]);
+        out.reverse_links[i] = interSwitchLinks(out.reverse[i]);
       } else if (out.first_error.empty()) {
         out.first_error =
             iw + " -> " + tw + ": " + (fwd.ok() ? rev.status() : fwd.status()).message();
       }
-      it = cache.emplace(key, std::move(t)).first;
+    } else if (it->second >= 0) {
+      const auto j = static_cast<size_t>(it->second);
+      out.forward[i] = out.forward[j];
+      out.reverse[i] = out.reverse[j];
+      out.forward_links[i] = out.forward_links[j];
+      out.reverse_links[i] = out.reverse_links[j];
     }
-    if (!it->second.ok) {
+    if (it->second < 0) {
       ++out.untraced;
       continue;
     }
     out.known[i] = true;
-    out.forward[i] = it->second.forward;
-    out.reverse[i] = it->second.reverse;
-    out.forward_links[i] = it->second.forward_links;
-    out.reverse_links[i] = it->second.reverse_links;
   }
   return out;
 }

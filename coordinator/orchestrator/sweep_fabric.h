@@ -55,6 +55,9 @@ class SweepFabric {
  public:
   // `hosts`: the `fabric_hosts:` mapping (worker -> node description or host name).
   SweepFabric(fabric::Fabric fabric, std::map<std::string, std::string> hosts, std::string source);
+  // The index points into fabric_: neither copied nor moved.
+  SweepFabric(const SweepFabric&) = delete;
+  SweepFabric& operator=(const SweepFabric&) = delete;
 
   const fabric::Fabric& fabric() const { return fabric_; }
   const std::map<std::string, std::string>& hostMapping() const { return hosts_; }
@@ -85,6 +88,7 @@ class SweepFabric {
 
  private:
   fabric::Fabric fabric_;
+  fabric::FabricIndex index_{fabric_};  // after fabric_: built from it
   std::map<std::string, std::string> hosts_;
   std::string source_;
   std::vector<DirectedLink> inter_switch_;  // every directed inter-switch link, sorted
