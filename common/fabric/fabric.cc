@@ -455,9 +455,9 @@ Result<std::vector<Hop>> tracePath(const FabricIndex& ix, const Endpoint& src,
   }
   const uint16_t dlid = dst.port->lid;
   // Only errors name it: built when one is returned, not for every path traced.
-  auto dstName = [&dst] { return dst.node->name + "/" + std::to_string(dst.port->number); };
+  auto dst_name = [&dst] { return dst.node->name + "/" + std::to_string(dst.port->number); };
   if (dlid == 0) {
-    return failedPrecondition(dstName() + " has no LID",
+    return failedPrecondition(dst_name() + " has no LID",
                               "a subnet manager must have brought the port up; rediscover");
   }
   std::vector<Hop> hops;
@@ -473,16 +473,16 @@ Result<std::vector<Hop>> tracePath(const FabricIndex& ix, const Endpoint& src,
   for (size_t step = 0; step <= f.switches.size(); ++step) {
     const FabricIndex::Entry* e = ix.entry(guid);
     if (e == nullptr) {
-      return failedPrecondition("path to " + dstName() + " reaches node " + guidHex(guid) +
+      return failedPrecondition("path to " + dst_name() + " reaches node " + guidHex(guid) +
                                 ", which the snapshot does not list");
     }
     const Node* n = e->node;
     if (n->kind != NodeKind::kSwitch) {
       if (n == dst.node && in_port == dst.port->number) {
-      hops.shrink_to_fit();  // 1M paths of a 1,024-host sweep are kept: no slack
-      return hops;
-    }
-      return failedPrecondition("the LFTs send LID " + std::to_string(dlid) + " (" + dstName() +
+        hops.shrink_to_fit();  // 1M paths of a 1,024-host sweep are kept: no slack
+        return hops;
+      }
+      return failedPrecondition("the LFTs send LID " + std::to_string(dlid) + " (" + dst_name() +
                                 ") to " + n->name + "/" + std::to_string(in_port) +
                                 (hops.empty() ? std::string()
                                               : " from " + hops.back().switch_name + "[" +
@@ -491,7 +491,7 @@ Result<std::vector<Hop>> tracePath(const FabricIndex& ix, const Endpoint& src,
     const uint8_t out = n->route(dlid);
     if (out == kNoRoute || out == 0) {
       return failedPrecondition("switch " + n->name + " has no LFT route for LID " +
-                                    std::to_string(dlid) + " (" + dstName() + ")",
+                                    std::to_string(dlid) + " (" + dst_name() + ")",
                                 "the subnet manager has not routed it: check OpenSM's log");
     }
     hops.push_back({n->name, n->guid, in_port, out});
@@ -504,7 +504,7 @@ Result<std::vector<Hop>> tracePath(const FabricIndex& ix, const Endpoint& src,
     in_port = p->remote_port;
   }
   return failedPrecondition("the LFTs loop on the way to LID " + std::to_string(dlid) + " (" +
-                            dstName() + ")");
+                            dst_name() + ")");
 }
 
 }  // namespace gdrmesh::fabric

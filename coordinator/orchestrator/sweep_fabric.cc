@@ -1,11 +1,13 @@
 #include "coordinator/orchestrator/sweep_fabric.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
 
+#include "common/fabric/bisection.h"
 #include "common/fabric/cover.h"
 
 namespace gdrmesh {
@@ -73,7 +75,7 @@ RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& matc
   out.reverse_links.resize(rows.size());
   // (worker, nic) string ids -> the HCA port a test on it is traced from, looked up once each.
   std::unordered_map<uint64_t, fabric::Endpoint> endpoints;
-  auto endpointOf = [&](uint32_t worker, uint32_t nic) {
+  auto endpoint_of = [&](uint32_t worker, uint32_t nic) {
     const uint64_t key = (static_cast<uint64_t>(worker) << 32) | nic;
     auto it = endpoints.find(key);
     if (it == endpoints.end()) {
@@ -105,8 +107,8 @@ RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& matc
     auto key = std::make_tuple(r.initiator.worker, r.initiator.nic, r.target.worker, r.target.nic);
     auto [it, first] = traced.emplace(key, -1);
     if (first) {
-      const fabric::Endpoint a = endpointOf(r.initiator.worker, r.initiator.nic);
-      const fabric::Endpoint b = endpointOf(r.target.worker, r.target.nic);
+      const fabric::Endpoint a = endpoint_of(r.initiator.worker, r.initiator.nic);
+      const fabric::Endpoint b = endpoint_of(r.target.worker, r.target.nic);
       auto fwd = fabric::tracePath(index_, a, b);
       auto rev = fwd.ok() ? fabric::tracePath(index_, b, a) : fwd;
       if (fwd.ok() && rev.ok()) {
@@ -206,22 +208,19 @@ std::vector<std::string> SweepFabric::coverageNotes(const FabricCoverage& c,
   return out;
 }
 
-Status SweepFabric::coverRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
-                                std::vector<std::string>* notes) const {
-  auto plan = fabric::planCover(fabric_);
-  if (!plan.ok()) return plan.status().withContext("pattern cover: " + source_);
-  std::vector<WorkerStatus> online;
-  for (const WorkerStatus& w : workers) {
-    if (w.state == "online") online.push_back(w);
-  }
-  const fabric::HostMatch m = match(online);
+namespace {
+
+// Plan rounds of HCA pairs -> spec->cover_rounds as the workers matched to the HCAs and their
+// NICs; returns the pairs left out (an HCA without an online worker).
+size_t fabricRoundsAsWorkers(const std::vector<std::vector<fabric::CoverPair>>& plan_rounds,
+                             const fabric::HostMatch& m, SweepSpec* spec) {
   std::map<std::string, std::string> worker_of;  // HCA -> worker
   for (const auto& [w, hcas] : m.hcas_of) {
     for (const auto& h : hcas) worker_of[h] = w;
   }
   spec->cover_rounds.clear();
   size_t missing = 0;
-  for (const auto& round : plan->rounds) {
+  for (const auto& round : plan_rounds) {
     std::vector<std::pair<EndpointSelector, EndpointSelector>> pairs;
     for (const fabric::CoverPair& p : round) {
       auto a = worker_of.find(p.a);
@@ -239,6 +238,26 @@ Status SweepFabric::coverRounds(const std::vector<WorkerStatus>& workers, SweepS
     }
     spec->cover_rounds.push_back(std::move(pairs));
   }
+  return missing;
+}
+
+std::vector<WorkerStatus> fabricOnlineWorkers(const std::vector<WorkerStatus>& workers) {
+  std::vector<WorkerStatus> online;
+  for (const WorkerStatus& w : workers) {
+    if (w.state == "online") online.push_back(w);
+  }
+  return online;
+}
+
+}  // namespace
+
+Status SweepFabric::coverRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
+                                std::vector<std::string>* notes) const {
+  auto plan = fabric::planCover(fabric_);
+  if (!plan.ok()) return plan.status().withContext("pattern cover: " + source_);
+  const std::vector<WorkerStatus> online = fabricOnlineWorkers(workers);
+  const fabric::HostMatch m = match(online);
+  const size_t missing = fabricRoundsAsWorkers(plan->rounds, m, spec);
   notes->push_back("cover: " + std::to_string(plan->rounds.size()) + " rounds (lower bound " +
                    std::to_string(plan->lower_bound) + ") load " + std::to_string(plan->covered) +
                    " of " + std::to_string(plan->routable) +
@@ -250,6 +269,50 @@ Status SweepFabric::coverRounds(const std::vector<WorkerStatus>& workers, SweepS
                      fabric::describeMatch(m, online.size()) + ")");
   }
   return Status();
+}
+
+Status SweepFabric::bisectionRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
+                                    std::vector<std::string>* notes, double* bound_gbps) const {
+  auto plan = fabric::planBisection(fabric_);
+  if (!plan.ok()) return plan.status().withContext("pattern bisection: " + source_);
+  const std::vector<WorkerStatus> online = fabricOnlineWorkers(workers);
+  const fabric::HostMatch m = match(online);
+  const size_t missing = fabricRoundsAsWorkers({plan->pairs}, m, spec);
+  *bound_gbps = plan->bound_gbps;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "bisection: %zu pairs across the top level of %s (%zu top switches, %d levels): "
+                "%zu hosts in %zu pods to %zu hosts in %zu; bisection bandwidth %.1f Gb/s per "
+                "direction (the top-level links' signalling rates: %zu links %.1f Gb/s, %zu "
+                "links %.1f Gb/s)",
+                plan->pairs.size(), source_.c_str(), plan->top.size(), plan->levels,
+                plan->half_a.size(), plan->pods_a, plan->half_b.size(), plan->pods - plan->pods_a,
+                plan->bound_gbps, plan->top_links_a, plan->top_gbps_a, plan->top_links_b,
+                plan->top_gbps_b);
+  notes->push_back(line);
+  if (!plan->sitting_out.empty()) {
+    notes->push_back("bisection: " + std::to_string(plan->sitting_out.size()) +
+                     " hosts of the larger half have no partner and sit out (first: " +
+                     plan->sitting_out.front() + ")");
+  }
+  if (missing > 0) {
+    notes->push_back("bisection: " + std::to_string(missing) +
+                     " planned pairs left out: an HCA of theirs has no online worker (" +
+                     fabric::describeMatch(m, online.size()) + ")");
+  }
+  return Status();
+}
+
+std::string SweepFabric::bisectionNote(int round, size_t tests, double measured_gbps,
+                                       double bound_gbps, bool bidirectional) {
+  const double bound = bidirectional ? 2 * bound_gbps : bound_gbps;
+  char line[300];
+  std::snprintf(line, sizeof line,
+                "bisection: round %d: %zu tests across the cut measured %.1f Gb/s in all, %.1f %% "
+                "of the fabric's bisection bandwidth %.1f Gb/s%s",
+                round + 1, tests, measured_gbps, bound > 0 ? 100.0 * measured_gbps / bound : 0.0,
+                bound, bidirectional ? " (both directions)" : " (one direction)");
+  return line;
 }
 
 std::string SweepFabric::linkName(const DirectedLink& l) const {
