@@ -564,6 +564,8 @@ int runCoverPlan(const FabricArgs& a) {
                         {"uncovered", plan->uncovered},
                         {"unroutable", plan->unroutable},
                         {"lower_bound", plan->lower_bound},
+                        {"leaf_bound", plan->leaf_bound},
+                        {"tables_bound", plan->tables_bound},
                         {"all_pairs_rounds", all_pairs_rounds},
                         {"planning_ms", ms},
                         {"rounds", std::move(rounds)}};

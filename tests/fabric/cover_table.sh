@@ -4,8 +4,8 @@
 # generate the tree (gen_fat_tree.py), serve it with ibsim, route it with OpenSM's ftree (real
 # LFTs), discover it with `gdrmesh fabric discover`, plan `gdrmesh sweep plan --pattern cover`,
 # check the plan with fabric_check.py's own LFT walk, and print one markdown row per tree:
-# rounds and directed inter-switch link coverage of `cover` against all-pairs, the lower bound
-# ceil(U/h), and the planning time. A benchmark run by hand, not a ctest.
+# rounds and directed inter-switch link coverage of `cover` against all-pairs, the lower bounds
+# (ceil(U/h) over the leaves; from the tables: CoverPlan::tables_bound), and the planning time. A benchmark run by hand, not a ctest.
 #
 #   cover_table.sh GDRMESH [KEEP_DIR]
 #     KEEP_DIR: also keep each tree's snapshot there (NAME.json), e.g. for tests/bench.
@@ -95,16 +95,16 @@ import json, sys
 name, engine, plan_path, check = sys.argv[1:5]
 p = json.load(open(plan_path))
 pct = lambda a, b: "%.1f %%" % (100.0 * a / b) if b else "-"
-print("| %s | %d | %s | %d | %d | %d (%s) | %d | %d | %s | %s | %.1f ms | %s |" % (
+print("| %s | %d | %s | %d | %d | %d (%d: leaves %d, tables %d) | %d | %d | %s | %s | %.1f ms | %s |" % (
     name, p["hosts"], engine, p["directed_links"], p["routable"], len(p["rounds"]),
-    p["lower_bound"], p["covered"], p["all_pairs_rounds"], pct(p["covered"], p["routable"]),
+    p["lower_bound"], p["leaf_bound"], p["tables_bound"], p["covered"], p["all_pairs_rounds"], pct(p["covered"], p["routable"]),
     pct(p["covered"], p["directed_links"]), p["planning_ms"], check))
 PY
 )")
   echo "${rows[-1]}" >&2
 done
 
-echo "| tree | hosts | OpenSM engine | directed ISLs | routable (= all-pairs loads) | cover rounds (bound) | cover loads | all-pairs rounds | cover / routable | cover / all ISLs | planning | LFT walk check |"
+echo "| tree | hosts | OpenSM engine | directed ISLs | routable (= all-pairs loads) | cover rounds (lower bound: ceil(U/h) over leaves, from the tables) | cover loads | all-pairs rounds | cover / routable | cover / all ISLs | planning | LFT walk check |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 exit $rc

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/fabric/cover.h"
+#include "tests/support/fabric_trees.h"
 
 namespace gdrmesh::fabric {
 namespace {
@@ -292,6 +293,32 @@ TEST(FabricDiff, GoneNarrowerSlowerAndDownLinksNameTheSwitchPort) {
   bool has_new = false;
   for (const auto& x : back) has_new = has_new || x.kind == "link_new";
   EXPECT_TRUE(has_new);
+}
+
+// Tables that send one host's traffic from each other leaf over a down-link of its own (as
+// minhop does after a fault): no plan loads both in one round, whatever the leaves allow.
+TEST(FabricCover, TablesThatGiveOneHostLinksOfItsOwnRaiseTheLowerBound) {
+  Fabric f = gdrmesh::testing::twoLevelTree(3, 4, 3);  // h05..h08 on leaf02; spines on ports 5-7
+  auto plain = planCover(f);
+  ASSERT_TRUE(plain.ok()) << plain.status().toString();
+  EXPECT_EQ(plain->leaf_bound, 1);
+  EXPECT_EQ(plain->tables_bound, 1);
+  // h05 (LID 95) from leaf01 over spine01 only, from leaf03 over spine02 only; the other hosts
+  // of leaf02 (LIDs 94-92) over spine03 from both.
+  for (auto& sw : f.switches) {
+    if (sw.name == "leaf01") sw.lft[95] = 5;
+    if (sw.name == "leaf03") sw.lft[95] = 6;
+    for (uint16_t lid : {94, 93, 92}) {
+      if (sw.name == "leaf01" || sw.name == "leaf03") sw.lft[lid] = 7;
+    }
+  }
+  auto plan = planCover(f);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  EXPECT_EQ(plan->leaf_bound, 1);
+  EXPECT_EQ(plan->tables_bound, 2);  // spine01[2] -> leaf02 and spine02[2] -> leaf02: h05 only
+  EXPECT_EQ(plan->lower_bound, 2);
+  EXPECT_GE(static_cast<int>(plan->rounds.size()), plan->lower_bound);
+  EXPECT_EQ(plan->covered, plan->routable);
 }
 
 TEST(FabricCover, LoadsEveryDirectedInterSwitchLinkWithDisjointPairs) {
