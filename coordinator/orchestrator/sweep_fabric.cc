@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
-#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -86,49 +85,64 @@ RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& matc
     }
     return it->second;
   };
-  // (initiator worker, nic, target worker, nic) string ids -> the first row traced for that pair
-  // (its paths are copied to the pair's later rows), or -1 when it could not be traced.
-  struct PairKeyHash {
-    size_t operator()(const std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>& k) const {
-      uint64_t h = (static_cast<uint64_t>(std::get<0>(k)) << 32) ^ std::get<1>(k);
-      h = h * 0x9e3779b97f4a7c15ULL ^
-          ((static_cast<uint64_t>(std::get<2>(k)) << 32) ^ std::get<3>(k));
-      return static_cast<size_t>(h ^ (h >> 29));
-    }
+  // Whether a worker (by string id) is matched, looked up once each.
+  std::vector<signed char> matched(rows.strings().size(), -1);
+  auto is_matched = [&](uint32_t worker) {
+    signed char& m = matched[worker];
+    if (m < 0) m = match.matched(rows.str(worker)) ? 1 : 0;
+    return m == 1;
   };
-  std::unordered_map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, int64_t, PairKeyHash>
-      traced;
-  traced.reserve(rows.size());
+  // Rows of the same (initiator worker, nic, target worker, nic) share their paths: each row's
+  // first row of its pair (sorted keys, stable: the first in row order), -1 when unmatched.
+  struct PairKey {
+    uint64_t initiator, target;  // (worker id << 32) | nic id
+    uint32_t row;
+  };
+  std::vector<PairKey> keys;
+  keys.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const JudgeRow& r = rows[i];
-    const std::string& iw = rows.str(r.initiator.worker);
-    const std::string& tw = rows.str(r.target.worker);
-    if (!match.matched(iw) || !match.matched(tw)) continue;
-    auto key = std::make_tuple(r.initiator.worker, r.initiator.nic, r.target.worker, r.target.nic);
-    auto [it, first] = traced.emplace(key, -1);
-    if (first) {
+    if (!is_matched(r.initiator.worker) || !is_matched(r.target.worker)) continue;
+    keys.push_back({(static_cast<uint64_t>(r.initiator.worker) << 32) | r.initiator.nic,
+                    (static_cast<uint64_t>(r.target.worker) << 32) | r.target.nic,
+                    static_cast<uint32_t>(i)});
+  }
+  std::stable_sort(keys.begin(), keys.end(), [](const PairKey& x, const PairKey& y) {
+    return x.initiator != y.initiator ? x.initiator < y.initiator : x.target < y.target;
+  });
+  std::vector<int64_t> first_of(rows.size(), -1);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const bool same =
+        k > 0 && keys[k].initiator == keys[k - 1].initiator && keys[k].target == keys[k - 1].target;
+    first_of[keys[k].row] = same ? first_of[keys[k - 1].row] : keys[k].row;
+  }
+  std::vector<char> traced(rows.size(), 0);  // by first row: both directions traced
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (first_of[i] < 0) continue;
+    const JudgeRow& r = rows[i];
+    const auto first = static_cast<size_t>(first_of[i]);
+    if (first == i) {
       const fabric::Endpoint a = endpoint_of(r.initiator.worker, r.initiator.nic);
       const fabric::Endpoint b = endpoint_of(r.target.worker, r.target.nic);
       auto fwd = fabric::tracePath(index_, a, b);
       auto rev = fwd.ok() ? fabric::tracePath(index_, b, a) : fwd;
       if (fwd.ok() && rev.ok()) {
-        it->second = static_cast<int64_t>(i);
+        traced[i] = 1;
         out.forward[i] = std::move(*fwd);
         out.reverse[i] = std::move(*rev);
         out.forward_links[i] = interSwitchLinks(out.forward[i]);
         out.reverse_links[i] = interSwitchLinks(out.reverse[i]);
       } else if (out.first_error.empty()) {
-        out.first_error =
-            iw + " -> " + tw + ": " + (fwd.ok() ? rev.status() : fwd.status()).message();
+        out.first_error = rows.str(r.initiator.worker) + " -> " + rows.str(r.target.worker) + ": " +
+                          (fwd.ok() ? rev.status() : fwd.status()).message();
       }
-    } else if (it->second >= 0) {
-      const auto j = static_cast<size_t>(it->second);
-      out.forward[i] = out.forward[j];
-      out.reverse[i] = out.reverse[j];
-      out.forward_links[i] = out.forward_links[j];
-      out.reverse_links[i] = out.reverse_links[j];
+    } else if (traced[first] != 0) {
+      out.forward[i] = out.forward[first];
+      out.reverse[i] = out.reverse[first];
+      out.forward_links[i] = out.forward_links[first];
+      out.reverse_links[i] = out.reverse_links[first];
     }
-    if (it->second < 0) {
+    if (traced[first] == 0) {
       ++out.untraced;
       continue;
     }
