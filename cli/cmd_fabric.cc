@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "cli/control.h"
 #include "cli/output.h"
+#include "common/fabric/bisection.h"
 #include "common/fabric/cover.h"
 #include "common/fabric/discovery.h"
 #include "common/fabric/fabric.h"
@@ -459,15 +460,79 @@ int runFabricPath(const FabricArgs& a) {
   return rc;
 }
 
+int runBisectionPlan(const FabricArgs& a, const fabric::Fabric& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto plan = fabric::planBisection(f);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!plan.ok()) return fabricFail("plan", plan.status().withContext("pattern bisection"));
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "bisection: 1 round, %zu pairs across the top level (%zu switches of %d levels) "
+                "between %zu and %zu hosts (%zu of %zu pods); bisection bandwidth %.1f Gb/s per "
+                "direction (top-level links: half A %zu, %.1f Gb/s; half B %zu, %.1f Gb/s; "
+                "signalling rates), planned in %.1f ms",
+                plan->pairs.size(), plan->top.size(), plan->levels, plan->half_a.size(),
+                plan->half_b.size(), plan->pods_a, plan->pods, plan->bound_gbps, plan->top_links_a,
+                plan->top_gbps_a, plan->top_links_b, plan->top_gbps_b, ms);
+  if (a.output == "json") {
+    nlohmann::json pairs = nlohmann::json::array();
+    for (const auto& p : plan->pairs) {
+      pairs.push_back({{"a", p.a},
+                       {"a_port", p.a_port},
+                       {"a_lid", p.a_lid},
+                       {"b", p.b},
+                       {"b_port", p.b_port},
+                       {"b_lid", p.b_lid}});
+    }
+    nlohmann::json rounds = nlohmann::json::array();
+    rounds.push_back(std::move(pairs));
+    nlohmann::json j = {{"pattern", "bisection"},
+                        {"hosts", plan->hosts},
+                        {"levels", plan->levels},
+                        {"top_switches", plan->top},
+                        {"pods", plan->pods},
+                        {"pods_a", plan->pods_a},
+                        {"half_a", plan->half_a},
+                        {"half_b", plan->half_b},
+                        {"sitting_out", plan->sitting_out},
+                        {"top_links_a", plan->top_links_a},
+                        {"top_links_b", plan->top_links_b},
+                        {"top_gbps_a", plan->top_gbps_a},
+                        {"top_gbps_b", plan->top_gbps_b},
+                        {"bisection_gbps", plan->bound_gbps},
+                        {"planning_ms", ms},
+                        {"rounds", std::move(rounds)}};
+    std::cout << j.dump(1) << "\n";
+  } else {
+    std::vector<std::vector<std::string>> rows{{"A", "B"}};
+    for (const auto& p : plan->pairs) {
+      rows.push_back({p.a + "/" + std::to_string(p.a_port), p.b + "/" + std::to_string(p.b_port)});
+    }
+    std::cout << "round 1: " << plan->pairs.size() << " pairs\n" << renderTable(rows) << "\n";
+    for (const auto& h : plan->sitting_out) std::cout << "sits out (no partner): " << h << "\n";
+    std::cout << line << "\n";
+  }
+  return kExitOk;
+}
+
 int runCoverPlan(const FabricArgs& a) {
-  if (a.pattern != "cover") {
+  if (a.pattern != "cover" && a.pattern != "bisection") {
+    return fabricFail("plan", invalidArgument("--pattern " + a.pattern +
+                                                  ": `sweep plan` plans cover and bisection",
+                                              "use --pattern cover or bisection --fabric FILE"));
+  }
+  if (a.file.empty()) {
     return fabricFail(
-        "plan", invalidArgument(
-                    "--pattern " + a.pattern + ": `sweep plan` plans only --pattern cover so far",
-                    "use --pattern cover --fabric FILE"));
+        "plan", invalidArgument("--pattern " + a.pattern +
+                                    " is planned from a fabric: --fabric "
+                                    "FILE is missing",
+                                "give --fabric FILE, a snapshot `gdrmesh fabric discover --save "
+                                "FILE` wrote"));
   }
   auto f = fabric::loadFabricFile(a.file);
   if (!f.ok()) return fabricFail("plan", f.status());
+  if (a.pattern == "bisection") return runBisectionPlan(a, *f);
   fabric::CoverOptions o;
   o.max_rounds = a.max_rounds;
   const auto t0 = std::chrono::steady_clock::now();
@@ -499,6 +564,8 @@ int runCoverPlan(const FabricArgs& a) {
                         {"uncovered", plan->uncovered},
                         {"unroutable", plan->unroutable},
                         {"lower_bound", plan->lower_bound},
+                        {"leaf_bound", plan->leaf_bound},
+                        {"tables_bound", plan->tables_bound},
                         {"all_pairs_rounds", all_pairs_rounds},
                         {"planning_ms", ms},
                         {"rounds", std::move(rounds)}};
@@ -623,9 +690,13 @@ void registerFabricCommands(CLI::App& app, Action* action) {
   if (!sweeps.empty()) {
     auto* sweep = sweeps.front();
     auto* cmd = sweep->add_subcommand(
-        "plan", "Print a sweep's rounds and pairs without running it (--pattern cover)");
-    cmd->add_option("--pattern", a->pattern, "cover: load every inter-switch link")->required();
-    cmd->add_option("--fabric", a->file, "fabric snapshot (fabric discover -o json)")->required();
+        "plan",
+        "Print a sweep's rounds and pairs without running it (--pattern cover or bisection)");
+    cmd->add_option("--pattern", a->pattern,
+                    "cover: load every inter-switch link; bisection: half the hosts to the other "
+                    "half across the top level")
+        ->required();
+    cmd->add_option("--fabric", a->file, "fabric snapshot (fabric discover -o json); required");
     cmd->add_option("--max-rounds", a->max_rounds, "stop after this many rounds (default 64)")
         ->check(CLI::Range(1, 100000));
     addFabricOutput(cmd, a.get());

@@ -286,8 +286,8 @@ void registerSweepCommands(CLI::App& app, Action* action) {
     addClientOptions(cmd, o.get(), true);
     auto& s = a->sweep;
     cmd->add_option("--pattern", s.pattern,
-                    "pairs | all-pairs | rails | loopback | random | cover (needs the "
-                    "coordinator's --fabric)")
+                    "pairs | all-pairs | rails | loopback | random | cover | bisection (cover "
+                    "and bisection need the coordinator's --fabric)")
         ->required();
     cmd->add_option("PAIRS", s.pairs, "for --pattern pairs: SRC:DST, each WORKER[/NIC]");
     cmd->add_option("--pairs-file", s.pairs_file, "file of pairs, one SRC:DST per line");

@@ -224,12 +224,13 @@ Result<std::vector<std::string>> parsePairsFile(const std::string& text, const s
 Result<pb::SweepSpec> buildSweepSpec(const SweepArgs& a, const TestOptions& t,
                                      const std::string& pairs_file_text,
                                      const std::string& config_text) {
-  static const std::vector<std::string> kPatterns{"pairs",    "all-pairs", "rails",
-                                                  "loopback", "random",    "cover"};
+  static const std::vector<std::string> kPatterns{"pairs",  "all-pairs", "rails",    "loopback",
+                                                  "random", "cover",     "bisection"};
   if (std::find(kPatterns.begin(), kPatterns.end(), a.pattern) == kPatterns.end()) {
-    return invalidArgument("--pattern: '" + a.pattern +
-                               "' is not one of pairs, all-pairs, rails, loopback, random, cover",
-                           "e.g. --pattern all-pairs");
+    return invalidArgument(
+        "--pattern: '" + a.pattern +
+            "' is not one of pairs, all-pairs, rails, loopback, random, cover, bisection",
+        "e.g. --pattern all-pairs");
   }
   pb::SweepSpec spec;
   spec.set_pattern(a.pattern);

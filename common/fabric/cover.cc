@@ -116,6 +116,75 @@ std::vector<char> routableLinks(const CoverGraph& g) {
   return routable;
 }
 
+// CoverPlan::tables_bound: per destination, the links only its traffic crosses, each with the
+// source leaves whose path to it crosses the link; greedily, smallest source sets first, the
+// links whose source sets are pairwise disjoint each need a partner of their own.
+int coverTablesBound(const CoverGraph& g) {
+  std::vector<int> leaves;
+  {
+    std::vector<char> is_leaf(g.sw.size(), 0);
+    for (const auto& e : g.eps) {
+      if (is_leaf[static_cast<size_t>(e.leaf)] == 0) leaves.push_back(e.leaf);
+      is_leaf[static_cast<size_t>(e.leaf)] = 1;
+    }
+  }
+  constexpr int kNone = -1, kShared = -2;
+  std::vector<int> only(g.links.size(), kNone);  // the one destination, or kShared
+  std::vector<std::vector<int>> sources(g.links.size());
+  for (size_t d = 0; d < g.eps.size(); ++d) {
+    const uint16_t dlid = g.eps[d].port->lid;
+    for (int start : leaves) {
+      if (start == g.eps[d].leaf) continue;  // its own leaf: no inter-switch link
+      int cur = start;
+      for (int step = 0; step < kMaxLinks; ++step) {
+        const uint8_t port = g.sw[static_cast<size_t>(cur)]->route(dlid);
+        if (port == kNoRoute || port == 0 || port >= g.link_id[static_cast<size_t>(cur)].size()) {
+          break;
+        }
+        const int id = g.link_id[static_cast<size_t>(cur)][port];
+        if (id < 0) break;
+        int& o = only[static_cast<size_t>(id)];
+        if (o == kNone) o = static_cast<int>(d);
+        if (o != static_cast<int>(d) && o != kShared) {
+          o = kShared;
+          std::vector<int>().swap(sources[static_cast<size_t>(id)]);
+        }
+        if (o == static_cast<int>(d)) sources[static_cast<size_t>(id)].push_back(start);
+        cur = g.next_sw[static_cast<size_t>(cur)][port];
+      }
+    }
+  }
+  std::vector<std::vector<int>> links_of(g.eps.size());
+  for (size_t id = 0; id < g.links.size(); ++id) {
+    if (only[id] >= 0) links_of[static_cast<size_t>(only[id])].push_back(static_cast<int>(id));
+  }
+  int bound = 0;
+  std::vector<char> taken(g.sw.size(), 0);
+  for (auto& ids : links_of) {
+    if (ids.empty()) continue;
+    std::sort(ids.begin(), ids.end(), [&](int x, int y) {
+      return sources[static_cast<size_t>(x)].size() < sources[static_cast<size_t>(y)].size();
+    });
+    int disjoint = 0;
+    std::vector<int> marked;
+    for (int id : ids) {
+      const auto& src = sources[static_cast<size_t>(id)];
+      if (std::any_of(src.begin(), src.end(),
+                      [&](int leaf) { return taken[static_cast<size_t>(leaf)] != 0; })) {
+        continue;
+      }
+      ++disjoint;
+      for (int leaf : src) {
+        taken[static_cast<size_t>(leaf)] = 1;
+        marked.push_back(leaf);
+      }
+    }
+    for (int leaf : marked) taken[static_cast<size_t>(leaf)] = 0;
+    bound = std::max(bound, disjoint);
+  }
+  return bound;
+}
+
 }  // namespace
 
 std::string directedLinkName(const Fabric& f, uint64_t from_guid, int from_port) {
@@ -148,8 +217,10 @@ Result<CoverPlan> planCover(const Fabric& f, const CoverOptions& opts) {
     if (hosts_on[i] == 0) continue;
     int up = 0;
     for (int id : g.link_id[i]) up += id >= 0 ? 1 : 0;
-    plan.lower_bound = std::max(plan.lower_bound, (up + hosts_on[i] - 1) / hosts_on[i]);
+    plan.leaf_bound = std::max(plan.leaf_bound, (up + hosts_on[i] - 1) / hosts_on[i]);
   }
+  plan.tables_bound = coverTablesBound(g);
+  plan.lower_bound = std::max(plan.leaf_bound, plan.tables_bound);
 
   const std::vector<char> routable = routableLinks(g);
   // Unroutable links count as done: no pair can load them; they are listed apart.

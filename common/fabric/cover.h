@@ -7,7 +7,7 @@
 // plan says how many directed inter-switch links there are, how many it covers, which it
 // cannot (a link no LFT routes any host over: unroutable), and the lower bound on rounds: a leaf
 // with h live hosts and U up-links needs at least ceil(U/h) rounds, since each of its hosts sends
-// up one path a round.
+// up one path a round; and the tables may force more (CoverPlan::tables_bound).
 #pragma once
 
 #include <string>
@@ -35,7 +35,14 @@ struct CoverPlan {
   size_t covered = 0;
   std::vector<std::string> uncovered;   // routable, yet the plan missed them (max_rounds)
   std::vector<std::string> unroutable;  // "spine09[8] -> leaf08[25]"
-  int lower_bound = 0;                  // max over leaves of ceil(up-links / live hosts)
+  // Rounds no plan can do with fewer: the larger of the two bounds below.
+  int lower_bound = 0;
+  int leaf_bound = 0;  // max over leaves of ceil(up-links / live hosts)
+  // From the tables: a link only traffic to one host d crosses is loaded only by a test with d,
+  // and d is in one test a round; d's links whose source leaves are pairwise disjoint need as
+  // many rounds (a greedy family: a valid bound, not always the best). After a fault, minhop's
+  // tables can send one destination's traffic from every pod over links of its own.
+  int tables_bound = 0;
 };
 
 struct CoverOptions {

@@ -410,17 +410,58 @@ Result<Endpoint> findEndpoint(const Fabric& f, const std::string& spec) {
   return Endpoint{node, p};
 }
 
+FabricIndex::FabricIndex(const Fabric& f) : fabric_(&f) {
+  entries_.reserve(f.switches.size() + f.hosts.size());
+  by_guid_.reserve(f.switches.size() + f.hosts.size());
+  by_name_.reserve(f.switches.size() + f.hosts.size());
+  for (const auto* list : {&f.switches, &f.hosts}) {
+    for (const Node& n : *list) {
+      Entry e;
+      e.node = &n;
+      int top = n.num_ports;
+      for (const Port& p : n.ports) top = std::max(top, p.number);
+      e.ports.assign(static_cast<size_t>(std::max(top, 0)) + 1, nullptr);
+      for (const Port& p : n.ports) {
+        if (p.number >= 0 && e.ports[static_cast<size_t>(p.number)] == nullptr) {
+          e.ports[static_cast<size_t>(p.number)] = &p;
+        }
+      }
+      if (by_guid_.emplace(n.guid, entries_.size()).second) entries_.push_back(std::move(e));
+      by_name_.emplace(n.name, &n);
+    }
+  }
+}
+
+const FabricIndex::Entry* FabricIndex::entry(uint64_t guid) const {
+  auto it = by_guid_.find(guid);
+  return it == by_guid_.end() ? nullptr : &entries_[it->second];
+}
+
+const Node* FabricIndex::nodeNamed(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
 Result<std::vector<Hop>> tracePath(const Fabric& f, const Endpoint& src, const Endpoint& dst) {
+  const FabricIndex ix(f);
+  return tracePath(ix, src, dst);
+}
+
+Result<std::vector<Hop>> tracePath(const FabricIndex& ix, const Endpoint& src,
+                                   const Endpoint& dst) {
+  const Fabric& f = ix.fabric();
   if (src.node == nullptr || src.port == nullptr || dst.node == nullptr || dst.port == nullptr) {
     return invalidArgument("path: both ends must be resolved host ports");
   }
   const uint16_t dlid = dst.port->lid;
-  const std::string dst_name = dst.node->name + "/" + std::to_string(dst.port->number);
+  // Only errors name it: built when one is returned, not for every path traced.
+  auto dst_name = [&dst] { return dst.node->name + "/" + std::to_string(dst.port->number); };
   if (dlid == 0) {
-    return failedPrecondition(dst_name + " has no LID",
+    return failedPrecondition(dst_name() + " has no LID",
                               "a subnet manager must have brought the port up; rediscover");
   }
   std::vector<Hop> hops;
+  hops.reserve(8);  // a three-level fat tree's longest path has 5 switches: one allocation
   if (src.node == dst.node && src.port == dst.port) return hops;
   uint64_t guid = src.port->remote_guid;
   int in_port = src.port->remote_port;
@@ -430,14 +471,18 @@ Result<std::vector<Hop>> tracePath(const Fabric& f, const Endpoint& src, const E
   }
   // A fabric cannot have a path longer than its switch count without a loop.
   for (size_t step = 0; step <= f.switches.size(); ++step) {
-    const Node* n = f.nodeByGuid(guid);
-    if (n == nullptr) {
-      return failedPrecondition("path to " + dst_name + " reaches node " + guidHex(guid) +
+    const FabricIndex::Entry* e = ix.entry(guid);
+    if (e == nullptr) {
+      return failedPrecondition("path to " + dst_name() + " reaches node " + guidHex(guid) +
                                 ", which the snapshot does not list");
     }
+    const Node* n = e->node;
     if (n->kind != NodeKind::kSwitch) {
-      if (n == dst.node && in_port == dst.port->number) return hops;
-      return failedPrecondition("the LFTs send LID " + std::to_string(dlid) + " (" + dst_name +
+      if (n == dst.node && in_port == dst.port->number) {
+        hops.shrink_to_fit();  // 1M paths of a 1,024-host sweep are kept: no slack
+        return hops;
+      }
+      return failedPrecondition("the LFTs send LID " + std::to_string(dlid) + " (" + dst_name() +
                                 ") to " + n->name + "/" + std::to_string(in_port) +
                                 (hops.empty() ? std::string()
                                               : " from " + hops.back().switch_name + "[" +
@@ -446,11 +491,11 @@ Result<std::vector<Hop>> tracePath(const Fabric& f, const Endpoint& src, const E
     const uint8_t out = n->route(dlid);
     if (out == kNoRoute || out == 0) {
       return failedPrecondition("switch " + n->name + " has no LFT route for LID " +
-                                    std::to_string(dlid) + " (" + dst_name + ")",
+                                    std::to_string(dlid) + " (" + dst_name() + ")",
                                 "the subnet manager has not routed it: check OpenSM's log");
     }
     hops.push_back({n->name, n->guid, in_port, out});
-    const Port* p = n->port(out);
+    const Port* p = e->port(out);
     if (p == nullptr || p->remote_guid == 0) {
       return failedPrecondition("switch " + n->name + " routes LID " + std::to_string(dlid) +
                                 " out of port " + std::to_string(out) + ", which is not linked");
@@ -459,7 +504,7 @@ Result<std::vector<Hop>> tracePath(const Fabric& f, const Endpoint& src, const E
     in_port = p->remote_port;
   }
   return failedPrecondition("the LFTs loop on the way to LID " + std::to_string(dlid) + " (" +
-                            dst_name + ")");
+                            dst_name() + ")");
 }
 
 }  // namespace gdrmesh::fabric

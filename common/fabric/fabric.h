@@ -15,6 +15,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -82,6 +83,7 @@ struct Fabric {
   std::vector<Node> hosts;  // HCAs (and routers)
   std::vector<Link> links;
 
+  // Linear scans: for one look-up. Loops over many paths use a FabricIndex.
   const Node* nodeByGuid(uint64_t guid) const;
   const Node* nodeByName(const std::string& name) const;
   // Fills `links` from the nodes' ports (each cable once, `a` the smaller end), sorted.
@@ -112,6 +114,42 @@ struct Finding {
 // What changed from `before` to `after`. Links and nodes are matched by GUID (and port).
 std::vector<Finding> diffFabrics(const Fabric& before, const Fabric& after);
 
+// ------------------------------------------------------------------ index
+
+// A fabric's nodes by GUID and by name, and each node's ports by number, built once: tracing the
+// paths of a 1,024-host all-pairs sweep looks a node up millions of times (docs/benchmarks.md).
+// Holds pointers into the fabric: valid while that Fabric is neither changed nor moved. The
+// first node of a GUID or name wins, as Fabric::nodeByGuid/nodeByName find it.
+class FabricIndex {
+ public:
+  struct Entry {
+    const Node* node = nullptr;
+    std::vector<const Port*> ports;  // by port number; nullptr where the node lists none
+    const Port* port(int number) const {
+      return number >= 0 && static_cast<size_t>(number) < ports.size()
+                 ? ports[static_cast<size_t>(number)]
+                 : nullptr;
+    }
+  };
+  explicit FabricIndex(const Fabric& f);
+  FabricIndex(const FabricIndex&) = delete;
+  FabricIndex& operator=(const FabricIndex&) = delete;
+
+  const Fabric& fabric() const { return *fabric_; }
+  const Entry* entry(uint64_t guid) const;
+  const Node* node(uint64_t guid) const {
+    const Entry* e = entry(guid);
+    return e != nullptr ? e->node : nullptr;
+  }
+  const Node* nodeNamed(const std::string& name) const;
+
+ private:
+  const Fabric* fabric_;
+  std::vector<Entry> entries_;
+  std::unordered_map<uint64_t, size_t> by_guid_;
+  std::unordered_map<std::string, const Node*> by_name_;
+};
+
 // ------------------------------------------------------------------ paths
 
 struct Hop {
@@ -132,8 +170,10 @@ Result<Endpoint> findEndpoint(const Fabric& f, const std::string& spec);
 
 // The switches a packet from `src` to `dst` crosses, hop by hop, each with the port it enters
 // and the port the switch's LFT sends it out of. Reads only the LFTs and the links; a missing
-// entry, a dead link or a loop is an error naming the switch and LID.
+// entry, a dead link or a loop is an error naming the switch and LID. The first form indexes the
+// fabric for this one call; tracing many paths, build a FabricIndex once and use the second.
 Result<std::vector<Hop>> tracePath(const Fabric& f, const Endpoint& src, const Endpoint& dst);
+Result<std::vector<Hop>> tracePath(const FabricIndex& ix, const Endpoint& src, const Endpoint& dst);
 
 std::string guidHex(uint64_t guid);  // "0x0000000000200001"
 

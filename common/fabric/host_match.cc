@@ -23,8 +23,7 @@ std::string deviceOfNodeDescription(const std::string& description) {
   return description.substr(dev, end == std::string::npos ? std::string::npos : end - dev);
 }
 
-const Node* HostMatch::hcaFor(const Fabric& f, const std::string& worker,
-                              const std::string& nic) const {
+const std::string* HostMatch::hcaNameFor(const std::string& worker, const std::string& nic) const {
   auto it = hcas_of.find(worker);
   if (it == hcas_of.end() || it->second.empty()) return nullptr;
   const std::string* pick = &it->second.front();
@@ -34,7 +33,19 @@ const Node* HostMatch::hcaFor(const Fabric& f, const std::string& worker,
       break;
     }
   }
-  return f.nodeByName(*pick);
+  return pick;
+}
+
+const Node* HostMatch::hcaFor(const Fabric& f, const std::string& worker,
+                              const std::string& nic) const {
+  const std::string* name = hcaNameFor(worker, nic);
+  return name != nullptr ? f.nodeByName(*name) : nullptr;
+}
+
+const Node* HostMatch::hcaFor(const FabricIndex& ix, const std::string& worker,
+                              const std::string& nic) const {
+  const std::string* name = hcaNameFor(worker, nic);
+  return name != nullptr ? ix.nodeNamed(*name) : nullptr;
 }
 
 namespace {

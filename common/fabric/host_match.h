@@ -35,6 +35,10 @@ struct HostMatch {
   // word is `nic` ("h0001 mlx5_1" for mlx5_1), else its first. nullptr when unmatched or when
   // the snapshot no longer has it.
   const Node* hcaFor(const Fabric& f, const std::string& worker, const std::string& nic) const;
+  const Node* hcaFor(const FabricIndex& ix, const std::string& worker,
+                     const std::string& nic) const;
+  // The node description hcaFor looks up; nullptr when `worker` is unmatched.
+  const std::string* hcaNameFor(const std::string& worker, const std::string& nic) const;
 };
 
 // The host name of a node description: its first word ("h0001 mlx5_0" -> "h0001").

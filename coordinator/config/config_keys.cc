@@ -22,7 +22,8 @@ const std::vector<ConfigKey>& clusterConfigKeys() {
 
       {"sweeps[]", "name", "a label for the sweep"},
       {"sweeps[]", "pattern",
-       "pairs, all-pairs, rails, loopback, random, cover (fabric) (default all-pairs)"},
+       "pairs, all-pairs, rails, loopback, random, cover (fabric), bisection (fabric) (default "
+       "all-pairs)"},
       {"sweeps[]", "size", "one message size (default 64KiB); not with sizes"},
       {"sweeps[]", "sizes", "a list of message sizes; each pair runs every size"},
       {"sweeps[]", "iters", "measured iterations per test (default 1000)"},

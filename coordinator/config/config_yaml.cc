@@ -210,7 +210,8 @@ Status Parser::sweep(const YAML::Node& node, const std::string& path, SweepSpec&
   if (node["pattern"]) {
     GDR_ASSIGN_OR_RETURN(
         s.pattern, oneOf<SweepPattern>(node["pattern"], join(path, "pattern"), parseSweepPattern,
-                                       "pairs, all-pairs, rails, loopback, random"));
+                                       "pairs, all-pairs, rails, loopback, random, cover, "
+                                       "bisection"));
   }
   if (node["size"] && node["sizes"]) {
     return error(node["sizes"], join(path, "sizes"), "give size or sizes, not both",

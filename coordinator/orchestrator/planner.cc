@@ -250,9 +250,11 @@ Status checkPairSide(const std::string& field, const EndpointSelector& side, con
 Status planCoverRounds(const SweepSpec& spec, const Selection& sel, std::vector<std::string>& notes,
                        Slots& out) {
   if (spec.cover_rounds.empty()) {
-    return failedPrecondition("pattern cover: the coordinator has no cover plan",
-                              "start the coordinator with --fabric FILE (a snapshot `gdrmesh "
-                              "fabric discover --save FILE` wrote)");
+    return failedPrecondition(
+        std::string("pattern ") + toString(spec.pattern) +
+            ": the coordinator has no plan from a fabric",
+        "start the coordinator with --fabric FILE (a snapshot `gdrmesh fabric discover --save "
+        "FILE` wrote), or `fabric: FILE` in its --config");
   }
   std::set<std::string> selected;
   for (const auto* w : sel.hosts) selected.insert(w->name);
@@ -272,7 +274,7 @@ Status planCoverRounds(const SweepSpec& spec, const Selection& sel, std::vector<
     if (any) ++round;
   }
   if (left_out > 0) {
-    notes.push_back("cover: " + std::to_string(left_out) +
+    notes.push_back(std::string(toString(spec.pattern)) + ": " + std::to_string(left_out) +
                     " planned pairs left out (a host not selected or not online)");
   }
   if (out.slots.empty()) return tooFewHosts(spec, sel, 2);
@@ -536,6 +538,7 @@ Result<SweepPlan> planSweep(const SweepSpec& spec, const std::vector<WorkerStatu
       planLoopback(spec, sel, plan.notes, slots);
       break;
     case SweepPattern::kCover:
+    case SweepPattern::kBisection:
       planned = planCoverRounds(spec, sel, plan.notes, slots);
       break;
     case SweepPattern::kRandom: {

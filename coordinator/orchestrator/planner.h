@@ -25,6 +25,8 @@
 //              fabric, filled by the sweep's run: sweep_fabric.h), each pair in its round; pairs
 //              of a host not selected are left out (noted) and empty rounds close up. direction
 //              applies as for all-pairs. No rounds: an error naming the fix (--fabric).
+//   bisection  spec.cover_rounds as for cover: the bisection planner's one round (half the
+//              hosts to the other half across the fabric's top level: common/fabric/bisection.h).
 //
 // Sizes: every pair slot becomes one test per size (spec.sizes, or spec.test.message_size),
 // with round = slot_round * n_sizes + size_index. plan.tests is grouped by slot round

@@ -58,6 +58,10 @@ struct LiveSweep {
   uint64_t seed = 0;
   size_t plan_size = 0;              // tests of the plan proper; retests come after
   std::vector<uint64_t> part_sizes;  // tests of the plan proper per part (config sweep)
+  // A bisection part's rounds (the plan's round numbers) and the fabric's bisection bandwidth
+  // per direction (Gb/s) its report compares the rounds' summed bandwidth with.
+  std::set<int> bisection_rounds;
+  double bisection_gbps = 0;
   SweepState state = SweepState::kQueued;
   int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
   Clock::TimePoint started_at{};

@@ -1,16 +1,20 @@
 #include "coordinator/orchestrator/sweep_fabric.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
-#include <tuple>
+#include <unordered_map>
 #include <utility>
 
+#include "common/fabric/bisection.h"
 #include "common/fabric/cover.h"
 
 namespace gdrmesh {
 
 std::vector<DirectedLink> interSwitchLinks(const std::vector<fabric::Hop>& hops) {
   std::vector<DirectedLink> out;
+  if (hops.size() < 2) return out;
+  out.reserve(hops.size() - 1);
   // Every hop but the last leaves its switch towards the next switch of the path.
   for (size_t i = 0; i + 1 < hops.size(); ++i) {
     out.push_back({hops[i].switch_guid, hops[i].out_port});
@@ -29,7 +33,7 @@ SweepFabric::SweepFabric(fabric::Fabric fabric, std::map<std::string, std::strin
     : fabric_(std::move(fabric)), hosts_(std::move(hosts)), source_(std::move(source)) {
   for (const fabric::Node& s : fabric_.switches) {
     for (const fabric::Port& p : s.ports) {
-      const fabric::Node* r = p.remote_guid != 0 ? fabric_.nodeByGuid(p.remote_guid) : nullptr;
+      const fabric::Node* r = p.remote_guid != 0 ? index_.node(p.remote_guid) : nullptr;
       if (r != nullptr && r->kind == fabric::NodeKind::kSwitch) {
         inter_switch_.push_back({s.guid, p.number});
       }
@@ -68,49 +72,81 @@ RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& matc
   out.reverse.resize(rows.size());
   out.forward_links.resize(rows.size());
   out.reverse_links.resize(rows.size());
-  struct Traced {
-    bool ok = false;
-    std::vector<fabric::Hop> forward, reverse;
-    std::vector<DirectedLink> forward_links, reverse_links;
+  // (worker, nic) string ids -> the HCA port a test on it is traced from, looked up once each.
+  std::unordered_map<uint64_t, fabric::Endpoint> endpoints;
+  auto endpoint_of = [&](uint32_t worker, uint32_t nic) {
+    const uint64_t key = (static_cast<uint64_t>(worker) << 32) | nic;
+    auto it = endpoints.find(key);
+    if (it == endpoints.end()) {
+      it =
+          endpoints
+              .emplace(key, fabricEndpointOf(match.hcaFor(index_, rows.str(worker), rows.str(nic))))
+              .first;
+    }
+    return it->second;
   };
-  // (initiator worker, nic, target worker, nic) string ids -> the pair's paths.
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, Traced> cache;
+  // Whether a worker (by string id) is matched, looked up once each.
+  std::vector<signed char> matched(rows.strings().size(), -1);
+  auto is_matched = [&](uint32_t worker) {
+    signed char& m = matched[worker];
+    if (m < 0) m = match.matched(rows.str(worker)) ? 1 : 0;
+    return m == 1;
+  };
+  // Rows of the same (initiator worker, nic, target worker, nic) share their paths: each row's
+  // first row of its pair (sorted keys, stable: the first in row order), -1 when unmatched.
+  struct PairKey {
+    uint64_t initiator, target;  // (worker id << 32) | nic id
+    uint32_t row;
+  };
+  std::vector<PairKey> keys;
+  keys.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const JudgeRow& r = rows[i];
-    const std::string& iw = rows.str(r.initiator.worker);
-    const std::string& tw = rows.str(r.target.worker);
-    if (!match.matched(iw) || !match.matched(tw)) continue;
-    auto key = std::make_tuple(r.initiator.worker, r.initiator.nic, r.target.worker, r.target.nic);
-    auto it = cache.find(key);
-    if (it == cache.end()) {
-      Traced t;
-      const fabric::Endpoint a =
-          fabricEndpointOf(match.hcaFor(fabric_, iw, rows.str(r.initiator.nic)));
-      const fabric::Endpoint b =
-          fabricEndpointOf(match.hcaFor(fabric_, tw, rows.str(r.target.nic)));
-      auto fwd = fabric::tracePath(fabric_, a, b);
-      auto rev = fwd.ok() ? fabric::tracePath(fabric_, b, a) : fwd;
+    if (!is_matched(r.initiator.worker) || !is_matched(r.target.worker)) continue;
+    keys.push_back({(static_cast<uint64_t>(r.initiator.worker) << 32) | r.initiator.nic,
+                    (static_cast<uint64_t>(r.target.worker) << 32) | r.target.nic,
+                    static_cast<uint32_t>(i)});
+  }
+  std::stable_sort(keys.begin(), keys.end(), [](const PairKey& x, const PairKey& y) {
+    return x.initiator != y.initiator ? x.initiator < y.initiator : x.target < y.target;
+  });
+  std::vector<int64_t> first_of(rows.size(), -1);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const bool same =
+        k > 0 && keys[k].initiator == keys[k - 1].initiator && keys[k].target == keys[k - 1].target;
+    first_of[keys[k].row] = same ? first_of[keys[k - 1].row] : keys[k].row;
+  }
+  std::vector<char> traced(rows.size(), 0);  // by first row: both directions traced
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (first_of[i] < 0) continue;
+    const JudgeRow& r = rows[i];
+    const auto first = static_cast<size_t>(first_of[i]);
+    if (first == i) {
+      const fabric::Endpoint a = endpoint_of(r.initiator.worker, r.initiator.nic);
+      const fabric::Endpoint b = endpoint_of(r.target.worker, r.target.nic);
+      auto fwd = fabric::tracePath(index_, a, b);
+      auto rev = fwd.ok() ? fabric::tracePath(index_, b, a) : fwd;
       if (fwd.ok() && rev.ok()) {
-        t.ok = true;
-        t.forward = std::move(*fwd);
-        t.reverse = std::move(*rev);
-        t.forward_links = interSwitchLinks(t.forward);
-        t.reverse_links = interSwitchLinks(t.reverse);
+        traced[i] = 1;
+        out.forward[i] = std::move(*fwd);
+        out.reverse[i] = std::move(*rev);
+        out.forward_links[i] = interSwitchLinks(out.forward[i]);
+        out.reverse_links[i] = interSwitchLinks(out.reverse[i]);
       } else if (out.first_error.empty()) {
-        out.first_error =
-            iw + " -> " + tw + ": " + (fwd.ok() ? rev.status() : fwd.status()).message();
+        out.first_error = rows.str(r.initiator.worker) + " -> " + rows.str(r.target.worker) + ": " +
+                          (fwd.ok() ? rev.status() : fwd.status()).message();
       }
-      it = cache.emplace(key, std::move(t)).first;
+    } else if (traced[first] != 0) {
+      out.forward[i] = out.forward[first];
+      out.reverse[i] = out.reverse[first];
+      out.forward_links[i] = out.forward_links[first];
+      out.reverse_links[i] = out.reverse_links[first];
     }
-    if (!it->second.ok) {
+    if (traced[first] == 0) {
       ++out.untraced;
       continue;
     }
     out.known[i] = true;
-    out.forward[i] = it->second.forward;
-    out.reverse[i] = it->second.reverse;
-    out.forward_links[i] = it->second.forward_links;
-    out.reverse_links[i] = it->second.reverse_links;
   }
   return out;
 }
@@ -186,22 +222,19 @@ std::vector<std::string> SweepFabric::coverageNotes(const FabricCoverage& c,
   return out;
 }
 
-Status SweepFabric::coverRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
-                                std::vector<std::string>* notes) const {
-  auto plan = fabric::planCover(fabric_);
-  if (!plan.ok()) return plan.status().withContext("pattern cover: " + source_);
-  std::vector<WorkerStatus> online;
-  for (const WorkerStatus& w : workers) {
-    if (w.state == "online") online.push_back(w);
-  }
-  const fabric::HostMatch m = match(online);
+namespace {
+
+// Plan rounds of HCA pairs -> spec->cover_rounds as the workers matched to the HCAs and their
+// NICs; returns the pairs left out (an HCA without an online worker).
+size_t fabricRoundsAsWorkers(const std::vector<std::vector<fabric::CoverPair>>& plan_rounds,
+                             const fabric::HostMatch& m, SweepSpec* spec) {
   std::map<std::string, std::string> worker_of;  // HCA -> worker
   for (const auto& [w, hcas] : m.hcas_of) {
     for (const auto& h : hcas) worker_of[h] = w;
   }
   spec->cover_rounds.clear();
   size_t missing = 0;
-  for (const auto& round : plan->rounds) {
+  for (const auto& round : plan_rounds) {
     std::vector<std::pair<EndpointSelector, EndpointSelector>> pairs;
     for (const fabric::CoverPair& p : round) {
       auto a = worker_of.find(p.a);
@@ -219,6 +252,26 @@ Status SweepFabric::coverRounds(const std::vector<WorkerStatus>& workers, SweepS
     }
     spec->cover_rounds.push_back(std::move(pairs));
   }
+  return missing;
+}
+
+std::vector<WorkerStatus> fabricOnlineWorkers(const std::vector<WorkerStatus>& workers) {
+  std::vector<WorkerStatus> online;
+  for (const WorkerStatus& w : workers) {
+    if (w.state == "online") online.push_back(w);
+  }
+  return online;
+}
+
+}  // namespace
+
+Status SweepFabric::coverRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
+                                std::vector<std::string>* notes) const {
+  auto plan = fabric::planCover(fabric_);
+  if (!plan.ok()) return plan.status().withContext("pattern cover: " + source_);
+  const std::vector<WorkerStatus> online = fabricOnlineWorkers(workers);
+  const fabric::HostMatch m = match(online);
+  const size_t missing = fabricRoundsAsWorkers(plan->rounds, m, spec);
   notes->push_back("cover: " + std::to_string(plan->rounds.size()) + " rounds (lower bound " +
                    std::to_string(plan->lower_bound) + ") load " + std::to_string(plan->covered) +
                    " of " + std::to_string(plan->routable) +
@@ -230,6 +283,50 @@ Status SweepFabric::coverRounds(const std::vector<WorkerStatus>& workers, SweepS
                      fabric::describeMatch(m, online.size()) + ")");
   }
   return Status();
+}
+
+Status SweepFabric::bisectionRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
+                                    std::vector<std::string>* notes, double* bound_gbps) const {
+  auto plan = fabric::planBisection(fabric_);
+  if (!plan.ok()) return plan.status().withContext("pattern bisection: " + source_);
+  const std::vector<WorkerStatus> online = fabricOnlineWorkers(workers);
+  const fabric::HostMatch m = match(online);
+  const size_t missing = fabricRoundsAsWorkers({plan->pairs}, m, spec);
+  *bound_gbps = plan->bound_gbps;
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "bisection: %zu pairs across the top level of %s (%zu top switches, %d levels): "
+                "%zu hosts in %zu pods to %zu hosts in %zu; bisection bandwidth %.1f Gb/s per "
+                "direction (the top-level links' signalling rates: %zu links %.1f Gb/s, %zu "
+                "links %.1f Gb/s)",
+                plan->pairs.size(), source_.c_str(), plan->top.size(), plan->levels,
+                plan->half_a.size(), plan->pods_a, plan->half_b.size(), plan->pods - plan->pods_a,
+                plan->bound_gbps, plan->top_links_a, plan->top_gbps_a, plan->top_links_b,
+                plan->top_gbps_b);
+  notes->push_back(line);
+  if (!plan->sitting_out.empty()) {
+    notes->push_back("bisection: " + std::to_string(plan->sitting_out.size()) +
+                     " hosts of the larger half have no partner and sit out (first: " +
+                     plan->sitting_out.front() + ")");
+  }
+  if (missing > 0) {
+    notes->push_back("bisection: " + std::to_string(missing) +
+                     " planned pairs left out: an HCA of theirs has no online worker (" +
+                     fabric::describeMatch(m, online.size()) + ")");
+  }
+  return Status();
+}
+
+std::string SweepFabric::bisectionNote(int round, size_t tests, double measured_gbps,
+                                       double bound_gbps, bool bidirectional) {
+  const double bound = bidirectional ? 2 * bound_gbps : bound_gbps;
+  char line[300];
+  std::snprintf(line, sizeof line,
+                "bisection: round %d: %zu tests across the cut measured %.1f Gb/s in all, %.1f %% "
+                "of the fabric's bisection bandwidth %.1f Gb/s%s",
+                round + 1, tests, measured_gbps, bound > 0 ? 100.0 * measured_gbps / bound : 0.0,
+                bound, bidirectional ? " (both directions)" : " (one direction)");
+  return line;
 }
 
 std::string SweepFabric::linkName(const DirectedLink& l) const {

@@ -55,6 +55,9 @@ class SweepFabric {
  public:
   // `hosts`: the `fabric_hosts:` mapping (worker -> node description or host name).
   SweepFabric(fabric::Fabric fabric, std::map<std::string, std::string> hosts, std::string source);
+  // The index points into fabric_: neither copied nor moved.
+  SweepFabric(const SweepFabric&) = delete;
+  SweepFabric& operator=(const SweepFabric&) = delete;
 
   const fabric::Fabric& fabric() const { return fabric_; }
   const std::map<std::string, std::string>& hostMapping() const { return hosts_; }
@@ -77,6 +80,14 @@ class SweepFabric {
   // HCA no worker has are left out. `notes` get what the plan covers and what it left out.
   Status coverRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
                      std::vector<std::string>* notes) const;
+  // A `bisection` sweep's one round (common/fabric/bisection.h) the same way; `bound_gbps` gets
+  // the fabric's bisection bandwidth per direction, `notes` the cut and the bound.
+  Status bisectionRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
+                         std::vector<std::string>* notes, double* bound_gbps) const;
+  // The report's line for a bisection round: the round's tests' summed bandwidth against the
+  // bound (twice the bound for bidirectional tests, whose figure is both directions' sum).
+  static std::string bisectionNote(int round, size_t tests, double measured_gbps, double bound_gbps,
+                                   bool bidirectional);
 
   // "leaf07[12] -> spine02[7]" (fabric::directedLinkName).
   std::string linkName(const DirectedLink& l) const;
@@ -85,6 +96,7 @@ class SweepFabric {
 
  private:
   fabric::Fabric fabric_;
+  fabric::FabricIndex index_{fabric_};  // after fabric_: built from it
   std::map<std::string, std::string> hosts_;
   std::string source_;
   std::vector<DirectedLink> inter_switch_;  // every directed inter-switch link, sorted

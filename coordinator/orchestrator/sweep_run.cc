@@ -156,6 +156,17 @@ Result<std::vector<PlannedTest>> SweepRunner::planAll(LiveSweep& s,
       }
       GDR_RETURN_IF_ERROR(options_.fabric->coverRounds(workers, &parts[p], notes));
     }
+    double bisection_gbps = 0;
+    if (parts[p].pattern == SweepPattern::kBisection) {
+      if (!options_.fabric) {
+        return failedPrecondition(
+            "pattern bisection: the coordinator has no fabric to choose the halves from",
+            "start it with --fabric FILE (a snapshot `gdrmesh fabric discover --save FILE` "
+            "wrote), or `fabric: FILE` in its --config");
+      }
+      GDR_RETURN_IF_ERROR(
+          options_.fabric->bisectionRounds(workers, &parts[p], notes, &bisection_gbps));
+    }
     // The template names no workers (the plan does): validate the rest.
     PairTestSpec probe = parts[p].test;
     probe.initiator.worker = probe.target.worker = "planned";
@@ -170,6 +181,10 @@ Result<std::vector<PlannedTest>> SweepRunner::planAll(LiveSweep& s,
       t.round += s.rounds;
       all.push_back(std::move(t));
       s.template_of.push_back(static_cast<int>(p));
+    }
+    if (parts[p].pattern == SweepPattern::kBisection) {
+      s.bisection_gbps = bisection_gbps;
+      for (int r = 0; r < plan->rounds; ++r) s.bisection_rounds.insert(s.rounds + r);
     }
     s.rounds += plan->rounds;
     s.seed = plan->seed;
@@ -588,6 +603,31 @@ std::vector<BlamedLink> SweepRunner::fabricEnd(const LiveSweep& s, const JudgeRo
   }
   const FabricCoverage coverage = fab.coverage(rows, paths);
   for (auto& line : fab.coverageNotes(coverage)) notes->push_back(std::move(line));
+  // A bisection round's tests ran at once: their summed bandwidth against the fabric's bound.
+  if (!s.bisection_rounds.empty()) {
+    struct RoundSum {
+      size_t tests = 0;
+      double gbps = 0;
+      bool bidirectional = false;
+    };
+    std::map<int, RoundSum> sums;
+    for (const JudgeRow& r : rows) {
+      if (r.retest || !r.has_bandwidth || r.plan_index < 0 ||
+          static_cast<size_t>(r.plan_index) >= s.plan.size()) {
+        continue;
+      }
+      const PlannedTest& t = s.plan[static_cast<size_t>(r.plan_index)];
+      if (s.bisection_rounds.count(t.round) == 0) continue;
+      RoundSum& sum = sums[t.round];
+      ++sum.tests;
+      sum.gbps += r.bw_avg_gbps;
+      sum.bidirectional = sum.bidirectional || t.bidirectional;
+    }
+    for (const auto& [round, sum] : sums) {
+      notes->push_back(SweepFabric::bisectionNote(round, sum.tests, sum.gbps, s.bisection_gbps,
+                                                  sum.bidirectional));
+    }
+  }
   return blameLinks(rows, verdicts, paths, fab);
 }
 

@@ -5,13 +5,14 @@
 namespace gdrmesh {
 namespace {
 
-constexpr std::array<std::pair<SweepPattern, const char*>, 6> kPatterns{
+constexpr std::array<std::pair<SweepPattern, const char*>, 7> kPatterns{
     {{SweepPattern::kPairs, "pairs"},
      {SweepPattern::kAllPairs, "all-pairs"},
      {SweepPattern::kRails, "rails"},
      {SweepPattern::kLoopback, "loopback"},
      {SweepPattern::kRandom, "random"},
-     {SweepPattern::kCover, "cover"}}};
+     {SweepPattern::kCover, "cover"},
+     {SweepPattern::kBisection, "bisection"}}};
 constexpr std::array<std::pair<SweepDirection, const char*>, 3> kDirections{
     {{SweepDirection::kOne, "one"},
      {SweepDirection::kBoth, "both"},

@@ -14,7 +14,7 @@
 
 namespace gdrmesh {
 
-enum class SweepPattern { kPairs, kAllPairs, kRails, kLoopback, kRandom, kCover };
+enum class SweepPattern { kPairs, kAllPairs, kRails, kLoopback, kRandom, kCover, kBisection };
 // one: each unordered pair once (A->B); both: A->B and B->A as two tests; bidir: one
 // bidirectional test per pair.
 enum class SweepDirection { kOne, kBoth, kBidir };
@@ -32,8 +32,9 @@ struct SweepSpec {
   // kPairs: explicit (initiator, target) selectors; only worker and device are read.
   std::vector<std::pair<EndpointSelector, EndpointSelector>> pairs;
   // kCover: the rounds of disjoint pairs the cover planner (common/fabric/cover.h) made from the
-  // coordinator's fabric, as workers and NICs. Filled by the sweep's run before planning (from
-  // the fabric of now, on a resume too); never stored or sent.
+  // coordinator's fabric, as workers and NICs; kBisection: the bisection planner's one round
+  // (common/fabric/bisection.h). Filled by the sweep's run before planning (from the fabric of
+  // now, on a resume too); never stored or sent.
   std::vector<std::vector<std::pair<EndpointSelector, EndpointSelector>>> cover_rounds;
   SweepDirection direction = SweepDirection::kOne;
   uint32_t random_rounds = 3;                 // kRandom: k perfect matchings

@@ -65,16 +65,17 @@ Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
   SweepSpec s;
   if (in.pattern().empty()) {
     if (in.config_yaml().empty()) {
-      return invalidArgument("pattern: no pattern given",
-                             "use --pattern pairs|all-pairs|rails|loopback|random, or give a "
-                             "config whose `sweeps:` say what to run");
+      return invalidArgument(
+          "pattern: no pattern given",
+          "use --pattern pairs|all-pairs|rails|loopback|random|cover|bisection, or give a "
+          "config whose `sweeps:` say what to run");
     }
     s.pattern_from_config = true;
   } else {
     auto p = parseSweepPattern(in.pattern());
     if (!p) {
       return invalidArgument("pattern: '" + cleanText(in.pattern(), 80) + "' is not a pattern",
-                             "use pairs, all-pairs, rails, loopback or random");
+                             "use pairs, all-pairs, rails, loopback, random, cover or bisection");
     }
     s.pattern = *p;
   }

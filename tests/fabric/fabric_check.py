@@ -13,6 +13,13 @@
       round and, walked through the LFTs here (not by the planner), load every directed
       inter-switch link, in at most MAX_ROUNDS rounds.
 
+  fabric_check.py bisection SNAPSHOT.json PLAN.json
+      the plan of `gdrmesh sweep plan --pattern bisection -o json`: each host in at most one
+      pair, one end in each half; every pair's path both ways, walked through the LFTs here,
+      crosses a switch of the top level (ranked here from the cables: leaves 0, the rest by
+      distance); the bound equals the summed rates (width x lane rate) of the active cables
+      between each half's pods and the top level, the smaller of the two.
+
 Prints one summary line; exits 1 with every difference listed on a mismatch.
 """
 import json
@@ -281,7 +288,137 @@ def cover(snap_path, plan_path, max_rounds):
     return 0 if not errors else 1
 
 
+LANE_GBPS = {"SDR": 2.5, "DDR": 5.0, "QDR": 10.0, "FDR10": 10.3125, "FDR": 14.0625,
+             "EDR": 25.78125, "HDR": 53.125, "NDR": 106.25, "XDR": 212.5}
+
+
+def bisection(snap_path, plan_path):
+    snap = load(snap_path)
+    plan = load(plan_path)
+    sw = {g(s["guid"]): s for s in snap["switches"]}
+    names = {guid: s["name"] for guid, s in sw.items()}
+    peer, port_of = {}, {}
+    for n in snap["switches"] + snap["hosts"]:
+        for p in n["ports"]:
+            port_of[(g(n["guid"]), p["port"])] = p
+            if "remote" in p:
+                peer[(g(n["guid"]), p["port"])] = (g(p["remote"]["guid"]), p["remote"]["port"])
+    cables = {}  # switch guid -> [(neighbour switch guid, port record)]
+    for guid, s in sw.items():
+        for p in s["ports"]:
+            r = peer.get((guid, p["port"]))
+            if r and r[0] in sw and p["state"] == "Active":
+                cables.setdefault(guid, []).append((r[0], p))
+    hosts = {}  # name -> (guid, port record, leaf guid)
+    for h in snap["hosts"]:
+        for p in h["ports"]:
+            r = peer.get((g(h["guid"]), p["port"]))
+            if p["lid"] and p["state"] == "Active" and r and r[0] in sw:
+                hosts.setdefault(h["name"], (g(h["guid"]), p, r[0]))
+    rank = {leaf: 0 for (_, _, leaf) in hosts.values()}
+    frontier = list(rank)
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for t, _ in cables.get(s, []):
+                if t not in rank:
+                    rank[t] = rank[s] + 1
+                    nxt.append(t)
+        frontier = nxt
+    top_rank = max(rank.values())
+    top = {s for s, r in rank.items() if r == top_rank}
+    pod = {}
+    for start in sorted(set(rank) - top):
+        if start in pod:
+            continue
+        pod[start] = start
+        stack = [start]
+        while stack:
+            s = stack.pop()
+            for t, _ in cables.get(s, []):
+                if t not in top and t not in pod:
+                    pod[t] = start
+                    stack.append(t)
+
+    def walk(src, dst):
+        """The switches from host src to host dst through the LFTs, or None."""
+        sguid, sport, _ = hosts[src]
+        dguid, dport, _ = hosts[dst]
+        dlid = dport["lid"]
+        node, seen = peer[(sguid, sport["port"])], []
+        for _ in range(64):
+            guid = node[0]
+            if guid not in sw:
+                return seen if guid == dguid else None
+            seen.append(guid)
+            out = sw[guid]["lft"][dlid] if dlid < len(sw[guid]["lft"]) else 255
+            if out in (0, 255):
+                return None
+            node = peer.get((guid, out))
+            if node is None:
+                return None
+        return None
+
+    errors = []
+    half_a, half_b = set(plan["half_a"]), set(plan["half_b"])
+    if half_a & half_b:
+        errors.append("hosts in both halves: %s" % sorted(half_a & half_b)[:5])
+    if sorted(names[t] for t in top) != sorted(plan["top_switches"]):
+        errors.append("top level: the plan says %s, the cables say %s" % (
+            sorted(plan["top_switches"])[:5], sorted(names[t] for t in top)[:5]))
+    used = set()
+    crossed = 0
+    for rnd in plan["rounds"]:
+        for pair in rnd:
+            a, b = pair["a"], pair["b"]
+            for h in (a, b):
+                if h in used:
+                    errors.append("%s in two tests" % h)
+                used.add(h)
+            if a not in half_a or b not in half_b:
+                errors.append("%s -> %s does not go from half A to half B" % (a, b))
+            for x, y in ((a, b), (b, a)):
+                path = walk(x, y)
+                if path is None:
+                    errors.append("no path %s -> %s in the LFTs" % (x, y))
+                elif not top & set(path):
+                    errors.append("%s -> %s stays below the top level: %s" % (
+                        x, y, [names[s] for s in path]))
+                else:
+                    crossed += 1
+    pods_a = {pod[hosts[h][2]] for h in half_a}
+    pods_b = {pod[hosts[h][2]] for h in half_b}
+    if pods_a & pods_b:
+        errors.append("a pod is in both halves")
+    gbps = {"a": 0.0, "b": 0.0}
+    for s, lst in cables.items():
+        if s in top or s not in pod:
+            continue
+        for t, p in lst:
+            if t in top:
+                side = "a" if pod[s] in pods_a else "b"
+                gbps[side] += int(p["width"].rstrip("x")) * LANE_GBPS.get(p["speed"], 0.0)
+    bound = min(gbps["a"], gbps["b"])
+    if abs(bound - plan["bisection_gbps"]) > 1e-6 or abs(gbps["a"] - plan["top_gbps_a"]) > 1e-6:
+        errors.append("bound: the plan says %.3f Gb/s (A %.3f, B %.3f), the cables say %.3f "
+                      "(A %.3f, B %.3f)" % (plan["bisection_gbps"], plan["top_gbps_a"],
+                                            plan["top_gbps_b"], bound, gbps["a"], gbps["b"]))
+    n_pairs = sum(len(r) for r in plan["rounds"])
+    if len(plan["rounds"]) != 1 or n_pairs != min(len(half_a), len(half_b)) or n_pairs == 0:
+        errors.append("%d rounds, %d pairs for halves of %d and %d hosts" % (
+            len(plan["rounds"]), n_pairs, len(half_a), len(half_b)))
+    for e in errors[:20]:
+        print("MISMATCH: " + e[:400])
+    print("bisection: %d pairs, %d paths walked through the LFTs cross the top level (%d "
+          "switches, rank %d); %d + %d hosts in %d + %d pods; bound %.1f Gb/s (A %.1f, B %.1f): %s"
+          % (n_pairs, crossed, len(top), top_rank, len(half_a), len(half_b), len(pods_a),
+             len(pods_b), bound, gbps["a"], gbps["b"], "ok" if not errors else "FAILED"))
+    return 0 if not errors else 1
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "bisection":
+        return bisection(sys.argv[2], sys.argv[3])
     if len(sys.argv) == 5 and sys.argv[1] == "cover":
         return cover(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     if len(sys.argv) == 5 and sys.argv[1] == "compare":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fat trees in ibnetdiscover's net-file format, for ibsim (tests/fabric/README.md).
 
-  gen_fat_tree.py --levels 2 --hosts 128 [--half-leaf] [--one-x] > net
+  gen_fat_tree.py --levels 2 --hosts 128 [--half-leaf] [--one-x] [--fail-link] > net
 
 Two levels: leaves with d host ports and d up-links, one to each of d spines (full bisection);
 d is the smallest power of two with d*d >= hosts. Three levels: the k-ary fat tree (k pods of
@@ -10,6 +10,8 @@ number with k^3/4 >= hosts. Hosts beyond --hosts are left off the last leaves.
 
 --half-leaf: the last leaf keeps only half of its hosts (a partially populated leaf).
 --one-x:     the first leaf's first up-link is trained at 1x instead of 4x.
+--fail-link: the last leaf's first up-link is left out (a failed cable: both ports unlinked),
+             so the subnet manager routes around it.
 
 Width and speed go in the port lines' comments ("# ... lid 0 4xHDR"): ibsim 0.10 reads the
 enabled width and speed from there (parse_port_link_width_and_speed in its sim_net.c).
@@ -24,6 +26,7 @@ def main():
     ap.add_argument("--hosts", type=int, required=True)
     ap.add_argument("--half-leaf", action="store_true")
     ap.add_argument("--one-x", action="store_true")
+    ap.add_argument("--fail-link", action="store_true")
     ap.add_argument("--speed", default="HDR")
     a = ap.parse_args()
 
@@ -83,6 +86,13 @@ def main():
         up = min(p for p in switches[first])
         r, rp, _ = switches[first][up]
         link(first, up, r, rp, width=1)
+
+    if a.fail_link:
+        last = leaves[-1][0]
+        up = min(p for p in switches[last])
+        r, rp, _ = switches[last][up]
+        del switches[last][up]
+        del switches[r][rp]
 
     # Hosts, leaf by leaf.
     n = 0

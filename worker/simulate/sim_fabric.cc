@@ -102,7 +102,7 @@ double SimFabric::pathFactor(const std::string& src, const std::string& src_nic,
   const fabric::Endpoint a = endpoint(hca(src, src_nic));
   const fabric::Endpoint b = endpoint(hca(dst, dst_nic));
   if (a.port != nullptr && b.port != nullptr) {
-    auto hops = fabric::tracePath(fabric_, a, b);
+    auto hops = fabric::tracePath(index_, a, b);
     if (hops.ok()) {
       for (const fabric::Hop& h : *hops) {
         for (const SimBadPort& bad : bad_) {

@@ -47,6 +47,7 @@ class SimFabric {
   const fabric::Node* hca(const std::string& worker, const std::string& nic) const;
 
   const fabric::Fabric fabric_;
+  const fabric::FabricIndex index_{fabric_};  // after fabric_: built from it, once
   const std::vector<SimBadPort> bad_;
   mutable std::mutex mu_;
   mutable std::map<std::string, double> traced_;  // "src/nic>dst/nic" -> factor; guarded by mu_

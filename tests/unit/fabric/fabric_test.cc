@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/fabric/cover.h"
+#include "tests/support/fabric_trees.h"
 
 namespace gdrmesh::fabric {
 namespace {
@@ -196,6 +197,49 @@ TEST(FabricPath, MissingEntryDeadLinkAndLoopAreErrorsNamingTheSwitch) {
       << r.status().message();
 }
 
+// The index (built once per fabric for the paths of a whole sweep) answers as the linear
+// look-ups do: every node by GUID and name, every port by number, the first of duplicates.
+TEST(FabricIndex, AnswersAsTheLinearLookupsAndTracesTheSamePaths) {
+  Fabric f = smallTree();
+  Node dup = f.hosts[3];  // a second node with h4's GUID and name: the first one wins
+  dup.ports[0].lid = 11;
+  f.hosts.push_back(dup);
+  const FabricIndex ix(f);
+  for (const auto* list : {&f.switches, &f.hosts}) {
+    for (const Node& n : *list) {
+      EXPECT_EQ(ix.node(n.guid), f.nodeByGuid(n.guid)) << n.name;
+      EXPECT_EQ(ix.nodeNamed(n.name), f.nodeByName(n.name)) << n.name;
+      const FabricIndex::Entry* e = ix.entry(n.guid);
+      ASSERT_NE(e, nullptr);
+      for (int port = -1; port <= n.num_ports + 2; ++port) {
+        EXPECT_EQ(e->port(port), e->node->port(port)) << n.name << " port " << port;
+      }
+    }
+  }
+  const Node* h4 = ix.node(kH4);
+  ASSERT_NE(h4, nullptr);
+  EXPECT_EQ(h4->port(1)->lid, 5);
+  EXPECT_EQ(h4, &f.hosts[3]);
+  EXPECT_EQ(ix.node(0x999), nullptr);
+  EXPECT_EQ(ix.entry(0x999), nullptr);
+  EXPECT_EQ(ix.nodeNamed("nobody"), nullptr);
+  f.hosts.pop_back();
+  const FabricIndex ix2(f);
+  for (const auto& a : {"h1 mlx5_0", "h2 mlx5_0", "h3 mlx5_0", "h4 mlx5_0"}) {
+    for (const auto& b : {"h1 mlx5_0", "h2 mlx5_0", "h3 mlx5_0", "h4 mlx5_0"}) {
+      auto once = tracePath(f, ep(f, a), ep(f, b));
+      auto indexed = tracePath(ix2, ep(f, a), ep(f, b));
+      ASSERT_TRUE(once.ok() && indexed.ok()) << a << " -> " << b;
+      ASSERT_EQ(once->size(), indexed->size());
+      for (size_t i = 0; i < once->size(); ++i) {
+        EXPECT_EQ((*once)[i].switch_guid, (*indexed)[i].switch_guid);
+        EXPECT_EQ((*once)[i].in_port, (*indexed)[i].in_port);
+        EXPECT_EQ((*once)[i].out_port, (*indexed)[i].out_port);
+      }
+    }
+  }
+}
+
 TEST(FabricPath, UnknownHostIsNotFound) {
   Fabric f = smallTree();
   auto e = findEndpoint(f, "h9");
@@ -249,6 +293,32 @@ TEST(FabricDiff, GoneNarrowerSlowerAndDownLinksNameTheSwitchPort) {
   bool has_new = false;
   for (const auto& x : back) has_new = has_new || x.kind == "link_new";
   EXPECT_TRUE(has_new);
+}
+
+// Tables that send one host's traffic from each other leaf over a down-link of its own (as
+// minhop does after a fault): no plan loads both in one round, whatever the leaves allow.
+TEST(FabricCover, TablesThatGiveOneHostLinksOfItsOwnRaiseTheLowerBound) {
+  Fabric f = gdrmesh::testing::twoLevelTree(3, 4, 3);  // h05..h08 on leaf02; spines on ports 5-7
+  auto plain = planCover(f);
+  ASSERT_TRUE(plain.ok()) << plain.status().toString();
+  EXPECT_EQ(plain->leaf_bound, 1);
+  EXPECT_EQ(plain->tables_bound, 1);
+  // h05 (LID 95) from leaf01 over spine01 only, from leaf03 over spine02 only; the other hosts
+  // of leaf02 (LIDs 94-92) over spine03 from both.
+  for (auto& sw : f.switches) {
+    if (sw.name == "leaf01") sw.lft[95] = 5;
+    if (sw.name == "leaf03") sw.lft[95] = 6;
+    for (uint16_t lid : {94, 93, 92}) {
+      if (sw.name == "leaf01" || sw.name == "leaf03") sw.lft[lid] = 7;
+    }
+  }
+  auto plan = planCover(f);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  EXPECT_EQ(plan->leaf_bound, 1);
+  EXPECT_EQ(plan->tables_bound, 2);  // spine01[2] -> leaf02 and spine02[2] -> leaf02: h05 only
+  EXPECT_EQ(plan->lower_bound, 2);
+  EXPECT_GE(static_cast<int>(plan->rounds.size()), plan->lower_bound);
+  EXPECT_EQ(plan->covered, plan->routable);
 }
 
 TEST(FabricCover, LoadsEveryDirectedInterSwitchLinkWithDisjointPairs) {

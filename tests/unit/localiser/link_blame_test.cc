@@ -88,6 +88,50 @@ struct BlameRig {
   }
 };
 
+// Rows of one pair share its paths (traced once), the reverse pair's are the mirror, a worker
+// with no HCA is left out uncounted, and a pair the tables cannot route counts every row of it.
+TEST(FabricPaths, RowsOfAPairShareItsPathsAndUntracedRowsAreCounted) {
+  fabric::Fabric tree = testing::twoLevelTree(4, 4, 2);
+  for (auto& sw : tree.switches) {
+    if (sw.name.rfind("spine", 0) == 0) sw.lft[84] = fabric::kNoRoute;  // h16 (LID 100 - 16)
+  }
+  const SweepFabric fab(std::move(tree), {}, "tree.json");
+  std::vector<WorkerStatus> workers = workersOf(16);
+  const fabric::HostMatch match = fab.match(workers);
+  JudgeRows rows;
+  rows.add(blameRow("t0", "h01", "h05", 100));
+  rows.add(blameRow("t1", "h01", "h05", 100));  // the same pair again
+  rows.add(blameRow("t2", "h05", "h01", 100));  // the reverse pair
+  rows.add(blameRow("t3", "h01", "h99", 100));  // no such worker: not matched
+  rows.add(blameRow("t4", "h01", "h16", 100));  // no route down to h16
+  rows.add(blameRow("t5", "h01", "h16", 100));
+  const RowPaths paths = fab.paths(rows, match);
+  auto same = [](const std::vector<fabric::Hop>& x, const std::vector<fabric::Hop>& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i].switch_guid != y[i].switch_guid || x[i].in_port != y[i].in_port ||
+          x[i].out_port != y[i].out_port) {
+        return false;
+      }
+    }
+    return true;
+  };
+  ASSERT_TRUE(paths.known[0] && paths.known[1] && paths.known[2]);
+  EXPECT_EQ(paths.forward[0].size(), 3U);  // leaf01, a spine, leaf02
+  EXPECT_TRUE(same(paths.forward[0], paths.forward[1]));
+  EXPECT_TRUE(same(paths.reverse[0], paths.reverse[1]));
+  EXPECT_EQ(paths.forward_links[0], paths.forward_links[1]);
+  EXPECT_TRUE(same(paths.forward[2], paths.reverse[0]));
+  EXPECT_TRUE(same(paths.reverse[2], paths.forward[0]));
+  EXPECT_FALSE(paths.known[3]);
+  EXPECT_FALSE(paths.known[4]);
+  EXPECT_FALSE(paths.known[5]);
+  EXPECT_EQ(paths.untraced, 2U);
+  EXPECT_NE(paths.first_error.find("h01 -> h16"), std::string::npos) << paths.first_error;
+  EXPECT_NE(paths.first_error.find("no LFT route for LID 84"), std::string::npos)
+      << paths.first_error;
+}
+
 TEST(LinkBlame, SlowPairsSharingALinkBlameThatLinkAboveTheirHosts) {
   BlameRig rig;
   rig.sweep([&](int i, int j) { return rig.crosses(i, j, "leaf01", 5); });

@@ -250,5 +250,59 @@ TEST(SweepRun, CoverNeedsAFabricAndRunsTheCoverPlannersRounds) {
   }));
 }
 
+// `bisection`: refused without a fabric (naming --fabric and fabric:); with one, the halves are
+// the two leaves (2 pairs over the spines), and the report sets the round's summed bandwidth
+// against the bound: leaf01's 2 up-links at 4x HDR = 425 Gb/s.
+TEST(SweepRun, BisectionNeedsAFabricAndReportsTheRoundAgainstTheBound) {
+  SweepRig rig;
+  SweepSpec spec = rigAllPairs();
+  spec.pattern = SweepPattern::kBisection;
+  {
+    RigCoordinator& bare = rig.start();
+    auto refused = bare.runner.plan(spec);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().toString().find("--fabric"), std::string::npos)
+        << refused.status().toString();
+    EXPECT_NE(refused.status().toString().find("fabric:"), std::string::npos);
+  }
+  SweepManagerOptions options;
+  options.fabric = rigFabric();
+  RigCoordinator& c = rig.start(options);
+  std::string id;
+  const std::vector<std::string> notes = runRigSweep(rig, c, spec, &id);
+  auto results = rig.store->queryResults([&] {
+    ResultQuery q;
+    q.run_id = id;
+    return q;
+  }());
+  ASSERT_TRUE(results.ok());
+  ASSERT_EQ(results->size(), 2U);
+  double sum = 0;
+  for (const TestResult& r : *results) {
+    sum += r.measurement.bw.avg_gbps;
+    // Across the cut: one end on each leaf (h0, h1 on the first; h2, h3 on the second).
+    EXPECT_NE(r.initiator.worker < "h2", r.target.worker < "h2") << r.test_id;
+  }
+  ASSERT_GT(sum, 0);
+  const std::string want = SweepFabric::bisectionNote(0, 2, sum, 425, false);
+  EXPECT_NE(want.find("round 1: 2 tests across the cut"), std::string::npos) << want;
+  EXPECT_TRUE(std::find(notes.begin(), notes.end(), want) != notes.end()) << want;
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.rfind("bisection: 2 pairs across the top level", 0) == 0 &&
+           n.find("bisection bandwidth 425.0 Gb/s per direction") != std::string::npos;
+  }));
+  // The note's arithmetic: a fraction of the bound, twice the bound for bidirectional tests.
+  EXPECT_NE(SweepFabric::bisectionNote(0, 2, 212.5, 425, false)
+                .find("50.0 % of the fabric's "
+                      "bisection bandwidth 425.0"),
+            std::string::npos);
+  EXPECT_NE(SweepFabric::bisectionNote(1, 2, 212.5, 425, true).find("round 2: 2 tests"),
+            std::string::npos);
+  EXPECT_NE(SweepFabric::bisectionNote(1, 2, 212.5, 425, true)
+                .find("25.0 % of the fabric's "
+                      "bisection bandwidth 850.0"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace gdrmesh::testing

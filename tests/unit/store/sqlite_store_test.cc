@@ -560,6 +560,88 @@ TEST_F(SqliteStoreTest, VersionThreeGpuDirectClaimsFollowThePerSideRule) {
   EXPECT_EQ(raw.one("SELECT gpudirect FROM results WHERE test_id = 't-h2g'"), "1");
 }
 
+// The upgrade across the fabric tables: a database a build stopped at migration 11 wrote (the
+// schema before test_path_hops and fabric_snapshots), with rows in it, opened by this build:
+// every later migration applies in order, the old rows read back, the new tables work.
+TEST_F(SqliteStoreTest, VersionElevenDatabaseGainsTheFabricTablesAndKeepsItsRows) {
+  const std::vector<SqliteMigration> v11(sqliteSchemaMigrations().begin(),
+                                         sqliteSchemaMigrations().begin() + 11);
+  ASSERT_EQ(v11.back().version, 11);
+  SqliteStoreOptions old_build;
+  old_build.migrations = &v11;
+  const TestResult result = makeFullResult("t-v11");
+  SweepRecord sweep;
+  sweep.id = "s-v11";
+  sweep.state = "finished";
+  sweep.pattern = "all-pairs";
+  sweep.spec_json = "{}";
+  sweep.plan_json = "{}";
+  sweep.created_ms = 10;
+  sweep.finished_ms = 12;
+  sweep.tests_total = 1;
+  sweep.verdict = "PASS";
+  {
+    auto store = openOk(old_build);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->insertResult(result).ok());
+    ASSERT_TRUE(store->createSweep(sweep).ok());
+    ASSERT_TRUE(store->setHookSuspects({"link:leaf01[5]"}).ok());
+    RawDb raw(dbPath());
+    ASSERT_EQ(raw.one("PRAGMA user_version"), "11");
+    ASSERT_EQ(raw.one("SELECT count(*) FROM sqlite_schema WHERE name IN ('test_path_hops', "
+                      "'fabric_snapshots', 'fabric_findings')"),
+              "0");
+  }
+  auto store = openOk();
+  ASSERT_NE(store, nullptr);
+  RawDb raw(dbPath());
+  EXPECT_EQ(raw.one("PRAGMA user_version"), std::to_string(SqliteStore::latestSchemaVersion()));
+  // Every step after 11 applied: each one's tables are there.
+  EXPECT_EQ(raw.one("SELECT count(*) FROM sqlite_schema WHERE name IN ('test_path_hops', "
+                    "'test_path_hops_sweep', 'test_path_hops_link', 'fabric_snapshots', "
+                    "'fabric_snapshots_taken_ms', 'fabric_snapshots_worker', 'fabric_findings')"),
+            "7");
+  // The old rows read back as they went in.
+  auto got = store->getResult("t-v11");
+  ASSERT_TRUE(got.ok()) << got.status().toString();
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ((*got)->initiator.worker, result.initiator.worker);
+  EXPECT_EQ((*got)->target.nic, result.target.nic);
+  EXPECT_EQ((*got)->measurement.bw.avg_gbps, result.measurement.bw.avg_gbps);
+  EXPECT_EQ((*got)->initiator.cpu_binding, result.initiator.cpu_binding);
+  auto sw = store->getSweep("s-v11");
+  ASSERT_TRUE(sw.ok() && sw->has_value());
+  EXPECT_EQ((*sw)->verdict, "PASS");
+  EXPECT_EQ((*sw)->tests_total, 1U);
+  auto suspects = store->hookSuspects();
+  ASSERT_TRUE(suspects.ok());
+  EXPECT_EQ(*suspects, std::set<std::string>{"link:leaf01[5]"});
+  // The new tables take rows.
+  PathHopRecord hop;
+  hop.test_id = "t-v11";
+  hop.sweep_id = "s-v11";
+  hop.direction = "forward";
+  hop.switch_name = "leaf01";
+  hop.switch_guid = 0x1001;
+  hop.in_port = 1;
+  hop.out_port = 5;
+  ASSERT_TRUE(store->putTestPaths({hop}).ok());
+  auto path = store->testPath("t-v11");
+  ASSERT_TRUE(path.ok() && path->size() == 1U);
+  EXPECT_EQ(path->front().out_port, 5);
+  FabricSnapshotRecord snap;
+  snap.taken_ms = 20;
+  snap.worker = "h1";
+  snap.outcome = "skipped";
+  snap.detail = "no InfiniBand device on h1";
+  auto snap_id = store->recordFabricSnapshot(snap, {});
+  ASSERT_TRUE(snap_id.ok()) << snap_id.status().toString();
+  auto snaps = store->listFabricSnapshots(FabricSnapshotQuery{});
+  ASSERT_TRUE(snaps.ok()) << snaps.status().toString();
+  ASSERT_EQ(snaps->size(), 1U);
+  EXPECT_EQ(snaps->front().worker, "h1");
+}
+
 // Migration 7: the verdict counts of every stored report are counted into its sweeps row, so
 // `gdrmesh sweeps` shows a FAIL sweep's failing verdicts for sweeps judged before it existed;
 // a report that is not JSON counts nothing (and does not stop the migration).
