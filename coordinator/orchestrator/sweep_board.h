@@ -24,6 +24,7 @@
 #include "coordinator/orchestrator/judge_row.h"
 #include "coordinator/orchestrator/planner.h"
 #include "coordinator/orchestrator/sweep_types.h"
+#include "coordinator/store/store.h"
 
 namespace gdrmesh {
 
@@ -83,6 +84,11 @@ struct LiveSweep {
   bool report_pending = false;
   SweepState notified_state = SweepState::kQueued;
   Clock::TimePoint notified_at{};
+  // Port counters around the rounds (a fabric_reader; the sweep's thread only): the changes
+  // read, the switch ports (GUID, port) read around some round, and what the reads found.
+  std::vector<LinkCounterRecord> counter_rows;
+  std::set<std::pair<uint64_t, int>> counter_ports_read;
+  std::vector<std::string> counter_notes;
 };
 
 class SweepBoard {
