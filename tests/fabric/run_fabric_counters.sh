@@ -80,19 +80,20 @@ read -r src dst leaf port leaf_lid < <(python3 - "$work/fabric.json" "$gdrmesh" 
 import json, subprocess, sys
 f = json.load(open(sys.argv[1]))
 switches = {s["name"]: s for s in f["switches"]}
-leaf_of = {}
+leaf_of = {}  # node description ("h0001 mlx5_0") -> its leaf
 for s in f["switches"]:
     for p in s["ports"]:
         node = p.get("remote", {}).get("node", "")
         if node and node not in switches:
-            leaf_of[node.split(" ")[0]] = s["name"]
+            leaf_of[node] = s["name"]
 hosts = sorted(leaf_of)
 src = hosts[0]
 dst = next(h for h in hosts if leaf_of[h] != leaf_of[src])
 path = json.loads(subprocess.check_output([sys.argv[2], "fabric", "path", sys.argv[1], src, dst,
                                            "-o", "json"]))
 hop = path[0]["hops"][0]
-print(src, dst, hop["switch"], hop["out_port"], switches[hop["switch"]]["lid"])
+print(src.split(" ")[0], dst.split(" ")[0], hop["switch"], hop["out_port"],
+      switches[hop["switch"]]["lid"])
 PY
 )
 [[ -n "$leaf" && -n "$port" ]] || fail "no path from $src to $dst"
