@@ -7,7 +7,7 @@ namespace gdrmesh::fabric {
 
 const std::vector<CounterKind>& counterKinds() {
   // Widths from IBA vol 1, 16.1.3.5 (PortCounters); every one of them saturates.
-  static const std::vector<CounterKind> kinds = {
+  static const std::vector<CounterKind> kKinds = {
       {kSymbolErrorCounter, 16, true, true},
       {kLinkErrorRecoveryCounter, 8, true, true},
       {kLinkDownedCounter, 8, true, true},
@@ -26,7 +26,7 @@ const std::vector<CounterKind>& counterKinds() {
       {kPortXmitPkts, 32, false, true},
       {kPortRcvPkts, 32, false, true},
   };
-  return kinds;
+  return kKinds;
 }
 
 const CounterKind* counterKind(const std::string& name) {

@@ -147,7 +147,7 @@ RoundCounterDeltas roundCounterDeltas(const SweepFabric& fabric, const std::stri
 }
 
 std::string counterNoun(const std::string& counter) {
-  static const std::map<std::string, std::string> nouns = {
+  static const std::map<std::string, std::string> kNouns = {
       {fabric::kSymbolErrorCounter, "symbol errors"},
       {fabric::kLinkErrorRecoveryCounter, "link error recoveries"},
       {fabric::kLinkDownedCounter, "link downs"},
@@ -155,8 +155,8 @@ std::string counterNoun(const std::string& counter) {
       {fabric::kPortXmitDiscards, "transmit discards"},
       {fabric::kPortXmitWait, "transmit wait ticks"},
   };
-  auto it = nouns.find(counter);
-  return it == nouns.end() ? counter : it->second;
+  auto it = kNouns.find(counter);
+  return it == kNouns.end() ? counter : it->second;
 }
 
 std::vector<CounterExcess> judgeCounters(const std::vector<LinkCounterRecord>& rows,
@@ -202,21 +202,21 @@ LinkJudgement judgeLinks(const SweepFabric& fabric, const std::string& sweep_id,
     std::vector<std::string> evidence;
   };
   std::map<std::string, Verdict> by_cable;
-  auto verdictOf = [&](uint64_t guid, int port) -> Verdict& {
+  auto verdict_of = [&](uint64_t guid, int port) -> Verdict& {
     CableEnds c = cableOf(f, guid, port);
     Verdict& v = by_cable[c.name];
     v.cable = std::move(c);
     return v;
   };
-  for (const DirectedLink& l : read) verdictOf(l.guid, l.port);
+  for (const DirectedLink& l : read) verdict_of(l.guid, l.port);
   for (const CounterExcess& e : excess) {
-    Verdict& v = verdictOf(e.row.switch_guid, e.row.port);
+    Verdict& v = verdict_of(e.row.switch_guid, e.row.port);
     v.errors = true;
     v.evidence.push_back(e.text);
   }
   for (const BlamedLink& b : blamed) {
     if (b.links.empty()) continue;
-    Verdict& v = verdictOf(b.links.front().guid, b.links.front().port);
+    Verdict& v = verdict_of(b.links.front().guid, b.links.front().port);
     v.slow = true;
     for (const auto& line : b.suspect.evidence) v.evidence.push_back(line);
   }
