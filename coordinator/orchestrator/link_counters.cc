@@ -28,7 +28,7 @@ std::string counterEndName(const fabric::Fabric& f, uint64_t guid, int port) {
 }
 
 // "4,442/h", "3.5/min".
-std::string rateText(double rate, const CounterThreshold& t) {
+std::string counterRateText(double rate, const CounterThreshold& t) {
   char text[32];
   if (rate >= 100) {
     return fabric::groupedNumber(static_cast<uint64_t>(std::llround(rate))) +
@@ -176,7 +176,7 @@ std::vector<CounterExcess> judgeCounters(const std::vector<LinkCounterRecord>& r
       // count alone against the threshold.
       const double rate = r.seconds > 0 ? delta / r.seconds * t->per_seconds : delta;
       over = rate > t->count;
-      text += " = " + std::string(r.at_least ? ">= " : "") + rateText(rate, *t);
+      text += " = " + std::string(r.at_least ? ">= " : "") + counterRateText(rate, *t);
     } else {
       over = delta > t->count;
     }

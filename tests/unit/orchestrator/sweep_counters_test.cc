@@ -61,11 +61,11 @@ struct FakeCounters {
   }
 };
 
-class RunThread {
+class CounterRunThread {
  public:
-  RunThread(RigCoordinator& c, std::shared_ptr<LiveSweep> s)
+  CounterRunThread(RigCoordinator& c, std::shared_ptr<LiveSweep> s)
       : thread_([&c, s = std::move(s)] { c.runner.run(s); }) {}
-  ~RunThread() { thread_.join(); }
+  ~CounterRunThread() { thread_.join(); }
 
  private:
   std::thread thread_;
@@ -95,7 +95,7 @@ CounterSweep runCounterSweep(SweepRig& rig, SweepManagerOptions options) {
   out.rounds = s->rounds;
   out.tests = s->plan.size();
   {
-    RunThread run(c, s);
+    CounterRunThread run(c, s);
     EXPECT_EQ(rig.finish(c, s->id).state, SweepState::kFinished);
   }
   auto summary = rig.store->sweepReportSummary(s->id);
@@ -264,7 +264,7 @@ TEST(SweepCounters, AReaderThatNeverAnswersHoldsTheRoundOnlyUntilItsDeadline) {
     c.board.recent[s->id] = s;
   }
   {
-    RunThread run(c, s);
+    CounterRunThread run(c, s);
     // The tests themselves stall on h0 too; the sweep still ends, bounded by the clock.
     const SweepProgress p = rig.finish(c, s->id);
     EXPECT_EQ(p.state, SweepState::kFinished);
