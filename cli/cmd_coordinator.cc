@@ -301,6 +301,9 @@ StartError readConfig(const CoordinatorArgs& a, CoordinatorSetup& s) {
     s.actions = cfg->actions;
     s.hook_options = cfg->hooks;
     s.fabric_hosts = cfg->fabric_hosts;
+    s.opts.sweeps.counters.reader = cfg->fabric_reader;
+    s.opts.sweeps.counters.reset = cfg->fabric_counters_reset;
+    s.opts.sweeps.counters.thresholds = cfg->fabric_thresholds;
     if (!cfg->fabric.empty()) {
       // Relative to the config file's folder, as an operator reads the file.
       std::filesystem::path snapshot(cfg->fabric);
@@ -328,6 +331,11 @@ StartError readFabric(const ComponentLog& log, CoordinatorSetup& s) {
     if (!s.fabric_hosts.empty()) {
       return std::string(
           "fabric_hosts: given without a fabric (fix: add `fabric: FILE` to the config or "
+          "--fabric FILE, a snapshot `gdrmesh fabric discover --save FILE` wrote)");
+    }
+    if (!s.opts.sweeps.counters.reader.empty()) {
+      return std::string(
+          "fabric_reader: given without a fabric (fix: add `fabric: FILE` to the config or "
           "--fabric FILE, a snapshot `gdrmesh fabric discover --save FILE` wrote)");
     }
     return std::nullopt;
@@ -509,6 +517,7 @@ int serve(const CoordinatorArgs& a, CoordinatorSetup& s, DatabaseHolder* holder,
   s.opts.action_store = &store;
   if (s.opts.sweeps.fabric) {
     s.opts.sweeps.paths = &store;
+    s.opts.sweeps.link_counters = &store;
     logFabricMatch(*s.opts.sweeps.fabric, store, log);
   }
   s.opts.fabric_history = &store;

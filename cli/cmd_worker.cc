@@ -16,6 +16,7 @@
 #include "worker/service/worker_agent.h"
 #include "worker/transport/verbs/cpu_placement.h"
 #ifdef GDRMESH_HAVE_FABRIC_DISCOVERY
+#include "worker/fabric/ib_counters.h"
 #include "worker/fabric/ib_discovery.h"
 #endif
 
@@ -111,6 +112,9 @@ int runWorker(const WorkerArgs& a) {
     o.timeout_ms = r.timeout_ms;
     o.read_lfts = r.read_lfts;
     return fabric::discoverFabric(o);
+  };
+  wo.read_port_counters = [](const fabric::CounterReadRequest& r) {
+    return fabric::readPortCounters(r);
   };
 #endif
   if (wo.data_host.empty()) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/output.h"
+#include "common/fabric/fabric.h"
 #include "common/pair_spec.h"
 #include "common/units.h"
 #include "convert.h"
@@ -315,6 +316,33 @@ JUnitCase junitOverallCase(const v1::SweepReport& report) {
   return overall;
 }
 
+// A sweep on a discovered fabric with a fabric reader: a `fabric` suite, one case per link with
+// a verdict; a link that is not ok fails, its evidence the failure's detail.
+JUnitSuite junitFabricSuite(const v1::SweepReport& report, const std::string& coordinator) {
+  const auto& p = report.progress();
+  JUnitSuite s;
+  s.name = p.id() + " fabric";
+  s.timestamp = p.started_ms() > 0 ? formatRfc3339(p.started_ms()).substr(0, 19) : "";
+  s.properties = {{"sweep_id", p.id()}, {"coordinator", coordinator}, {"suite", "fabric"}};
+  for (const auto& l : report.links()) {
+    JUnitCase c;
+    c.classname = "gdrmesh.fabric";
+    c.name = l.link();
+    c.system_out = "ends: " + l.switch_name() + " port " + std::to_string(l.port()) + " (" +
+                   fabric::guidHex(l.switch_guid()) + ") and " + l.remote_name() + " port " +
+                   std::to_string(l.remote_port()) + " (" + fabric::guidHex(l.remote_guid()) +
+                   "); verdict " + l.verdict();
+    if (l.verdict() != "ok") {
+      c.outcome = JUnitCase::Outcome::kFail;
+      c.message =
+          "link " + l.verdict() + (l.evidence_size() > 0 ? ": " + l.evidence(0) : std::string());
+      for (const auto& e : l.evidence()) c.detail += e + "\n";
+    }
+    s.cases.push_back(std::move(c));
+  }
+  return s;
+}
+
 }  // namespace
 
 std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
@@ -378,6 +406,7 @@ std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
   }
 
   suites.front().cases.insert(suites.front().cases.begin(), junitOverallCase(report));
+  if (report.links_size() > 0) suites.push_back(junitFabricSuite(report, coordinator));
   return suites;
 }
 

@@ -539,6 +539,76 @@ Status fromProto(const pb::CommandStatus& in) {
   return Status(code, cleanText(in.message()), cleanText(in.fix(), 1024));
 }
 
+namespace {
+
+void counterPortToProto(const fabric::CounterPort& in, pb::CounterPortRef* out) {
+  out->set_lid(in.lid);
+  out->set_port(static_cast<uint32_t>(in.port));
+  out->set_guid(in.guid);
+}
+
+fabric::CounterPort counterPortFromProto(const pb::CounterPortRef& in) {
+  fabric::CounterPort p;
+  p.lid = static_cast<uint16_t>(in.lid());
+  p.port = static_cast<int>(in.port());
+  p.guid = in.guid();
+  return p;
+}
+
+}  // namespace
+
+void toProto(const fabric::CounterReadRequest& in, pb::ReadPortCountersRequest* out) {
+  out->set_ca(in.ca);
+  out->set_ca_port(static_cast<uint32_t>(in.ca_port));
+  out->set_timeout_ms(static_cast<uint32_t>(in.timeout_ms));
+  out->set_reset(in.reset);
+  for (const auto& p : in.ports) counterPortToProto(p, out->add_ports());
+}
+
+fabric::CounterReadRequest fromProto(const pb::ReadPortCountersRequest& in) {
+  fabric::CounterReadRequest r;
+  r.ca = in.ca();
+  r.ca_port = static_cast<int>(in.ca_port());
+  r.timeout_ms = in.timeout_ms() == 0 ? 500 : static_cast<int>(in.timeout_ms());
+  r.reset = in.reset();
+  r.ports.reserve(static_cast<size_t>(in.ports_size()));
+  for (const auto& p : in.ports()) r.ports.push_back(counterPortFromProto(p));
+  return r;
+}
+
+void toProto(const fabric::CounterReadOutcome& in, pb::ReadPortCountersReply* out) {
+  toProto(in.status, out->mutable_reading());
+  for (const auto& p : in.ports) {
+    auto* o = out->add_ports();
+    counterPortToProto(p.port, o->mutable_port());
+    toProto(p.status, o->mutable_status());
+    o->set_extended(p.extended);
+    o->set_xmit_wait(p.xmit_wait);
+    o->set_reset(p.reset);
+    for (const auto& [k, v] : p.values) (*o->mutable_values())[k] = v;
+  }
+}
+
+fabric::CounterReadOutcome fromProto(const pb::ReadPortCountersReply& in) {
+  fabric::CounterReadOutcome out;
+  out.status = fromProto(in.reading());
+  out.ports.reserve(static_cast<size_t>(in.ports_size()));
+  for (const auto& p : in.ports()) {
+    fabric::PortCounterValues v;
+    v.port = counterPortFromProto(p.port());
+    v.status = fromProto(p.status());
+    v.extended = p.extended();
+    v.xmit_wait = p.xmit_wait();
+    v.reset = p.reset();
+    // Only the counters gdrmesh knows: a worker's other names are dropped at the edge.
+    for (const auto& [k, val] : p.values()) {
+      if (fabric::counterKind(k) != nullptr) v.values[k] = val;
+    }
+    out.ports.push_back(std::move(v));
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------ one side of a pair test
 
 namespace {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "common/endpoint.h"
+#include "common/fabric/counters.h"
 #include "common/inventory.h"
 #include "common/measurement.h"
 #include "common/pair_spec.h"
@@ -53,6 +54,12 @@ TestResult fromProto(const pb::TestResult& in);
 
 void toProto(const Status& in, pb::CommandStatus* out);
 Status fromProto(const pb::CommandStatus& in);
+
+// Port counters (the fabric reader's command, docs/fabric.md).
+void toProto(const fabric::CounterReadRequest& in, pb::ReadPortCountersRequest* out);
+fabric::CounterReadRequest fromProto(const pb::ReadPortCountersRequest& in);
+void toProto(const fabric::CounterReadOutcome& in, pb::ReadPortCountersReply* out);
+fabric::CounterReadOutcome fromProto(const pb::ReadPortCountersReply& in);
 
 // One side of a pair test (worker <-> coordinator).
 void toProto(const EndpointDesc& in, pb::EndpointDesc* out);

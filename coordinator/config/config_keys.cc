@@ -19,6 +19,14 @@ const std::vector<ConfigKey>& clusterConfigKeys() {
        "InfiniBand fabric snapshot (`gdrmesh fabric discover --save`): paths, link blame, cover"},
       {"(top level)", "fabric_hosts",
        "WORKER: \"node description\" for HCAs not named after their worker or hostname"},
+      {"(top level)", "fabric_reader",
+       "the real worker on an InfiniBand HCA that reads the switch ports' counters around each "
+       "round"},
+      {"(top level)", "fabric_counters_reset",
+       "true: the reader resets the error counters after reading (default false)"},
+      {"(top level)", "fabric_thresholds",
+       "COUNTER: RATE (\"120/h\", \"5/min\", \"10\" per round) over the defaults of "
+       "docs/fabric.md"},
 
       {"sweeps[]", "name", "a label for the sweep"},
       {"sweeps[]", "pattern",

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/fabric/counters.h"
 #include "common/pair_spec.h"
 #include "common/units.h"
 #include "coordinator/config/config_keys.h"
@@ -725,6 +727,40 @@ Result<ClusterConfig> parseClusterConfig(const std::string& yaml_text, const std
                        "e.g. fabric_hosts: {gpu07: \"node07 mlx5_0\"}");
       }
       GDR_ASSIGN_OR_RETURN(config.fabric_hosts, p.labels(n, "fabric_hosts"));
+    }
+    if (YAML::Node n = root["fabric_reader"]) {
+      GDR_ASSIGN_OR_RETURN(config.fabric_reader, p.string(n, "fabric_reader"));
+      if (config.fabric_reader.empty()) {
+        return p.error(n, "fabric_reader", "is empty",
+                       "name a real worker on an InfiniBand host (the one that discovers)");
+      }
+    }
+    if (YAML::Node n = root["fabric_counters_reset"]) {
+      GDR_ASSIGN_OR_RETURN(config.fabric_counters_reset, p.boolean(n, "fabric_counters_reset"));
+    }
+    if (YAML::Node n = root["fabric_thresholds"]) {
+      if (!n.IsMap()) {
+        return p.error(n, "fabric_thresholds", "must be a mapping of COUNTER: RATE",
+                       "e.g. fabric_thresholds: {SymbolErrorCounter: 120/h, PortRcvErrors: 10}");
+      }
+      for (const auto& kv : n) {
+        const std::string counter = kv.first.as<std::string>();
+        const std::string field = "fabric_thresholds." + counter;
+        const fabric::CounterKind* kind = fabric::counterKind(counter);
+        if (kind == nullptr || !kind->error) {
+          return p.error(kv.first, field, "is not an error counter gdrmesh reads",
+                         "name one of SymbolErrorCounter, LinkErrorRecoveryCounter, "
+                         "LinkDownedCounter, PortRcvErrors, PortXmitDiscards, PortXmitWait, ...");
+        }
+        GDR_ASSIGN_OR_RETURN(const std::string text, p.string(kv.second, field));
+        auto t = parseCounterThreshold(counter, text, field);
+        if (!t.ok()) return p.error(kv.second, field, t.status().message(), t.status().fix());
+        auto& all = config.fabric_thresholds;
+        all.erase(std::remove_if(all.begin(), all.end(),
+                                 [&](const CounterThreshold& x) { return x.counter == counter; }),
+                  all.end());
+        all.push_back(*t);
+      }
     }
     GDR_ASSIGN_OR_RETURN(YAML::Node hooks, list("hooks"));
     for (size_t i = 0; hooks && i < hooks.size(); ++i) {

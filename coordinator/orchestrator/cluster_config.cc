@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 namespace gdrmesh {
 
@@ -190,6 +191,61 @@ std::vector<std::string> registrationFindings(const ClusterConfig& config,
     }
   }
   return out;
+}
+
+std::string thresholdText(const CounterThreshold& t) {
+  char count[32];
+  std::snprintf(count, sizeof count, "%g", t.count);
+  if (t.per_seconds == 3600) return std::string(count) + "/h";
+  if (t.per_seconds == 60) return std::string(count) + "/min";
+  if (t.per_seconds == 1) return std::string(count) + "/s";
+  if (t.per_seconds > 0) {
+    char per[32];
+    std::snprintf(per, sizeof per, "%g", t.per_seconds);
+    return std::string(count) + " per " + per + " s";
+  }
+  return std::string(count) + " per round";
+}
+
+std::vector<CounterThreshold> defaultCounterThresholds() {
+  return {
+      {"LinkDownedCounter", 0, 0, "any increase: a link that went down during a round"},
+      {"SymbolErrorCounter", 120, 3600,
+       "BER 1e-12 (IBTA), the figure NVIDIA's NVSentinel uses: 120 symbol errors an hour"},
+      {"LinkErrorRecoveryCounter", 5, 60, "5 link error recoveries a minute"},
+      {"PortRcvErrors", 10, 0, "infiniband-diags' thresholds file (ibqueryerrors), per window"},
+      {"PortXmitDiscards", 100, 0, "infiniband-diags' thresholds file (ibqueryerrors), per window"},
+      {"PortXmitWait", 1000, 0, "infiniband-diags' thresholds file (ibqueryerrors), per window"},
+  };
+}
+
+Result<CounterThreshold> parseCounterThreshold(const std::string& counter, const std::string& text,
+                                               const std::string& field) {
+  CounterThreshold t;
+  t.counter = counter;
+  t.source = "the config's " + field;
+  const std::string fix =
+      "give a count per hour, minute, second or round: \"120/h\", \"5/min\", \"2/s\", \"10\"";
+  const size_t slash = text.find('/');
+  const std::string number = text.substr(0, slash);
+  char* end = nullptr;
+  t.count = std::strtod(number.c_str(), &end);
+  if (number.empty() || end == nullptr || *end != '\0' || !(t.count >= 0)) {
+    return invalidArgument(field + ": '" + text + "' is not a count of errors", fix);
+  }
+  if (slash != std::string::npos) {
+    const std::string per = text.substr(slash + 1);
+    if (per == "h" || per == "hour") {
+      t.per_seconds = 3600;
+    } else if (per == "min" || per == "minute") {
+      t.per_seconds = 60;
+    } else if (per == "s" || per == "second") {
+      t.per_seconds = 1;
+    } else {
+      return invalidArgument(field + ": '" + text + "': unknown period '" + per + "'", fix);
+    }
+  }
+  return t;
 }
 
 }  // namespace gdrmesh

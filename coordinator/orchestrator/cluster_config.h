@@ -89,6 +89,25 @@ struct ScheduleConfig {
   double catch_up_grace_seconds = 600;
 };
 
+// A port counter's threshold (docs/fabric.md, "Counters"): more than `count` per `per_seconds`
+// (0: per round, the window between the reads around it) is an error of the link. A rate, never
+// "any error": HDR/NDR links (PAM4) always show some symbol errors before FEC.
+struct CounterThreshold {
+  std::string counter;     // IBA name: SymbolErrorCounter, ...
+  double count = 0;        // more than this is over
+  double per_seconds = 0;  // 3600: per hour; 60: per minute; 0: per round
+  std::string source;      // where the default comes from (docs)
+};
+// "120/h", "5/min", "10/s", "10" (per round).
+std::string thresholdText(const CounterThreshold& t);
+// LinkDownedCounter: any increase; SymbolErrorCounter above 120/h (BER 1e-12, the IBTA figure
+// NVIDIA's NVSentinel uses); LinkErrorRecoveryCounter above 5/min; infiniband-diags' per-window
+// thresholds PortRcvErrors 10, PortXmitDiscards 100, PortXmitWait 1000.
+std::vector<CounterThreshold> defaultCounterThresholds();
+// "120/h", "5/min", "2/s", "10" (per round) -> count and period; errors name `field` and the fix.
+Result<CounterThreshold> parseCounterThreshold(const std::string& counter, const std::string& text,
+                                               const std::string& field);
+
 struct ClusterConfig {
   std::vector<SweepSpec> sweeps;  // what `gdrmesh accept` runs, in order
   Thresholds thresholds;
@@ -112,6 +131,13 @@ struct ClusterConfig {
   // node description or host name). Read from the coordinator's own --config only.
   std::string fabric;
   std::map<std::string, std::string> fabric_hosts;
+  // The worker that reads the port counters around each round of a sweep on the fabric
+  // (`fabric_reader:`, a real worker on an InfiniBand HCA; "": counters are not read), whether
+  // it may reset the error counters after reading (`fabric_counters_reset:`, default false),
+  // and the counters' thresholds (`fabric_thresholds:`, over the defaults). Coordinator only.
+  std::string fabric_reader;
+  bool fabric_counters_reset = false;
+  std::vector<CounterThreshold> fabric_thresholds = defaultCounterThresholds();
   std::string source;  // the YAML text it was parsed from (stored with sweeps)
 
   // The class of a worker (nullptr = none) and the thresholds that apply to it.

@@ -25,6 +25,7 @@
 #include "coordinator/orchestrator/planner.h"
 #include "coordinator/orchestrator/sweep_summary.h"
 #include "coordinator/orchestrator/sweep_types.h"
+#include "coordinator/store/store.h"
 
 namespace gdrmesh {
 
@@ -91,6 +92,11 @@ struct LiveSweep {
   SweepState notified_state = SweepState::kQueued;
   bool notified_pending = false;
   Clock::TimePoint notified_at{};
+  // Port counters around the rounds (a fabric_reader; the sweep's thread only): the changes
+  // read, the switch ports (GUID, port) read around some round, and what the reads found.
+  std::vector<LinkCounterRecord> counter_rows;
+  std::set<std::pair<uint64_t, int>> counter_ports_read;
+  std::vector<std::string> counter_notes;
 };
 
 class SweepBoard {

@@ -10,7 +10,8 @@ SweepManager::SweepManager(WorkerDirectory& workers, Clock& clock, SweepStore& s
     : board_(clock),
       runner_(SweepDeps{workers, clock, sweeps, results, writer, codec, parse_config}, board_,
               std::move(options)),
-      reports_(SweepDeps{workers, clock, sweeps, results, writer, codec, std::move(parse_config)},
+      reports_(SweepDeps{workers, clock, sweeps, results, writer, codec, std::move(parse_config),
+                         runner_.deps().link_counters},
                board_),
       queue_(runner_, board_) {}
 

@@ -192,6 +192,9 @@ Result<SweepReportData> SweepReports::report(const std::string& id, const SweepR
     if (spec.ok()) d.spec = std::move(*spec);
     d.parts = partsOf(d.spec, (*rec)->plan_json);
     GDR_RETURN_IF_ERROR(readReport(**rec, query, &d));
+    if (deps_.link_counters != nullptr) {
+      GDR_ASSIGN_OR_RETURN(d.links, deps_.link_counters->sweepLinkVerdicts(id));
+    }
   }
   {
     std::lock_guard<std::mutex> lock(board_.mu);

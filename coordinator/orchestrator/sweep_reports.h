@@ -42,6 +42,8 @@ struct SweepReportData {
   std::string results_next;            // the cursor of the next page of results; "" = no more
   std::vector<SweepPart> parts;        // what ran: the config's sweeps, or the spec as one part
   std::vector<FigureSummary> figures;  // over every verdict, not only the page
+  // The links' verdicts of a sweep on a discovered fabric with a fabric reader (by link name).
+  std::vector<LinkVerdictRecord> links;
 };
 
 class SweepReports {

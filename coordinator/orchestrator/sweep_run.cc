@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -131,7 +132,9 @@ std::vector<uint64_t> sweepPartSizes(size_t parts, const std::vector<int>& templ
 }
 
 SweepRunner::SweepRunner(SweepDeps deps, SweepBoard& board, SweepManagerOptions options)
-    : deps_(std::move(deps)), board_(board), options_(std::move(options)) {}
+    : deps_(std::move(deps)), board_(board), options_(std::move(options)) {
+  if (deps_.link_counters == nullptr) deps_.link_counters = options_.link_counters;
+}
 
 Result<std::vector<PlannedTest>> SweepRunner::planAll(LiveSweep& s,
                                                       const std::set<std::string>& assume_online,
@@ -446,13 +449,10 @@ bool SweepRunner::replan(const std::shared_ptr<LiveSweep>& s) {
   return why.empty();
 }
 
-ExecutorTasks SweepRunner::tasksOf(const std::shared_ptr<LiveSweep>& s, size_t from) {
-  // The plan indexes still to run; each test's spec is made when it starts. s->plan,
-  // templates and template_of change only on the sweep's thread, between runs.
-  auto pending = std::make_shared<std::vector<int>>();
-  for (size_t i = from; i < s->plan.size(); ++i) {
-    if (!s->done.count(static_cast<int>(i))) pending->push_back(static_cast<int>(i));
-  }
+ExecutorTasks SweepRunner::tasksOf(const std::shared_ptr<LiveSweep>& s,
+                                   std::shared_ptr<std::vector<int>> pending) {
+  // Each test's spec is made when it starts. s->plan, templates and template_of change only on
+  // the sweep's thread, between runs.
   {
     // One allocation for the run's rows: growing by doubling copies every row once more per
     // doubling, on the executor's callbacks.
@@ -474,7 +474,113 @@ ExecutorTasks SweepRunner::tasksOf(const std::shared_ptr<LiveSweep>& s, size_t f
 }
 
 void SweepRunner::runTasks(const std::shared_ptr<LiveSweep>& s, size_t from) {
-  ExecutorTasks tasks = tasksOf(s, from);
+  // The plan indexes still to run.
+  auto pending = std::make_shared<std::vector<int>>();
+  for (size_t i = from; i < s->plan.size(); ++i) {
+    if (!s->done.count(static_cast<int>(i))) pending->push_back(static_cast<int>(i));
+  }
+  if (from == 0 && options_.fabric && !options_.counters.reader.empty()) {
+    runRoundsWithCounters(s, *pending);
+    return;
+  }
+  runPending(s, std::move(pending));
+}
+
+Result<fabric::CounterReadOutcome> SweepRunner::readCounters(
+    const std::vector<fabric::CounterPort>& ports) {
+  const std::string& reader = options_.counters.reader;
+  std::shared_ptr<WorkerChannel> channel = deps_.workers.channel(reader);
+  if (!channel) {
+    return unavailable("fabric_reader " + reader + " is not online",
+                       "start `gdrmesh worker` on that InfiniBand host, or name another real "
+                       "worker as fabric_reader in the coordinator's config");
+  }
+  fabric::CounterReadRequest req;
+  req.ports = ports;
+  req.reset = options_.counters.reset;
+  // The channel answers by its deadline on the clock (WorkerChannel's contract): the round
+  // never waits longer on the reader.
+  auto answer = std::make_shared<std::promise<Result<fabric::CounterReadOutcome>>>();
+  auto got = answer->get_future();
+  channel->readPortCounters(
+      req, deps_.clock.after(options_.counters.read_timeout_seconds),
+      [answer](Result<fabric::CounterReadOutcome> r) { answer->set_value(std::move(r)); });
+  Result<fabric::CounterReadOutcome> r = got.get();
+  if (r.ok() && !r->status.ok()) return r->status.withContext("fabric_reader " + reader);
+  if (!r.ok()) return r.status().withContext("fabric_reader " + reader);
+  return r;
+}
+
+void SweepRunner::runRoundsWithCounters(const std::shared_ptr<LiveSweep>& s,
+                                        const std::vector<int>& pending) {
+  const SweepFabric& fab = *options_.fabric;
+  const fabric::HostMatch match = fab.match(deps_.workers.list());
+  std::map<int, std::vector<int>> by_round;
+  for (int i : pending) by_round[s->plan[static_cast<size_t>(i)].round].push_back(i);
+  {
+    // The rows of every round at once: each round's own reserve (tasksOf) is then a no-op
+    // instead of a copy of every row so far (1,023 rounds at 1,024 hosts).
+    std::lock_guard<std::mutex> lock(board_.mu);
+    s->rows.reserve(s->rows.size() + pending.size());
+  }
+  const ComponentLog log = sweepRunLog(deps_.clock);
+  for (auto& [round, indexes] : by_round) {
+    {
+      std::lock_guard<std::mutex> lock(board_.mu);
+      if (s->cancel_requested || board_.stopping) return;
+    }
+    std::vector<std::pair<EndpointSelector, EndpointSelector>> pairs;
+    for (int i : indexes) {
+      const PlannedTest& t = s->plan[static_cast<size_t>(i)];
+      pairs.emplace_back(t.initiator, t.target);
+    }
+    size_t untraced = 0;
+    const std::vector<fabric::CounterPort> ports = roundCounterPorts(fab, match, pairs, &untraced);
+    Result<fabric::CounterReadOutcome> before = fabric::CounterReadOutcome{};
+    if (!ports.empty()) {
+      before = readCounters(ports);
+      log.info("sweep " + s->id + ": round " + std::to_string(round) + ": counters of " +
+                   std::to_string(ports.size()) + " switch ports read before it by " +
+                   options_.counters.reader + (before.ok() ? "" : " (failed)"),
+               {{"sweep", s->id}, {"round", round}, {"ports", ports.size()}});
+    }
+    const Clock::TimePoint started = deps_.clock.now();
+    runPending(s, std::make_shared<std::vector<int>>(std::move(indexes)));
+    if (ports.empty()) continue;
+    if (!before.ok()) {
+      s->counter_notes.push_back("fabric counters: round " + std::to_string(round) +
+                                 " not read before it: " + before.status().toString());
+      log.warn("sweep " + s->id + ": " + s->counter_notes.back(), {{"sweep", s->id}});
+      continue;
+    }
+    Result<fabric::CounterReadOutcome> after = readCounters(ports);
+    const double seconds = std::chrono::duration<double>(deps_.clock.now() - started).count();
+    if (!after.ok()) {
+      s->counter_notes.push_back("fabric counters: round " + std::to_string(round) +
+                                 " not read after it: " + after.status().toString());
+      log.warn("sweep " + s->id + ": " + s->counter_notes.back(), {{"sweep", s->id}});
+      continue;
+    }
+    RoundCounterDeltas d = roundCounterDeltas(fab, s->id, round, seconds, *before, *after);
+    for (const auto& p : after->ports) {
+      if (p.status.ok()) s->counter_ports_read.emplace(p.port.guid, p.port.port);
+    }
+    for (auto& f : d.findings) s->counter_notes.push_back(std::move(f));
+    if (options_.link_counters != nullptr && !d.rows.empty()) {
+      Status st = options_.link_counters->putLinkCounters(d.rows);
+      if (!st.ok()) {
+        s->counter_notes.push_back("fabric counters: round " + std::to_string(round) +
+                                   " not stored: " + st.toString());
+      }
+    }
+    s->counter_rows.insert(s->counter_rows.end(), std::make_move_iterator(d.rows.begin()),
+                           std::make_move_iterator(d.rows.end()));
+  }
+}
+
+void SweepRunner::runPending(const std::shared_ptr<LiveSweep>& s,
+                             std::shared_ptr<std::vector<int>> pending) {
+  ExecutorTasks tasks = tasksOf(s, std::move(pending));
   ExecutorOptions eo = options_.executor;
   if (s->spec.max_concurrency > 0) eo.max_concurrency = s->spec.max_concurrency;
   eo.retries = s->spec.retries;
@@ -631,6 +737,44 @@ std::vector<BlamedLink> SweepRunner::fabricEnd(const LiveSweep& s, const JudgeRo
   return blameLinks(rows, verdicts, paths, fab);
 }
 
+std::vector<Suspect> SweepRunner::counterEnd(const LiveSweep& s, std::vector<BlamedLink>* blamed,
+                                             std::vector<std::string>* notes) {
+  if (!options_.fabric) return {};
+  if (options_.counters.reader.empty()) {
+    notes->push_back(
+        "fabric counters: not read (no fabric_reader in the coordinator's config; name a real "
+        "worker on an InfiniBand host, `fabric_reader: WORKER`, to read the switch ports' "
+        "counters around each round)");
+    return {};
+  }
+  const SweepFabric& fab = *options_.fabric;
+  notes->insert(notes->end(), s.counter_notes.begin(), s.counter_notes.end());
+  const std::vector<CounterExcess> excess =
+      judgeCounters(s.counter_rows, options_.counters.thresholds);
+  std::set<DirectedLink> read;
+  for (const auto& [guid, port] : s.counter_ports_read) read.insert({guid, port});
+  LinkJudgement j = judgeLinks(fab, s.id, read, excess, *blamed);
+  size_t bad = 0;
+  for (const auto& v : j.verdicts) bad += v.verdict == "ok" ? 0 : 1;
+  notes->push_back("fabric counters: " + std::to_string(s.counter_ports_read.size()) +
+                   " switch ports read around the rounds by " + options_.counters.reader + "; " +
+                   std::to_string(excess.size()) + " counters over their thresholds; " +
+                   std::to_string(bad) + " of " + std::to_string(j.verdicts.size()) +
+                   " links not ok");
+  for (const CounterExcess& e : excess) notes->push_back("fabric counters: " + e.text);
+  if (options_.link_counters != nullptr) {
+    Status st = options_.link_counters->putLinkVerdicts(s.id, j.verdicts);
+    if (!st.ok()) notes->push_back("fabric: the links' verdicts were not stored: " + st.toString());
+  }
+  // The first |blamed| suspects are link_blame's, with the counters' evidence merged in.
+  for (size_t i = 0; i < blamed->size() && i < j.link_suspects.size(); ++i) {
+    (*blamed)[i].suspect = j.link_suspects[i];
+  }
+  return {j.link_suspects.begin() +
+              static_cast<std::ptrdiff_t>(std::min(blamed->size(), j.link_suspects.size())),
+          j.link_suspects.end()};
+}
+
 void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* ending) {
   // In plan order, as the store reads them back: `sweep judge` over the stored rows gives the
   // same verdicts in the same order.
@@ -643,7 +787,8 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
   const OutlierFindings outliers = findOutliers(rows, s->config.outliers);
   Localisation located = localiseSweep(rows, verdicts);
   std::vector<std::string> fabric_notes;
-  const std::vector<BlamedLink> blamed = fabricEnd(*s, rows, verdicts, &fabric_notes);
+  std::vector<BlamedLink> blamed = fabricEnd(*s, rows, verdicts, &fabric_notes);
+  const std::vector<Suspect> counter_suspects = counterEnd(*s, &blamed, &fabric_notes);
   const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, s->config, located.noise_rows);
   if (options_.on_end) ending->passing = passingWorkers(rows, verdicts);
   // The report's figures as its rows will read back, summed up once: served from memory until
@@ -656,6 +801,8 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
   for (VerdictKind k : s->verdicts.kind) s->verdict_counts.add(k);
   s->suspects = withLinkBlame(mergeSuspects(std::move(located.suspects), outliers.suspects), blamed,
                               rows, s->verdicts);
+  if (!counter_suspects.empty())
+    s->suspects = mergeSuspects(std::move(s->suspects), counter_suspects);
   if (!baseline.ok()) s->notes.push_back("baseline: " + baseline.status().message());
   for (const std::vector<std::string>* notes : {&std::as_const(located.notes), &outliers.notes,
                                                 &judged.notes, &std::as_const(fabric_notes)}) {

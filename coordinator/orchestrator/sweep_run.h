@@ -22,6 +22,7 @@
 #include "coordinator/orchestrator/executor.h"
 #include "coordinator/orchestrator/judge_row.h"
 #include "coordinator/orchestrator/link_blame.h"
+#include "coordinator/orchestrator/link_counters.h"
 #include "coordinator/orchestrator/sweep_board.h"
 #include "coordinator/orchestrator/sweep_fabric.h"
 #include "coordinator/orchestrator/sweep_types.h"
@@ -38,6 +39,15 @@ class SweepCodec {
   virtual ~SweepCodec() = default;
   virtual std::string encode(const SweepSpec& spec) const = 0;
   virtual Result<SweepSpec> decode(const std::string& text) const = 0;
+};
+
+// The fabric reader of a sweep's rounds (ClusterConfig's fabric_reader, fabric_counters_reset,
+// fabric_thresholds).
+struct FabricCounterOptions {
+  std::string reader;  // "": counters are not read
+  bool reset = false;
+  std::vector<CounterThreshold> thresholds = defaultCounterThresholds();
+  double read_timeout_seconds = 60;
 };
 
 struct SweepManagerOptions {
@@ -57,6 +67,13 @@ struct SweepManagerOptions {
   // notes tell the match and the sweep's coverage of the links.
   std::shared_ptr<const SweepFabric> fabric;
   TestPathStore* paths = nullptr;
+  // With a fabric and a `fabric_reader:` (docs/fabric.md, "Counters"): the rounds run one after
+  // the other, and the reader reads the port counters of every switch port on each round's
+  // paths before and after it (bounded by read_timeout_seconds on the clock; a failed read is a
+  // note, the sweep goes on). The changes are stored in `link_counters` (when set), judged by
+  // the thresholds, and the links' verdicts stored there at the sweep's end.
+  FabricCounterOptions counters;
+  LinkCounterStore* link_counters = nullptr;
 };
 
 using SweepConfigParser = std::function<Result<ClusterConfig>(const std::string& yaml)>;
@@ -70,6 +87,8 @@ struct SweepDeps {
   ResultWriter& writer;
   const SweepCodec& codec;
   SweepConfigParser parse_config;
+  // The links' verdicts for the reports (SweepManagerOptions::link_counters; null: none).
+  LinkCounterStore* link_counters = nullptr;
 };
 
 // The sweep's config (none when its spec has no YAML).
@@ -118,15 +137,25 @@ class SweepRunner {
   void awaitHosts(const std::shared_ptr<LiveSweep>& s);
   // A resumed sweep's plan, made again; false (and the sweep ended) when it cannot be.
   bool replan(const std::shared_ptr<LiveSweep>& s);
-  // Runs the plan's tests from index `from` that have no result yet.
+  // Runs the plan's tests from index `from` that have no result yet; with a fabric reader, the
+  // plan proper round by round with the counters read around each.
   void runTasks(const std::shared_ptr<LiveSweep>& s, size_t from);
-  ExecutorTasks tasksOf(const std::shared_ptr<LiveSweep>& s, size_t from);
+  void runPending(const std::shared_ptr<LiveSweep>& s, std::shared_ptr<std::vector<int>> pending);
+  void runRoundsWithCounters(const std::shared_ptr<LiveSweep>& s, const std::vector<int>& pending);
+  // One read by the fabric reader, bounded by the clock (the channel's deadline).
+  Result<fabric::CounterReadOutcome> readCounters(const std::vector<fabric::CounterPort>& ports);
+  ExecutorTasks tasksOf(const std::shared_ptr<LiveSweep>& s,
+                        std::shared_ptr<std::vector<int>> pending);
   // Retests with known-good partners, when the sweep localises.
   void runRetests(const std::shared_ptr<LiveSweep>& s);
   // With a fabric: traces and stores the rows' paths, returns the links to blame and adds the
   // match and coverage lines to `notes`.
   std::vector<BlamedLink> fabricEnd(const LiveSweep& s, const JudgeRows& rows,
                                     const JudgeVerdicts& verdicts, std::vector<std::string>* notes);
+  // The counters' judgement and the links' verdicts (stored); `blamed` gets the counters'
+  // evidence, and the suspects of links with errors only are returned.
+  std::vector<Suspect> counterEnd(const LiveSweep& s, std::vector<BlamedLink>* blamed,
+                                  std::vector<std::string>* notes);
   // Judges the rows and sets the sweep's end (report_pending until checkpoint(final)).
   void judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* ending);
   // The end's state and verdict. board.mu held.

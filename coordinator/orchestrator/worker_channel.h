@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/endpoint.h"
+#include "common/fabric/counters.h"
 #include "common/fabric/discovery.h"
 #include "common/inventory.h"
 #include "common/status.h"
@@ -98,6 +99,11 @@ class WorkerChannel {
   // included; an error only when the command did not run (worker lost, deadline).
   virtual void discoverFabric(const fabric::DiscoverRequest& request, Deadline deadline,
                               Done<fabric::DiscoverOutcome> done) = 0;
+  // A sweep's fabric reader: reads the port counters of `request.ports` through the worker's
+  // InfiniBand port. `done` gets the read's outcome (a worker without the fabric module, a
+  // port that did not answer: results); an error only when the command did not run.
+  virtual void readPortCounters(const fabric::CounterReadRequest& request, Deadline deadline,
+                                Done<fabric::CounterReadOutcome> done) = 0;
 };
 
 // The workers the orchestrator may use: their state and inventory, and their channels.

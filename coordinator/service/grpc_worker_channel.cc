@@ -193,4 +193,16 @@ void GrpcWorkerChannel::discoverFabric(const fabric::DiscoverRequest& request, D
   });
 }
 
+void GrpcWorkerChannel::readPortCounters(const fabric::CounterReadRequest& request,
+                                         Deadline deadline, Done<fabric::CounterReadOutcome> done) {
+  pb::CoordinatorCommand cmd;
+  convert::toProto(request, cmd.mutable_read_port_counters());
+  std::string w = worker();
+  link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
+    if (!r.ok()) return done(r.status());
+    if (!r->has_read_port_counters()) return done(wrongReply(w, "read_port_counters"));
+    done(convert::fromProto(r->read_port_counters()));
+  });
+}
+
 }  // namespace gdrmesh

@@ -34,6 +34,8 @@ class GrpcWorkerChannel final : public WorkerChannel {
   void finish(const FinishCommand& c, Deadline deadline, Done<SideOutcome> done) override;
   void discoverFabric(const fabric::DiscoverRequest& request, Deadline deadline,
                       Done<fabric::DiscoverOutcome> done) override;
+  void readPortCounters(const fabric::CounterReadRequest& request, Deadline deadline,
+                        Done<fabric::CounterReadOutcome> done) override;
 
   const std::shared_ptr<WorkerLink>& link() const { return link_; }
 

@@ -246,6 +246,18 @@ void toProto(const SweepReportData& in, v1::SweepReport* out) {
   for (const auto& v : in.verdicts) toProto(v, out->add_verdicts());
   for (const auto& s : in.suspects) toProto(s, out->add_suspects());
   for (const auto& n : in.notes) out->add_notes(n);
+  for (const auto& l : in.links) {
+    auto* v = out->add_links();
+    v->set_link(l.link);
+    v->set_switch_name(l.switch_name);
+    v->set_switch_guid(l.switch_guid);
+    v->set_port(static_cast<uint32_t>(l.port));
+    v->set_remote_name(l.remote_name);
+    v->set_remote_guid(l.remote_guid);
+    v->set_remote_port(static_cast<uint32_t>(l.remote_port));
+    v->set_verdict(l.verdict);
+    for (const auto& e : l.evidence) v->add_evidence(e);
+  }
   out->mutable_verdict_counts()->set_pass(in.verdict_counts.pass);
   out->mutable_verdict_counts()->set_fail(in.verdict_counts.fail);
   out->mutable_verdict_counts()->set_skip(in.verdict_counts.skip);

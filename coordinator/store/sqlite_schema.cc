@@ -464,14 +464,46 @@ SqliteMigration migration13() {
           }};
 }
 
+SqliteMigration migration14() {
+  return {14,
+          "port counters around a sweep's rounds and its links' verdicts (LinkCounterStore)",
+          {
+              "CREATE TABLE link_counter_deltas ("
+              " sweep_id TEXT NOT NULL,"
+              " round INTEGER NOT NULL,"
+              " switch_guid TEXT NOT NULL,"
+              " port INTEGER NOT NULL,"
+              " counter TEXT NOT NULL,"
+              " switch_name TEXT NOT NULL,"
+              " link TEXT NOT NULL,"
+              " delta INTEGER NOT NULL,"
+              " at_least INTEGER NOT NULL,"
+              " seconds REAL NOT NULL,"
+              " PRIMARY KEY (sweep_id, round, switch_guid, port, counter)) WITHOUT ROWID",
+              "CREATE INDEX link_counter_deltas_link ON link_counter_deltas (link)",
+              "CREATE TABLE link_verdicts ("
+              " sweep_id TEXT NOT NULL,"
+              " link TEXT NOT NULL,"
+              " switch_name TEXT NOT NULL,"
+              " switch_guid TEXT NOT NULL,"
+              " port INTEGER NOT NULL,"
+              " remote_name TEXT NOT NULL,"
+              " remote_guid TEXT NOT NULL,"
+              " remote_port INTEGER NOT NULL,"
+              " verdict TEXT NOT NULL,"
+              " evidence TEXT NOT NULL,"
+              " PRIMARY KEY (sweep_id, link)) WITHOUT ROWID",
+          }};
+}
+
 }  // namespace
 
 const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
   // Append new steps at the end; never edit a released one.
   static const std::vector<SqliteMigration> kMigrations = {
-      migration1(),  migration2(),  migration3(),  migration4(), migration5(),
-      migration6(),  migration7(),  migration8(),  migration9(), migration10(),
-      migration11(), migration12(), migration13(),
+      migration1(),  migration2(),  migration3(),  migration4(),  migration5(),
+      migration6(),  migration7(),  migration8(),  migration9(),  migration10(),
+      migration11(), migration12(), migration13(), migration14(),
   };
   return kMigrations;
 }

@@ -143,6 +143,13 @@ class SqliteStore : public Store {
   Result<std::vector<PathHopRecord>> testPath(const std::string& test_id) override;
   Result<std::vector<PathHopRecord>> sweepPaths(const std::string& sweep_id) override;
 
+  // LinkCounterStore (sqlite_link_counters.cc).
+  Status putLinkCounters(const std::vector<LinkCounterRecord>& rows) override;
+  Result<std::vector<LinkCounterRecord>> sweepLinkCounters(const std::string& sweep_id) override;
+  Status putLinkVerdicts(const std::string& sweep_id,
+                         const std::vector<LinkVerdictRecord>& rows) override;
+  Result<std::vector<LinkVerdictRecord>> sweepLinkVerdicts(const std::string& sweep_id) override;
+
   const std::string& path() const { return path_; }
   // The schema version of the open file (PRAGMA user_version).
   Result<int> schemaVersion();

@@ -215,6 +215,41 @@ struct PathHopRecord {
   // "0x0000000000001001:5": the switch's GUID (guidHex) and its out port.
   std::string link() const;
 };
+// One port's counter over one round of a sweep on a discovered fabric (LinkCounterStore):
+// read by the fabric reader before and after the round (docs/fabric.md, "Counters").
+struct LinkCounterRecord {
+  std::string sweep_id;
+  int round = 0;
+  std::string switch_name;
+  uint64_t switch_guid = 0;
+  int port = 0;
+  std::string link;     // the cable, both ends: "leaf07[12] <-> spine02[7]"
+  std::string counter;  // IBA name: "SymbolErrorCounter"
+  uint64_t delta = 0;
+  bool at_least = false;  // the counter saturated or was reset: a lower bound (">= N")
+  double seconds = 0;     // the round's window between the two reads
+};
+// A link's verdict in a sweep: ok, errors (a counter over its threshold), slow_pairs (the
+// sweep's slow or failed pairs share it), or "errors,slow_pairs".
+struct LinkVerdictRecord {
+  std::string sweep_id;
+  std::string link;  // "leaf07[12] <-> spine02[7]"
+  std::string switch_name;
+  uint64_t switch_guid = 0;
+  int port = 0;
+  std::string remote_name;
+  uint64_t remote_guid = 0;
+  int remote_port = 0;
+  std::string verdict;
+  std::vector<std::string> evidence;
+};
+// What every LinkCounterStore refuses (link_counters_check.cc): an empty sweep id, link or
+// counter, the same (round, switch, port, counter) twice, an empty verdict or the same link
+// twice. Errors name the row and the fix.
+Status validateLinkCounters(const std::vector<LinkCounterRecord>& rows);
+Status validateLinkVerdicts(const std::string& sweep_id,
+                            const std::vector<LinkVerdictRecord>& rows);
+
 // What every TestPathStore refuses (path_hops.cc): an empty test_id, a direction other than
 // forward or reverse, the same (test, direction, hop) twice. Errors name the test and the fix.
 Status validatePathHops(const std::vector<PathHopRecord>& hops);
@@ -408,6 +443,25 @@ class TestPathStore {
   virtual Result<std::vector<PathHopRecord>> sweepPaths(const std::string& sweep_id) = 0;
 };
 
+// Port counters around a sweep's rounds, and its links' verdicts, as rows (migration 14,
+// tables link_counter_deltas and link_verdicts).
+class LinkCounterStore {
+ public:
+  virtual ~LinkCounterStore() = default;
+  // Stores the rows in one transaction (all or none), replacing a row stored before for the same
+  // (sweep, round, switch GUID, port, counter). Invalid rows (validateLinkCounters) are
+  // kInvalidArgument.
+  virtual Status putLinkCounters(const std::vector<LinkCounterRecord>& rows) = 0;
+  // The sweep's rows ordered by (round, switch GUID, port, counter); empty sweep id is
+  // kInvalidArgument.
+  virtual Result<std::vector<LinkCounterRecord>> sweepLinkCounters(const std::string& sweep_id) = 0;
+  // Replaces every link verdict of the sweep with `rows` (their sweep_id is `sweep_id`).
+  virtual Status putLinkVerdicts(const std::string& sweep_id,
+                                 const std::vector<LinkVerdictRecord>& rows) = 0;
+  // The sweep's link verdicts ordered by link name.
+  virtual Result<std::vector<LinkVerdictRecord>> sweepLinkVerdicts(const std::string& sweep_id) = 0;
+};
+
 // The whole store: every interface above, as one implementation (SqliteStore) provides it.
 // What the hooks last announced (coordinator/actions/hooks.h): the suspects ("KIND NAME") of the
 // previous finished sweep, with those carried over because a later sweep did not test them.
@@ -484,6 +538,7 @@ class Store : public ResultStore,
               public ActionStore,
               public HookStateStore,
               public TestPathStore,
-              public FabricHistory {};
+              public FabricHistory,
+              public LinkCounterStore {};
 
 }  // namespace gdrmesh

@@ -463,6 +463,23 @@ void FakeWorkerChannel::discoverFabric(const fabric::DiscoverRequest& request, D
       });
 }
 
+void FakeWorkerChannel::readPortCounters(const fabric::CounterReadRequest& request,
+                                         Deadline deadline, Done<fabric::CounterReadOutcome> done) {
+  note("read_port_counters " + std::to_string(request.ports.size()));
+  auto read = behaviour.read_counters;
+  const std::string name = name_;
+  reply<fabric::CounterReadOutcome>(
+      "read_port_counters", behaviour.command_seconds, deadline, std::move(done),
+      [read, request, name]() -> Result<fabric::CounterReadOutcome> {
+        if (read) return read(request);
+        fabric::CounterReadOutcome o;
+        o.status =
+            failedPrecondition("no InfiniBand device with a umad interface (fake " + name + ")",
+                               "read the counters on a host with an InfiniBand HCA");
+        return o;
+      });
+}
+
 void FakeWorkerChannel::start(const StartCommand& c, Deadline deadline, Done<SideOutcome> done) {
   note("start " + c.test_id + (c.verify ? " +verify" : ""));
   FakeBehaviour b = behaviour;

@@ -47,6 +47,8 @@ struct FakeBehaviour {
   std::optional<RegPath> claim_reg;
   // What discoverFabric answers; unset: no InfiniBand device (kFailedPrecondition).
   std::function<fabric::DiscoverOutcome(const fabric::DiscoverRequest&)> discover;
+  // What readPortCounters answers; unset: no InfiniBand device (kFailedPrecondition).
+  std::function<fabric::CounterReadOutcome(const fabric::CounterReadRequest&)> read_counters;
 };
 
 class FakeWorkerChannel final : public WorkerChannel {
@@ -87,6 +89,8 @@ class FakeWorkerChannel final : public WorkerChannel {
   void finish(const FinishCommand& c, Deadline deadline, Done<SideOutcome> done) override;
   void discoverFabric(const fabric::DiscoverRequest& request, Deadline deadline,
                       Done<fabric::DiscoverOutcome> done) override;
+  void readPortCounters(const fabric::CounterReadRequest& request, Deadline deadline,
+                        Done<fabric::CounterReadOutcome> done) override;
 
  private:
   template <typename T>

@@ -647,6 +647,49 @@ Status MemoryStore::putTestPaths(const std::vector<PathHopRecord>& hops) {
   return {};
 }
 
+Status MemoryStore::putLinkCounters(const std::vector<LinkCounterRecord>& rows) {
+  GDR_RETURN_IF_ERROR(validateLinkCounters(rows));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const LinkCounterRecord& r : rows) {
+    link_counters_[r.sweep_id][{r.round, r.switch_guid, r.port, r.counter}] = r;
+  }
+  return {};
+}
+
+Result<std::vector<LinkCounterRecord>> MemoryStore::sweepLinkCounters(const std::string& sweep_id) {
+  if (sweep_id.empty()) {
+    return invalidArgument("sweepLinkCounters: empty sweep id", "name the sweep");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<LinkCounterRecord> out;
+  auto it = link_counters_.find(sweep_id);
+  if (it == link_counters_.end()) return out;
+  for (const auto& [key, r] : it->second) out.push_back(r);
+  return out;
+}
+
+Status MemoryStore::putLinkVerdicts(const std::string& sweep_id,
+                                    const std::vector<LinkVerdictRecord>& rows) {
+  GDR_RETURN_IF_ERROR(validateLinkVerdicts(sweep_id, rows));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& verdicts = link_verdicts_[sweep_id];
+  verdicts.clear();
+  for (const LinkVerdictRecord& r : rows) verdicts[r.link] = r;
+  return {};
+}
+
+Result<std::vector<LinkVerdictRecord>> MemoryStore::sweepLinkVerdicts(const std::string& sweep_id) {
+  if (sweep_id.empty()) {
+    return invalidArgument("sweepLinkVerdicts: empty sweep id", "name the sweep");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<LinkVerdictRecord> out;
+  auto it = link_verdicts_.find(sweep_id);
+  if (it == link_verdicts_.end()) return out;
+  for (const auto& [link, r] : it->second) out.push_back(r);
+  return out;
+}
+
 Result<std::vector<PathHopRecord>> MemoryStore::testPath(const std::string& test_id) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<PathHopRecord> out;

@@ -77,6 +77,12 @@ class MemoryStore final : public Store {
   Status putTestPaths(const std::vector<PathHopRecord>& hops) override;
   Result<std::vector<PathHopRecord>> testPath(const std::string& test_id) override;
   Result<std::vector<PathHopRecord>> sweepPaths(const std::string& sweep_id) override;
+  // LinkCounterStore.
+  Status putLinkCounters(const std::vector<LinkCounterRecord>& rows) override;
+  Result<std::vector<LinkCounterRecord>> sweepLinkCounters(const std::string& sweep_id) override;
+  Status putLinkVerdicts(const std::string& sweep_id,
+                         const std::vector<LinkVerdictRecord>& rows) override;
+  Result<std::vector<LinkVerdictRecord>> sweepLinkVerdicts(const std::string& sweep_id) override;
   // FabricHistory.
   Result<int64_t> recordFabricSnapshot(const FabricSnapshotRecord& snapshot,
                                        const std::vector<FabricFindingRecord>& findings) override;
@@ -115,6 +121,11 @@ class MemoryStore final : public Store {
   std::set<std::string> hook_suspects_;
   // test id -> (direction, hop) -> hop: the order testPath and sweepPaths read.
   std::map<std::string, std::map<std::pair<std::string, int>, PathHopRecord>> paths_;
+  // sweep -> (round, switch GUID, port, counter) -> row: the order sweepLinkCounters reads.
+  std::map<std::string, std::map<std::tuple<int, uint64_t, int, std::string>, LinkCounterRecord>>
+      link_counters_;
+  // sweep -> link -> verdict.
+  std::map<std::string, std::map<std::string, LinkVerdictRecord>> link_verdicts_;
   // By id (recording order), with their findings.
   std::map<int64_t, std::pair<FabricSnapshotRecord, std::vector<FabricFindingRecord>>> fabric_;
 };

@@ -30,6 +30,12 @@ ComponentLog workerAgentLog(const std::string& name) {
 using convert::fromProto;
 using convert::toProto;
 
+// libibmad keeps global state: one management query (discovery, counters) at a time.
+std::mutex& fabricMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
 SessionSpec specFromProto(const pb::EndpointSpec& in, const std::string& data_host, int numa_node) {
   SessionSpec s;
   static_cast<SideSpec&>(s) = fromProto(in);
@@ -56,6 +62,8 @@ const char* commandName(pb::CoordinatorCommand::CommandCase c) {
       return "finish";
     case pb::CoordinatorCommand::kDiscoverFabric:
       return "discover_fabric";
+    case pb::CoordinatorCommand::kReadPortCounters:
+      return "read_port_counters";
     case pb::CoordinatorCommand::COMMAND_NOT_SET:
       break;
   }
@@ -168,14 +176,35 @@ void execute(const WorkerOptions& options, SessionManager& sessions,
             "install libibnetdisc-dev libibmad-dev libibumad-dev and rebuild the "
             "worker (GDRMESH_FABRIC=ON)");
       } else {
-        // libibmad keeps global state: one discovery at a time on this worker.
-        static std::mutex discover_mu;
-        std::lock_guard<std::mutex> lock(discover_mu);
+        // libibmad keeps global state: one management query at a time on this worker.
+        std::lock_guard<std::mutex> lock(fabricMutex());
         auto f = options.discover_fabric(d);
         if (f.ok()) out->set_snapshot_json(fabric::toJson(*f).dump());
         ds = f.status();
       }
       toProto(ds, out->mutable_discovery());
+      break;
+    }
+    case pb::CoordinatorCommand::kReadPortCounters: {
+      // As discovery: the command succeeds whenever it ran; the read's outcome is `reading`,
+      // a port that did not answer its own status.
+      const fabric::CounterReadRequest req = convert::fromProto(cmd.read_port_counters());
+      fabric::CounterReadOutcome outcome;
+      if (!options.read_port_counters) {
+        outcome.status = unimplemented(
+            "worker " + options.name + " was built without the InfiniBand fabric module",
+            "install libibnetdisc-dev libibmad-dev libibumad-dev and rebuild the worker "
+            "(GDRMESH_FABRIC=ON), or name another worker as fabric_reader");
+      } else {
+        std::lock_guard<std::mutex> lock(fabricMutex());
+        auto r = options.read_port_counters(req);
+        if (r.ok()) {
+          outcome = std::move(r).value();
+        } else {
+          outcome.status = r.status();
+        }
+      }
+      convert::toProto(outcome, reply->mutable_read_port_counters());
       break;
     }
     case pb::CoordinatorCommand::COMMAND_NOT_SET:

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/fabric/counters.h"
 #include "common/fabric/discovery.h"
 #include "common/inventory.h"
 #include "common/status.h"
@@ -58,6 +59,11 @@ struct WorkerOptions {
   // set where that module is built; not re-entrant: the agent runs one at a time). Unset: the
   // worker answers that it was built without it (a result, not an error).
   std::function<Result<fabric::Fabric>(const fabric::DiscoverRequest&)> discover_fabric;
+  // A sweep's fabric reader (docs/fabric.md, "Counters"): reads the port counters through this
+  // worker's InfiniBand port (worker/fabric/ib_counters.h; one at a time with discovery). Unset:
+  // the worker answers that it was built without the fabric module.
+  std::function<Result<fabric::CounterReadOutcome>(const fabric::CounterReadRequest&)>
+      read_port_counters;
   // Sent with the registration (`gdrmesh worker --label rack=r12`).
   std::map<std::string, std::string> labels;
   // Bounds of the command pools (see above). Command threads should cover every test the

@@ -380,6 +380,11 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
                               "discover the fabric through a real worker on an InfiniBand host"),
                 reply->mutable_discover_fabric()->mutable_discovery());
         break;
+      case pb::CoordinatorCommand::kReadPortCounters:
+        toProto(unimplemented("simulated worker " + m.name() + " has no InfiniBand port",
+                              "name a real worker on an InfiniBand host as fabric_reader"),
+                reply->mutable_read_port_counters()->mutable_reading());
+        break;
       default:
         st = unimplemented("simulated worker " + m.name() + ": unknown command " +
                                std::to_string(static_cast<int>(cmd.command_case())),

@@ -233,5 +233,41 @@ TEST(JUnitFromReport, UnfinishedSweepFailsWithItsReason) {
   EXPECT_EQ(suites[0].cases[0].message, "sweep cancelled: cancelled by alice");
 }
 
+// Issue #20: a sweep on a discovered fabric with a fabric reader gives a `fabric` suite, one case
+// per link with a verdict; a link with errors over their threshold fails, naming both ends.
+TEST(JUnitFromReport, AFabricSuiteWithACasePerLinkAndAFailureForABadOne) {
+  v1::SweepReport rep;
+  rep.mutable_progress()->set_id("s-9");
+  rep.mutable_progress()->set_state("finished");
+  rep.mutable_progress()->set_verdict("PASS");
+  auto* bad = rep.add_links();
+  bad->set_link("leaf07[12] <-> spine02[7]");
+  bad->set_switch_name("leaf07");
+  bad->set_switch_guid(0x1007);
+  bad->set_port(12);
+  bad->set_remote_name("spine02");
+  bad->set_remote_guid(0x2002);
+  bad->set_remote_port(7);
+  bad->set_verdict("errors");
+  bad->add_evidence("1,234 symbol errors on leaf07[12] during round 1 = 4,442/h (threshold 120/h)");
+  auto* ok = rep.add_links();
+  ok->set_link("leaf01[3] <-> spine01[1]");
+  ok->set_verdict("ok");
+  auto suites = junitFromReport(rep, "c:1");
+  ASSERT_EQ(suites.size(), 2u);
+  const JUnitSuite& fab = suites[1];
+  EXPECT_EQ(fab.name, "s-9 fabric");
+  ASSERT_EQ(fab.cases.size(), 2u);
+  EXPECT_EQ(fab.cases[0].classname, "gdrmesh.fabric");
+  EXPECT_EQ(fab.cases[0].name, "leaf07[12] <-> spine02[7]");
+  EXPECT_EQ(fab.cases[0].outcome, JUnitCase::Outcome::kFail);
+  EXPECT_NE(fab.cases[0].message.find("1,234 symbol errors"), std::string::npos);
+  EXPECT_NE(fab.cases[0].system_out.find("leaf07 port 12 (0x0000000000001007)"), std::string::npos);
+  EXPECT_NE(fab.cases[0].system_out.find("spine02 port 7 (0x0000000000002002)"), std::string::npos);
+  EXPECT_EQ(fab.cases[1].outcome, JUnitCase::Outcome::kPass);
+  const std::string xml = renderJUnit(suites);
+  EXPECT_NE(xml.find("failures=\"1\""), std::string::npos) << xml;
+}
+
 }  // namespace
 }  // namespace gdrmesh::cli

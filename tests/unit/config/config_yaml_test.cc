@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace gdrmesh {
@@ -305,6 +306,39 @@ TEST(ConfigYaml, PairsAndListsParse) {
   EXPECT_EQ(s.pairs[1].second.device, "");
   EXPECT_EQ(s.hosts.size(), 4u);
   EXPECT_EQ(s.direction, SweepDirection::kBoth);
+}
+
+// Issue #20: the fabric reader, the reset permission (off unless given) and the counters'
+// thresholds as rates over their defaults; a bad rate or counter names the key and the fix.
+TEST(ConfigYaml, FabricReaderAndCounterThresholds) {
+  auto plain = parseClusterConfig("fabric: f.json\n", "t.yaml");
+  ASSERT_TRUE(plain.ok()) << plain.status().toString();
+  EXPECT_TRUE(plain->fabric_reader.empty());
+  EXPECT_FALSE(plain->fabric_counters_reset);
+  EXPECT_EQ(plain->fabric_thresholds.size(), defaultCounterThresholds().size());
+  auto c = parseClusterConfig(
+      "fabric: f.json\nfabric_reader: ib01\nfabric_counters_reset: true\n"
+      "fabric_thresholds:\n  SymbolErrorCounter: 30/min\n  PortXmitWait: 5000\n",
+      "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_EQ(c->fabric_reader, "ib01");
+  EXPECT_TRUE(c->fabric_counters_reset);
+  std::map<std::string, CounterThreshold> by;
+  for (const auto& t : c->fabric_thresholds) by[t.counter] = t;
+  EXPECT_EQ(by.size(), defaultCounterThresholds().size());  // overridden, not added twice
+  EXPECT_EQ(by["SymbolErrorCounter"].count, 30);
+  EXPECT_EQ(by["SymbolErrorCounter"].per_seconds, 60);
+  EXPECT_EQ(by["PortXmitWait"].count, 5000);
+  EXPECT_EQ(by["PortXmitWait"].per_seconds, 0);
+  EXPECT_EQ(by["LinkDownedCounter"].count, 0);  // the defaults stand
+  auto bad = parseClusterConfig("fabric_thresholds:\n  SymbolErrorCounter: lots/h\n", "t.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().toString().find("fabric_thresholds.SymbolErrorCounter"), std::string::npos)
+      << bad.status().toString();
+  auto data = parseClusterConfig("fabric_thresholds:\n  PortXmitData: 10\n", "t.yaml");
+  ASSERT_FALSE(data.ok());
+  EXPECT_NE(data.status().toString().find("not an error counter"), std::string::npos)
+      << data.status().toString();
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ class MemoryStoreHarness : public StoreHarness {
   HookStateStore& hookState() override { return store_; }
   TestPathStore& paths() override { return store_; }
   FabricHistory& fabric() override { return store_; }
+  LinkCounterStore& linkCounters() override { return store_; }
   bool persistent() const override { return false; }
   Status reopen() override { return unimplemented("in-memory store"); }
 

@@ -46,6 +46,7 @@ class SqliteHarness : public StoreHarness {
   HookStateStore& hookState() override { return *store_; }
   TestPathStore& paths() override { return *store_; }
   FabricHistory& fabric() override { return *store_; }
+  LinkCounterStore& linkCounters() override { return *store_; }
   bool persistent() const override { return true; }
   Status reopen() override {
     store_.reset();
@@ -75,6 +76,7 @@ class MemoryHarness : public StoreHarness {
   HookStateStore& hookState() override { return *store_; }
   TestPathStore& paths() override { return *store_; }
   FabricHistory& fabric() override { return *store_; }
+  LinkCounterStore& linkCounters() override { return *store_; }
   bool persistent() const override { return false; }
   Status reopen() override { return unimplemented("in-memory store"); }
 

@@ -3,9 +3,10 @@
 // interface of store.h is called by it (store_contract_test.cc: results, workers, sweeps,
 // schedule runs; store_contract_verdicts_test.cc: sweep reports; store_contract_aggregates_test.cc:
 // test markers, aggregates, pair history, retention, actions; store_contract_paths_test.cc: tests'
-// paths through the fabric; store_contract_fabric_test.cc: the fabric's history). Instantiated
-// for SQLite (file and
-// memory, sqlite_store_test.cc) and the MemoryStore of tests/support (memory_store_test.cc).
+// paths through the fabric; store_contract_fabric_test.cc: the fabric's history;
+// store_contract_link_counters_test.cc: port counters and link verdicts). Instantiated for SQLite
+// (file and memory, sqlite_store_test.cc) and the MemoryStore of tests/support
+// (memory_store_test.cc).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -30,6 +31,7 @@ class StoreHarness {
   virtual HookStateStore& hookState() = 0;
   virtual TestPathStore& paths() = 0;
   virtual FabricHistory& fabric() = 0;
+  virtual LinkCounterStore& linkCounters() = 0;
   // False for stores that keep nothing across a reopen (the reopen test is skipped).
   virtual bool persistent() const = 0;
   // Closes the store and opens the same storage again.
@@ -59,6 +61,7 @@ class ResultStoreContractTest : public ::testing::TestWithParam<StoreFactory> {
   HookStateStore& hookState() { return harness_->hookState(); }
   TestPathStore& paths() { return harness_->paths(); }
   FabricHistory& fabric() { return harness_->fabric(); }
+  LinkCounterStore& linkCounters() { return harness_->linkCounters(); }
   std::unique_ptr<StoreHarness> harness_;
 };
 

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Port counters around a sweep's rounds, end to end (ctest label `fabric`, tests/fabric/README.md):
+# a fat tree served by ibsim and routed by OpenSM, discovered with `gdrmesh fabric discover
+# --save`; a real coordinator with `--fabric` and `fabric_reader: reader` in its config; one real
+# worker `reader` under umad2sim (it reads the switch ports' PortCounters through ibsim) and
+# simulated workers named after the fabric's hosts. A one-round sweep between two hosts of
+# different leaves; while it is held (the simulated workers stopped with SIGSTOP once the reader
+# has read the counters before the round), ibsim's console raises the up-link's
+# SymbolErrorCounter (`PerformanceSet "leaf"[port] PortCounters.SymbolErrorCounter=N`), checked
+# with perfquery before the workers go on. The report must give that link the verdict "errors",
+# name it as the top suspect with the counters' evidence, and store the change as a row.
+#
+#   run_fabric_counters.sh GDRMESH GEN_ARGS...   e.g. run_fabric_counters.sh build/cli/gdrmesh --levels 2 --hosts 16
+#
+# Exit 77 (ctest: skipped) with the reason when ibsim, OpenSM or infiniband-diags are missing.
+# Waits are for events (a line in a log, a file, a counter read back), each bounded.
+set -euo pipefail
+gdrmesh="$1"
+shift
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+skip() { echo "SKIPPED: $*"; exit 77; }
+for tool in ibsim opensm perfquery python3 sqlite3; do
+  command -v "$tool" >/dev/null || skip "$tool is not installed (deploy/install-deps.sh installs ibsim-utils opensm infiniband-diags)"
+done
+umad2sim="$(dpkg -L libumad2sim0 2>/dev/null | grep '/libumad2sim.so$' | head -1 || true)"
+[[ -n "$umad2sim" && -f "$umad2sim" ]] || skip "libumad2sim.so not found (package libumad2sim0, with ibsim-utils)"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/gdrmesh-fabric-counters.XXXXXX")"
+sim_pid="" coord_pid="" workers_pid="" reader_pid="" sweep_pid=""
+cleanup() {
+  # Only the processes this script started; stopped workers are continued first.
+  [[ -n "$workers_pid" ]] && kill -CONT "$workers_pid" 2>/dev/null || true
+  for p in "$sweep_pid" "$workers_pid" "$reader_pid" "$coord_pid" "$sim_pid"; do
+    [[ -n "$p" ]] && kill "$p" 2>/dev/null || true
+  done
+  for p in "$sweep_pid" "$workers_pid" "$reader_pid" "$coord_pid" "$sim_pid"; do
+    [[ -n "$p" ]] && wait "$p" 2>/dev/null || true
+  done
+  if [[ -n "${GDRMESH_FABRIC_KEEP_DIR:-}" ]]; then echo "kept: $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+fail() {
+  echo "FAILED: $*"
+  for f in coordinator.log reader.log workers.log sweep.err; do
+    [[ -f "$work/$f" ]] && { echo "--- $f (last lines)"; tail -20 "$work/$f"; }
+  done
+  exit 1
+}
+await() {
+  local what="$1" tries="$2"
+  shift 2
+  for _ in $(seq 1 "$tries"); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  fail "$what"
+}
+
+python3 "$here/gen_fat_tree.py" "$@" >"$work/net"
+hosts=$(grep -c '^Hca' "$work/net")
+first_host=$(grep -m1 '^Hca' "$work/net" | sed 's/.*"\(h[0-9]*\)".*/\1/')
+echo "fabric: $* -> $hosts hosts"
+
+export IBSIM_SOCKNAME="gdrmesh-fabric-counters-$$"
+mkfifo "$work/console"
+ibsim -s -N 4096 -S 1024 -P 16384 "$work/net" <"$work/console" >"$work/ibsim.log" 2>&1 &
+sim_pid=$!
+exec 9>"$work/console"
+await "ibsim ready within 30 s" 300 grep -q "Network simulator ready" "$work/ibsim.log"
+sim_env=(env SIM_HOST="$first_host" LD_PRELOAD="$umad2sim" OSM_TMP_DIR="$work" OSM_CACHE_DIR="$work")
+"${sim_env[@]}" opensm -o -R ftree -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || {
+  tail -20 "$work/opensm.log"; fail "opensm"; }
+"${sim_env[@]}" "$gdrmesh" fabric discover --save "$work/fabric.json" -o json >/dev/null \
+  2>"$work/discover.err" || { cat "$work/discover.err"; fail "gdrmesh fabric discover"; }
+
+# The pair: the first host and the first host of another leaf; the planted port: the up-link
+# its path leaves the first leaf by (read from the LFTs by `gdrmesh fabric path`).
+read -r src dst leaf port leaf_lid < <(python3 - "$work/fabric.json" "$gdrmesh" <<'PY'
+import json, subprocess, sys
+f = json.load(open(sys.argv[1]))
+switches = {s["name"]: s for s in f["switches"]}
+leaf_of = {}  # node description ("h0001 mlx5_0") -> its leaf
+for s in f["switches"]:
+    for p in s["ports"]:
+        node = p.get("remote", {}).get("node", "")
+        if node and node not in switches:
+            leaf_of[node] = s["name"]
+hosts = sorted(leaf_of)
+src = hosts[0]
+dst = next(h for h in hosts if leaf_of[h] != leaf_of[src])
+path = json.loads(subprocess.check_output([sys.argv[2], "fabric", "path", sys.argv[1], src, dst,
+                                           "-o", "json"]))
+hop = path[0]["hops"][0]
+print(src.split(" ")[0], dst.split(" ")[0], hop["switch"], hop["out_port"],
+      switches[hop["switch"]]["lid"])
+PY
+)
+[[ -n "$leaf" && -n "$port" ]] || fail "no path from $src to $dst"
+echo "pair $src -> $dst leaves $leaf by port $port (LID $leaf_lid)"
+
+export GDRMESH_INSECURE=1
+printf 'fabric_reader: reader\nfabric_thresholds:\n  SymbolErrorCounter: 120/h\n' >"$work/cluster.yaml"
+"$gdrmesh" coordinator --insecure --listen 127.0.0.1:0 --db "$work/r.db" --port-file "$work/port" \
+  --heartbeat-ms 2000 --fabric "$work/fabric.json" --config "$work/cluster.yaml" \
+  >"$work/coordinator.log" 2>&1 &
+coord_pid=$!
+await "coordinator port file within 30 s" 300 test -s "$work/port"
+addr="127.0.0.1:$(cat "$work/port")"
+# The reader: a real worker whose management port is ibsim's (umad2sim).
+"${sim_env[@]}" "$gdrmesh" worker --coordinator "$addr" --name reader --no-verbs --no-cuda \
+  --insecure >"$work/reader.log" 2>&1 &
+reader_pid=$!
+"$gdrmesh" worker --simulate "$hosts" --sim-fabric "$work/fabric.json" --sim-bandwidth-gbps 100 \
+  --sim-test-ms 1 --coordinator "$addr" >"$work/workers.log" 2>&1 &
+workers_pid=$!
+online() {
+  [[ $(GDRMESH_COORDINATOR="$addr" "$gdrmesh" workers -o json 2>/dev/null | grep -c '"state": "online"' || true) -ge $((hosts + 1)) ]]
+}
+await "$hosts simulated workers and the reader online within 60 s" 600 online
+
+# Hold the round: the simulated workers stop; the sweep reads the counters before its round and
+# waits for its tests.
+kill -STOP "$workers_pid"
+GDRMESH_COORDINATOR="$addr" "$gdrmesh" sweep run --pattern all-pairs --hosts "$src,$dst" \
+  --size 64KiB --iters 10 -o json >"$work/sweep.json" 2>"$work/sweep.err" &
+sweep_pid=$!
+await "the reader read the counters before the round within 60 s" 600 \
+  grep -q "round 0: counters of [0-9]* switch ports read before it by reader$" "$work/coordinator.log"
+echo "PerformanceSet \"$leaf\"[$port] PortCounters.SymbolErrorCounter=1234" >&9
+read_back() {
+  "${sim_env[@]}" perfquery "$leaf_lid" "$port" 2>/dev/null | grep -Eq 'SymbolErrorCounter:\.*1234$'
+}
+await "ibsim applied PerformanceSet within 30 s (perfquery $leaf_lid $port)" 300 read_back
+kill -CONT "$workers_pid"
+rc=0
+wait "$sweep_pid" || rc=$?
+sweep_pid=""
+[[ $rc -le 1 ]] || { cat "$work/sweep.err"; fail "sweep run exited $rc"; }
+id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["progress"]["id"])' "$work/sweep.json")
+GDRMESH_COORDINATOR="$addr" "$gdrmesh" sweep show "$id" -o json >"$work/report.json" \
+  2>"$work/report.err" || true
+python3 - "$work/report.json" "$leaf" "$port" <<'PY' || fail "the report does not name $leaf[$port] with its symbol errors"
+import json, sys
+r = json.load(open(sys.argv[1]))
+leaf, port = sys.argv[2], sys.argv[3]
+end = "%s[%s]" % (leaf, port)
+links = r.get("links", [])
+for l in links:
+    print("link %s: %s %s" % (l["link"], l["verdict"], "; ".join(l.get("evidence", []))))
+bad = [l for l in links if l["verdict"] != "ok"]
+sus = r.get("suspects", [])
+top = sus[0] if sus else {}
+print("top suspect: %s %s (score %s)" % (top.get("kind"), top.get("name"), top.get("score")))
+for e in top.get("evidence", []):
+    print("  " + e)
+ok = len(bad) == 1 and end in bad[0]["link"] and bad[0]["verdict"] == "errors"
+ok = ok and len(links) > 1
+ok = ok and top.get("kind") == "link" and end in top.get("name", "")
+ok = ok and any(("1,234 symbol errors on %s during round 0" % end) in e for e in top.get("evidence", []))
+ok = ok and any("/h (threshold 120/h)" in e for e in top.get("evidence", []))
+sys.exit(0 if ok else 1)
+PY
+rows=$(sqlite3 "file:$work/r.db?mode=ro" "SELECT delta FROM link_counter_deltas WHERE sweep_id = '$id' \
+  AND counter = 'SymbolErrorCounter' AND switch_name = '$leaf' AND port = $port")
+echo "stored: SymbolErrorCounter of $leaf[$port] in round 0: $rows"
+[[ "$rows" == "1234" ]] || fail "the change was not stored as a row (got '$rows')"
+exit 0
