@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <utility>
 
 #include "common/limits.h"
+#include "common/sync/mutex.h"
 #include "common/units.h"
 #include "coordinator/orchestrator/judge.h"
 #include "coordinator/orchestrator/localiser.h"
@@ -47,7 +47,7 @@ SweepReports::SweepReports(SweepDeps deps, SweepBoard& board)
 
 Result<SweepProgress> SweepReports::progress(const std::string& id) {
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     auto it = board_.recent.find(id);
     if (it != board_.recent.end()) return board_.snapshot(*it->second);
   }
@@ -59,7 +59,7 @@ Result<SweepProgress> SweepReports::progress(const std::string& id) {
 Result<SweepProgress> SweepReports::progressOf(const std::string& id,
                                                const std::optional<SweepRecord>& rec) {
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     auto it = board_.recent.find(id);
     if (it != board_.recent.end()) return board_.snapshot(*it->second);
   }
@@ -192,7 +192,7 @@ Result<SweepReportData> SweepReports::report(const std::string& id, const SweepR
     GDR_RETURN_IF_ERROR(readReport(**rec, query, &d));
   }
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     auto it = board_.recent.find(id);
     if (it != board_.recent.end() && d.notes.empty()) d.notes = it->second->notes;
   }
@@ -272,7 +272,7 @@ Result<std::vector<SweepProgress>> SweepReports::list(uint32_t limit) {
   std::vector<SweepProgress> out(recs.size());
   std::vector<size_t> stored;  // sweeps this coordinator has not run: counted by the store
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     for (size_t i = 0; i < recs.size(); ++i) {
       auto it = board_.recent.find(recs[i].id);
       if (it != board_.recent.end()) {
@@ -296,7 +296,7 @@ Result<std::vector<SweepProgress>> SweepReports::list(uint32_t limit) {
 }
 
 bool SweepReports::runningHere(const std::string& id) {
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   auto it = board_.recent.find(id);
   return it != board_.recent.end() && SweepBoard::visibleState(*it->second) == SweepState::kRunning;
 }

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string_view>
@@ -13,6 +12,7 @@
 #include "common/capabilities.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/sync/mutex.h"
 #include "common/units.h"
 #include "coordinator/orchestrator/judge.h"
 #include "coordinator/orchestrator/localiser.h"
@@ -26,10 +26,10 @@ namespace {
 
 std::string newSweepId(int64_t unix_ms) {
   static std::mt19937 rng{std::random_device{}()};
-  static std::mutex mu;
+  static Mutex mu;
   uint32_t r;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     r = rng() & 0xffff;
   }
   char buf[8];
@@ -287,7 +287,7 @@ void SweepRunner::checkpoint(const std::shared_ptr<LiveSweep>& s, bool final) {
   SweepRecord rec;
   std::vector<SweepTestStart> starts;
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     rec = recordOf(*s);
     for (const auto& [idx, tid] : s->in_flight) {
       if (!s->marked.insert(idx).second) continue;
@@ -351,7 +351,7 @@ Status SweepRunner::storeReport(const LiveSweep& s) {
 
 bool SweepRunner::begin(const std::shared_ptr<LiveSweep>& s) {
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     if (board_.stopping) return false;
     s->state = SweepState::kRunning;
     if (s->started_ms == 0) s->started_ms = deps_.clock.unixMs();
@@ -371,13 +371,14 @@ void SweepRunner::awaitHosts(const std::shared_ptr<LiveSweep>& s) {
   // (on the clock) before their tests would end as "offline". Each registration is a directory
   // event that wakes the wait.
   const WorkerDirectory::WatchId watch = deps_.workers.watch([this](const std::string&) {
-    { std::lock_guard<std::mutex> wake(board_.mu); }  // the waiter waits or has not looked yet
+    { MutexLock wake(board_.mu); }  // the waiter waits or has not looked yet
     board_.cv.notify_all();
   });
   {
-    std::unique_lock<std::mutex> lock(board_.mu);
+    UniqueLock lock(board_.mu);
     (void)waitUntil(
-        deps_.clock, lock, board_.cv, deps_.clock.after(options_.resume_wait_seconds), [&] {
+        deps_.clock, lock.native(), board_.cv, deps_.clock.after(options_.resume_wait_seconds),
+        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board_.mu) {
           if (board_.stopping || s->cancel_requested) return true;
           return std::all_of(s->hosts.begin(), s->hosts.end(), [&](const std::string& h) {
             auto w = deps_.workers.get(h);
@@ -406,7 +407,7 @@ bool SweepRunner::replan(const std::shared_ptr<LiveSweep>& s) {
           std::to_string(s->plan_size) + " it was made with (the hosts' NICs changed?)";
   }
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     if (why.empty()) {
       s->plan = std::move(*plan);
       s->plan_size = s->plan.size();
@@ -439,7 +440,7 @@ ExecutorTasks SweepRunner::tasksOf(const std::shared_ptr<LiveSweep>& s, size_t f
   {
     // One allocation for the run's rows: growing by doubling copies every row once more per
     // doubling, on the executor's callbacks.
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     s->rows.reserve(s->rows.size() + pending->size());
   }
   ExecutorTasks tasks;
@@ -463,7 +464,7 @@ void SweepRunner::runTasks(const std::shared_ptr<LiveSweep>& s, size_t from) {
   eo.retries = s->spec.retries;
   Executor ex(deps_.workers, deps_.clock, eo);
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     s->executor = &ex;
     if (s->cancel_requested || board_.stopping) ex.cancel();
   }
@@ -476,12 +477,12 @@ void SweepRunner::runTasks(const std::shared_ptr<LiveSweep>& s, size_t from) {
   ticks.ref().run([&] { tick_timer = scheduleTick(ticks.ref(), &tick_timer, s); });
   ExecutorCallbacks cb;
   cb.on_start = [&](int index, const std::string& test_id) {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     s->in_flight[index] = test_id;
   };
   cb.on_result = [&](int index, const TestResult& r) {
     deps_.writer.submit(r);
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     s->in_flight.erase(index);
     s->done.insert(index);
     s->rows.add(r, isRetestResult(r, s->plan_size));
@@ -492,7 +493,7 @@ void SweepRunner::runTasks(const std::shared_ptr<LiveSweep>& s, size_t from) {
   ex.run(std::move(tasks), cb);
   ticks.close();
   deps_.clock.cancel(tick_timer);
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   s->executor = nullptr;
 }
 
@@ -511,7 +512,7 @@ void SweepRunner::runRetests(const std::shared_ptr<LiveSweep>& s) {
   std::map<std::string_view, int32_t> plan_index_of;
   for (const auto& r : rows) plan_index_of.emplace(rows.testId(r), r.plan_index);
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     for (auto& t : retests) {
       int tmpl = s->template_of.empty() ? 0 : s->template_of.front();
       auto it = plan_index_of.find(t.retest_of);
@@ -604,7 +605,7 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
   const std::vector<BlamedLink> blamed = fabricEnd(*s, rows, verdicts, &fabric_notes);
   const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, s->config, located.noise_rows);
   if (options_.on_end) ending->passing = passingWorkers(rows, verdicts);
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   s->verdicts = std::move(verdicts);
   s->verdict_counts = {};
   for (VerdictKind k : s->verdicts.kind) s->verdict_counts.add(k);
@@ -623,7 +624,7 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
 
 void SweepRunner::logEnd(const std::shared_ptr<LiveSweep>& s) {
   // The sweep's end and its suspects, in the log (an operator's first look).
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   const ComponentLog log = sweepRunLog(deps_.clock);
   log.info("sweep " + s->id + " " + toString(s->state) + ": verdict " + s->verdict +
                (s->reason.empty() ? "" : " (" + s->reason + ")") + "; " +
@@ -644,7 +645,7 @@ void SweepRunner::tellEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding endin
   if (!options_.on_end) return;
   ending.cluster_hosts = deps_.workers.list().size();  // the directory's lock, without mu
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     ending.sweep_id = s->id;
     ending.state = s->state;
     ending.verdict = s->verdict;
@@ -653,7 +654,7 @@ void SweepRunner::tellEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding endin
     ending.suspects = s->suspects;
   }
   std::vector<std::string> lines = options_.on_end(ending);
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   s->notes.insert(s->notes.end(), lines.begin(), lines.end());
 }
 
@@ -664,7 +665,7 @@ void SweepRunner::run(const std::shared_ptr<LiveSweep>& s) {
   runTasks(s, 0);
   bool cancelled;
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     cancelled = s->cancel_requested || board_.stopping;
   }
   if (!cancelled && s->spec.localise) runRetests(s);
@@ -678,7 +679,7 @@ void SweepRunner::run(const std::shared_ptr<LiveSweep>& s) {
   // the verdicts and suspects. Seen at 1024 hosts: a follower woken by the 100 ms progress
   // tick read the end while the 100 MB report was still being written, and fetched no verdicts.
   checkpoint(s, true);
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   s->report_pending = false;
   // The stored report holds the verdicts from now on; an ended sweep keeps only its progress.
   s->rows = JudgeRows{};
