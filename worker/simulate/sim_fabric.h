@@ -11,12 +11,12 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/fabric/fabric.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 
@@ -48,8 +48,9 @@ class SimFabric {
 
   const fabric::Fabric fabric_;
   const std::vector<SimBadPort> bad_;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, double> traced_;  // "src/nic>dst/nic" -> factor; guarded by mu_
+  mutable Mutex mu_;
+  mutable std::map<std::string, double> traced_
+      ABSL_GUARDED_BY(mu_);  // "src/nic>dst/nic" -> factor
 };
 
 // "leaf01[17]:0.25" (the part after `port:`) -> a bad port. Errors name the spec.
