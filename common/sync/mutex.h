@@ -42,10 +42,6 @@ class ABSL_LOCKABLE Mutex {
 
   void lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
   void unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
-  bool try_lock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) { return mu_.try_lock(); }
-  // Tells the analysis the calling thread holds this mutex where it cannot see the lock taken
-  // (a callback that its caller runs with the lock held). Checks nothing at run time.
-  void assertHeld() const ABSL_ASSERT_EXCLUSIVE_LOCK() {}
 
   // The std::mutex itself, for UniqueLock; not for locking directly (the analysis would not
   // see it).

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/sweep_report_rows.h"
 #include "tests/unit/orchestrator/sweep_rig.h"
 
@@ -148,7 +149,7 @@ TEST(SweepReports, ASweepWhoseReportIsBeingStoredShowsRunningAndNoReport) {
   live->report_pending = true;
   live->notes = {"live note"};
   {
-    std::lock_guard<std::mutex> lock(c.board.mu);
+    MutexLock lock(c.board.mu);
     c.board.recent[kId] = live;
   }
   auto d = c.reports.report(kId);
@@ -158,7 +159,7 @@ TEST(SweepReports, ASweepWhoseReportIsBeingStoredShowsRunningAndNoReport) {
   EXPECT_TRUE(d->suspects.empty());
   EXPECT_EQ(d->notes, std::vector<std::string>{"live note"});
   {
-    std::lock_guard<std::mutex> lock(c.board.mu);
+    MutexLock lock(c.board.mu);
     live->report_pending = false;
   }
   d = c.reports.report(kId);
