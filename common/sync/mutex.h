@@ -69,7 +69,7 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
 class ABSL_SCOPED_LOCKABLE UniqueLock {
  public:
   explicit UniqueLock(Mutex& mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : lock_(mu.native()) {}
-  ~UniqueLock() ABSL_UNLOCK_FUNCTION() {}
+  ~UniqueLock() ABSL_UNLOCK_FUNCTION() = default;
   UniqueLock(const UniqueLock&) = delete;
   UniqueLock& operator=(const UniqueLock&) = delete;
 
