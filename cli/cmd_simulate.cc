@@ -8,7 +8,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "cli/worker_setup.h"
 #include "common/fabric/fabric.h"
 #include "common/log.h"
+#include "common/sync/mutex.h"
 #include "worker/simulate/sim_workers.h"
 
 namespace gdrmesh::cli {
@@ -243,11 +243,11 @@ int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
     return kExitUsage;
   }
 
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   bool stop = false;
   TerminationSignalThread signals([&] {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     stop = true;
     cv.notify_all();
   });
@@ -255,9 +255,9 @@ int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
   // Progress: once all have registered, then a line whenever the figures change.
   bool all_in = false;
   SimStats last;
-  std::unique_lock<std::mutex> lock(mu);
+  UniqueLock lock(mu);
   while (!stop) {
-    cv.wait_for(lock, all_in ? std::chrono::seconds(10) : std::chrono::milliseconds(200));
+    cv.wait_for(lock.native(), all_in ? std::chrono::seconds(10) : std::chrono::milliseconds(200));
     SimStats s = sims.stats();
     if (!all_in && s.ever_registered == c.count) {
       all_in = true;

@@ -10,12 +10,12 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/sync/mutex.h"
 #include "common/units.h"
 #include "security/grpc_tls.h"
 
@@ -234,10 +234,10 @@ FollowOutcome followSweep(pb::ControlService::Stub& stub, const std::string& id,
   int empty_streams = 0;
   while (true) {
     grpc::ClientContext ctx;
-    std::mutex mu;
+    Mutex mu;
     bool done = false;
     SignalWatcher watcher([&] {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       if (!done) ctx.TryCancel();
     });
     pb::SweepIdRequest req;
@@ -261,7 +261,7 @@ FollowOutcome followSweep(pb::ControlService::Stub& stub, const std::string& id,
     out.status = reader->Finish();
     if (reached) out.status = grpc::Status::OK;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       done = true;
     }
     if (watcher.fired()) {

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "common/sync/mutex.h"
+
 namespace gdrmesh {
 namespace {
 
@@ -27,7 +29,7 @@ SystemClock::SystemClock() : thread_([this] { loop(); }) {}
 
 SystemClock::~SystemClock() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -41,7 +43,7 @@ int64_t SystemClock::unixMs() const {
 }
 
 Clock::TimerId SystemClock::schedule(TimePoint when, std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   TimerId id = next_id_++;
   const bool earliest = timers_.empty() || when < timers_.begin()->first;
   timers_.emplace(when, std::make_pair(id, std::move(fn)));
@@ -51,15 +53,15 @@ Clock::TimerId SystemClock::schedule(TimePoint when, std::function<void()> fn) {
 }
 
 bool SystemClock::cancel(TimerId id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return eraseTimer(timers_, by_id_, id);
 }
 
 void SystemClock::loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   while (!stop_) {
     if (timers_.empty()) {
-      cv_.wait(lock);
+      cv_.wait(lock.native());
       continue;
     }
     auto first = timers_.begin();
@@ -67,7 +69,7 @@ void SystemClock::loop() {
       // A copy: wait_until reads the deadline again after it wakes, by which time a cancel()
       // on another thread may have erased the timer that held it (found by AddressSanitizer).
       const TimePoint due = first->first;
-      cv_.wait_until(lock, due);
+      cv_.wait_until(lock.native(), due);
       continue;
     }
     auto fn = std::move(first->second.second);
@@ -80,17 +82,17 @@ void SystemClock::loop() {
 }
 
 Clock::TimePoint ManualClock::now() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return TimePoint{} + elapsed_;
 }
 
 int64_t ManualClock::unixMs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return unix_start_ms_ + std::chrono::duration_cast<std::chrono::milliseconds>(elapsed_).count();
 }
 
 Clock::TimerId ManualClock::schedule(TimePoint when, std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   TimerId id = next_id_++;
   timers_.emplace(when, std::make_pair(id, std::move(fn)));
   by_id_[id] = when;
@@ -98,20 +100,20 @@ Clock::TimerId ManualClock::schedule(TimePoint when, std::function<void()> fn) {
 }
 
 bool ManualClock::cancel(TimerId id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return eraseTimer(timers_, by_id_, id);
 }
 
 void ManualClock::advance(Duration d) {
   TimePoint target;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     target = TimePoint{} + elapsed_ + d;
   }
   for (;;) {
     std::function<void()> fn;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto first = timers_.begin();
       if (first == timers_.end() || first->first > target) {
         elapsed_ = target - TimePoint{};
@@ -132,13 +134,13 @@ void ManualClock::setUnixMs(int64_t ms) {
   if (ms > now_ms) {
     advance(std::chrono::milliseconds(ms - now_ms));
   } else {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     unix_start_ms_ -= now_ms - ms;
   }
 }
 
 size_t ManualClock::pendingTimers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return timers_.size();
 }
 

@@ -15,6 +15,8 @@
 #include <thread>
 #include <utility>
 
+#include "common/sync/mutex.h"
+
 namespace gdrmesh {
 
 class Clock {
@@ -53,12 +55,12 @@ class SystemClock final : public Clock {
 
  private:
   void loop();
-  std::mutex mu_;  // guards timers_, by_id_, next_id_, stop_
+  Mutex mu_;
   std::condition_variable cv_;
-  std::multimap<TimePoint, std::pair<TimerId, std::function<void()>>> timers_;
-  std::map<TimerId, TimePoint> by_id_;
-  TimerId next_id_ = 1;
-  bool stop_ = false;
+  std::multimap<TimePoint, std::pair<TimerId, std::function<void()>>> timers_ ABSL_GUARDED_BY(mu_);
+  std::map<TimerId, TimePoint> by_id_ ABSL_GUARDED_BY(mu_);
+  TimerId next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
@@ -81,12 +83,12 @@ class ManualClock final : public Clock {
   size_t pendingTimers() const;
 
  private:
-  mutable std::mutex mu_;  // guards all below
-  Duration elapsed_{0};
-  int64_t unix_start_ms_;
-  std::multimap<TimePoint, std::pair<TimerId, std::function<void()>>> timers_;
-  std::map<TimerId, TimePoint> by_id_;
-  TimerId next_id_ = 1;
+  mutable Mutex mu_;
+  Duration elapsed_ ABSL_GUARDED_BY(mu_){0};
+  int64_t unix_start_ms_ ABSL_GUARDED_BY(mu_);
+  std::multimap<TimePoint, std::pair<TimerId, std::function<void()>>> timers_ ABSL_GUARDED_BY(mu_);
+  std::map<TimerId, TimePoint> by_id_ ABSL_GUARDED_BY(mu_);
+  TimerId next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 // Waits on `cv` (with `lock` held on the mutex that guards what `pred` reads) until `pred()` is
@@ -95,15 +97,18 @@ class ManualClock final : public Clock {
 // The timer's callback takes `lock`'s mutex, so whoever moves a ManualClock must not hold it.
 // Safe however the timer and the wait race: once this returns the callback touches neither the
 // mutex nor `cv`.
+// With a gdrmesh::UniqueLock (common/sync/mutex.h), pass lock.native() and declare `pred` with
+// ABSL_EXCLUSIVE_LOCKS_REQUIRED(<its mutex>); this function calls it only with the lock held,
+// which the analysis cannot follow through a std::unique_lock, hence no analysis here.
 template <class Pred>
 bool waitUntil(Clock& clock, std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-               Clock::TimePoint deadline, Pred pred) {
+               Clock::TimePoint deadline, Pred pred) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (pred()) return true;
   if (clock.now() >= deadline) return pred();
   struct Alarm {
-    std::mutex gate;     // held by the callback while it touches mu/cv; and to set gone
-    bool gone = false;   // guarded by gate: the waiter returned
-    bool fired = false;  // guarded by the waiter's mutex
+    Mutex gate;                               // held by the callback while it touches mu/cv
+    bool gone ABSL_GUARDED_BY(gate) = false;  // the waiter returned
+    bool fired = false;                       // guarded by the waiter's mutex
     std::mutex* mu;
     std::condition_variable* cv;
   };
@@ -111,7 +116,7 @@ bool waitUntil(Clock& clock, std::unique_lock<std::mutex>& lock, std::condition_
   alarm->mu = lock.mutex();
   alarm->cv = &cv;
   const Clock::TimerId id = clock.schedule(deadline, [alarm] {
-    std::lock_guard<std::mutex> g(alarm->gate);
+    MutexLock g(alarm->gate);
     if (alarm->gone) return;
     {
       std::lock_guard<std::mutex> l(*alarm->mu);
@@ -122,11 +127,11 @@ bool waitUntil(Clock& clock, std::unique_lock<std::mutex>& lock, std::condition_
   // A clock moved past the deadline between the check above and the timer's scheduling (a
   // ManualClock runs a past-due timer only at its next advance): the wait is over.
   if (clock.now() >= deadline) alarm->fired = true;
-  cv.wait(lock, [&] { return alarm->fired || pred(); });
+  cv.wait(lock, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return alarm->fired || pred(); });
   const bool result = pred();
   lock.unlock();
   if (!clock.cancel(id)) {
-    std::lock_guard<std::mutex> g(alarm->gate);  // a callback running now finishes first
+    MutexLock g(alarm->gate);  // a callback running now finishes first
     alarm->gone = true;
   }
   lock.lock();

@@ -8,8 +8,9 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <utility>
+
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 
@@ -20,7 +21,7 @@ class Lifeline {
     // Runs `body` if the owner is open, holding the line while it runs; false when closed.
     template <typename F>
     bool run(F&& body) const {
-      std::lock_guard<std::mutex> lock(state_->mu);
+      MutexLock lock(state_->mu);
       if (!state_->open) return false;
       std::forward<F>(body)();
       return true;
@@ -29,8 +30,8 @@ class Lifeline {
    private:
     friend class Lifeline;
     struct State {
-      std::mutex mu;
-      bool open = true;
+      Mutex mu;
+      bool open ABSL_GUARDED_BY(mu) = true;
     };
     explicit Ref(std::shared_ptr<State> s) : state_(std::move(s)) {}
     std::shared_ptr<State> state_;
@@ -44,7 +45,7 @@ class Lifeline {
   Ref ref() const { return Ref(state_); }
   // After it returns no body runs again; waits for one running now.
   void close() {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->open = false;
   }
 

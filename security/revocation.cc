@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "common/sync/mutex.h"
 #include "common/units.h"
 
 namespace gdrmesh {
@@ -41,7 +42,7 @@ Result<std::shared_ptr<RevocationList>> RevocationList::open(const std::string& 
                                                              const std::string& ca_pem,
                                                              Options options) {
   std::shared_ptr<RevocationList> list(new RevocationList(path, ca_pem, std::move(options)));
-  std::lock_guard<std::mutex> lock(list->mu_);
+  MutexLock lock(list->mu_);
   GDR_RETURN_IF_ERROR(list->readState());
   bool rolled_back = false;
   Status state_error;
@@ -200,7 +201,7 @@ void RevocationList::refresh() {
 }
 
 Status RevocationList::check(const CertInfo& cert) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   refresh();
   if (serials_.count(cert.serial) == 0) return {};
   return Status(
@@ -212,13 +213,13 @@ Status RevocationList::check(const CertInfo& cert) {
 }
 
 uint64_t RevocationList::generation() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   refresh();
   return generation_;
 }
 
 size_t RevocationList::size() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return serials_.size();
 }
 

@@ -21,12 +21,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "security/certs.h"
 
 namespace gdrmesh {
@@ -78,23 +78,23 @@ class RevocationList {
     }
   };
   static FileStamp stamp(const std::string& path);
-  Status readState();   // mu_ held
-  Status writeState();  // mu_ held
+  Status readState() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status writeState() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads the file; a list older than newest_ is refused (*rolled_back). A newer one is
   // recorded; *state_error says when that failed (the list is in force all the same).
-  Status load(bool* rolled_back, Status* state_error);  // mu_ held
-  void refresh();                                       // mu_ held
-  void report(const std::string& line);                 // mu_ held
+  Status load(bool* rolled_back, Status* state_error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void refresh() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void report(const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   const std::string ca_pem_;
   const Options options_;
-  std::mutex mu_;
-  FileStamp seen_;                 // guarded by mu_
-  bool missing_ = false;           // guarded by mu_: reported missing, not back yet
-  std::optional<Mark> newest_;     // guarded by mu_: the newest list used (or recorded)
-  std::set<std::string> serials_;  // guarded by mu_
-  uint64_t generation_ = 0;        // guarded by mu_
+  Mutex mu_;
+  FileStamp seen_ ABSL_GUARDED_BY(mu_);
+  bool missing_ ABSL_GUARDED_BY(mu_) = false;        // reported missing, not back yet
+  std::optional<Mark> newest_ ABSL_GUARDED_BY(mu_);  // the newest list used (or recorded)
+  std::set<std::string> serials_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gdrmesh

@@ -14,7 +14,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
+
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 namespace {
@@ -307,7 +308,7 @@ void AcceptGate::stop() {
   per_source_.clear();
   counters_.pending = 0;
   {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
+    MutexLock lock(listeners_mu_);
     for (auto& l : listeners_) {
       if (l.fd >= 0) ::close(l.fd);
       l.fd = -1;
@@ -337,7 +338,7 @@ AcceptGateStats AcceptGate::stats() const {
 }
 
 std::vector<int> AcceptGate::listenerFdsForTesting() const {
-  std::lock_guard<std::mutex> lock(listeners_mu_);
+  MutexLock lock(listeners_mu_);
   std::vector<int> out;
   for (const auto& l : listeners_) out.push_back(l.fd);
   return out;
@@ -657,7 +658,7 @@ void AcceptGate::finishSelfCheck(bool accepted, const std::string& connect_error
 
 void AcceptGate::recreate(Listener& l, const std::string& why) {
   {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
+    MutexLock lock(listeners_mu_);
     if (l.fd >= 0) ::close(l.fd);
     l.fd = -1;
   }
@@ -670,7 +671,7 @@ void AcceptGate::recreate(Listener& l, const std::string& why) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(listeners_mu_);
+    MutexLock lock(listeners_mu_);
     l.fd = *fd;
   }
   l.paused_until = {};

@@ -29,7 +29,6 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +36,7 @@
 #include "common/clock.h"
 #include "common/lifeline.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 
@@ -143,7 +143,7 @@ class AcceptGate {
   size_t max_pending_ = 0;
   size_t max_per_source_ = 0;
   int port_ = 0;
-  mutable std::mutex listeners_mu_;  // guards Listener::fd written by the gate's thread
+  mutable Mutex listeners_mu_;  // guards Listener::fd written by the gate's thread
   std::vector<Listener> listeners_;
   int wake_fd_ = -1;
   int reserve_fd_ = -1;

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 
@@ -163,7 +164,7 @@ Hooks::~Hooks() {
   std::set<Clock::TimerId> timers;
   size_t dropped = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     timers.swap(timers_);
     for (size_t w : waiting_) dropped += w;
@@ -182,7 +183,7 @@ void Hooks::push(Item item) {
 }
 
 void Hooks::onSweepEnd(const SweepEnding& end, const std::vector<std::string>& actions) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const std::set<std::string> before = previous_;
   const std::vector<std::string> events = hookEvents(end, actions, &previous_);
   if (state_ != nullptr && previous_ != before) {
@@ -207,9 +208,10 @@ void Hooks::onSweepEnd(const SweepEnding& end, const std::vector<std::string>& a
 }
 
 void Hooks::loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stopping_ || !ready_.empty(); });
+    cv_.wait(lock.native(),
+             [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !ready_.empty(); });
     if (stopping_) return;
     Item item = std::move(ready_.front());
     ready_.pop_front();
@@ -245,7 +247,7 @@ void Hooks::loop() {
     ++counters_.retried;
     const Clock::TimerId id = clock_.schedule(clock_.after(backoff), [this, ref, held, timer_id] {
       ref.run([&] {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(mu_);
         timers_.erase(*timer_id);
         --busy_;
         push(std::move(*held));
@@ -258,17 +260,18 @@ void Hooks::loop() {
 }
 
 void Hooks::waitIdle() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return ready_.empty() && busy_ == 0; });
+  UniqueLock lock(mu_);
+  cv_.wait(lock.native(),
+           [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return ready_.empty() && busy_ == 0; });
 }
 
 void Hooks::waitCounters(const std::function<bool(const Counters&)>& pred) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return pred(counters_); });
+  UniqueLock lock(mu_);
+  cv_.wait(lock.native(), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pred(counters_); });
 }
 
 Hooks::Counters Hooks::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return counters_;
 }
 

@@ -24,7 +24,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -33,6 +32,7 @@
 #include "common/clock.h"
 #include "common/lifeline.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "coordinator/actions/action_options.h"
 #include "coordinator/actions/command_runner.h"
 #include "coordinator/orchestrator/sweep_types.h"
@@ -95,7 +95,7 @@ class Hooks {
     int tries = 0;
   };
   void loop();
-  void push(Item item);  // mu_ held
+  void push(Item item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::vector<HookOptions> hooks_;
   HookTransport& transport_;
@@ -105,15 +105,17 @@ class Hooks {
 
   Lifeline line_;  // retry timers reach this object only while it is open
 
-  mutable std::mutex mu_;  // guards everything below
+  mutable Mutex mu_;  // guards everything below
   std::condition_variable cv_;
-  std::deque<Item> ready_;
-  std::vector<size_t> waiting_;      // per hook: events queued or waiting for a retry
-  size_t busy_ = 0;                  // being sent, or waiting on a retry timer
-  std::set<Clock::TimerId> timers_;  // retries waiting on the clock
-  std::set<std::string> previous_;   // suspect names of the previous finished sweep
-  Counters counters_;
-  bool stopping_ = false;
+  std::deque<Item> ready_ ABSL_GUARDED_BY(mu_);
+  std::vector<size_t> waiting_
+      ABSL_GUARDED_BY(mu_);               // per hook: events queued or waiting for a retry
+  size_t busy_ ABSL_GUARDED_BY(mu_) = 0;  // being sent, or waiting on a retry timer
+  std::set<Clock::TimerId> timers_ ABSL_GUARDED_BY(mu_);  // retries waiting on the clock
+  std::set<std::string> previous_
+      ABSL_GUARDED_BY(mu_);  // suspect names of the previous finished sweep
+  Counters counters_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -14,10 +14,11 @@
 #include <cstring>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 namespace {
@@ -176,7 +177,7 @@ class RequestGate::Impl {
     wake_read_ = pipefd[0];
     wake_write_ = pipefd[1];
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = false;
     }
     for (size_t i = 0; i < limits_.workers; ++i) workers_.emplace_back([this] { work(); });
@@ -187,7 +188,7 @@ class RequestGate::Impl {
   void stop() {
     if (!loop_.joinable()) return;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
     }
     const char b = 1;
@@ -195,7 +196,7 @@ class RequestGate::Impl {
     loop_.join();  // closes the listening socket and the connections it reads
     std::deque<GatedRequest> unserved;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       unserved.swap(queue_);
     }
     ready_.notify_all();
@@ -208,7 +209,7 @@ class RequestGate::Impl {
   }
 
   size_t connections() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return total_;
   }
 
@@ -284,7 +285,7 @@ class RequestGate::Impl {
       const int n = ::poll(fds.data(), fds.size(), timeout_ms);
       if (n < 0 && errno != EINTR) break;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         if (stopping_) break;
       }
       if (n > 0 && (fds[1].revents & POLLIN) != 0) acceptAll(conns);
@@ -343,7 +344,7 @@ class RequestGate::Impl {
       c.deadline = Clock::now() + limits_.header_timeout;
       int refuse = 0;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         size_t& mine = per_source_[c.peer];
         if (total_ >= limits_.max_connections) {
           refuse = 503;
@@ -428,7 +429,7 @@ class RequestGate::Impl {
 
   void dispatch(Conn&& c) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       queue_.push_back(GatedRequest{c.fd, std::move(c.buf), std::move(c.peer)});
     }
     ready_.notify_one();
@@ -438,8 +439,10 @@ class RequestGate::Impl {
     for (;;) {
       GatedRequest r;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        UniqueLock lock(mu_);
+        ready_.wait(lock.native(), [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_ || !queue_.empty();
+        });
         if (queue_.empty()) return;
         r = std::move(queue_.front());
         queue_.pop_front();
@@ -461,7 +464,7 @@ class RequestGate::Impl {
   }
 
   void forget(const std::string& peer) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     --total_;
     auto it = per_source_.find(peer);
     if (it != per_source_.end() && --it->second == 0) per_source_.erase(it);
@@ -475,12 +478,12 @@ class RequestGate::Impl {
   std::thread loop_;
   std::vector<std::thread> workers_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable ready_;
-  bool stopping_ = false;                     // guarded by mu_
-  std::deque<GatedRequest> queue_;            // guarded by mu_: complete, not yet served
-  size_t total_ = 0;                          // guarded by mu_: connections held, any phase
-  std::map<std::string, size_t> per_source_;  // guarded by mu_
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<GatedRequest> queue_ ABSL_GUARDED_BY(mu_);  // complete, not yet served
+  size_t total_ ABSL_GUARDED_BY(mu_) = 0;                // connections held, any phase
+  std::map<std::string, size_t> per_source_ ABSL_GUARDED_BY(mu_);
 };
 
 RequestGate::RequestGate(RequestGateLimits limits, Serve serve)

@@ -5,6 +5,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "common/sync/mutex.h"
+
 namespace gdrmesh {
 
 std::vector<std::string> resourceKeys(const EndpointSelector& s) {
@@ -44,7 +46,7 @@ size_t Executor::run(std::vector<ExecutorTask> tasks, ExecutorCallbacks callback
 size_t Executor::run(ExecutorTasks tasks, ExecutorCallbacks callbacks) {
   std::vector<size_t> all;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     callbacks_ = std::move(callbacks);
     tasks_ = std::move(tasks);
     slots_.clear();
@@ -86,20 +88,20 @@ size_t Executor::run(ExecutorTasks tasks, ExecutorCallbacks callbacks) {
     dispatch(all);
   }
   kick();
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return endedLocked(); });
+  UniqueLock lock(mu_);
+  cv_.wait(lock.native(), [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return endedLocked(); });
   return static_cast<size_t>(remaining_ - running_);
 }
 
 void Executor::cancel() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   cancelled_ = true;
   blocked_by_cap_.clear();
   cv_.notify_all();
 }
 
 ExecutorProgress Executor::progress() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ExecutorProgress p = progress_;
   p.running = running_;
   p.starting = to_start_.size() + (draining_ ? 1 : 0);
@@ -129,7 +131,7 @@ void Executor::dispatch(const std::vector<size_t>& candidates) {
 }
 
 void Executor::kick() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   if (draining_) return;
   draining_ = true;
   while (!to_start_.empty()) {
@@ -145,7 +147,7 @@ void Executor::kick() {
 void Executor::start(size_t slot) {
   int index;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++slots_[slot].attempts;
     index = slots_[slot].index;
   }
@@ -166,7 +168,7 @@ void Executor::finished(size_t slot, PairTestOutcome outcome) {
   bool report = false;
   int index = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Slot& s = slots_[slot];
     s.running = false;
     --running_;
@@ -202,7 +204,7 @@ void Executor::finished(size_t slot, PairTestOutcome outcome) {
   }
   kick();
   // Last touch of *this: run() may return as soon as the lock is released.
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (report) --remaining_;
   --in_callback_;
   // Only the end wakes run(): a wake per test cost its thread two context switches per test.

@@ -17,13 +17,13 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/pair_spec.h"
 #include "common/result.h"
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/pair_test.h"
 #include "coordinator/orchestrator/worker_channel.h"
 
@@ -97,15 +97,15 @@ class Executor {
     bool finished = false;
   };
   // mu_ held: is the slot at the head of every queue it waits in?
-  bool atHeads(size_t slot) const;
+  bool atHeads(size_t slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // mu_ held: marks startable candidates running and queues them for kick().
-  void dispatch(const std::vector<size_t>& candidates);
+  void dispatch(const std::vector<size_t>& candidates) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts the queued slots. One thread drains at a time, so a test that ends inline (an
   // offline worker) queues the next instead of recursing.
   void kick();
   void start(size_t slot);
   // run()'s end: every slot reported, or cancelled with nothing running; no callback inside.
-  bool endedLocked() const;
+  bool endedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void finished(size_t slot, PairTestOutcome outcome);
 
   WorkerDirectory& workers_;
@@ -113,19 +113,23 @@ class Executor {
   const ExecutorOptions options_;
   ExecutorCallbacks callbacks_;
 
-  mutable std::mutex mu_;  // guards everything below
+  mutable Mutex mu_;  // guards everything below
   std::condition_variable cv_;
+  // Set by run() (under mu_) before any test starts, read-only while they run: start() reads
+  // it without mu_.
   ExecutorTasks tasks_;
-  std::vector<Slot> slots_;
-  std::vector<std::deque<size_t>> queues_;  // resource id -> waiting/running slots
-  std::deque<size_t> to_start_;             // dispatched, not yet started
-  bool draining_ = false;
-  uint64_t running_ = 0;
-  uint64_t remaining_ = 0;
-  uint64_t in_callback_ = 0;  // finished() calls still using *this
-  bool cancelled_ = false;
-  ExecutorProgress progress_;
-  std::deque<size_t> blocked_by_cap_;  // ready slots waiting for the concurrency cap
+  std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::deque<size_t>> queues_
+      ABSL_GUARDED_BY(mu_);                           // resource id -> waiting/running slots
+  std::deque<size_t> to_start_ ABSL_GUARDED_BY(mu_);  // dispatched, not yet started
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t running_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t remaining_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t in_callback_ ABSL_GUARDED_BY(mu_) = 0;  // finished() calls still using *this
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  ExecutorProgress progress_ ABSL_GUARDED_BY(mu_);
+  std::deque<size_t> blocked_by_cap_
+      ABSL_GUARDED_BY(mu_);  // ready slots waiting for the concurrency cap
 };
 
 }  // namespace gdrmesh

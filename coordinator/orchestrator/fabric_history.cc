@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 namespace {
@@ -102,7 +103,7 @@ FabricRecorder::FabricRecorder(FabricHistory& store, Clock& clock) : store_(stor
 
 Result<FabricRecord> FabricRecorder::record(const std::string& worker,
                                             const fabric::DiscoverOutcome& outcome) {
-  std::lock_guard<std::mutex> lock(record_mu_);
+  MutexLock lock(record_mu_);
   const ComponentLog log = fabricHistoryLog(clock_);
   FabricRecord rec;
   if (!outcome.status.ok()) {

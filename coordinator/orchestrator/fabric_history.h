@@ -14,7 +14,6 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "common/fabric/discovery.h"
 #include "common/fabric/fabric.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "coordinator/store/store.h"
 
 namespace gdrmesh {
@@ -52,7 +52,7 @@ class FabricRecorder {
  private:
   FabricHistory& store_;
   Clock& clock_;
-  std::mutex record_mu_;  // one record() at a time
+  Mutex record_mu_;  // one record() at a time
 };
 
 }  // namespace gdrmesh

@@ -1,5 +1,7 @@
 #include "coordinator/orchestrator/loss_signal.h"
 
+#include "common/sync/mutex.h"
+
 namespace gdrmesh {
 
 class LossSignal::Subscription final : public LossSubscription {
@@ -7,11 +9,11 @@ class LossSignal::Subscription final : public LossSubscription {
   Subscription(std::shared_ptr<State> state, uint64_t id) : state_(std::move(state)), id_(id) {}
   ~Subscription() override {
     if (!state_) return;
-    std::unique_lock<std::mutex> lock(state_->mu);
+    UniqueLock lock(state_->mu);
     state_->waiting.erase(id_);
     // Running on another thread: wait until it has returned. On this thread: the callback is
     // unsubscribing itself, and it is already running, so there is nothing to wait for.
-    state_->cv.wait(lock, [this] {
+    state_->cv.wait(lock.native(), [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_->mu) {
       return state_->running_id != id_ || state_->running_thread == std::this_thread::get_id();
     });
   }
@@ -28,7 +30,7 @@ LossSignal::~LossSignal() = default;
 std::unique_ptr<LossSubscription> LossSignal::subscribe(Callback on_lost) {
   std::string reason;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     if (!state_->fired) {
       const uint64_t id = state_->next_id++;
       state_->waiting.emplace(id, std::move(on_lost));
@@ -41,7 +43,7 @@ std::unique_ptr<LossSubscription> LossSignal::subscribe(Callback on_lost) {
 }
 
 bool LossSignal::fire(const std::string& reason) {
-  std::unique_lock<std::mutex> lock(state_->mu);
+  UniqueLock lock(state_->mu);
   if (state_->fired) return false;
   state_->fired = true;
   state_->reason = reason;
@@ -66,12 +68,12 @@ bool LossSignal::fire(const std::string& reason) {
 }
 
 bool LossSignal::fired() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->fired;
 }
 
 size_t LossSignal::subscribers() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->waiting.size();
 }
 

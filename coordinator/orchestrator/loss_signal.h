@@ -22,9 +22,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
+
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 
@@ -51,13 +52,13 @@ class LossSignal {
 
  private:
   struct State {
-    mutable std::mutex mu;  // guards everything below
+    mutable Mutex mu;  // guards everything below
     std::condition_variable cv;
-    bool fired = false;
-    std::string reason;
-    uint64_t next_id = 1;
-    std::map<uint64_t, Callback> waiting;
-    uint64_t running_id = 0;  // the callback running now (fire()), 0 when none
+    bool fired ABSL_GUARDED_BY(mu) = false;
+    std::string reason ABSL_GUARDED_BY(mu);
+    uint64_t next_id ABSL_GUARDED_BY(mu) = 1;
+    std::map<uint64_t, Callback> waiting ABSL_GUARDED_BY(mu);
+    uint64_t running_id ABSL_GUARDED_BY(mu) = 0;  // the callback running now (fire()), 0 when none
     std::thread::id running_thread;
   };
   class Subscription;

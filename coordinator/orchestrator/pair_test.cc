@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 
 #include "common/capabilities.h"
+#include "common/sync/mutex.h"
 #include "common/units.h"
 #include "coordinator/orchestrator/pair_test_run.h"
 
@@ -131,10 +131,10 @@ void runPairTest(const PairTestSpec& spec, const PairEndpoints& endpoints, Clock
 
 std::string newTestId(int64_t unix_ms) {
   static std::mt19937_64 rng{std::random_device{}()};
-  static std::mutex mu;
+  static Mutex mu;
   uint32_t r;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     r = static_cast<uint32_t>(rng());
   }
   char buf[16];
@@ -148,8 +148,8 @@ std::string newTestId(int64_t unix_ms) {
 
 uint64_t newSeed() {
   static std::mt19937_64 rng{std::random_device{}()};
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
+  static Mutex mu;
+  MutexLock lock(mu);
   uint64_t s = rng();
   return s == 0 ? 1 : s;
 }

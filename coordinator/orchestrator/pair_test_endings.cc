@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 
 #include "common/log.h"
 #include "common/measurement.h"
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/pair_test_run.h"
 
 namespace gdrmesh {
@@ -24,14 +24,14 @@ bool transientCode(Code c) {
 void PairTestRun::releaseAll(const std::string& why) {
   bool ini_p, tgt_p;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ini_p = ini_prepared_;
     tgt_p = tgt_prepared_;
     ini_prepared_ = tgt_prepared_ = false;
   }
   // Fire and forget: the result does not wait for the releases.
   if (tgt_p) tgt().release(tgt_sid_, why, cmdDeadline(), [](const Result<bool>&) {});
-  if (ini_p) ini().release(r_.test_id, why, cmdDeadline(), [](const Result<bool>&) {});
+  if (ini_p) ini().release(testId(), why, cmdDeadline(), [](const Result<bool>&) {});
 }
 
 void PairTestRun::fail(const std::string& phase, const std::string& worker, const Status& st) {
@@ -41,7 +41,7 @@ void PairTestRun::fail(const std::string& phase, const std::string& worker, cons
       options_.lost_grace_seconds > 0) {
     releaseAll(phase + " failed");
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!grace_) grace_ = Grace{phase, worker, st};
     }
     Self self = shared_from_this();
@@ -79,7 +79,7 @@ void PairTestRun::watchLoss() {
   };
   auto ini_sub = subscribe(ini());
   auto tgt_sub = subscribe(tgt());
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   // complete() sets finished_ before it takes the subscriptions under mu_: either it finds
   // them here, or they are dropped now (outside the lock: an unsubscriber may wait).
   if (finished_.load()) {
@@ -95,7 +95,7 @@ void PairTestRun::onLost(const std::string& who) {
   std::string phase;
   std::optional<Grace> grace;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     phase = phase_;
     grace = grace_;
   }
@@ -112,7 +112,7 @@ void PairTestRun::complete(TestStatus status, std::string reason, bool transient
   std::unique_ptr<LossSubscription> ini_loss, tgt_loss;
   std::vector<std::pair<std::string, std::string>> violations;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ini_loss = std::move(ini_loss_);
     tgt_loss = std::move(tgt_loss_);
     violations = violations_;
@@ -149,7 +149,7 @@ void PairTestRun::complete(TestStatus status, std::string reason, bool transient
   out.transient = transient;
   static const bool kTrace = std::getenv("GDRMESH_TRACE_PAIR") != nullptr;
   if (kTrace || logEnabled(LogLevel::kDebug)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::string line = "pair " + r_.test_id + ":";
     for (size_t i = 1; i < trace_.size(); ++i) {
       line += " " + std::string(trace_[i].first) + " +" +

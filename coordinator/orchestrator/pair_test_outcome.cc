@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <mutex>
 #include <string>
 
 #include "common/limits.h"
 #include "common/pattern.h"
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/pair_test_run.h"
 
 namespace gdrmesh {
@@ -51,7 +51,7 @@ void PairTestRun::record(Role role, const EndpointDesc& d, EndpointRecord* e) {
 }
 
 void PairTestRun::checkSealed(const std::function<void()>& then) {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   if (!sealed_) {
     // Simulated workers: nothing moved, nothing sealed; a digest proves nothing.
     if (r_.integrity.digested) r_.integrity = IntegrityReport{};
@@ -92,7 +92,7 @@ void PairTestRun::checkSealed(const std::function<void()>& then) {
   dest.verify(sid, len, source_seed, cmdDeadline(),
               [self, then, who, where, len](Result<SideOutcome> o) {
                 {
-                  std::lock_guard<std::mutex> guard(self->mu_);
+                  MutexLock guard(self->mu_);
                   IntegrityReport& ir = self->r_.integrity;
                   ir.checked = true;
                   ir.bytes_checked = len;

@@ -5,9 +5,9 @@
 #include <sys/random.h>
 
 #include <algorithm>
-#include <mutex>
 #include <string>
 
+#include "common/sync/mutex.h"
 #include "common/units.h"
 
 namespace gdrmesh {
@@ -84,9 +84,12 @@ RunSpec PairTestRun::runSpec() const {
 void PairTestRun::begin(std::string test_id, uint64_t seed) {
   ep_.initiator = orOffline(ep_.initiator, spec_.initiator.worker);
   ep_.target = orOffline(ep_.target, spec_.target.worker);
-  r_ = startedResult(spec_, ep_, std::move(test_id), clock_.unixMs());
-  tgt_sid_ = spec_.initiator.worker == spec_.target.worker ? r_.test_id + ".target" : r_.test_id;
-  transport_ = r_.transport;
+  {
+    MutexLock lock(mu_);  // no command is out yet; the lock is for the analysis
+    r_ = startedResult(spec_, ep_, std::move(test_id), clock_.unixMs());
+    transport_ = r_.transport;
+  }
+  tgt_sid_ = spec_.initiator.worker == spec_.target.worker ? testId() + ".target" : testId();
   for (const WorkerStatus* w : {ep_.initiator.get(), ep_.target.get()}) {
     const bool is_ini = w == ep_.initiator.get();
     const auto& sel = is_ini ? spec_.initiator : spec_.target;
@@ -139,7 +142,7 @@ void PairTestRun::begin(std::string test_id, uint64_t seed) {
     if (!d.ok()) return self->fail("prepare", self->ep_.initiator->name, d.status());
     self->mark("initiator prepared");
     {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(self->mu_);
       self->recordPrepared(Role::kInitiator, *d);
     }
     self->leanPrepareTarget();
@@ -151,7 +154,7 @@ void PairTestRun::leanPrepareTarget() {
   c.side = sideSpec(Role::kTarget);
   c.side.seed = seed_;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     c.peer = ini_desc_;
   }
   c.arm = runSpec();
@@ -160,7 +163,7 @@ void PairTestRun::leanPrepareTarget() {
     if (!d.ok()) return self->fail("prepare", self->ep_.target->name, d.status());
     self->mark("target prepared+armed");
     {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(self->mu_);
       self->recordPrepared(Role::kTarget, *d);
     }
     self->leanStart();
@@ -186,9 +189,9 @@ FinishCommand PairTestRun::finishCommand(double timeout_seconds) const {
 void PairTestRun::leanStart() {
   setPhase("run");
   StartCommand c;
-  c.test_id = r_.test_id;
+  c.test_id = testId();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     c.peer = tgt_desc_;
   }
   c.run = runSpec();
@@ -203,7 +206,7 @@ void PairTestRun::leanStart() {
     if (!o.ok()) return self->fail("run", self->ep_.initiator->name, o.status());
     self->mark("initiator ran");
     {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(self->mu_);
 
       self->ini_prepared_ = false;  // start releases the initiator
       self->addOutcome(Role::kInitiator, *o, self->spec_.initiatorIsDestination());
@@ -219,7 +222,7 @@ void PairTestRun::leanFinish() {
   tgt().finish(c, runDeadline(), [self](Result<SideOutcome> o) {
     if (!o.ok()) return self->fail("verify", self->ep_.target->name, o.status());
     {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(self->mu_);
       self->tgt_prepared_ = false;  // finish releases the target
       self->addOutcome(Role::kTarget, *o, !self->spec_.initiatorIsDestination());
     }
@@ -230,7 +233,7 @@ void PairTestRun::leanFinish() {
 void PairTestRun::leanPassed() {
   Self self = shared_from_this();
   checkSealed([self] {
-    std::unique_lock<std::mutex> lock(self->mu_);
+    UniqueLock lock(self->mu_);
     std::string why = self->r_.integrity.ok() ? self->impossibleFigures()
                                               : "data integrity: " + self->r_.integrity.toString();
     lock.unlock();
@@ -244,7 +247,7 @@ void PairTestRun::onStarted(Result<SideOutcome> o) {
   if (!o.ok()) return fail("run", ep_.initiator->name, o.status());
   mark("initiator ran");
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ini_prepared_ = false;  // start releases the initiator
     started_ = std::move(o);
     if (!finished_reply_) {
@@ -258,7 +261,7 @@ void PairTestRun::onStarted(Result<SideOutcome> o) {
 void PairTestRun::onFinished(Result<SideOutcome> o) {
   if (finished_.load()) return;  // e.g. the prepare's own error, or an abort after a failure
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (o.ok()) tgt_prepared_ = false;  // finish releases the target
     finished_reply_ = std::move(o);
     // The target's error waits for the initiator's reply: the initiator's account of a failed
@@ -271,14 +274,14 @@ void PairTestRun::onFinished(Result<SideOutcome> o) {
 void PairTestRun::leanJoined() {
   Result<SideOutcome> fin = Status(Code::kInternal, "unset");
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     fin = *finished_reply_;
     addOutcome(Role::kInitiator, started_->value(), spec_.initiatorIsDestination());
   }
   if (!fin.ok()) return fail("verify", ep_.target->name, fin.status());
   mark("target finished");
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     addOutcome(Role::kTarget, *fin, !spec_.initiatorIsDestination());
   }
   leanPassed();
@@ -295,7 +298,7 @@ void PairTestRun::recordPrepared(Role role, const EndpointDesc& d) {
 
 void PairTestRun::joinPhase(const char* phase, Role role, const Status& st,
                             void (PairTestRun::*next)()) {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   if (!st.ok() && first_error_.ok()) {
     first_error_ = st;
     first_error_worker_ = role == Role::kInitiator ? ep_.initiator->name : ep_.target->name;
@@ -310,7 +313,7 @@ void PairTestRun::joinPhase(const char* phase, Role role, const Status& st,
 
 void PairTestRun::classicPrepare() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     pending_ = 2;
   }
   Self self = shared_from_this();
@@ -321,7 +324,7 @@ void PairTestRun::classicPrepare() {
     auto& ch = role == Role::kInitiator ? ini() : tgt();
     ch.prepare(c, cmdDeadline(), [self, role](Result<EndpointDesc> d) {
       if (d.ok()) {
-        std::lock_guard<std::mutex> lock(self->mu_);
+        MutexLock lock(self->mu_);
         self->recordPrepared(role, *d);
       }
       self->joinPhase("prepare", role, d.status(), &PairTestRun::classicConnect);
@@ -330,28 +333,31 @@ void PairTestRun::classicPrepare() {
 }
 
 void PairTestRun::classicConnect() {
+  EndpointDesc ini_desc, tgt_desc;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     phase_ = "connect";
     pending_ = 2;
+    ini_desc = ini_desc_;
+    tgt_desc = tgt_desc_;
   }
   Self self = shared_from_this();
   auto on_reply = [self](Role role, Result<SideOutcome> o) {
     if (o.ok() && role == Role::kInitiator) {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(self->mu_);
       self->r_.path_mtu = static_cast<int>(o->path_mtu);
     }
     self->joinPhase("connect", role, o.status(), &PairTestRun::classicRun);
   };
-  tgt().connect(tgt_sid_, ini_desc_, cmdDeadline(),
+  tgt().connect(tgt_sid_, ini_desc, cmdDeadline(),
                 [on_reply](Result<SideOutcome> o) { on_reply(Role::kTarget, std::move(o)); });
-  ini().connect(r_.test_id, tgt_desc_, cmdDeadline(),
+  ini().connect(testId(), tgt_desc, cmdDeadline(),
                 [on_reply](Result<SideOutcome> o) { on_reply(Role::kInitiator, std::move(o)); });
 }
 
 void PairTestRun::classicRun() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     phase_ = "run";
     pending_ = 2;
   }
@@ -360,7 +366,7 @@ void PairTestRun::classicRun() {
     const bool is_ini = role == Role::kInitiator;
     bool abort_other = false;
     {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(self->mu_);
       if (o.ok()) {
         self->addOutcome(role, *o, false);  // a run verifies nothing
       } else {
@@ -370,7 +376,7 @@ void PairTestRun::classicRun() {
     }
     if (abort_other) {
       auto& other = is_ini ? self->tgt() : self->ini();
-      other.release(is_ini ? self->tgt_sid_ : self->r_.test_id, "peer failed", self->cmdDeadline(),
+      other.release(is_ini ? self->tgt_sid_ : self->testId(), "peer failed", self->cmdDeadline(),
                     [](const Result<bool>&) {});
     }
     self->joinPhase("run", role, o.status(), &PairTestRun::classicVerify);
@@ -378,7 +384,7 @@ void PairTestRun::classicRun() {
   RunSpec rs = runSpec();
   tgt().run(tgt_sid_, rs, runDeadline(),
             [on_reply](Result<SideOutcome> o) { on_reply(Role::kTarget, std::move(o)); });
-  ini().run(r_.test_id, rs, runDeadline(),
+  ini().run(testId(), rs, runDeadline(),
             [on_reply](Result<SideOutcome> o) { on_reply(Role::kInitiator, std::move(o)); });
 }
 
@@ -392,11 +398,11 @@ void PairTestRun::classicVerify() {
               [self, who, ini_dest](Result<SideOutcome> o) {
                 if (!o.ok()) return self->fail("verify", who, o.status());
                 {
-                  std::lock_guard<std::mutex> lock(self->mu_);
+                  MutexLock lock(self->mu_);
                   self->addOutcome(ini_dest ? Role::kInitiator : Role::kTarget, *o, true);
                 }
                 self->checkSealed([self] {
-                  std::unique_lock<std::mutex> lock(self->mu_);
+                  UniqueLock lock(self->mu_);
                   std::string why = self->r_.integrity.ok()
                                         ? self->impossibleFigures()
                                         : "data integrity: " + self->r_.integrity.toString();

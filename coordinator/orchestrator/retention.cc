@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 
@@ -45,7 +46,7 @@ Retention::~Retention() {
 
 void Retention::start() {
   if (options_.days == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
   due_ = true;  // the first pass now
@@ -54,7 +55,7 @@ void Retention::start() {
 
 void Retention::stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     if (timer_ != 0) clock_.cancel(timer_);
     timer_ = 0;
@@ -66,7 +67,7 @@ void Retention::stop() {
 void Retention::scheduleNext() {
   timer_ = clock_.schedule(clock_.after(options_.interval_seconds), [this, ref = line_.ref()] {
     ref.run([this] {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       timer_ = 0;
       due_ = true;
       cv_.notify_all();
@@ -75,9 +76,10 @@ void Retention::scheduleNext() {
 }
 
 void Retention::loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   while (!stopping_) {
-    cv_.wait(lock, [this] { return due_ || stopping_; });
+    cv_.wait(lock.native(),
+             [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return due_ || stopping_; });
     if (stopping_) break;
     due_ = false;
     lock.unlock();
@@ -97,7 +99,7 @@ void Retention::loop() {
 
 RetentionPass Retention::runOnce() {
   RetentionPass p = pass();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++passes_;
   last_ = p;
   cv_.notify_all();
@@ -105,7 +107,7 @@ RetentionPass Retention::runOnce() {
 }
 
 RetentionPass Retention::pass() {
-  std::lock_guard<std::mutex> pass_lock(pass_mu_);
+  MutexLock pass_lock(pass_mu_);
   RetentionPass p;
   p.cutoff_ms = clock_.unixMs() - static_cast<int64_t>(options_.days) * kDayMs;
   if (options_.days == 0) {
@@ -131,7 +133,7 @@ RetentionPass Retention::pass() {
   // 2. Raw rows, oldest first, one short transaction per batch: result writes interleave.
   while (p.status.ok() && p.batches < options_.max_batches) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) break;
     }
     auto n = results_.deleteResultsBefore(p.cutoff_ms, options_.batch_rows);
@@ -147,7 +149,7 @@ RetentionPass Retention::pass() {
   // 3. Fabric snapshot documents (large: every LFT), the same way.
   while (fabric_ != nullptr && p.status.ok() && p.batches < options_.max_batches) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) break;
     }
     auto n = fabric_->dropFabricSnapshotsBefore(p.cutoff_ms, options_.batch_rows);
@@ -164,18 +166,18 @@ RetentionPass Retention::pass() {
 }
 
 uint64_t Retention::passes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return passes_;
 }
 
 RetentionPass Retention::lastPass() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return last_;
 }
 
 void Retention::waitForPasses(uint64_t n) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return passes_ >= n; });
+  UniqueLock lock(mu_);
+  cv_.wait(lock.native(), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return passes_ >= n; });
 }
 
 }  // namespace gdrmesh

@@ -14,12 +14,12 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 
 #include "common/clock.h"
 #include "common/lifeline.h"
 #include "common/result.h"
+#include "common/sync/mutex.h"
 #include "coordinator/store/store.h"
 
 namespace gdrmesh {
@@ -70,7 +70,7 @@ class Retention {
  private:
   void loop();
   RetentionPass pass();  // the work of one pass, uncounted
-  void scheduleNext();   // mu_ held
+  void scheduleNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Clock& clock_;
   SweepAggregates& sweeps_;
@@ -78,14 +78,14 @@ class Retention {
   const RetentionOptions options_;
   FabricHistory* const fabric_;
 
-  std::mutex pass_mu_;     // one pass at a time
-  mutable std::mutex mu_;  // guards everything below
+  Mutex pass_mu_;     // one pass at a time
+  mutable Mutex mu_;  // guards everything below
   mutable std::condition_variable cv_;
-  bool due_ = false;
-  bool stopping_ = false;
-  Clock::TimerId timer_ = 0;
-  uint64_t passes_ = 0;
-  RetentionPass last_;
+  bool due_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  Clock::TimerId timer_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t passes_ ABSL_GUARDED_BY(mu_) = 0;
+  RetentionPass last_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
   Lifeline line_;  // the timer's way back to this object, closed when it goes
 };

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "common/sync/mutex.h"
 #include "common/units.h"
 
 namespace gdrmesh {
@@ -101,19 +102,19 @@ Scheduler::~Scheduler() {
 
 void Scheduler::start() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (running_) return;
     running_ = true;
     ++generation_;
   }
-  std::lock_guard<std::mutex> fire_lock(fire_mu_);
+  MutexLock fire_lock(fire_mu_);
   const int64_t now = clock_.unixMs();
   for (size_t i = 0; i < entries_.size(); ++i) {
     Entry& e = entries_[i];
     if (!e.cron || !e.zone) continue;
     auto last = log_.last(e.config.name);
     if (!last.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       e.log_error =
           "reading the last run failed, so runs missed while the coordinator was down "
           "are not recorded: " +
@@ -123,12 +124,12 @@ void Scheduler::start() {
     }
     if (!last->has_value()) {
       // Never ran: it starts fresh from now.
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       armLocked(i, now);
       continue;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       e.last_run = **last;
     }
     // Every due time up to now passed while the coordinator was down (no tolerance here: the
@@ -138,7 +139,7 @@ void Scheduler::start() {
 }
 
 void Scheduler::stop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   if (running_) {
     running_ = false;
     ++generation_;
@@ -151,11 +152,12 @@ void Scheduler::stop() {
       e.catch_up_due_ms = 0;  // not recorded: the next start counts it as missed again
     }
   }
-  idle_cv_.wait(lock, [this] { return in_flight_ == 0; });
+  idle_cv_.wait(lock.native(),
+                [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; });
 }
 
 std::vector<ScheduleStatus> Scheduler::list() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<ScheduleStatus> out;
   out.reserve(entries_.size());
   for (const Entry& e : entries_) {
@@ -176,23 +178,23 @@ std::vector<ScheduleStatus> Scheduler::list() const {
 
 void Scheduler::onTimer(size_t i, uint64_t generation, int64_t due_ms) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!running_ || generation != generation_) return;
     entries_[i].timer.reset();
     ++in_flight_;
   }
   {
-    std::lock_guard<std::mutex> fire_lock(fire_mu_);
+    MutexLock fire_lock(fire_mu_);
     bool current = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       current = running_ && generation == generation_;
     }
     if (current) {
       const int64_t now = clock_.unixMs();
       if (now < due_ms) {
         // Wall time runs behind the monotonic timer (clock stepped back): wait for the due time.
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         armAtLocked(i, due_ms);
       } else {
         // A catch-up still waiting for its workers gives way to the run due now.
@@ -211,23 +213,23 @@ void Scheduler::onTimer(size_t i, uint64_t generation, int64_t due_ms) {
       }
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   --in_flight_;
   idle_cv_.notify_all();
 }
 
 void Scheduler::onCatchUpTimer(size_t i, uint64_t generation) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!running_ || generation != generation_) return;
     entries_[i].catch_up_timer.reset();
     ++in_flight_;
   }
   {
-    std::lock_guard<std::mutex> fire_lock(fire_mu_);
+    MutexLock fire_lock(fire_mu_);
     int64_t due = 0, until = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (running_ && generation == generation_) {
         due = entries_[i].catch_up_due_ms;
         until = entries_[i].catch_up_until_ms;
@@ -239,7 +241,7 @@ void Scheduler::onCatchUpTimer(size_t i, uint64_t generation) {
       const std::vector<std::string> missing = starter_.workersNotOnline(config);
       if (missing.empty()) {
         {
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(mu_);
           entries_[i].catch_up_due_ms = 0;
         }
         fire(i, due, now,
@@ -253,12 +255,12 @@ void Scheduler::onCatchUpTimer(size_t i, uint64_t generation) {
                 formatSecondsShort(config.catch_up_grace_seconds) +
                 " after the restart for workers that did not come back: " + commaList(missing));
       } else {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         armCatchUpLocked(i, kCatchUpPollMs);
       }
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   --in_flight_;
   idle_cv_.notify_all();
 }
@@ -266,7 +268,7 @@ void Scheduler::onCatchUpTimer(size_t i, uint64_t generation) {
 void Scheduler::dropCatchUp(size_t i, int64_t now_ms, const std::string& why) {
   int64_t due = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Entry& e = entries_[i];
     due = e.catch_up_due_ms;
     e.catch_up_due_ms = 0;
@@ -378,7 +380,7 @@ void Scheduler::catchUp(size_t i, int64_t from_ms, int64_t boundary, int64_t now
     run.detail = detail;
     record(i, run);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   entries_[i].missed += count;
   if (!error.ok()) {
     entries_[i].error = error.toString();
@@ -396,7 +398,7 @@ void Scheduler::catchUp(size_t i, int64_t from_ms, int64_t boundary, int64_t now
 
 void Scheduler::record(size_t i, const ScheduleRun& run) {
   const Status s = log_.record(run);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Entry& e = entries_[i];
   if (!e.last_run || run.due_ms >= e.last_run->due_ms) e.last_run = run;
   if (!s.ok()) {

@@ -34,7 +34,6 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +42,7 @@
 #include "common/lifeline.h"
 #include "common/result.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/cluster_config.h"
 #include "coordinator/orchestrator/cron.h"
 #include "coordinator/store/store.h"
@@ -134,32 +134,36 @@ class Scheduler {
   void onCatchUpTimer(size_t i, uint64_t generation);
   // Starts (or skips) the run due at `due_ms`; `note` goes into a started run's detail.
   // Needs fire_mu_.
-  void fire(size_t i, int64_t due_ms, int64_t now_ms, const std::string& note = "");
+  void fire(size_t i, int64_t due_ms, int64_t now_ms, const std::string& note = "")
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(fire_mu_);
   // Records as missed every due time in (from_ms, boundary_ms], then arms the first due time
   // after that. With `hold_newest`, the newest of them is held for a catch-up instead of
   // recorded. Needs fire_mu_.
   void catchUp(size_t i, int64_t from_ms, int64_t boundary_ms, int64_t now_ms,
-               const std::string& why, bool hold_newest = false);
+               const std::string& why, bool hold_newest = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(fire_mu_);
   // Records the held catch-up run as missed with `why`, and forgets it. Needs fire_mu_.
-  void dropCatchUp(size_t i, int64_t now_ms, const std::string& why);
+  void dropCatchUp(size_t i, int64_t now_ms, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(fire_mu_);
   // Arms the catch-up's next look at the workers, `delay_ms` from now. Needs mu_.
-  void armCatchUpLocked(size_t i, int64_t delay_ms);
+  void armCatchUpLocked(size_t i, int64_t delay_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void record(size_t i, const ScheduleRun& run);
   // Arms the timer for the first due time after `after_ms`. Needs mu_.
-  void armLocked(size_t i, int64_t after_ms);
-  void armAtLocked(size_t i, int64_t due_ms);
+  void armLocked(size_t i, int64_t after_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void armAtLocked(size_t i, int64_t due_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Clock& clock_;
   SweepStarter& starter_;
   ScheduleLog& log_;
-  std::mutex fire_mu_;     // serialises start() and firings (the calls to starter_ and log_)
-  mutable std::mutex mu_;  // guards Entry's guarded fields and all below
+  Mutex fire_mu_;     // serialises start() and firings (the calls to starter_ and log_)
+  mutable Mutex mu_;  // guards Entry's guarded fields and all below
   std::condition_variable idle_cv_;
   std::vector<Entry> entries_;  // fixed after construction
-  bool running_ = false;
-  uint64_t generation_ = 0;  // bumped by start() and stop(); stale timers do nothing
-  int in_flight_ = 0;        // timer callbacks between entry and exit
-  Lifeline line_;            // the timers' way back to this object, closed when it goes
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) =
+      0;                                    // bumped by start() and stop(); stale timers do nothing
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // timer callbacks between entry and exit
+  Lifeline line_;  // the timers' way back to this object, closed when it goes
 };
 
 }  // namespace gdrmesh

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/sync/mutex.h"
+
 namespace gdrmesh {
 
 void PlanIndexSet::insert(int i) {
@@ -67,14 +69,14 @@ void SweepBoard::publish(LiveSweep& s) {
 }
 
 std::shared_ptr<LiveSweep> SweepBoard::find(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   auto it = recent.find(id);
   return it == recent.end() ? nullptr : it->second;
 }
 
 uint64_t SweepBoard::startingTests() {
   // board.mu, then the executor's own lock: the order cancel() takes them in.
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   uint64_t n = 0;
   for (const auto& [id, s] : recent) {
     if (s->executor) n += s->executor->progress().starting;
@@ -85,9 +87,11 @@ uint64_t SweepBoard::startingTests() {
 std::pair<SweepProgress, uint64_t> SweepBoard::waitForChange(const std::shared_ptr<LiveSweep>& s,
                                                              uint64_t version,
                                                              Clock::TimePoint deadline) {
-  std::unique_lock<std::mutex> lock(mu);
+  UniqueLock lock(mu);
   // `deadline` (on the clock) bounds the wait for the caller's stream.
-  (void)waitUntil(clock_, lock, cv, deadline, [&] { return s->version != version || stopping; });
+  (void)waitUntil(clock_, lock.native(), cv, deadline, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return s->version != version || stopping;
+  });
   return {snapshot(*s), s->version};
 }
 

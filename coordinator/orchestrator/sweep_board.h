@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -19,6 +18,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/cluster_config.h"
 #include "coordinator/orchestrator/executor.h"
 #include "coordinator/orchestrator/judge_row.h"
@@ -103,19 +103,20 @@ class SweepBoard {
  public:
   explicit SweepBoard(Clock& clock) : clock_(clock) {}
 
-  std::mutex mu;               // guards the fields below and every LiveSweep on the board
+  Mutex mu;                    // guards the fields below and every LiveSweep on the board
   std::condition_variable cv;  // a published change, a sweep queued or ended, shutdown
-  std::map<std::string, std::shared_ptr<LiveSweep>> recent;  // by id, for follow
-  bool stopping = false;
+  std::map<std::string, std::shared_ptr<LiveSweep>> recent
+      ABSL_GUARDED_BY(mu);  // by id, for follow
+  bool stopping ABSL_GUARDED_BY(mu) = false;
 
   // The state others see (an ended sweep's end shows once it is judged, before its report is
   // stored: SweepProgress::report_pending).
   static SweepState visibleState(const LiveSweep& s);
   // mu held: the sweep's progress as callers see it.
-  SweepProgress snapshot(const LiveSweep& s) const;
+  SweepProgress snapshot(const LiveSweep& s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // mu held: counts a change of `s` and wakes its followers (at once on a change of state, at
   // most every 100 ms for progress alone).
-  void publish(LiveSweep& s);
+  void publish(LiveSweep& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // The recent sweep `id`, or null.
   std::shared_ptr<LiveSweep> find(const std::string& id);
   // Blocks until `s` changes after `version`, the board stops or the clock reaches `deadline`;

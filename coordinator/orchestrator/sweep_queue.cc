@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
 
 #include "common/log.h"
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 
@@ -66,13 +66,13 @@ SweepQueue::~SweepQueue() {
 
 void SweepQueue::shutdown() {
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     board_.stopping = true;
     if (current_ && current_->executor) current_->executor->cancel();
     board_.cv.notify_all();
   }
   // Joined once, whoever stopped the board; a second caller waits for the first join.
-  std::lock_guard<std::mutex> join(join_mu_);
+  MutexLock join(join_mu_);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -86,7 +86,7 @@ Result<SweepProgress> SweepQueue::start(const SweepSpec& spec) {
   GDR_ASSIGN_OR_RETURN(std::shared_ptr<LiveSweep> s, runner_.plan(spec));
   SweepRecord rec;
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     if (board_.stopping) return unavailable("the coordinator is shutting down");
     if ((current_ || !queue_.empty()) && !spec.queue) {
       const std::string running = current_ ? current_->id : queue_.front()->id;
@@ -97,16 +97,16 @@ Result<SweepProgress> SweepQueue::start(const SweepSpec& spec) {
     rec = runner_.recordOf(*s);
   }
   GDR_RETURN_IF_ERROR(runner_.deps().sweeps.createSweep(rec));
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   enqueue(s);
   return board_.snapshot(*s);
 }
 
 void SweepQueue::loop() {
-  std::unique_lock<std::mutex> lock(board_.mu);
+  UniqueLock lock(board_.mu);
   while (!board_.stopping) {
     if (queue_.empty()) {
-      board_.cv.wait(lock);
+      board_.cv.wait(lock.native());
       continue;
     }
     current_ = queue_.front();
@@ -123,7 +123,7 @@ void SweepQueue::loop() {
 std::optional<SweepProgress> SweepQueue::cancel(const std::string& id) {
   std::shared_ptr<LiveSweep> dequeued;
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     auto it =
         std::find_if(queue_.begin(), queue_.end(), [&](const auto& s) { return s->id == id; });
     if (it != queue_.end()) {
@@ -145,12 +145,12 @@ std::optional<SweepProgress> SweepQueue::cancel(const std::string& id) {
   }
   if (!dequeued) return std::nullopt;
   runner_.checkpoint(dequeued, true);
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   return board_.snapshot(*dequeued);
 }
 
 bool SweepQueue::busy() {
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   return current_ != nullptr || !queue_.empty();
 }
 
@@ -178,7 +178,7 @@ void SweepQueue::resumeInterrupted() {
     r.state = toString(SweepState::kQueued);
     r.reason = "resumed after a coordinator restart";
     (void)sweeps.updateSweep(r);
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     s->reason = r.reason;
     enqueue(s);
   }

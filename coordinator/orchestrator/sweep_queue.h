@@ -9,12 +9,12 @@
 
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "common/result.h"
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/sweep_board.h"
 #include "coordinator/orchestrator/sweep_run.h"
 
@@ -50,14 +50,13 @@ class SweepQueue {
   void recordInterrupted(const SweepRecord& rec, size_t plan_size);
   // The finished results of a resumed sweep, kept (s->plan_size set).
   void keepFinished(LiveSweep& s);
-  void enqueue(const std::shared_ptr<LiveSweep>& s);  // board.mu held
+  void enqueue(const std::shared_ptr<LiveSweep>& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(board_.mu);
 
   SweepRunner& runner_;
   SweepBoard& board_;
-  // Guarded by board_.mu.
-  std::deque<std::shared_ptr<LiveSweep>> queue_;
-  std::shared_ptr<LiveSweep> current_;
-  std::mutex join_mu_;  // serialises the join of thread_
+  std::deque<std::shared_ptr<LiveSweep>> queue_ ABSL_GUARDED_BY(board_.mu);
+  std::shared_ptr<LiveSweep> current_ ABSL_GUARDED_BY(board_.mu);
+  Mutex join_mu_;  // serialises the join of thread_
   std::thread thread_;
 };
 

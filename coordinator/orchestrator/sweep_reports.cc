@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <utility>
 
 #include "common/limits.h"
+#include "common/sync/mutex.h"
 #include "common/units.h"
 #include "coordinator/orchestrator/judge.h"
 #include "coordinator/orchestrator/localiser.h"
@@ -48,7 +48,7 @@ SweepReports::SweepReports(SweepDeps deps, SweepBoard& board)
 
 Result<SweepProgress> SweepReports::progress(const std::string& id) {
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     auto it = board_.recent.find(id);
     if (it != board_.recent.end()) return board_.snapshot(*it->second);
   }
@@ -60,7 +60,7 @@ Result<SweepProgress> SweepReports::progress(const std::string& id) {
 Result<SweepProgress> SweepReports::progressOf(const std::string& id,
                                                const std::optional<SweepRecord>& rec) {
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     auto it = board_.recent.find(id);
     if (it != board_.recent.end()) return board_.snapshot(*it->second);
   }
@@ -197,7 +197,7 @@ Result<SweepReportData> SweepReports::report(const std::string& id, const SweepR
     }
   }
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     auto it = board_.recent.find(id);
     if (it != board_.recent.end() && d.notes.empty()) d.notes = it->second->notes;
   }
@@ -277,7 +277,7 @@ Result<std::vector<SweepProgress>> SweepReports::list(uint32_t limit) {
   std::vector<SweepProgress> out(recs.size());
   std::vector<size_t> stored;  // sweeps this coordinator has not run: counted by the store
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     for (size_t i = 0; i < recs.size(); ++i) {
       auto it = board_.recent.find(recs[i].id);
       if (it != board_.recent.end()) {
@@ -302,7 +302,7 @@ Result<std::vector<SweepProgress>> SweepReports::list(uint32_t limit) {
 
 bool SweepReports::readPendingReport(const std::string& id, const SweepReportQuery& query,
                                      SweepReportData* d) {
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   auto it = board_.recent.find(id);
   if (it == board_.recent.end() || !it->second->report_pending) return false;
   // The run only reads these until it clears report_pending (under mu), so they are read in
@@ -330,7 +330,7 @@ bool SweepReports::readPendingReport(const std::string& id, const SweepReportQue
 }
 
 bool SweepReports::runningHere(const std::string& id) {
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   auto it = board_.recent.find(id);
   return it != board_.recent.end() && SweepBoard::visibleState(*it->second) == SweepState::kRunning;
 }

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <future>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string_view>
@@ -15,6 +14,7 @@
 #include "common/capabilities.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/sync/mutex.h"
 #include "common/units.h"
 #include "coordinator/orchestrator/judge.h"
 #include "coordinator/orchestrator/localiser.h"
@@ -28,10 +28,10 @@ namespace {
 
 std::string newSweepId(int64_t unix_ms) {
   static std::mt19937 rng{std::random_device{}()};
-  static std::mutex mu;
+  static Mutex mu;
   uint32_t r;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     r = rng() & 0xffff;
   }
   char buf[8];
@@ -306,7 +306,7 @@ void SweepRunner::checkpoint(const std::shared_ptr<LiveSweep>& s, bool final) {
   SweepRecord rec;
   std::vector<SweepTestStart> starts;
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     rec = recordOf(*s);
     for (const auto& [idx, tid] : s->in_flight) {
       if (!s->marked.insert(idx).second) continue;
@@ -371,7 +371,7 @@ Status SweepRunner::storeReport(const LiveSweep& s) {
 
 bool SweepRunner::begin(const std::shared_ptr<LiveSweep>& s) {
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     if (board_.stopping) return false;
     s->state = SweepState::kRunning;
     if (s->started_ms == 0) s->started_ms = deps_.clock.unixMs();
@@ -391,13 +391,14 @@ void SweepRunner::awaitHosts(const std::shared_ptr<LiveSweep>& s) {
   // (on the clock) before their tests would end as "offline". Each registration is a directory
   // event that wakes the wait.
   const WorkerDirectory::WatchId watch = deps_.workers.watch([this](const std::string&) {
-    { std::lock_guard<std::mutex> wake(board_.mu); }  // the waiter waits or has not looked yet
+    { MutexLock wake(board_.mu); }  // the waiter waits or has not looked yet
     board_.cv.notify_all();
   });
   {
-    std::unique_lock<std::mutex> lock(board_.mu);
+    UniqueLock lock(board_.mu);
     (void)waitUntil(
-        deps_.clock, lock, board_.cv, deps_.clock.after(options_.resume_wait_seconds), [&] {
+        deps_.clock, lock.native(), board_.cv, deps_.clock.after(options_.resume_wait_seconds),
+        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(board_.mu) {
           if (board_.stopping || s->cancel_requested) return true;
           return std::all_of(s->hosts.begin(), s->hosts.end(), [&](const std::string& h) {
             auto w = deps_.workers.get(h);
@@ -426,7 +427,7 @@ bool SweepRunner::replan(const std::shared_ptr<LiveSweep>& s) {
           std::to_string(s->plan_size) + " it was made with (the hosts' NICs changed?)";
   }
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     if (why.empty()) {
       s->plan = std::move(*plan);
       s->plan_size = s->plan.size();
@@ -456,7 +457,7 @@ ExecutorTasks SweepRunner::tasksOf(const std::shared_ptr<LiveSweep>& s,
   {
     // One allocation for the run's rows: growing by doubling copies every row once more per
     // doubling, on the executor's callbacks.
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     s->rows.reserve(s->rows.size() + pending->size());
   }
   ExecutorTasks tasks;
@@ -520,13 +521,13 @@ void SweepRunner::runRoundsWithCounters(const std::shared_ptr<LiveSweep>& s,
   {
     // The rows of every round at once: each round's own reserve (tasksOf) is then a no-op
     // instead of a copy of every row so far (1,023 rounds at 1,024 hosts).
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     s->rows.reserve(s->rows.size() + pending.size());
   }
   const ComponentLog log = sweepRunLog(deps_.clock);
   for (auto& [round, indexes] : by_round) {
     {
-      std::lock_guard<std::mutex> lock(board_.mu);
+      MutexLock lock(board_.mu);
       if (s->cancel_requested || board_.stopping) return;
     }
     std::vector<std::pair<EndpointSelector, EndpointSelector>> pairs;
@@ -586,7 +587,7 @@ void SweepRunner::runPending(const std::shared_ptr<LiveSweep>& s,
   eo.retries = s->spec.retries;
   Executor ex(deps_.workers, deps_.clock, eo);
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     s->executor = &ex;
     if (s->cancel_requested || board_.stopping) ex.cancel();
   }
@@ -599,12 +600,12 @@ void SweepRunner::runPending(const std::shared_ptr<LiveSweep>& s,
   ticks.ref().run([&] { tick_timer = scheduleTick(ticks.ref(), &tick_timer, s); });
   ExecutorCallbacks cb;
   cb.on_start = [&](int index, const std::string& test_id) {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     s->in_flight[index] = test_id;
   };
   cb.on_result = [&](int index, const TestResult& r) {
     deps_.writer.submit(r);
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     s->in_flight.erase(index);
     s->done.insert(index);
     s->rows.add(r, isRetestResult(r, s->plan_size));
@@ -615,7 +616,7 @@ void SweepRunner::runPending(const std::shared_ptr<LiveSweep>& s,
   ex.run(std::move(tasks), cb);
   ticks.close();
   deps_.clock.cancel(tick_timer);
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   s->executor = nullptr;
 }
 
@@ -634,7 +635,7 @@ void SweepRunner::runRetests(const std::shared_ptr<LiveSweep>& s) {
   std::map<std::string_view, int32_t> plan_index_of;
   for (const auto& r : rows) plan_index_of.emplace(rows.testId(r), r.plan_index);
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     for (auto& t : retests) {
       int tmpl = s->template_of.empty() ? 0 : s->template_of.front();
       auto it = plan_index_of.find(t.retest_of);
@@ -794,7 +795,7 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
   // The report's figures as its rows will read back, summed up once: served from memory until
   // the rows are stored, then stored with them.
   std::vector<FigureSummary> figures = reportFigures(rows);
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   s->figures = std::move(figures);
   s->verdicts = std::move(verdicts);
   s->verdict_counts = {};
@@ -819,7 +820,7 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
 
 void SweepRunner::logEnd(const std::shared_ptr<LiveSweep>& s) {
   // The sweep's end and its suspects, in the log (an operator's first look).
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   const ComponentLog log = sweepRunLog(deps_.clock);
   log.info("sweep " + s->id + " " + toString(s->state) + ": verdict " + s->verdict +
                (s->reason.empty() ? "" : " (" + s->reason + ")") + "; " +
@@ -840,7 +841,7 @@ void SweepRunner::tellEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding endin
   if (!options_.on_end) return;
   ending.cluster_hosts = deps_.workers.list().size();  // the directory's lock, without mu
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     ending.sweep_id = s->id;
     ending.state = s->state;
     ending.verdict = s->verdict;
@@ -849,7 +850,7 @@ void SweepRunner::tellEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding endin
     ending.suspects = s->suspects;
   }
   std::vector<std::string> lines = options_.on_end(ending);
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   s->notes.insert(s->notes.end(), lines.begin(), lines.end());
 }
 
@@ -860,7 +861,7 @@ void SweepRunner::run(const std::shared_ptr<LiveSweep>& s) {
   runTasks(s, 0);
   bool cancelled;
   {
-    std::lock_guard<std::mutex> lock(board_.mu);
+    MutexLock lock(board_.mu);
     cancelled = s->cancel_requested || board_.stopping;
   }
   if (!cancelled && s->spec.localise) runRetests(s);
@@ -875,7 +876,7 @@ void SweepRunner::run(const std::shared_ptr<LiveSweep>& s) {
   // again at its next start). At 1,024 hosts the rows and aggregates take 10-20 s: the
   // verdict no longer waits for them (issue #19).
   checkpoint(s, true);
-  std::lock_guard<std::mutex> lock(board_.mu);
+  MutexLock lock(board_.mu);
   s->report_pending = false;
   // The stored report holds the verdicts from now on; an ended sweep keeps only its progress.
   s->rows = JudgeRows{};

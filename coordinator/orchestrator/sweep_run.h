@@ -159,7 +159,7 @@ class SweepRunner {
   // Judges the rows and sets the sweep's end (report_pending until checkpoint(final)).
   void judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* ending);
   // The end's state and verdict. board.mu held.
-  void setEndState(LiveSweep& s, bool pass);
+  void setEndState(LiveSweep& s, bool pass) ABSL_EXCLUSIVE_LOCKS_REQUIRED(board_.mu);
   // SweepManagerOptions::on_end and its lines as notes.
   void logEnd(const std::shared_ptr<LiveSweep>& s);
   void tellEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding ending);

@@ -12,7 +12,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +22,7 @@
 #include "common/fabric/discovery.h"
 #include "common/inventory.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/loss_signal.h"
 
 namespace gdrmesh {
@@ -126,7 +126,7 @@ class WorkerDirectory {
   // and list(), on the thread that made the change. It must not block and must not call
   // watch() or unwatch().
   WatchId watch(OnChange on_change) {
-    std::lock_guard<std::mutex> lock(watch_mu_);
+    MutexLock lock(watch_mu_);
     const WatchId id = next_watch_++;
     watchers_.emplace(id, std::move(on_change));
     return id;
@@ -134,21 +134,21 @@ class WorkerDirectory {
   // Once this returns the callback neither runs nor will run again. Not from inside a callback,
   // and not while holding a lock the callback takes.
   void unwatch(WatchId id) {
-    std::lock_guard<std::mutex> lock(watch_mu_);
+    MutexLock lock(watch_mu_);
     watchers_.erase(id);
   }
 
  protected:
   // Implementations call this after each such change, outside their own locks.
   void changed(const std::string& name) {
-    std::lock_guard<std::mutex> lock(watch_mu_);  // held: unwatch() waits for a running call
+    MutexLock lock(watch_mu_);  // held: unwatch() waits for a running call
     for (const auto& [id, on_change] : watchers_) on_change(name);
   }
 
  private:
-  std::mutex watch_mu_;  // guards watchers_, next_watch_
-  std::map<WatchId, OnChange> watchers_;
-  WatchId next_watch_ = 1;
+  Mutex watch_mu_;
+  std::map<WatchId, OnChange> watchers_ ABSL_GUARDED_BY(watch_mu_);
+  WatchId next_watch_ ABSL_GUARDED_BY(watch_mu_) = 1;
 };
 
 }  // namespace gdrmesh

@@ -14,6 +14,7 @@
 
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/sync/mutex.h"
 #include "common/units.h"
 #include "convert.h"
 #include "coordinator/service/history_convert.h"
@@ -88,13 +89,13 @@ class WorkerStream final
   // What a WorkerLink holds: lives as long as any writer, and stops writing once the stream
   // has ended (the reactor is gone).
   struct Handle {
-    std::mutex mu;
-    WorkerStream* stream = nullptr;  // guarded by mu
+    Mutex mu;
+    WorkerStream* stream ABSL_GUARDED_BY(mu) = nullptr;
     // The worker is in the registry (commands may be sent to it) a moment before its
     // Registered reply is queued; a worker takes a command before that reply as a broken
     // stream. Commands sent in that moment wait here, in order, until the reply is queued.
-    bool greeted = false;                       // guarded by mu
-    std::vector<pb::CoordinatorMessage> early;  // guarded by mu
+    bool greeted ABSL_GUARDED_BY(mu) = false;
+    std::vector<pb::CoordinatorMessage> early ABSL_GUARDED_BY(mu);
   };
 
   WorkerStream(Registry& registry, ResultStore& store, Clock& clock, int heartbeat_ms, bool tls,
@@ -115,7 +116,7 @@ class WorkerStream final
     std::shared_ptr<Handle> h = handle_;
     register_timer_ = clock_.schedule(
         clock_.after(register_deadline_ms / 1000.0), [h, ctx, register_deadline_ms, c = &clock_] {
-          std::lock_guard<std::mutex> lock(h->mu);
+          MutexLock lock(h->mu);
           if (h->stream == nullptr) return;
           int waiting = kWaitingForRegister;
           if (!h->stream->phase_.compare_exchange_strong(waiting, kTimedOut)) return;
@@ -149,7 +150,7 @@ class WorkerStream final
   }
 
   void OnWriteDone(bool ok) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueLock lock(mu_);
     out_.pop_front();
     if (!ok) {
       out_.clear();
@@ -162,14 +163,15 @@ class WorkerStream final
     writing_ = false;
     if (finish_) {
       finish_ = false;
+      const grpc::Status st = final_status_;  // written once, by end()
       lock.unlock();
-      Finish(final_status_);
+      Finish(st);
     }
   }
 
   void OnDone() override {
     {
-      std::lock_guard<std::mutex> lock(handle_->mu);
+      MutexLock lock(handle_->mu);
       handle_->stream = nullptr;
     }
     clock_.cancel(register_timer_);
@@ -178,7 +180,7 @@ class WorkerStream final
 
   // Queues a message (moved in: no copy per command); false once the stream is ending.
   bool write(pb::CoordinatorMessage&& m) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (ended_ || write_failed_) return false;
     out_.push_back(std::move(m));
     if (!writing_) {
@@ -232,7 +234,7 @@ class WorkerStream final
     auto link = std::make_shared<WorkerLink>(
         name_, clock_,
         [h](pb::CoordinatorMessage&& m) {
-          std::lock_guard<std::mutex> lock(h->mu);
+          MutexLock lock(h->mu);
           if (h->stream == nullptr) return false;
           if (!h->greeted) {
             h->early.push_back(std::move(m));
@@ -241,7 +243,7 @@ class WorkerStream final
           return h->stream->write(std::move(m));
         },
         [h, ctx] {
-          std::lock_guard<std::mutex> lock(h->mu);
+          MutexLock lock(h->mu);
           if (h->stream != nullptr) ctx->TryCancel();
         });
     w.name = name_;
@@ -292,7 +294,7 @@ class WorkerStream final
     pb::CoordinatorMessage hello;
     hello.mutable_registered()->set_worker_id(name_);
     hello.mutable_registered()->set_heartbeat_interval_ms(static_cast<uint32_t>(heartbeat_ms_));
-    std::lock_guard<std::mutex> lock(h->mu);
+    MutexLock lock(h->mu);
     write(std::move(hello));
     h->greeted = true;
     for (auto& m : h->early) write(std::move(m));
@@ -324,7 +326,7 @@ class WorkerStream final
         coordinatorServerLog(clock_).info("worker " + name_ + " disconnected", {{"worker", name_}});
       }
     }
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueLock lock(mu_);
     if (ended_) return;
     ended_ = true;
     if (writing_) {
@@ -355,13 +357,13 @@ class WorkerStream final
   std::string name_;
   bool simulated_ = false;
   std::shared_ptr<WorkerLink> link_;
-  std::mutex mu_;  // guards out_, writing_, ended_, finish_, final_status_, write_failed_
-  std::deque<pb::CoordinatorMessage> out_;
-  bool writing_ = false;
-  bool ended_ = false;
-  bool finish_ = false;
-  bool write_failed_ = false;
-  grpc::Status final_status_;
+  Mutex mu_;
+  std::deque<pb::CoordinatorMessage> out_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
 };
 
 class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::CallbackService {
@@ -1063,7 +1065,7 @@ Result<int> CoordinatorServer::start() {
 void CoordinatorServer::shutdown() {
   if (stopping_.exchange(true)) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     cv_.notify_all();
   }
   if (monitor_.joinable()) monitor_.join();
@@ -1153,10 +1155,10 @@ std::vector<TestResult> CoordinatorServer::unstored() const {
 
 void CoordinatorServer::monitor(Clock::TimePoint next_tick) {
   const auto interval = std::chrono::milliseconds(options_.heartbeat_interval_ms);
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   while (!stopping_.load()) {
     // A timer on the injected clock: a ManualClock's advance() is the tick in tests.
-    (void)waitUntil(clock_, lock, cv_, next_tick, [this] { return stopping_.load(); });
+    (void)waitUntil(clock_, lock.native(), cv_, next_tick, [this] { return stopping_.load(); });
     if (stopping_.load()) break;
     next_tick = clock_.now() + interval;
     lock.unlock();

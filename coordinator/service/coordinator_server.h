@@ -7,7 +7,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -15,6 +14,7 @@
 #include "common/net/accept_gate.h"
 #include "common/pair_spec.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/fabric_history.h"
 #include "coordinator/orchestrator/history.h"
 #include "coordinator/orchestrator/pair_test.h"
@@ -154,7 +154,7 @@ class CoordinatorServer {
   std::unique_ptr<AcceptGate> gate_;  // after what it feeds: stopped (destroyed) first
   std::thread monitor_;
   std::atomic<bool> stopping_{false};
-  std::mutex mu_;  // the monitor's wakeup
+  Mutex mu_;  // the monitor's wakeup
   std::condition_variable cv_;
 };
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/sync/mutex.h"
+
 namespace gdrmesh {
 
 Status Registry::add(WorkerStatus status, std::shared_ptr<WorkerLink> link) {
@@ -12,7 +14,7 @@ Status Registry::add(WorkerStatus status, std::shared_ptr<WorkerLink> link) {
 }
 
 Status Registry::addLocked(WorkerStatus status, std::shared_ptr<WorkerLink> link) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = workers_.find(status.name);
   if (it != workers_.end() && it->second.link && !it->second.link->lost()) {
     return invalidArgument(
@@ -34,7 +36,7 @@ Status Registry::addLocked(WorkerStatus status, std::shared_ptr<WorkerLink> link
 
 void Registry::remove(const std::string& name, const WorkerLink* link) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = workers_.find(name);
     if (it == workers_.end() || it->second.link.get() != link) return;
     auto s = std::make_shared<WorkerStatus>(*it->second.status);
@@ -48,7 +50,7 @@ void Registry::remove(const std::string& name, const WorkerLink* link) {
 }
 
 void Registry::heartbeat(const std::string& name, int64_t unix_ms, uint32_t active_tests) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = workers_.find(name);
   if (it == workers_.end()) return;
   auto s = std::make_shared<WorkerStatus>(*it->second.status);
@@ -58,14 +60,14 @@ void Registry::heartbeat(const std::string& name, int64_t unix_ms, uint32_t acti
 }
 
 std::optional<WorkerEntry> Registry::entry(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = workers_.find(name);
   if (it == workers_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<WorkerEntry> Registry::entries() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<WorkerEntry> out;
   out.reserve(workers_.size());
   for (const auto& [name, e] : workers_) out.push_back(e);
@@ -73,7 +75,7 @@ std::vector<WorkerEntry> Registry::entries() const {
 }
 
 std::vector<std::shared_ptr<WorkerLink>> Registry::stale(int64_t cutoff_ms) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::shared_ptr<WorkerLink>> out;
   for (const auto& [name, e] : workers_) {
     if (e.link && e.status->last_heartbeat_ms < cutoff_ms) out.push_back(e.link);
@@ -82,7 +84,7 @@ std::vector<std::shared_ptr<WorkerLink>> Registry::stale(int64_t cutoff_ms) cons
 }
 
 void Registry::addKnown(WorkerStatus status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (workers_.count(status.name) != 0) return;
   status.state = "offline";
   WorkerEntry e;
@@ -100,7 +102,7 @@ Result<WorkerEntry> Registry::forget(const std::string& name, bool force,
 
 Result<WorkerEntry> Registry::forgetLocked(const std::string& name, bool force,
                                            const std::function<Status()>& also) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = workers_.find(name);
   if (it == workers_.end()) {
     std::string known;
@@ -139,7 +141,7 @@ std::string Registry::Violations::finding() const {
 }
 
 uint64_t Registry::noteViolation(const std::string& name, const std::string& what) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Violations& v = violations_[name];
   const std::string before = v.count > 0 ? v.finding() : "";
   ++v.count;
@@ -156,7 +158,7 @@ uint64_t Registry::noteViolation(const std::string& name, const std::string& wha
 }
 
 std::vector<WorkerStatus> Registry::list() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<WorkerStatus> out;
   out.reserve(workers_.size());
   for (const auto& [name, e] : workers_) out.push_back(*e.status);
@@ -164,13 +166,13 @@ std::vector<WorkerStatus> Registry::list() const {
 }
 
 std::shared_ptr<const WorkerStatus> Registry::get(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = workers_.find(name);
   return it == workers_.end() ? nullptr : it->second.status;
 }
 
 std::shared_ptr<WorkerChannel> Registry::channel(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = workers_.find(name);
   return it == workers_.end() ? nullptr : it->second.channel;
 }

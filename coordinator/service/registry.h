@@ -9,13 +9,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/inventory.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/worker_channel.h"
 #include "coordinator/service/grpc_worker_channel.h"
 #include "coordinator/service/worker_link.h"
@@ -62,17 +62,18 @@ class Registry final : public WorkerDirectory {
   // add(), remove() and forget() are WorkerDirectory's registration and loss events (watch()).
 
  private:
-  Status addLocked(WorkerStatus status, std::shared_ptr<WorkerLink> link);
+  // Take mu_ themselves: add() and forget() announce the change after, outside it.
+  Status addLocked(WorkerStatus status, std::shared_ptr<WorkerLink> link) ABSL_LOCKS_EXCLUDED(mu_);
   Result<WorkerEntry> forgetLocked(const std::string& name, bool force,
-                                   const std::function<Status()>& also);
+                                   const std::function<Status()>& also) ABSL_LOCKS_EXCLUDED(mu_);
   struct Violations {
     uint64_t count = 0;
     std::string last;
     std::string finding() const;
   };
-  mutable std::mutex mu_;  // guards workers_, violations_
-  std::map<std::string, WorkerEntry> workers_;
-  std::map<std::string, Violations> violations_;
+  mutable Mutex mu_;
+  std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Violations> violations_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gdrmesh

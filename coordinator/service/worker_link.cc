@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "convert.h"
 
 namespace gdrmesh {
@@ -21,7 +22,7 @@ void WorkerLink::call(v1::CoordinatorCommand command, Clock::TimePoint deadline,
   *msg.mutable_command() = std::move(command);
   bool written;
   {
-    std::lock_guard<std::mutex> lock(write_mu_);
+    MutexLock lock(write_mu_);
     written = writer_(std::move(msg));
   }
   if (!written) settle(id, unavailable("worker lost: " + worker_ + " (stream write failed)"));
@@ -32,7 +33,7 @@ uint64_t WorkerLink::expect(Clock::TimePoint deadline, Callback done) {
   Status lost;
   Callback fail_now;  // the callback, when the worker is already lost
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (lost_reason_) {
       lost = unavailable("worker lost: " + worker_ + " " + *lost_reason_);
       fail_now = std::move(done);
@@ -52,7 +53,7 @@ uint64_t WorkerLink::expect(Clock::TimePoint deadline, Callback done) {
   Clock::TimerId timer = clock_.schedule(deadline, [weak, id] {
     if (auto self = weak.lock()) self->expire(id);
   });
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = pending_.find(id);
   if (it != pending_.end()) {
     it->second.timer = timer;
@@ -65,7 +66,7 @@ uint64_t WorkerLink::expect(Clock::TimePoint deadline, Callback done) {
 void WorkerLink::settle(uint64_t request_id, const Status& st) {
   Callback cb;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = pending_.find(request_id);
     if (it == pending_.end()) return;
     cb = std::move(it->second.done);
@@ -78,7 +79,7 @@ void WorkerLink::settle(uint64_t request_id, const Status& st) {
 void WorkerLink::expire(uint64_t request_id) {
   Callback cb;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = pending_.find(request_id);
     if (it == pending_.end()) return;
     cb = std::move(it->second.done);
@@ -92,7 +93,7 @@ void WorkerLink::expire(uint64_t request_id) {
 void WorkerLink::onReply(v1::CommandReply&& reply) {
   Callback cb;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = pending_.find(reply.request_id());
     if (it == pending_.end()) return;  // late reply to a call that timed out
     cb = std::move(it->second.done);
@@ -109,7 +110,7 @@ void WorkerLink::onReply(v1::CommandReply&& reply) {
 void WorkerLink::fail(const std::string& reason) {
   std::vector<Callback> failed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (lost_reason_) return;
     lost_reason_ = reason;
     for (auto& [id, p] : pending_) {
@@ -119,7 +120,7 @@ void WorkerLink::fail(const std::string& reason) {
     pending_.clear();
   }
   {
-    std::lock_guard<std::mutex> lock(cancel_mu_);
+    MutexLock lock(cancel_mu_);
     if (cancel_stream_) cancel_stream_();
   }
   const Status st = unavailable("worker lost: " + worker_ + " " + reason);
@@ -130,17 +131,17 @@ void WorkerLink::fail(const std::string& reason) {
 }
 
 void WorkerLink::detachStream() {
-  std::lock_guard<std::mutex> lock(cancel_mu_);
+  MutexLock lock(cancel_mu_);
   cancel_stream_ = nullptr;
 }
 
 bool WorkerLink::lost() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return lost_reason_.has_value();
 }
 
 size_t WorkerLink::pending() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return pending_.size();
 }
 

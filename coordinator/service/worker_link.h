@@ -12,12 +12,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/loss_signal.h"
 #include "gdrmesh/v1/gdrmesh.pb.h"
 
@@ -69,13 +69,13 @@ class WorkerLink : public std::enable_shared_from_this<WorkerLink> {
   const std::string worker_;
   Clock& clock_;
   Writer writer_;
-  std::function<void()> cancel_stream_;
-  mutable std::mutex mu_;  // guards next_id_, pending_, lost_reason_
-  uint64_t next_id_ = 1;
-  std::map<uint64_t, Pending> pending_;
-  std::optional<std::string> lost_reason_;
-  std::mutex write_mu_;   // serialises writes on the stream
-  std::mutex cancel_mu_;  // guards cancel_stream_
+  Mutex cancel_mu_;
+  std::function<void()> cancel_stream_ ABSL_GUARDED_BY(cancel_mu_);
+  mutable Mutex mu_;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::string> lost_reason_ ABSL_GUARDED_BY(mu_);
+  Mutex write_mu_;  // serialises writes on the stream
   LossSignal lost_signal_;
 };
 

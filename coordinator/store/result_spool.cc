@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "coordinator/store/store_columns.h"
 
 namespace gdrmesh {
@@ -387,7 +388,7 @@ Status ResultSpool::append(const TestResult& result) {
                               "use a database file (--db PATH)");
   }
   const std::string line = spoolLine(result);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const bool existed = ::access(path_.c_str(), F_OK) == 0;
   int e = appendSpoolLine(path_, line);
   // A full disk: the space held back for this moment goes, a block at a time.
@@ -409,7 +410,7 @@ Status ResultSpool::append(const TestResult& result) {
 Result<SpoolReplay> ResultSpool::replay(ResultRecords& store) {
   SpoolReplay out;
   if (path_.empty()) return out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::ifstream f(path_, std::ios::binary);
   if (!f) {
     if (errno == ENOENT || ::access(path_.c_str(), F_OK) != 0) return out;

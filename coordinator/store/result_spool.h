@@ -20,11 +20,11 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 #include "common/result.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "coordinator/store/store.h"
 
 namespace gdrmesh {
@@ -69,7 +69,7 @@ class ResultSpool {
 
   const std::string path_;
   const uint64_t reserve_bytes_;
-  std::mutex mu_;  // serialises appends to and replays of the file
+  Mutex mu_;  // serialises appends to and replays of the file
 };
 
 }  // namespace gdrmesh

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/log.h"
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 namespace {
@@ -37,7 +38,7 @@ ResultWriter::ResultWriter(ResultRecords& store, Clock& clock, Options options)
 
 ResultWriter::~ResultWriter() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   wake_writer_.notify_one();
@@ -47,7 +48,7 @@ ResultWriter::~ResultWriter() {
 void ResultWriter::submit(TestResult result, OnStored on_stored) {
   bool wake;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queue_.push_back(Item{std::move(result), std::move(on_stored), clock_.now()});
     ++submitted_;
     // The writer waits either for a first row or for a full batch; nothing else needs it.
@@ -85,7 +86,7 @@ Result<int64_t> ResultWriter::write(TestResult result, OnStored on_stored) {
         error.fix()));
   };
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queue_.push_back(std::move(item));
     ++submitted_;
     flush_target_ = std::max(flush_target_, submitted_);
@@ -96,7 +97,7 @@ Result<int64_t> ResultWriter::write(TestResult result, OnStored on_stored) {
 }
 
 std::vector<TestResult> ResultWriter::held() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<TestResult> rows(in_flight_held_.begin(), in_flight_held_.end());
   for (const Item& item : queue_) {
     if (item.held) rows.push_back(item.row);
@@ -116,26 +117,26 @@ bool ResultWriter::flushFor(std::chrono::milliseconds timeout) {
 }
 
 bool ResultWriter::waitForFlush(const Clock::TimePoint* deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   const uint64_t target = submitted_;
   if (resolved_ >= target) return true;
   flush_target_ = std::max(flush_target_, target);
   wake_writer_.notify_one();
-  const auto done = [&] { return resolved_ >= target; };
+  const auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return resolved_ >= target; };
   if (deadline == nullptr) {
-    wake_flushers_.wait(lock, done);
+    wake_flushers_.wait(lock.native(), done);
     return true;
   }
-  return waitUntil(clock_, lock, wake_flushers_, *deadline, done);
+  return waitUntil(clock_, lock.native(), wake_flushers_, *deadline, done);
 }
 
 size_t ResultWriter::pending() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size() + in_flight_;
 }
 
 Status ResultWriter::lastError() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return last_error_;
 }
 
@@ -144,11 +145,13 @@ void ResultWriter::run() {
   const auto max_delay = std::chrono::milliseconds(std::max(options_.max_delay_ms, 0));
   Clock::TimePoint stop_deadline;  // set when stopping_ is first seen
 
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   for (;;) {
     if (queue_.empty()) {
       if (stopping_) return;
-      wake_writer_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      wake_writer_.wait(lock.native(), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !queue_.empty();
+      });
       continue;
     }
     if (stopping_ && stop_deadline == Clock::TimePoint()) {
@@ -156,11 +159,12 @@ void ResultWriter::run() {
     }
 
     // Gather: a full batch, the oldest row's delay spent, a flush, or a stop.
-    const auto ready = [&] {
+    const auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stopping_ || queue_.size() >= max_batch || flush_target_ > resolved_;
     };
     if (!ready()) {
-      (void)waitUntil(clock_, lock, wake_writer_, queue_.front().queued_at + max_delay, ready);
+      (void)waitUntil(clock_, lock.native(), wake_writer_, queue_.front().queued_at + max_delay,
+                      ready);
     }
 
     // Back off after a failure; a stop shortens the wait to the stop deadline, and a caller of
@@ -170,8 +174,10 @@ void ResultWriter::run() {
     if (now < retry_at_ && !past_stop_deadline && !urgent_) {
       const Clock::TimePoint until = stopping_ ? std::min(retry_at_, stop_deadline) : retry_at_;
       const bool was_stopping = stopping_;
-      (void)waitUntil(clock_, lock, wake_writer_, until,
-                      [&] { return stopping_ != was_stopping || urgent_; });
+      (void)waitUntil(clock_, lock.native(), wake_writer_, until,
+                      [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                        return stopping_ != was_stopping || urgent_;
+                      });
       continue;
     }
     urgent_ = false;
@@ -191,14 +197,14 @@ void ResultWriter::run() {
     Outcome out = attempt(std::move(batch), past_stop_deadline);
     lock.lock();
 
-    finishAttempt(std::move(out), lock);
+    finishAttempt(std::move(out));
   }
 }
 
-// After an attempt (mu_ held through `lock`, released around callbacks and the replay): its
+// After an attempt (mu_ held by run()'s lock, released around callbacks and the replay): its
 // error and the backoff, the spool's replay once nothing spooled waits, rows resolved and
 // requeued, then the callbacks of rows newly held and of the failed batch.
-void ResultWriter::finishAttempt(Outcome out, std::unique_lock<std::mutex>& lock) {
+void ResultWriter::finishAttempt(Outcome out) {
   in_flight_ = 0;
   in_flight_held_.clear();
   // The attempt's error and backoff are set before its rows count as resolved (below): a
@@ -219,12 +225,12 @@ void ResultWriter::finishAttempt(Outcome out, std::unique_lock<std::mutex>& lock
   spooled_waiting_ -= std::min(spooled_waiting_, out.spooled_resolved);
   if (had_spooled && spooled_waiting_ == 0 && out.error.ok() && options_.spool != nullptr) {
     // Every spooled row is stored: the spool has nothing left that only it holds.
-    lock.unlock();
+    mu_.unlock();
     auto replay = options_.spool->replay(store_);
     if (!replay.ok()) {
       ComponentLog("coordinator", &clock_).error(replay.status().toString());
     }
-    lock.lock();
+    mu_.lock();
   }
   // Resolved only now, after the replay: a flush() that returns finds the spool gone.
   resolved_ += out.resolved;
@@ -233,15 +239,15 @@ void ResultWriter::finishAttempt(Outcome out, std::unique_lock<std::mutex>& lock
   if (out.resolved > 0) wake_flushers_.notify_all();
   if (!out.held_calls.empty()) {
     // After the requeue: a caller told "held" finds its row in held().
-    lock.unlock();
+    mu_.unlock();
     for (auto& call : out.held_calls) call();
-    lock.lock();
+    mu_.lock();
   }
   if (!out.error.ok() && options_.on_batch_error) {
     const size_t waiting = queue_.size();
-    lock.unlock();
+    mu_.unlock();
     options_.on_batch_error(out.error, waiting);
-    lock.lock();
+    mu_.lock();
   }
 }
 

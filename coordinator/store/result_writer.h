@@ -38,6 +38,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "coordinator/store/result_spool.h"
 #include "coordinator/store/store.h"
 
@@ -117,30 +118,31 @@ class ResultWriter {
   // One attempt at `batch`, on the writer thread without mu_. With `give_up`, rows that fail for
   // a reason that may pass are resolved with the error instead of requeued.
   Outcome attempt(std::vector<Item> batch, bool give_up);
-  // The writer thread's bookkeeping after attempt(), with mu_ held through `lock`.
-  void finishAttempt(Outcome out, std::unique_lock<std::mutex>& lock);
+  // The writer thread's bookkeeping after attempt(), with mu_ held (the writer's UniqueLock);
+  // releases it around callbacks and the replay, and holds it again when it returns.
+  void finishAttempt(Outcome out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool waitForFlush(const Clock::TimePoint* deadline);
 
   ResultRecords& store_;
   Clock& clock_;
   const Options options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable wake_writer_;     // work, a flush, or stop
-  std::condition_variable wake_flushers_;   // rows resolved
-  std::deque<Item> queue_;                  // guarded by mu_
-  size_t in_flight_ = 0;                    // guarded by mu_: rows taken by the writer
-  uint64_t submitted_ = 0;                  // guarded by mu_: rows ever submitted
-  uint64_t resolved_ = 0;                   // guarded by mu_: rows stored or refused, in order
-  uint64_t flush_target_ = 0;               // guarded by mu_: write now up to this row
-  bool stopping_ = false;                   // guarded by mu_
-  bool urgent_ = false;                     // guarded by mu_: write() waits: attempt now
-  std::vector<TestResult> in_flight_held_;  // guarded by mu_: held rows being written
-  Clock::TimePoint retry_at_;               // guarded by mu_: no attempt before this
-  int backoff_ms_ = 0;                      // guarded by mu_: 0 after a success
-  Status last_error_;                       // guarded by mu_
-  size_t spooled_waiting_ = 0;              // guarded by mu_: spooled rows not yet resolved
-  std::thread thread_;                      // last: starts after everything above exists
+  mutable Mutex mu_;
+  std::condition_variable wake_writer_;    // work, a flush, or stop
+  std::condition_variable wake_flushers_;  // rows resolved
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
+  size_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;       // rows taken by the writer
+  uint64_t submitted_ ABSL_GUARDED_BY(mu_) = 0;     // rows ever submitted
+  uint64_t resolved_ ABSL_GUARDED_BY(mu_) = 0;      // rows stored or refused, in order
+  uint64_t flush_target_ ABSL_GUARDED_BY(mu_) = 0;  // write now up to this row
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool urgent_ ABSL_GUARDED_BY(mu_) = false;                     // write() waits: attempt now
+  std::vector<TestResult> in_flight_held_ ABSL_GUARDED_BY(mu_);  // held rows being written
+  Clock::TimePoint retry_at_ ABSL_GUARDED_BY(mu_);               // no attempt before this
+  int backoff_ms_ ABSL_GUARDED_BY(mu_) = 0;                      // 0 after a success
+  Status last_error_ ABSL_GUARDED_BY(mu_);
+  size_t spooled_waiting_ ABSL_GUARDED_BY(mu_) = 0;  // spooled rows not yet resolved
+  std::thread thread_;                               // last: starts after everything above exists
 };
 
 }  // namespace gdrmesh

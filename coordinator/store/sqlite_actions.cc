@@ -1,10 +1,10 @@
 // SqliteStore: actions on nodes (ActionStore), append-only.
-#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "coordinator/store/sqlite_columns.h"
 #include "coordinator/store/sqlite_internal.h"
 #include "coordinator/store/sqlite_store.h"
@@ -21,7 +21,7 @@ Result<int64_t> SqliteStore::recordAction(const ActionRecord& a) {
     return invalidArgument("action record has no node, action or outcome",
                            "record an action with its node, action and outcome");
   }
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
@@ -96,7 +96,7 @@ Result<std::set<std::string>> SqliteStore::hookSuspects() {
   return out;
 }
 Status SqliteStore::setHookSuspects(const std::set<std::string>& keys) {
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_RETURN_IF_ERROR(begin());
   Status st = execOnce(writer_, "set_hook_suspects (clear)", "DELETE FROM hook_suspects");

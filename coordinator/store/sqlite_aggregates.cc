@@ -4,13 +4,13 @@
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "coordinator/store/aggregate_rules.h"
 #include "coordinator/store/sqlite_columns.h"
 #include "coordinator/store/sqlite_internal.h"
@@ -131,7 +131,7 @@ Status SqliteStore::aggregateSweep(const std::string& sweep_id, uint32_t plan_si
   if (sweep_id.empty()) {
     return invalidArgument("aggregateSweep: sweep id is empty", "pass a stored sweep's id");
   }
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_RETURN_IF_ERROR(sweepMustExist(
       sweep_id, "aggregate a sweep that createSweep stored (ids are matched exactly)"));
@@ -399,7 +399,7 @@ Result<uint64_t> SqliteStore::deleteResultsBefore(int64_t cutoff_ms, uint32_t ma
     return invalidArgument("deleteResultsBefore: max_rows is 0",
                            "delete in batches of at least one row (e.g. 2000)");
   }
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   // The oldest rows first, through results_started_ms; one statement is one short transaction.
   GDR_ASSIGN_OR_RETURN(

@@ -9,11 +9,11 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "coordinator/store/sqlite_columns.h"
 #include "coordinator/store/sqlite_internal.h"
 #include "coordinator/store/sqlite_store.h"
@@ -49,11 +49,11 @@ SqliteStore::~SqliteStore() {
     }
   }
   if (reader_) {
-    std::lock_guard<std::mutex> lock(reader_->mu);
+    MutexLock lock(reader_->mu);
     reader_->stmts.clear();  // finalize before the connection closes
     reader_->db.reset();
   }
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   writer_.stmts.clear();
   writer_.db.reset();
 }
@@ -119,7 +119,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   DbPtr db(raw);
   std::unique_ptr<SqliteStore> store(new SqliteStore(path, std::move(db)));
   store->on_query_row_ = options.on_query_row_for_testing;
-  std::lock_guard<std::mutex> lock(store->writer_.mu);
+  MutexLock lock(store->writer_.mu);
   if (rc != SQLITE_OK) {
     if (!store->writer_.db) {
       return Status(Code::kResourceExhausted, "out of memory opening database " + path);
@@ -244,7 +244,7 @@ Status SqliteStore::openReader(const SqliteStoreOptions& options) {
   // A WAL reader waits only while the writer checkpoints or recovers the WAL.
   sqlite3_busy_timeout(conn->db.get(), options.busy_timeout_ms);
   // The first read proves the connection works (and sees the migrated schema).
-  std::lock_guard<std::mutex> lock(conn->mu);
+  MutexLock lock(conn->mu);
   Result<int64_t> version = queryInt(*conn, "read user_version", "PRAGMA user_version");
   if (!version.ok()) return version.status().withContext("read-only connection");
   reader_ = std::move(conn);
@@ -508,26 +508,26 @@ Result<std::vector<std::string>> SqliteStore::explain(const std::string& name,
 }
 
 Result<int> SqliteStore::schemaVersion() {
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_ASSIGN_OR_RETURN(const int64_t v,
                        queryInt(writer_, "read user_version", "PRAGMA user_version"));
   return static_cast<int>(v);
 }
 
 Result<std::string> SqliteStore::journalMode() {
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   return queryText(writer_, "read journal_mode", "PRAGMA journal_mode");
 }
 
 Status SqliteStore::setMaxPageCountForTesting(int64_t pages) {
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   // PRAGMA takes no bound parameters; a test-only integer, not input.
   return execOnce(writer_, "set max_page_count",
                   "PRAGMA max_page_count = " + std::to_string(pages));
 }
 
 Result<int64_t> SqliteStore::pageCountForTesting() {
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   return queryInt(writer_, "read page_count", "PRAGMA page_count");
 }
 

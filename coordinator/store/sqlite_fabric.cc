@@ -1,11 +1,11 @@
 // SqliteStore: the fabric's history (FabricHistory; migration 13): discovered snapshots, one row
 // each, and their findings.
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "coordinator/store/sqlite_internal.h"
 #include "coordinator/store/sqlite_store.h"
 
@@ -61,7 +61,7 @@ Result<int64_t> SqliteStore::recordFabricSnapshot(
     const FabricSnapshotRecord& snapshot, const std::vector<FabricFindingRecord>& findings) {
   const FabricSnapshotRecord& r = snapshot;
   GDR_RETURN_IF_ERROR(checkFabricSnapshot(r));
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   int64_t id = 0;
   GDR_RETURN_IF_ERROR(writeInTransaction([&]() -> Status {
     GDR_ASSIGN_OR_RETURN(
@@ -179,7 +179,7 @@ Result<uint64_t> SqliteStore::dropFabricSnapshotsBefore(int64_t cutoff_ms, uint3
     return invalidArgument("dropFabricSnapshotsBefore: max_rows is 0",
                            "drop in batches of at least one snapshot (e.g. 2000)");
   }
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   // The oldest documents first; the newest ok snapshot keeps its document whatever its age.
   GDR_ASSIGN_OR_RETURN(

@@ -53,14 +53,14 @@ class SqliteStore::ReadLease {
   explicit ReadLease(SqliteStore& store) {
     if (!store.reader_ || store.walIndexWritable().ok()) {
       conn_ = &store.reader();
-      lock_ = std::unique_lock<std::mutex>(conn_->mu);
+      lock_ = std::unique_lock<std::mutex>(conn_->mu.native());
       return;
     }
     // The WAL index refuses writes: the shared connections may store into their mapping of it
     // (a reader's read mark), so this read opens its own connection, which reads the -wal file
     // without locks; holding the writer's mutex keeps our own writes (the only writer: one
     // database has one coordinator) from changing it meanwhile.
-    write_lock_ = std::unique_lock<std::mutex>(store.writer_.mu);
+    write_lock_ = std::unique_lock<std::mutex>(store.writer_.mu.native());
     status_ = store.openPrivateReader(private_);
     conn_ = &private_;
   }

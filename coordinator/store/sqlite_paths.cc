@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "common/sync/mutex.h"
 #include "coordinator/store/sqlite_internal.h"
 
 namespace gdrmesh {
@@ -47,7 +48,7 @@ PathHopRecord pathHopFromRow(sqlite3_stmt* s) {
 Status SqliteStore::putTestPaths(const std::vector<PathHopRecord>& hops) {
   GDR_RETURN_IF_ERROR(validatePathHops(hops));
   if (hops.empty()) return Status();
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   return writeInTransaction([&]() -> Status {
     GDR_ASSIGN_OR_RETURN(
         sqlite3_stmt * del,

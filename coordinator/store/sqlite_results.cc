@@ -1,11 +1,11 @@
 // SqliteStore: results (ResultRecords), workers (WorkerRecords) and the in-flight markers of
 // single pair tests (TestMarkers).
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "coordinator/store/sqlite_columns.h"
 #include "coordinator/store/sqlite_internal.h"
 #include "coordinator/store/sqlite_store.h"
@@ -28,7 +28,7 @@ std::string rowOf(size_t i, size_t n, const TestResult& r) {
 
 Result<int64_t> SqliteStore::insertResult(const TestResult& result) {
   GDR_RETURN_IF_ERROR(checkInsertable(result));
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_ASSIGN_OR_RETURN(std::vector<int64_t> ids, insertLocked(&result, 1));
   return ids.front();
@@ -42,7 +42,7 @@ Result<std::vector<int64_t>> SqliteStore::insertResults(const std::vector<TestRe
     }
   }
   if (results.empty()) return std::vector<int64_t>();
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   return insertLocked(results.data(), results.size());
 }
@@ -336,7 +336,7 @@ Status SqliteStore::upsertWorker(const WorkerRecord& worker) {
   if (worker.name.empty()) {
     return invalidArgument("worker.name is empty", "register workers under a non-empty name");
   }
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   // hostname and inventory: the latest registration wins. first_seen keeps the earliest time,
   // last_seen the latest.
@@ -396,7 +396,7 @@ Result<bool> SqliteStore::removeWorker(const std::string& name) {
   if (name.empty()) {
     return invalidArgument("worker name is empty", "name the worker to remove");
   }
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s,
                        statement(writer_, "remove_worker", "DELETE FROM workers WHERE name = ?1"));
@@ -416,7 +416,7 @@ Status SqliteStore::markTestStarted(const TestResult& started) {
   if (t.test_id.empty()) {
     return invalidArgument("test_id is empty", "mark a test with its id (newTestId)");
   }
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,
@@ -446,7 +446,7 @@ Status SqliteStore::markTestStarted(const TestResult& started) {
 }
 
 Status SqliteStore::clearTestStarted(const std::string& test_id) {
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_ASSIGN_OR_RETURN(sqlite3_stmt * s, statement(writer_, "clear_test_started",
                                                    "DELETE FROM test_starts WHERE test_id = ?1"));

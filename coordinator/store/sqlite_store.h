@@ -35,13 +35,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "coordinator/store/store.h"
 
 namespace gdrmesh {
@@ -185,14 +185,17 @@ class SqliteStore : public Store {
   // One connection and its cached statements. Member order: statements are finalized before
   // the connection closes.
   struct Conn {
-    std::mutex mu;
-    DbPtr db;                              // guarded by mu
-    std::map<std::string, StmtPtr> stmts;  // guarded by mu
+    Mutex mu;
+    // Guarded by mu, which a write holds through a MutexLock on writer_.mu and a read through
+    // a ReadLease; the lease picks its connection at run time, which the analysis cannot
+    // follow, so these two are not ABSL_GUARDED_BY.
+    DbPtr db;
+    std::map<std::string, StmtPtr> stmts;
   };
 
   SqliteStore(std::string path, DbPtr db);
 
-  Status configure(const SqliteStoreOptions& options);  // writer_.mu held
+  Status configure(const SqliteStoreOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_.mu);
   Status openReader(const SqliteStoreOptions& options);
   // The connection reads use: the read-only one for a file, the only one for ":memory:".
   Conn& reader() { return reader_ ? *reader_ : writer_; }
@@ -207,7 +210,7 @@ class SqliteStore : public Store {
   // Opens `c` read-only on the "unix-none" VFS in exclusive locking mode: SQLite then builds
   // the WAL index in the connection's own heap memory from the -wal file and neither maps nor
   // locks the -shm file. Called with writer_.mu held (none of our writes runs meanwhile).
-  Status openPrivateReader(Conn& c);
+  Status openPrivateReader(Conn& c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(writer_.mu);
 
   // The helpers below expect the named connection's mutex held; those without one use writer_.
   Status migrate(const std::vector<SqliteMigration>& migrations);

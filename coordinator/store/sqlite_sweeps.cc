@@ -1,12 +1,12 @@
 // SqliteStore: sweeps and their in-flight markers (SweepRecords), and the history of schedule
 // firings (ScheduleHistory). A sweep's report rows are in sqlite_verdicts.cc.
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "coordinator/store/sqlite_columns.h"
 #include "coordinator/store/sqlite_internal.h"
 #include "coordinator/store/sqlite_store.h"
@@ -41,7 +41,7 @@ Status SqliteStore::updateSweep(const SweepRecord& sweep) {
 Status SqliteStore::writeSweep(const SweepRecord& sweep, bool create) {
   GDR_RETURN_IF_ERROR(checkSweep(sweep));
   const std::string name = create ? "insert_sweep" : "update_sweep";
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_RETURN_IF_ERROR(begin());
   Status st = [&]() -> Status {
@@ -123,7 +123,7 @@ Status SqliteStore::markSweepTestStarted(const std::string& sweep_id, const Swee
         "sweep " + sweep_id + ": plan_index " + std::to_string(start.plan_index) + " is negative",
         "pass the test's index in the sweep plan (0, 1, ...)");
   }
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   // A plan index started again (a re-run after a restart) replaces the earlier marker.
   GDR_ASSIGN_OR_RETURN(
@@ -213,7 +213,7 @@ Status SqliteStore::recordScheduleRun(const ScheduleRun& run) {
   if (run.schedule.empty()) {
     return invalidArgument("schedule run has no schedule name", "record runs of a named schedule");
   }
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   GDR_RETURN_IF_ERROR(walIndexWritable());
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * s,

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "coordinator/store/sqlite_internal.h"
 #include "coordinator/store/sqlite_store.h"
 
@@ -303,7 +304,7 @@ Status SqliteStore::sweepMustExist(const std::string& sweep_id, const std::strin
 }
 
 Status SqliteStore::clearSweepReport(const std::string& sweep_id) {
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   return writeInTransaction([&]() -> Status {
     GDR_RETURN_IF_ERROR(sweepMustExist(sweep_id));
     // The summary first: a reader that finds no summary reads no report.
@@ -348,7 +349,7 @@ Status SqliteStore::insertVerdictRows(const std::string& sweep_id,
 
 Status SqliteStore::appendSweepVerdicts(const std::string& sweep_id,
                                         const std::vector<VerdictRecord>& verdicts) {
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   return writeInTransaction([&]() -> Status {
     GDR_RETURN_IF_ERROR(sweepMustExist(sweep_id));
     return insertVerdictRows(sweep_id, verdicts);
@@ -400,7 +401,7 @@ Status SqliteStore::insertSummaryRows(const std::string& sweep_id,
 
 Status SqliteStore::putSweepReportSummary(const std::string& sweep_id,
                                           const SweepReportSummary& summary) {
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   return writeInTransaction([&]() -> Status {
     GDR_RETURN_IF_ERROR(sweepMustExist(sweep_id));
     for (const char* table : {"sweep_report_summary", "sweep_suspects", "sweep_notes"}) {

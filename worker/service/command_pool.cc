@@ -3,6 +3,8 @@
 #include <system_error>
 #include <utility>
 
+#include "common/sync/mutex.h"
+
 namespace gdrmesh {
 namespace {
 
@@ -20,7 +22,7 @@ CommandPool::~CommandPool() {
 }
 
 bool CommandPool::submit(std::function<void()> task) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_ || queue_.size() >= options_.max_queued) return false;
   queue_.push_back(std::move(task));
   // Every queued task beyond the idle threads wants a thread of its own, up to the bound.
@@ -40,10 +42,11 @@ bool CommandPool::submit(std::function<void()> task) {
 }
 
 void CommandPool::loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   for (;;) {
     ++idle_;
-    cv_.wait(lock, [this] { return closed_ || !queue_.empty(); });
+    cv_.wait(lock.native(),
+             [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !queue_.empty(); });
     --idle_;
     if (closed_) return;
     std::function<void()> task = std::move(queue_.front());
@@ -58,7 +61,7 @@ void CommandPool::loop() {
 size_t CommandPool::stop() {
   std::deque<std::function<void()>> dropped;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
     dropped.swap(queue_);
   }
@@ -70,19 +73,19 @@ void CommandPool::join() {
   stop();
   std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     threads.swap(threads_);
   }
   for (auto& t : threads) t.join();
 }
 
 size_t CommandPool::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
 size_t CommandPool::threads() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return threads_.size();
 }
 

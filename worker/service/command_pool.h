@@ -11,9 +11,10 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 
@@ -45,12 +46,12 @@ class CommandPool {
   void loop();
 
   const Options options_;
-  mutable std::mutex mu_;  // guards everything below
+  mutable Mutex mu_;  // guards everything below
   std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> threads_;
-  size_t idle_ = 0;
-  bool closed_ = false;
+  size_t idle_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace gdrmesh

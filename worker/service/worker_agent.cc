@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/log.h"
+#include "common/sync/mutex.h"
 #include "common/units.h"
 #include "convert.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
@@ -31,8 +31,8 @@ using convert::fromProto;
 using convert::toProto;
 
 // libibmad keeps global state: one management query (discovery, counters) at a time.
-std::mutex& fabricMutex() {
-  static std::mutex mu;
+Mutex& fabricMutex() {
+  static Mutex mu;
   return mu;
 }
 
@@ -177,7 +177,7 @@ void execute(const WorkerOptions& options, SessionManager& sessions,
             "worker (GDRMESH_FABRIC=ON)");
       } else {
         // libibmad keeps global state: one management query at a time on this worker.
-        std::lock_guard<std::mutex> lock(fabricMutex());
+        MutexLock lock(fabricMutex());
         auto f = options.discover_fabric(d);
         if (f.ok()) out->set_snapshot_json(fabric::toJson(*f).dump());
         ds = f.status();
@@ -196,7 +196,7 @@ void execute(const WorkerOptions& options, SessionManager& sessions,
             "install libibnetdisc-dev libibmad-dev libibumad-dev and rebuild the worker "
             "(GDRMESH_FABRIC=ON), or name another worker as fabric_reader");
       } else {
-        std::lock_guard<std::mutex> lock(fabricMutex());
+        MutexLock lock(fabricMutex());
         auto r = options.read_port_counters(req);
         if (r.ok()) {
           outcome = std::move(r).value();
@@ -241,20 +241,20 @@ class WorkerAgent::Stream {
       std::unique_ptr<grpc::ClientReaderWriter<pb::WorkerMessage, pb::CoordinatorMessage>> s)
       : s_(std::move(s)) {}
   bool write(const pb::WorkerMessage& m) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return s_->Write(m);
   }
   bool read(pb::CoordinatorMessage* m) { return s_->Read(m); }
   grpc::Status finish() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       s_->WritesDone();
     }
     return s_->Finish();
   }
 
  private:
-  std::mutex mu_;  // guards writes on s_
+  Mutex mu_;  // serialises writes on s_ (set once, in the constructor)
   std::unique_ptr<grpc::ClientReaderWriter<pb::WorkerMessage, pb::CoordinatorMessage>> s_;
 };
 
@@ -267,7 +267,7 @@ WorkerAgent::~WorkerAgent() {
 
 void WorkerAgent::stop() {
   stopping_.store(true);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (context_ != nullptr) context_->TryCancel();
   cv_.notify_all();
 }
@@ -287,8 +287,8 @@ Status WorkerAgent::run() {
         .warn(st.toString() + "; retrying in " + retry + " s",
               {{"coordinator", options_.coordinator},
                {"retry_s", static_cast<double>(backoff.count()) / 1000.0}});
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, backoff, [this] { return stopping_.load(); });
+    UniqueLock lock(mu_);
+    cv_.wait_for(lock.native(), backoff, [this] { return stopping_.load(); });
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
   }
   return {};
@@ -305,14 +305,14 @@ Status WorkerAgent::serveOnce(bool* registered) {
   auto stub = pb::WorkerService::NewStub(channel);
   grpc::ClientContext ctx;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_.load()) return {};
     context_ = &ctx;
   }
   struct ClearContext {
     WorkerAgent* self;
     ~ClearContext() {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(self->mu_);
       self->context_ = nullptr;
     }
   } clear{this};
@@ -350,12 +350,12 @@ Status WorkerAgent::serveOnce(bool* registered) {
                         : options_.heartbeat_ms;
 
   std::atomic<bool> done{false};
-  std::mutex hb_mu;
+  Mutex hb_mu;
   std::condition_variable hb_cv;
   std::thread heartbeat([&] {
-    std::unique_lock<std::mutex> lock(hb_mu);
+    UniqueLock lock(hb_mu);
     while (!done.load()) {
-      hb_cv.wait_for(lock, std::chrono::milliseconds(hb_ms), [&] { return done.load(); });
+      hb_cv.wait_for(lock.native(), std::chrono::milliseconds(hb_ms), [&] { return done.load(); });
       if (done.load()) break;
       pb::WorkerMessage hb;
       hb.mutable_heartbeat()->set_unix_ms(nowUnixMs());

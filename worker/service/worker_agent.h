@@ -22,13 +22,13 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "common/fabric/counters.h"
 #include "common/fabric/discovery.h"
 #include "common/inventory.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "security/policy.h"
 #include "worker/session/session.h"
 
@@ -93,9 +93,9 @@ class WorkerAgent {
   const Inventory inventory_;
   SessionManager& sessions_;
   std::atomic<bool> stopping_{false};
-  std::mutex mu_;  // guards context_
+  Mutex mu_;
   std::condition_variable cv_;
-  grpc::ClientContext* context_ = nullptr;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace gdrmesh

@@ -10,6 +10,7 @@
 
 #include "common/pair_spec.h"
 #include "common/pattern.h"
+#include "common/sync/mutex.h"
 #include "worker/transport/fault_injection.h"
 
 namespace gdrmesh {
@@ -69,13 +70,14 @@ struct SessionManager::Session {
 
   // The armed run (lean protocol): a thread owned by this session. It holds no reference to
   // the session; whoever stops the session (or destroys it) joins it.
-  std::mutex arm_mu;  // guards the fields below
+  Mutex arm_mu;  // guards the fields below
   std::condition_variable arm_cv;
   std::thread armed;
-  bool is_armed = false;
-  bool stopped = false;
-  bool armed_done = false;
-  Result<Measurement> armed_result{Status(Code::kInternal, "armed run has not ended")};
+  bool is_armed ABSL_GUARDED_BY(arm_mu) = false;
+  bool stopped ABSL_GUARDED_BY(arm_mu) = false;
+  bool armed_done ABSL_GUARDED_BY(arm_mu) = false;
+  Result<Measurement> armed_result ABSL_GUARDED_BY(arm_mu){
+      Status(Code::kInternal, "armed run has not ended")};
 
   ~Session() {
     if (armed.joinable()) {
@@ -208,7 +210,7 @@ Result<PreparedEndpoint> SessionManager::prepareOnly(const SessionSpec& spec) {
   {
     // Reserve the id (an empty slot) so that concurrent prepares of one id, or beyond the
     // session limit, cannot both win.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (sessions_.count(id) != 0) return invalidArgument("test " + id + ": already prepared");
     if (sessions_.size() >= options_.max_sessions) {
       return Status(Code::kResourceExhausted,
@@ -218,7 +220,7 @@ Result<PreparedEndpoint> SessionManager::prepareOnly(const SessionSpec& spec) {
     sessions_[id] = nullptr;
   }
   auto result = prepareReserved(spec);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(id);
   if (!result.ok()) {
     if (it != sessions_.end() && it->second == nullptr) sessions_.erase(it);
@@ -305,7 +307,7 @@ SessionManager::prepareReserved(const SessionSpec& spec) {
 }
 
 std::shared_ptr<SessionManager::Session> SessionManager::find(const std::string& test_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(test_id);
   return it == sessions_.end() ? nullptr : it->second;  // null also for a reserved slot
 }
@@ -321,7 +323,7 @@ Result<Measurement> SessionManager::run(const std::string& test_id, const RunSpe
   auto s = find(test_id);
   if (!s) return notFound("test " + test_id + ": not prepared on this worker (released?)");
   {
-    std::lock_guard<std::mutex> lock(s->arm_mu);
+    MutexLock lock(s->arm_mu);
     if (s->is_armed) {
       return failedPrecondition("test " + test_id + ": armed; its run is collected by finish",
                                 "send finish, not run, to an armed target");
@@ -363,14 +365,14 @@ Status SessionManager::arm(const std::string& test_id, const RunSpec& spec) {
     return failedPrecondition("test " + test_id + ": armed before it was connected",
                               "prepare the target with `peer` as well as `arm`");
   }
-  std::lock_guard<std::mutex> lock(s->arm_mu);
+  MutexLock lock(s->arm_mu);
   if (s->stopped) return Status(Code::kAborted, "test " + test_id + ": released while arming");
   if (s->is_armed) return invalidArgument("test " + test_id + ": already armed");
   Session* raw = s.get();  // the thread never outlives the session: stop() and ~Session join
   try {
     s->armed = std::thread([raw, spec] {
       Result<Measurement> r = raw->run(spec);
-      std::lock_guard<std::mutex> done_lock(raw->arm_mu);
+      MutexLock done_lock(raw->arm_mu);
       raw->armed_result = std::move(r);
       raw->armed_done = true;
       raw->arm_cv.notify_all();
@@ -393,7 +395,7 @@ Result<SideOutcome> SessionManager::finish(const std::string& test_id, const Fin
     }
     Result<Measurement> m = Status(Code::kInternal, "unset");
     {
-      std::unique_lock<std::mutex> lock(s->arm_mu);
+      UniqueLock lock(s->arm_mu);
       if (!s->is_armed) {
         return failedPrecondition("test " + test_id + ": finish without an armed run",
                                   "prepare the target with `peer` and `arm`");
@@ -401,7 +403,9 @@ Result<SideOutcome> SessionManager::finish(const std::string& test_id, const Fin
       const auto deadline = std::chrono::steady_clock::now() +
                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                 std::chrono::duration<double>(std::max(0.0, spec.timeout_seconds)));
-      if (!s->arm_cv.wait_until(lock, deadline, [&] { return s->armed_done; })) {
+      if (!s->arm_cv.wait_until(
+              lock.native(), deadline,
+              [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->arm_mu) { return s->armed_done; })) {
         return Status(Code::kDeadlineExceeded,
                       "test " + test_id + ": the armed run did not end within " +
                           std::to_string(spec.timeout_seconds) + " s; aborted",
@@ -454,7 +458,7 @@ Result<SideOutcome> SessionManager::start(const std::string& test_id, const Star
 void SessionManager::park(const std::string& test_id, Session& s,
                           const Result<SideOutcome>& outcome) {
   if (!s.digested || !outcome.ok() || !s.buffer) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   parked_order_.push_back(test_id);
   parked_[test_id] = Parked{std::move(s.buffer), outcome->integrity.bytes_checked};
   while (parked_order_.size() > options_.max_parked) {
@@ -466,7 +470,7 @@ void SessionManager::park(const std::string& test_id, Session& s,
 Result<IntegrityReport> SessionManager::reveal(const std::string& test_id, uint64_t seed) {
   Parked p;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = parked_.find(test_id);
     if (it == parked_.end()) {
       return notFound("test " + test_id + ": no landed data kept for a reveal",
@@ -484,7 +488,7 @@ Result<IntegrityReport> SessionManager::reveal(const std::string& test_id, uint6
 void SessionManager::stop(Session& s) {
   std::thread armed;
   {
-    std::lock_guard<std::mutex> lock(s.arm_mu);
+    MutexLock lock(s.arm_mu);
     s.stopped = true;
     armed = std::move(s.armed);
   }
@@ -494,7 +498,7 @@ void SessionManager::stop(Session& s) {
 
 void SessionManager::drop(const std::string& test_id, const std::shared_ptr<Session>& s) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = sessions_.find(test_id);
     if (it != sessions_.end() && it->second == s) sessions_.erase(it);
   }
@@ -504,7 +508,7 @@ void SessionManager::drop(const std::string& test_id, const std::shared_ptr<Sess
 void SessionManager::release(const std::string& test_id) {
   std::shared_ptr<Session> s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = sessions_.find(test_id);
     if (it == sessions_.end()) return;
     s = std::move(it->second);
@@ -517,19 +521,19 @@ void SessionManager::release(const std::string& test_id) {
 void SessionManager::abortAll() {
   std::map<std::string, std::shared_ptr<Session>> all;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     all.swap(sessions_);
   }
   for (auto& [id, s] : all) {
     if (s) stop(*s);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   parked_.clear();
   parked_order_.clear();
 }
 
 size_t SessionManager::active() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return sessions_.size();
 }
 

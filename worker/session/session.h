@@ -26,12 +26,12 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "common/types.h"
 #include "worker/memory/buffer.h"
 #include "worker/transport/transport.h"
@@ -163,8 +163,8 @@ class SessionManager {
   std::map<std::string, Parked> parked_;  // guarded by mu_
   std::deque<std::string> parked_order_;  // oldest first
   std::map<TransportKind, std::unique_ptr<Transport>> transports_;
-  mutable std::mutex mu_;  // guards sessions_
-  std::map<std::string, std::shared_ptr<Session>> sessions_;
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gdrmesh

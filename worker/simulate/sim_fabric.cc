@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/fabric/host_match.h"
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 
@@ -87,7 +88,7 @@ double SimFabric::pathFactor(const std::string& src, const std::string& src_nic,
   if (bad_.empty()) return 1;
   const std::string key = src + "/" + src_nic + ">" + dst + "/" + dst_nic;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = traced_.find(key);
     if (it != traced_.end()) return it->second;
   }
@@ -114,7 +115,7 @@ double SimFabric::pathFactor(const std::string& src, const std::string& src_nic,
       }
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   traced_[key] = f;
   return f;
 }

@@ -11,12 +11,12 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/fabric/fabric.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 
@@ -49,8 +49,9 @@ class SimFabric {
   const fabric::Fabric fabric_;
   const fabric::FabricIndex index_{fabric_};  // after fabric_: built from it, once
   const std::vector<SimBadPort> bad_;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, double> traced_;  // "src/nic>dst/nic" -> factor; guarded by mu_
+  mutable Mutex mu_;
+  mutable std::map<std::string, double> traced_
+      ABSL_GUARDED_BY(mu_);  // "src/nic>dst/nic" -> factor
 };
 
 // "leaf01[17]:0.25" (the part after `port:`) -> a bad port. Errors name the spec.

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/capabilities.h"
+#include "common/sync/mutex.h"
 
 namespace gdrmesh {
 namespace {
@@ -83,7 +84,7 @@ double SimFaults::pairFactor(const std::string& test_id, const std::string& work
       f *= x.factor;
       continue;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto& seen = glitched_[i];
     if (std::find(seen.begin(), seen.end(), test_id) == seen.end()) {
       if (seen.size() >= x.after_n) continue;  // over: full speed
@@ -197,7 +198,7 @@ SimWorkerModel::SimWorkerModel(const SimConfig& config, const SimFaults& faults,
 SimWorkerModel::Fate SimWorkerModel::nextCommand() {
   uint64_t n;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     n = ++commands_;
   }
   if (const SimFault* f = faults_.streamFault(name_, SimFault::Kind::kDrop)) {
@@ -274,7 +275,7 @@ Result<EndpointDesc> SimWorkerModel::prepare(const SideSpec& spec) {
   if (d.buffer.rfind("host:", 0) == 0) d.buffer = "host:numa" + std::to_string(nic->numa_node);
   n.lid = nic->ports.front().lid;
   n.gid = nic->ports.front().gids.front().gid;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Session& s = sessions_[spec.endpoint.test_id];
   s = Session{};
   s.spec = spec;
@@ -289,7 +290,7 @@ Result<uint32_t> SimWorkerModel::connect(const std::string& test_id, const Endpo
                                   toString(peer.transport()) + ")",
                               "pair simulated workers only with simulated workers");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   GDR_ASSIGN_OR_RETURN(Session * s, find(test_id, "connect"));
   s->peer = peer;
   return std::min<uint32_t>(4096, sim->nic.active_mtu == 0 ? 4096 : sim->nic.active_mtu);
@@ -360,20 +361,20 @@ IntegrityReport SimWorkerModel::integrity(const Session& s, uint64_t length) con
 
 SimAnswer<Measurement> SimWorkerModel::run(const std::string& test_id, const RunSpec& run) {
   const auto due = clock_.after(config_.test_ms / 1000.0);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto s = find(test_id, "run");
   if (!s.ok()) return {clock_.now(), s.status()};
   return {due, measure(test_id, **s, run)};
 }
 
 Result<IntegrityReport> SimWorkerModel::verify(const std::string& test_id, uint64_t length) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   GDR_ASSIGN_OR_RETURN(Session * s, find(test_id, "verify"));
   return integrity(*s, length);
 }
 
 void SimWorkerModel::release(const std::string& test_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sessions_.erase(test_id);
 }
 
@@ -388,7 +389,7 @@ Result<EndpointDesc> SimWorkerModel::prepareArmed(const SideSpec& spec, const En
   }
   if (arm) {
     const auto due = clock_.after(config_.test_ms / 1000.0);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Session& s = sessions_[id];
     s.armed = true;
     s.armed_done = due;
@@ -406,7 +407,7 @@ SimAnswer<SideOutcome> SimWorkerModel::start(const std::string& test_id, const E
     release(test_id);
     return {clock_.now(), mtu.status()};
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Session& s = sessions_[test_id];
   auto m = measure(test_id, s, run);
   SideOutcome o;
@@ -424,7 +425,7 @@ SimAnswer<SideOutcome> SimWorkerModel::start(const std::string& test_id, const E
 
 SimAnswer<SideOutcome> SimWorkerModel::finish(const std::string& test_id, bool verify,
                                               uint64_t verify_length, double timeout_seconds) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto found = find(test_id, "finish");
   if (!found.ok()) return {clock_.now(), found.status()};
   Session s = std::move(**found);
@@ -455,12 +456,12 @@ SimAnswer<SideOutcome> SimWorkerModel::finish(const std::string& test_id, bool v
 }
 
 void SimWorkerModel::abortAll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sessions_.clear();
 }
 
 size_t SimWorkerModel::activeTests() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return sessions_.size();
 }
 

@@ -20,7 +20,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +28,7 @@
 #include "common/endpoint.h"
 #include "common/inventory.h"
 #include "common/status.h"
+#include "common/sync/mutex.h"
 #include "worker/simulate/sim_config.h"
 
 namespace gdrmesh {
@@ -61,8 +61,9 @@ class SimFaults {
   uint64_t seed_;
   double noise_;
   std::shared_ptr<const SimFabric> fabric_;
-  mutable std::mutex mu_;                                        // guards glitched_
-  mutable std::map<size_t, std::vector<std::string>> glitched_;  // fault index -> test ids
+  mutable Mutex mu_;
+  mutable std::map<size_t, std::vector<std::string>> glitched_
+      ABSL_GUARDED_BY(mu_);  // fault index -> test ids
 };
 
 // What a worker claims: NICs mlx5_0.. (one ACTIVE InfiniBand port at nic_rate_gbps), GPUs whose
@@ -126,16 +127,17 @@ class SimWorkerModel {
   Result<Measurement> measure(const std::string& test_id, const Session& s,
                               const RunSpec& run) const;
   IntegrityReport integrity(const Session& s, uint64_t length) const;
-  Result<Session*> find(const std::string& test_id, const char* command);
+  Result<Session*> find(const std::string& test_id, const char* command)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SimConfig& config_;
   const SimFaults& faults_;
   const Clock& clock_;
   const std::string name_;
   const Inventory inventory_;
-  mutable std::mutex mu_;  // guards sessions_, commands_
-  std::map<std::string, Session> sessions_;
-  uint64_t commands_ = 0;
+  mutable Mutex mu_;
+  std::map<std::string, Session> sessions_ ABSL_GUARDED_BY(mu_);
+  uint64_t commands_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gdrmesh

@@ -8,9 +8,9 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 
+#include "common/sync/mutex.h"
 #include "convert.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
 #include "security/grpc_tls.h"
@@ -53,18 +53,18 @@ class SimulatedWorkers::Impl {
   void stop();
   // A stream is about to begin; false once stopping.
   bool streamStarting() {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     if (stopping) return false;
     ++live_streams;
     return true;
   }
   void streamGone() {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     --live_streams;
     cv.notify_all();
   }
   bool isStopping() {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     return stopping;
   }
 
@@ -86,14 +86,14 @@ class SimulatedWorkers::Impl {
     return worker + ":" + std::to_string(rkey);
   }
   void awaitEnd(const std::string& key, EndCallback on_end) {
-    std::lock_guard<std::mutex> lock(end_mu);
+    MutexLock lock(end_mu);
     end_waits[key] = std::move(on_end);
   }
   // The initiator's run on `key`'s endpoint ended at `at`: runs its target's callback.
   void signalEnd(const std::string& key, Clock::TimePoint at) {
     EndCallback cb;
     {
-      std::lock_guard<std::mutex> lock(end_mu);
+      MutexLock lock(end_mu);
       auto it = end_waits.find(key);
       if (it == end_waits.end()) return;
       cb = std::move(it->second);
@@ -103,22 +103,22 @@ class SimulatedWorkers::Impl {
   }
   // True when the wait was still there (neither signalled nor cancelled before).
   bool cancelEnd(const std::string& key) {
-    std::lock_guard<std::mutex> lock(end_mu);
+    MutexLock lock(end_mu);
     return end_waits.erase(key) > 0;
   }
-  std::mutex end_mu;  // guards end_waits
-  std::map<std::string, EndCallback> end_waits;
+  Mutex end_mu;
+  std::map<std::string, EndCallback> end_waits ABSL_GUARDED_BY(end_mu);
 
-  mutable std::mutex mu;  // guards all below
+  mutable Mutex mu;  // guards all below
   std::condition_variable cv;
-  bool started = false;
-  bool stopping = false;
-  int live_streams = 0;
-  int online = 0;
-  int ever_registered = 0;
-  int refused = 0;
-  int dropped = 0;
-  std::string last_error;
+  bool started ABSL_GUARDED_BY(mu) = false;
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+  int live_streams ABSL_GUARDED_BY(mu) = 0;
+  int online ABSL_GUARDED_BY(mu) = 0;
+  int ever_registered ABSL_GUARDED_BY(mu) = 0;
+  int refused ABSL_GUARDED_BY(mu) = 0;
+  int dropped ABSL_GUARDED_BY(mu) = 0;
+  std::string last_error ABSL_GUARDED_BY(mu);
 };
 
 // One simulated worker: its model and its current stream. Lives as long as the Impl.
@@ -143,10 +143,10 @@ class SimulatedWorkers::Impl::Worker : public std::enable_shared_from_this<Worke
   Impl& impl_;
   SimWorkerModel model_;
   pb::WorkerService::Stub* const stub_;
-  std::mutex mu_;  // guards all below
-  std::weak_ptr<SimStream> current_;
-  std::chrono::milliseconds backoff_ = kMinBackoff;
-  bool ever_registered_ = false;
+  Mutex mu_;  // guards all below
+  std::weak_ptr<SimStream> current_ ABSL_GUARDED_BY(mu_);
+  std::chrono::milliseconds backoff_ ABSL_GUARDED_BY(mu_) = kMinBackoff;
+  bool ever_registered_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 using Worker = SimulatedWorkers::Impl::Worker;
@@ -193,7 +193,7 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
   void send(pb::WorkerMessage m) {
     const pb::WorkerMessage* next = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (closing_) return;
       out_.push_back(std::move(m));
       if (writing_) return;
@@ -207,7 +207,7 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
     const pb::WorkerMessage* next = nullptr;
     bool release = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       const pb::WorkerMessage& done = out_.front();
       if (ok && done.has_reply()) impl_.replies.fetch_add(1, std::memory_order_relaxed);
       if (ok && done.has_heartbeat()) impl_.heartbeats.fetch_add(1, std::memory_order_relaxed);
@@ -249,7 +249,7 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
   void OnDone(const grpc::Status& st) override {
     std::map<std::string, PendingFinish> finishes;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       closing_ = true;
       if (hb_timer_ != 0) impl_.clock->cancel(hb_timer_);
       hb_timer_ = 0;
@@ -277,7 +277,7 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
 
   void scheduleHeartbeat() {
     std::weak_ptr<SimStream> weak = weak_from_this();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (closing_) return;
     hb_timer_ = impl_.clock->schedule(impl_.clock->after(hb_ms_ / 1000.0), [weak] {
       if (auto s = weak.lock()) s->heartbeat();
@@ -416,7 +416,7 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
                                              std::to_string(static_cast<int>(timeout)) + " s"));
         });
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       finishes_[test_id] = PendingFinish{key, request_id, timer};
     }
     impl_.awaitEnd(key, [weak, test_id, f](Clock::TimePoint at) {
@@ -454,7 +454,7 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
   std::optional<PendingFinish> takeFinish(const std::string& test_id) {
     std::optional<PendingFinish> p;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto it = finishes_.find(test_id);
       if (it == finishes_.end()) return p;
       p = std::move(it->second);
@@ -475,7 +475,7 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
   void close() {
     bool release = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       closing_ = true;
       if (hb_timer_ != 0) impl_.clock->cancel(hb_timer_);
       hb_timer_ = 0;
@@ -490,7 +490,7 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
   }
 
   // True once: when closing and no write is outstanding.
-  bool releaseHoldLocked() {
+  bool releaseHoldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!closing_ || writing_ || hold_released_) return false;
     hold_released_ = true;
     return true;
@@ -504,13 +504,14 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
   bool registered_ = false;
   bool drop_ = false;
   int hb_ms_ = 1000;
-  std::mutex mu_;  // guards all below
-  std::deque<pb::WorkerMessage> out_;
-  bool writing_ = false;
-  bool closing_ = false;
-  bool hold_released_ = false;
-  Clock::TimerId hb_timer_ = 0;
-  std::map<std::string, PendingFinish> finishes_;  // by test id
+  Mutex mu_;  // guards all below
+  std::deque<pb::WorkerMessage> out_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool hold_released_ ABSL_GUARDED_BY(mu_) = false;
+  Clock::TimerId hb_timer_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, PendingFinish> finishes_ ABSL_GUARDED_BY(mu_);  // by test id
+  // Not guarded: set by begin() before the call starts, reset by OnDone, its last callback.
   std::shared_ptr<SimStream> self_;
 };
 
@@ -518,7 +519,7 @@ void Worker::dial() {
   if (!impl_.streamStarting()) return;
   auto s = std::make_shared<SimStream>(shared_from_this());
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     current_ = s;
   }
   s->begin();
@@ -529,7 +530,7 @@ void Worker::dial() {
 void Worker::cancel() {
   std::shared_ptr<SimStream> s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     s = current_.lock();
   }
   if (s) s->cancel();
@@ -538,12 +539,12 @@ void Worker::cancel() {
 void Worker::registeredOnce() {
   bool first = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     first = !ever_registered_;
     ever_registered_ = true;
     backoff_ = kMinBackoff;
   }
-  std::lock_guard<std::mutex> lock(impl_.mu);
+  MutexLock lock(impl_.mu);
   ++impl_.online;
   if (first) ++impl_.ever_registered;
   impl_.cv.notify_all();
@@ -553,7 +554,7 @@ void Worker::streamEnded(const grpc::Status& st, bool registered, bool dropped) 
   bool redial = false;
   std::chrono::milliseconds wait{};
   {
-    std::lock_guard<std::mutex> lock(impl_.mu);
+    MutexLock lock(impl_.mu);
     if (registered) --impl_.online;
     if (dropped) ++impl_.dropped;
     const bool refused = !registered && refusal(st.error_code());
@@ -568,7 +569,7 @@ void Worker::streamEnded(const grpc::Status& st, bool registered, bool dropped) 
   }
   if (!redial) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     wait = backoff_;
     backoff_ =
         std::min(backoff_ * 2, std::chrono::duration_cast<std::chrono::milliseconds>(kMaxBackoff));
@@ -585,7 +586,7 @@ Status SimulatedWorkers::Impl::start() {
     return invalidArgument("--coordinator: required for simulated workers (HOST:PORT)");
   }
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     if (started) return failedPrecondition("simulated workers already started");
     started = true;
   }
@@ -613,12 +614,12 @@ Status SimulatedWorkers::Impl::start() {
 
 void SimulatedWorkers::Impl::stop() {
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     stopping = true;
   }
   for (auto& w : workers) w->cancel();
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [this] { return live_streams == 0; });
+  UniqueLock lock(mu);
+  cv.wait(lock.native(), [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return live_streams == 0; });
 }
 
 SimulatedWorkers::SimulatedWorkers(SimConfig config, Clock* clock)
@@ -639,13 +640,17 @@ void SimulatedWorkers::stop() {
 }
 
 bool SimulatedWorkers::waitRegistered(int n, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(impl_->mu);
-  return impl_->cv.wait_for(lock, timeout, [&] { return impl_->ever_registered >= n; });
+  UniqueLock lock(impl_->mu);
+  return impl_->cv.wait_for(lock.native(), timeout, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu) {
+    return impl_->ever_registered >= n;
+  });
 }
 
 bool SimulatedWorkers::waitDropped(int n, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(impl_->mu);
-  return impl_->cv.wait_for(lock, timeout, [&] { return impl_->dropped >= n; });
+  UniqueLock lock(impl_->mu);
+  return impl_->cv.wait_for(lock.native(), timeout, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu) {
+    return impl_->dropped >= n;
+  });
 }
 
 SimStats SimulatedWorkers::stats() const {
@@ -655,7 +660,7 @@ SimStats SimulatedWorkers::stats() const {
   s.replies = impl_->replies.load();
   s.unanswered = impl_->unanswered.load();
   s.heartbeats = impl_->heartbeats.load();
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   s.online = impl_->online;
   s.ever_registered = impl_->ever_registered;
   s.refused = impl_->refused;

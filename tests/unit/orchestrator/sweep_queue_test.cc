@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/sweep_report_rows.h"
 #include "tests/unit/orchestrator/sweep_rig.h"
 
@@ -255,7 +256,7 @@ TEST(SweepQueue, ASweepStoppedByAShutdownResumesAtTheNextStart) {
   // The clock stands still until the shutdown is seen: steps taken before it would end the
   // tests still waiting (seen on a loaded machine: all six done, the sweep "finished").
   ASSERT_TRUE(rig.await([&] {
-    std::lock_guard<std::mutex> lock(first.board.mu);
+    MutexLock lock(first.board.mu);
     return first.board.stopping;
   }));
   ASSERT_TRUE(rig.drive([&] { return stopped.load(); }));

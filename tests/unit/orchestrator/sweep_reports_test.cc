@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/sweep_report_rows.h"
 #include "tests/unit/orchestrator/sweep_rig.h"
 
@@ -171,7 +172,7 @@ TEST(SweepReports, ASweepWhoseReportIsBeingStoredShowsItsEndAndItsReportFromMemo
   suspect.name = "h1";
   live->suspects = {suspect};
   {
-    std::lock_guard<std::mutex> lock(c.board.mu);
+    MutexLock lock(c.board.mu);
     c.board.recent[kId] = live;
   }
   SweepReportQuery failed;
@@ -199,7 +200,7 @@ TEST(SweepReports, ASweepWhoseReportIsBeingStoredShowsItsEndAndItsReportFromMemo
   EXPECT_EQ(d->verdicts[1].test_id, "live-2");
   EXPECT_EQ(d->verdicts_matching, 4u);
   {
-    std::lock_guard<std::mutex> lock(c.board.mu);
+    MutexLock lock(c.board.mu);
     live->report_pending = false;
     live->rows = JudgeRows{};
     live->verdicts = JudgeVerdicts{};

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "common/sync/mutex.h"
 #include "tests/support/fabric_trees.h"
 #include "tests/unit/orchestrator/sweep_rig.h"
 
@@ -24,7 +25,7 @@ std::shared_ptr<LiveSweep> resumedSweep(SweepRig& rig, RigCoordinator& c) {
   auto planned = c.runner.plan(rigAllPairs());
   EXPECT_TRUE(planned.ok()) << planned.status().toString();
   std::shared_ptr<LiveSweep> s = *planned;
-  std::lock_guard<std::mutex> lock(c.board.mu);
+  MutexLock lock(c.board.mu);
   s->resumed = true;
   s->needs_plan = true;
   s->stored_total = static_cast<uint32_t>(s->plan.size());
@@ -95,7 +96,7 @@ TEST(SweepRun, ACancelEndsTheWaitForHostsAtOnce) {
   rig.workers.setOffline("h3");
   RunThread run(c, s);
   {
-    std::lock_guard<std::mutex> lock(c.board.mu);
+    MutexLock lock(c.board.mu);
     s->cancel_requested = true;
     s->reason = "cancelled by request";
     c.board.cv.notify_all();
@@ -116,7 +117,7 @@ TEST(SweepRun, AShutdownDuringTheWaitForHostsEndsInterruptedWithoutATest) {
   rig.workers.setOffline("h3");
   RunThread run(c, s);
   {
-    std::lock_guard<std::mutex> lock(c.board.mu);
+    MutexLock lock(c.board.mu);
     c.board.stopping = true;  // what SweepQueue::shutdown() sets
     c.board.cv.notify_all();
   }
@@ -140,7 +141,7 @@ TEST(SweepRun, ProgressIsStoredOnTheClocksTicksWhileTestsRun) {
   ASSERT_TRUE(planned.ok());
   std::shared_ptr<LiveSweep> s = *planned;
   {
-    std::lock_guard<std::mutex> lock(c.board.mu);
+    MutexLock lock(c.board.mu);
     ASSERT_TRUE(rig.store->createSweep(c.runner.recordOf(*s)).ok());
     c.board.recent[s->id] = s;
   }
@@ -177,7 +178,7 @@ std::vector<std::string> runRigSweep(SweepRig& rig, RigCoordinator& c, const Swe
   if (!planned.ok()) return {};
   std::shared_ptr<LiveSweep> s = *planned;
   {
-    std::lock_guard<std::mutex> lock(c.board.mu);
+    MutexLock lock(c.board.mu);
     EXPECT_TRUE(rig.store->createSweep(c.runner.recordOf(*s)).ok());
     c.board.recent[s->id] = s;
   }

@@ -12,11 +12,11 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "worker/transport/emulated/frame.h"
 #include "worker/transport/fault_injection.h"
 
@@ -154,7 +154,7 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
                          connectTo(where->tcp_host, where->tcp_port, deadlineAfter(30), aborted_));
     {
       // abort() on another thread shuts the connection down: it must see all of it or none.
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       conn_ = std::move(conn);
     }
     // HELLO carries the key; the target answers ACK or ERROR.
@@ -200,7 +200,7 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
 
   void abort() override {
     aborted_.store(true);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (conn_.valid()) ::shutdown(conn_.get(), SHUT_RDWR);
     if (server_conn_ >= 0) ::shutdown(server_conn_, SHUT_RDWR);
     cv_.notify_all();
@@ -343,7 +343,7 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
   }
 
   Status awaitEnd(Clock::time_point deadline) {
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueLock lock(mu_);
     while (ends_ == ends_base_) {
       if (aborted_.load()) return Status(Code::kAborted, "waiting for the end of the run: aborted");
       if (!server_error_.ok()) return server_error_;
@@ -351,7 +351,8 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
         return unavailable("the initiator disconnected before it signalled the end of its run",
                            "see the initiator's error for this test");
       }
-      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && ends_ == ends_base_) {
+      if (cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout &&
+          ends_ == ends_base_) {
         return Status(Code::kDeadlineExceeded,
                       "the initiator did not signal the end of its run before the timeout");
       }
@@ -362,7 +363,7 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
 
   Status awaitReceives(const RunSpec& spec, Clock::time_point deadline) {
     const uint64_t want = spec.warmup_iterations + spec.iterations;
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueLock lock(mu_);
     while (received_ - received_base_ < want) {
       if (aborted_.load()) return Status(Code::kAborted, "receive: aborted");
       if (!server_error_.ok()) return server_error_;
@@ -371,7 +372,7 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
                            std::to_string(received_ - received_base_) + " of " +
                            std::to_string(want) + " messages");
       }
-      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
+      if (cv_.wait_until(lock.native(), deadline) == std::cv_status::timeout &&
           received_ - received_base_ < want) {
         return Status(Code::kDeadlineExceeded,
                       "receive: " + std::to_string(received_ - received_base_) + " of " +
@@ -394,12 +395,12 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
     if (c < 0) return;
     setNoDelay(c);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       server_conn_ = c;
       if (aborted_.load()) ::shutdown(c, SHUT_RDWR);
     }
     Status st = serveConnection(c, forever);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!st.ok() && st.code() != Code::kUnavailable && st.code() != Code::kAborted) {
       server_error_ = st;
     }
@@ -451,7 +452,7 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
           GDR_RETURN_IF_ERROR(
               emulated::readIntoRegion(c, base + off, h.length, deadline, aborted_, "payload"));
           if (h.type == FrameType::kSend) {
-            std::lock_guard<std::mutex> lock(mu_);
+            MutexLock lock(mu_);
             ++received_;
             cv_.notify_all();
           }
@@ -461,7 +462,7 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
           // Acknowledged first: once the target's run returns, its session may close this
           // connection, and the initiator must have its ACK by then.
           GDR_RETURN_IF_ERROR(emulated::writeFrame(c, ack, nullptr, 0, deadline, aborted_));
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(mu_);
           ++ends_;
           cv_.notify_all();
           continue;
@@ -495,16 +496,15 @@ class EmulatedEndpoint final : public Endpoint, public FaultInjectable {
   Fd conn_;
   std::thread server_;
 
-  std::mutex
-      mu_;  // guards server_conn_, received_*, ends_*, server_error_, peer_gone_; conn_ writes
+  Mutex mu_;  // and conn_'s writes
   std::condition_variable cv_;
-  int server_conn_ = -1;
-  uint64_t received_ = 0;
-  uint64_t received_base_ = 0;
-  uint64_t ends_ = 0;  // END frames received, and those a run has consumed
-  uint64_t ends_base_ = 0;
-  Status server_error_;
-  bool peer_gone_ = false;  // the initiator's connection ended
+  int server_conn_ ABSL_GUARDED_BY(mu_) = -1;
+  uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t received_base_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t ends_ ABSL_GUARDED_BY(mu_) = 0;  // END frames received, and those a run has consumed
+  uint64_t ends_base_ ABSL_GUARDED_BY(mu_) = 0;
+  Status server_error_ ABSL_GUARDED_BY(mu_);
+  bool peer_gone_ ABSL_GUARDED_BY(mu_) = false;  // the initiator's connection ended
 };
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <limits>
 #include <sstream>
 
+#include "common/sync/mutex.h"
+
 namespace gdrmesh::verbs {
 namespace {
 
@@ -164,7 +166,7 @@ CpuPlacer::Lease& CpuPlacer::Lease::operator=(Lease&& o) noexcept {
 void CpuPlacer::Lease::release() {
   if (!shared_) return;
   if (placement_.cpu >= 0) {
-    std::lock_guard<std::mutex> lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     auto it = shared_->load.find(placement_.cpu);
     if (it != shared_->load.end() && --it->second <= 0) shared_->load.erase(it);
   }
@@ -180,7 +182,7 @@ CpuPlacer::CpuPlacer(std::string sysfs_root, int override_cpu,
 CpuPlacer::Lease CpuPlacer::place(const std::string& nic) {
   Lease lease;
   lease.shared_ = shared_;
-  std::lock_guard<std::mutex> lock(shared_->mu);
+  MutexLock lock(shared_->mu);
   lease.placement_ = chooseCpu(sysfs_root_, nic, override_cpu_, allowed_, shared_->load);
   if (lease.placement_.cpu >= 0) ++shared_->load[lease.placement_.cpu];
   return lease;

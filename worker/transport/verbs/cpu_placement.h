@@ -25,12 +25,12 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "common/sync/mutex.h"
 
 namespace gdrmesh::verbs {
 
@@ -64,8 +64,8 @@ Status checkCpuOverride(int cpu, const std::vector<int>& allowed);
 // Places endpoints and counts them per CPU while they live (thread-safe).
 class CpuPlacer {
   struct Shared {
-    std::mutex mu;
-    std::map<int, int> load;  // guarded by mu
+    Mutex mu;
+    std::map<int, int> load ABSL_GUARDED_BY(mu);
   };
 
  public:
