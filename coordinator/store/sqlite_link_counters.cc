@@ -86,7 +86,7 @@ LinkVerdictRecord linkVerdictFromRow(sqlite3_stmt* s) {
 Status SqliteStore::putLinkCounters(const std::vector<LinkCounterRecord>& rows) {
   GDR_RETURN_IF_ERROR(validateLinkCounters(rows));
   if (rows.empty()) return Status();
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   return writeInTransaction([&]() -> Status {
     GDR_ASSIGN_OR_RETURN(
         sqlite3_stmt * ins,
@@ -140,7 +140,7 @@ Result<std::vector<LinkCounterRecord>> SqliteStore::sweepLinkCounters(const std:
 Status SqliteStore::putLinkVerdicts(const std::string& sweep_id,
                                     const std::vector<LinkVerdictRecord>& rows) {
   GDR_RETURN_IF_ERROR(validateLinkVerdicts(sweep_id, rows));
-  std::lock_guard<std::mutex> lock(writer_.mu);
+  MutexLock lock(writer_.mu);
   return writeInTransaction([&]() -> Status {
     GDR_ASSIGN_OR_RETURN(sqlite3_stmt * del,
                          statement(writer_, "delete_link_verdicts",
