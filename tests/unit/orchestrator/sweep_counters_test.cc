@@ -87,7 +87,7 @@ CounterSweep runCounterSweep(SweepRig& rig, SweepManagerOptions options) {
   if (!planned.ok()) return out;
   std::shared_ptr<LiveSweep> s = *planned;
   {
-    std::lock_guard<std::mutex> lock(c.board.mu);
+    MutexLock lock(c.board.mu);
     EXPECT_TRUE(rig.store->createSweep(c.runner.recordOf(*s)).ok());
     c.board.recent[s->id] = s;
   }
@@ -259,7 +259,7 @@ TEST(SweepCounters, AReaderThatNeverAnswersHoldsTheRoundOnlyUntilItsDeadline) {
   ASSERT_TRUE(planned.ok());
   std::shared_ptr<LiveSweep> s = *planned;
   {
-    std::lock_guard<std::mutex> lock(c.board.mu);
+    MutexLock lock(c.board.mu);
     ASSERT_TRUE(rig.store->createSweep(c.runner.recordOf(*s)).ok());
     c.board.recent[s->id] = s;
   }
