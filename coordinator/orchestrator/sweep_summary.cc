@@ -119,7 +119,8 @@ std::vector<FigureSummary> FigureAccumulator::result(size_t keep) const {
   }
   std::vector<FigureSummary> out;
   out.reserve(groups_.size());
-  for (const auto& [key, list] : groups_) {
+  for (const auto& [key, entries] : groups_) {
+    const std::vector<Entry>& list = entries;  // a plain reference: the lambdas below use it
     FigureSummary s;
     s.op = static_cast<Op>(std::get<0>(key));
     s.mode = static_cast<Mode>(std::get<1>(key));
