@@ -178,6 +178,8 @@ pb::CommandReply::ReplyCase expectedReply(pb::CoordinatorCommand::CommandCase c)
       return pb::CommandReply::kFinish;
     case pb::CoordinatorCommand::kDiscoverFabric:
       return pb::CommandReply::kDiscoverFabric;
+    case pb::CoordinatorCommand::kReadPortCounters:
+      return pb::CommandReply::kReadPortCounters;
     default:
       return pb::CommandReply::REPLY_NOT_SET;
   }
