@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/fabric/fabric.h"
+#include "worker/fabric/mad_port.h"
 
 namespace gdrmesh::fabric {
 namespace {
@@ -17,39 +18,6 @@ constexpr uint32_t kPmaCapXmitWait = 1U << 12;        // PortXmitWait supported
 // Reset mask of PerfMgt PortCounters' CounterSelect: every error counter and XmitWait, not the
 // data counters (they are read as deltas).
 constexpr unsigned kResetErrorCounters = 0x0fff | (1U << 16);
-
-// The GSI port the performance queries go through (mad_rpc_open_port2 where rdma-core has it).
-class GsiPort {
- public:
-  GsiPort(const std::string& ca, int port) {
-    int classes[] = {IB_PERFORMANCE_CLASS};
-    char* name = ca.empty() ? nullptr : const_cast<char*>(ca.c_str());  // NOLINT: C API
-#ifdef GDRMESH_HAVE_MAD_RPC_OPEN_PORT2
-    pair_ = mad_rpc_open_port2(name, port, classes, 1, 0);
-    if (pair_ != nullptr) port_ = pair_->gsi.port;
-#else
-    port_ = mad_rpc_open_port(name, port, classes, 1);
-#endif
-  }
-  ~GsiPort() {
-#ifdef GDRMESH_HAVE_MAD_RPC_OPEN_PORT2
-    if (pair_ != nullptr) mad_rpc_close_port2(pair_);
-#else
-    if (port_ != nullptr) mad_rpc_close_port(port_);
-#endif
-  }
-  GsiPort(const GsiPort&) = delete;
-  GsiPort& operator=(const GsiPort&) = delete;
-  ibmad_port* get() const {
-    return port_;
-  }
-
- private:
-#ifdef GDRMESH_HAVE_MAD_RPC_OPEN_PORT2
-  ibmad_ports_pair* pair_ = nullptr;
-#endif
-  ibmad_port* port_ = nullptr;
-};
 
 std::string counterPortName(const CounterPort& p) {
   return "port " + std::to_string(p.port) + " of LID " + std::to_string(p.lid) +
@@ -132,7 +100,7 @@ Result<CounterReadOutcome> readPortCounters(const CounterReadRequest& request) {
     return failedPrecondition("libibumad cannot initialise (umad_init failed)",
                               "load the ib_umad kernel module (modprobe ib_umad)");
   }
-  GsiPort gsi(request.ca, request.ca_port);
+  MadPort gsi(request.ca, request.ca_port, {IB_PERFORMANCE_CLASS}, MadPort::Side::kGsi);
   if (gsi.get() == nullptr) {
     return failedPrecondition(
         "cannot open the performance-management port " +

@@ -12,6 +12,8 @@
 #include <memory>
 #include <vector>
 
+#include "worker/fabric/mad_port.h"
+
 namespace gdrmesh::fabric {
 namespace {
 
@@ -126,41 +128,6 @@ struct FabricDeleter {
 };
 using FabricPtr = std::unique_ptr<ibnd_fabric_t, FabricDeleter>;
 
-// The SMI port libibmad sends the LFT queries through. rdma-core 56 added
-// mad_rpc_open_port2 (separate SMI and GSI devices on newer HCAs); older ones have only
-// mad_rpc_open_port, which opens both classes on one device.
-class SmiPort {
- public:
-  SmiPort(const std::string& ca, int port) {
-    int classes[] = {IB_SMI_CLASS, IB_SMI_DIRECT_CLASS};
-    char* name = ca.empty() ? nullptr : const_cast<char*>(ca.c_str());  // NOLINT: C API
-#ifdef GDRMESH_HAVE_MAD_RPC_OPEN_PORT2
-    pair_ = mad_rpc_open_port2(name, port, classes, 2, 1);
-    if (pair_ != nullptr) port_ = pair_->smi.port;
-#else
-    port_ = mad_rpc_open_port(name, port, classes, 2);
-#endif
-  }
-  ~SmiPort() {
-#ifdef GDRMESH_HAVE_MAD_RPC_OPEN_PORT2
-    if (pair_ != nullptr) mad_rpc_close_port2(pair_);
-#else
-    if (port_ != nullptr) mad_rpc_close_port(port_);
-#endif
-  }
-  SmiPort(const SmiPort&) = delete;
-  SmiPort& operator=(const SmiPort&) = delete;
-  ibmad_port* get() const {
-    return port_;
-  }
-
- private:
-#ifdef GDRMESH_HAVE_MAD_RPC_OPEN_PORT2
-  ibmad_ports_pair* pair_ = nullptr;
-#endif
-  ibmad_port* port_ = nullptr;
-};
-
 std::string portName(const std::string& ca, int port) {
   return (ca.empty() ? std::string("(first HCA)") : ca) + "/" +
          (port == 0 ? std::string("(first active port)") : std::to_string(port));
@@ -268,9 +235,11 @@ Result<Fabric> discoverFabric(const DiscoverOptions& opts) {
   f.discovered_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                         std::chrono::system_clock::now().time_since_epoch())
                         .count();
-  std::unique_ptr<SmiPort> smi;
+  std::unique_ptr<MadPort> smi;
   if (opts.read_lfts) {
-    smi = std::make_unique<SmiPort>(opts.ca, opts.ca_port);
+    smi = std::make_unique<MadPort>(opts.ca, opts.ca_port,
+                                    std::vector<int>{IB_SMI_CLASS, IB_SMI_DIRECT_CLASS},
+                                    MadPort::Side::kSmi);
     if (smi->get() == nullptr) {
       return unavailable("cannot open the SMI port " + portName(opts.ca, opts.ca_port) +
                              " for LFT queries (mad_rpc_open_port)",
