@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <map>
-#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -119,11 +117,15 @@ int bindAggregate(sqlite3_stmt* ins, const PairAggregate& a) {
 
 }  // namespace
 
-// What aggregateSweep gathers from a sweep's raw rows before it writes anything.
+// aggregateSweep's state while it streams a sweep's raw rows, ordered by pair: one group at a
+// time is held, written when the next pair begins (a 1,024-host all-pairs sweep has 523,776
+// groups of one row each: held all at once they were ~280 MB of the coordinator's peak).
 struct SqliteStore::AggregateScan {
-  std::map<std::tuple<std::string, std::string, std::string, std::string, uint64_t>, AggregateGroup>
-      groups;
-  std::set<int64_t> done;  // planned indexes with a result
+  std::tuple<std::string, std::string, std::string, std::string, uint64_t> key;
+  bool open = false;     // `group` holds rows not written yet
+  bool cleared = false;  // the sweep's earlier aggregates are deleted (before the first write)
+  AggregateGroup group;
+  std::vector<bool> done;  // planned indexes with a result
   SweepTotals totals;
 };
 
@@ -138,8 +140,9 @@ Status SqliteStore::aggregateSweep(const std::string& sweep_id, uint32_t plan_si
   GDR_RETURN_IF_ERROR(begin());
   // Everything below runs in the transaction; any failure rolls it back whole.
   AggregateScan scan;
+  scan.done.assign(plan_size, false);
   Status st = scanSweepRows(sweep_id, plan_size, scan);
-  if (st.ok()) st = writeAggregates(sweep_id, scan);
+  if (st.ok()) st = writeAggregates(sweep_id, scan, /*last=*/true);
   if (!st.ok()) {
     rollbackQuietly();
     return st.withContext("aggregating sweep " + sweep_id);
@@ -149,12 +152,15 @@ Status SqliteStore::aggregateSweep(const std::string& sweep_id, uint32_t plan_si
 
 Status SqliteStore::scanSweepRows(const std::string& sweep_id, uint32_t plan_size,
                                   AggregateScan& scan) {
+  // Ordered by the group's key, so that each pair's rows come together (SQLite's sorter
+  // spills to a temporary file past the cache: the memory stays bounded).
   GDR_ASSIGN_OR_RETURN(
       sqlite3_stmt * rows,
       statement(writer_, "aggregate_rows",
                 "SELECT initiator_worker, target_worker, op, mode, message_size, started_ms, "
                 "status, bw_valid, bw_avg_gbps, lat_valid, lat_median_us, plan_index FROM "
-                "results WHERE run_id = ?1"));
+                "results WHERE run_id = ?1 ORDER BY initiator_worker, target_worker, op, mode, "
+                "message_size"));
   StmtScope scope(rows);
   int rc = bindText(rows, "?1", sweep_id);
   if (rc != SQLITE_OK) return error(writer_, rc, "aggregate_rows (bind)");
@@ -164,8 +170,14 @@ Status SqliteStore::scanSweepRows(const std::string& sweep_id, uint32_t plan_siz
     const std::string mode = columnText(rows, 3);
     auto key = std::make_tuple(columnText(rows, 0), columnText(rows, 1), op, mode,
                                static_cast<uint64_t>(sqlite3_column_int64(rows, 4)));
-    auto [it, fresh] = scan.groups.try_emplace(key);
-    PairAggregate& a = it->second.a;
+    const bool fresh = !scan.open || key != scan.key;
+    if (fresh) {
+      GDR_RETURN_IF_ERROR(writeAggregates(sweep_id, scan, /*last=*/false));
+      scan.key = std::move(key);
+      scan.group = AggregateGroup{};
+      scan.open = true;
+    }
+    PairAggregate& a = scan.group.a;
     TestStatus status = TestStatus::kError;
     if (!parseEnum(columnText(rows, 6), &status) || !parseEnum(op, &a.op) ||
         !parseEnum(mode, &a.mode)) {
@@ -177,9 +189,9 @@ Status SqliteStore::scanSweepRows(const std::string& sweep_id, uint32_t plan_siz
     const int64_t started = sqlite3_column_int64(rows, 5);
     if (fresh) {
       a.sweep_id = sweep_id;
-      a.src = std::get<0>(key);
-      a.dst = std::get<1>(key);
-      a.message_size = std::get<4>(key);
+      a.src = std::get<0>(scan.key);
+      a.dst = std::get<1>(scan.key);
+      a.message_size = std::get<4>(scan.key);
       a.started_ms = started;
       a.status = status;
       a.unit = a.mode == Mode::kBandwidth ? "Gb/s" : "us";
@@ -190,21 +202,24 @@ Status SqliteStore::scanSweepRows(const std::string& sweep_id, uint32_t plan_siz
     const int value_col = bw ? 8 : 10;
     if (sqlite3_column_int64(rows, valid_col) != 0 &&
         sqlite3_column_type(rows, value_col) != SQLITE_NULL) {
-      it->second.values.push_back(sqlite3_column_double(rows, value_col));
+      scan.group.values.push_back(sqlite3_column_double(rows, value_col));
     }
     const int64_t plan_index = sqlite3_column_int64(rows, 11);
-    if (plan_index >= 0 && plan_index < int64_t{plan_size}) scan.done.insert(plan_index);
+    if (plan_index >= 0 && plan_index < int64_t{plan_size} &&
+        !scan.done[static_cast<size_t>(plan_index)]) {
+      scan.done[static_cast<size_t>(plan_index)] = true;
+      ++t.tests_done;
+    }
     if (status == TestStatus::kFailed || status == TestStatus::kError) ++t.tests_failed;
     if (status == TestStatus::kSkipped) ++t.tests_skipped;
     ++t.results;
   }
   if (rc != SQLITE_DONE) return error(writer_, rc, "aggregate_rows");
-  t.tests_done = static_cast<uint32_t>(scan.done.size());
   return Status();
 }
 
-Status SqliteStore::writeAggregates(const std::string& sweep_id, AggregateScan& scan) {
-  if (scan.totals.results == 0) {
+Status SqliteStore::writeAggregates(const std::string& sweep_id, AggregateScan& scan, bool last) {
+  if (last && scan.totals.results == 0) {
     // Nothing raw (left): keep what was computed before, else record zero totals so that
     // the sweep counts as aggregated.
     GDR_ASSIGN_OR_RETURN(sqlite3_stmt * zero,
@@ -218,38 +233,44 @@ Status SqliteStore::writeAggregates(const std::string& sweep_id, AggregateScan& 
     if (rc != SQLITE_DONE) return error(writer_, rc, "aggregate_zero_totals");
     return Status();
   }
-  GDR_ASSIGN_OR_RETURN(
-      sqlite3_stmt * del,
-      statement(writer_, "aggregate_delete", "DELETE FROM sweep_aggregates WHERE sweep_id = ?1"));
-  GDR_ASSIGN_OR_RETURN(sqlite3_stmt * ins,
-                       statement(writer_, "aggregate_insert",
-                                 std::string("INSERT INTO sweep_aggregates (") + kAggregateColumns +
-                                     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                                     "?12, ?13, ?14, ?15, ?16, ?17)"));
-  GDR_ASSIGN_OR_RETURN(
-      sqlite3_stmt * totals,
-      statement(writer_, "aggregate_totals",
-                "INSERT OR REPLACE INTO sweep_totals (sweep_id, tests_done, tests_failed, "
-                "tests_skipped, results) VALUES (?1, ?2, ?3, ?4, ?5)"));
-  {
+  if (!scan.cleared && scan.open) {
+    GDR_ASSIGN_OR_RETURN(
+        sqlite3_stmt * del,
+        statement(writer_, "aggregate_delete", "DELETE FROM sweep_aggregates WHERE sweep_id = ?1"));
     StmtScope scope(del);
     int rc = bindText(del, "?1", sweep_id);
     if (rc == SQLITE_OK) rc = sqlite3_step(del);
     if (rc != SQLITE_DONE) return error(writer_, rc, "aggregate_delete");
+    scan.cleared = true;
   }
-  for (auto& [key, g] : scan.groups) {
+  if (scan.open) {
+    GDR_ASSIGN_OR_RETURN(
+        sqlite3_stmt * ins,
+        statement(writer_, "aggregate_insert",
+                  std::string("INSERT INTO sweep_aggregates (") + kAggregateColumns +
+                      ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                      "?12, ?13, ?14, ?15, ?16, ?17)"));
+    AggregateGroup& g = scan.group;
     PairAggregate& a = g.a;
     if (!g.values.empty()) {
       a.value_min = *std::min_element(g.values.begin(), g.values.end());
       a.value_max = *std::max_element(g.values.begin(), g.values.end());
     }
     a.value_median = aggregateMedian(std::move(g.values));
+    g.values.clear();
+    scan.open = false;
     StmtScope scope(ins);
     int rc = bindAggregate(ins, a);
     if (rc != SQLITE_OK) return error(writer_, rc, "aggregate_insert (bind)");
     rc = sqlite3_step(ins);
     if (rc != SQLITE_DONE) return error(writer_, rc, "aggregate_insert");
   }
+  if (!last) return Status();
+  GDR_ASSIGN_OR_RETURN(
+      sqlite3_stmt * totals,
+      statement(writer_, "aggregate_totals",
+                "INSERT OR REPLACE INTO sweep_totals (sweep_id, tests_done, tests_failed, "
+                "tests_skipped, results) VALUES (?1, ?2, ?3, ?4, ?5)"));
   const SweepTotals& t = scan.totals;
   StmtScope scope(totals);
   int rc = bindText(totals, "?1", sweep_id);

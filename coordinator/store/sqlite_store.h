@@ -236,10 +236,12 @@ class SqliteStore : public Store {
   Status insertVerdictRows(const std::string& sweep_id, const std::vector<VerdictRecord>& rows);
   Status insertSummaryRows(const std::string& sweep_id, const SweepReportSummary& summary);
   void rollbackQuietly() noexcept;
-  // sqlite_aggregates.cc: aggregateSweep's two halves, in its transaction (writer_.mu held).
+  // sqlite_aggregates.cc: aggregateSweep's stream, in its transaction (writer_.mu held): the
+  // scan of the rows ordered by pair, and the write of each finished group (and, `last`, of
+  // the totals).
   struct AggregateScan;
   Status scanSweepRows(const std::string& sweep_id, uint32_t plan_size, AggregateScan& scan);
-  Status writeAggregates(const std::string& sweep_id, AggregateScan& scan);
+  Status writeAggregates(const std::string& sweep_id, AggregateScan& scan, bool last);
   // A Status for SQLite result code `rc` from statement `what` on connection `c`.
   Status error(const Conn& c, int rc, const std::string& what) const;
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -112,6 +113,40 @@ TEST_P(ResultStoreContractTest, DeleteResultsBeforeDeletesTheOldestInBatches) {
   EXPECT_EQ(*n, 0u) << "none older is left";
   EXPECT_TRUE(store().getResult("t4")->has_value());
   EXPECT_EQ(store().deleteResultsBefore(35, 0).status().code(), Code::kInvalidArgument);
+}
+
+// A pair's rows need not lie together: the aggregate gathers them wherever they were stored
+// (the SQLite store streams them ordered by pair), and a plan index tested twice counts once.
+TEST_P(ResultStoreContractTest, AggregatesGatherAPairsRowsStoredApart) {
+  ASSERT_TRUE(sweeps().createSweep(makeSweep("s-1", 100, "finished")).ok());
+  ASSERT_TRUE(store()
+                  .insertResults({
+                      sweepRow("r0", "s-1", 0, "a", "b", 110, TestStatus::kPassed, 80),
+                      sweepRow("r1", "s-1", 1, "c", "d", 120, TestStatus::kPassed, 50),
+                      sweepRow("r2", "s-1", 2, "a", "b", 130, TestStatus::kPassed, 100),
+                      sweepRow("r3", "s-1", 3, "b", "a", 135, TestStatus::kPassed, 70),
+                      sweepRow("r4", "s-1", 0, "a", "b", 140, TestStatus::kPassed, 90),
+                  })
+                  .ok());
+  ASSERT_TRUE(sweeps().aggregateSweep("s-1", 4).ok());
+  auto aggs = sweeps().sweepAggregates("s-1");
+  ASSERT_TRUE(aggs.ok()) << aggs.status().toString();
+  ASSERT_EQ(aggs->size(), 3u) << "a->b, b->a and c->d";
+  std::map<std::string, PairAggregate> by_pair;
+  for (const PairAggregate& a : *aggs) by_pair[a.src + ">" + a.dst] = a;
+  ASSERT_EQ(by_pair.count("a>b"), 1u);
+  EXPECT_EQ(by_pair["a>b"].tests, 3u);
+  EXPECT_DOUBLE_EQ(by_pair["a>b"].value_median, 90);
+  EXPECT_DOUBLE_EQ(by_pair["a>b"].value_min, 80);
+  EXPECT_DOUBLE_EQ(by_pair["a>b"].value_max, 100);
+  EXPECT_EQ(by_pair["a>b"].started_ms, 110);
+  EXPECT_EQ(by_pair["b>a"].tests, 1u);
+  EXPECT_EQ(by_pair["c>d"].tests, 1u);
+  auto totals = sweeps().sweepTotals("s-1", 4);
+  ASSERT_TRUE(totals.ok());
+  EXPECT_TRUE(totals->from_aggregates);
+  EXPECT_EQ(totals->tests_done, 4u) << "plan index 0 tested twice counts once";
+  EXPECT_EQ(totals->results, 5u);
 }
 
 TEST_P(ResultStoreContractTest, AggregatesAndTotalsOutliveTheRawRows) {
