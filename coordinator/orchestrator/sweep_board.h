@@ -22,6 +22,7 @@
 #include "coordinator/orchestrator/cluster_config.h"
 #include "coordinator/orchestrator/executor.h"
 #include "coordinator/orchestrator/judge_row.h"
+#include "coordinator/orchestrator/plan_table.h"
 #include "coordinator/orchestrator/planner.h"
 #include "coordinator/orchestrator/sweep_summary.h"
 #include "coordinator/orchestrator/sweep_types.h"
@@ -50,7 +51,7 @@ struct LiveSweep {
   std::string id;
   SweepSpec spec;
   ClusterConfig config;
-  std::vector<PlannedTest> plan;
+  PlanTable plan;                       // the plan proper, then its retests
   std::vector<PairTestSpec> templates;  // one per configured sweep (acceptance runs several)
   std::vector<int> template_of;         // plan index -> template
   std::vector<std::string> hosts;       // the hosts the plan was made for

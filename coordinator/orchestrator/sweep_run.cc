@@ -136,16 +136,15 @@ SweepRunner::SweepRunner(SweepDeps deps, SweepBoard& board, SweepManagerOptions 
   if (deps_.link_counters == nullptr) deps_.link_counters = options_.link_counters;
 }
 
-Result<std::vector<PlannedTest>> SweepRunner::planAll(LiveSweep& s,
-                                                      const std::set<std::string>& assume_online,
-                                                      std::vector<std::string>* notes) {
+Result<PlanTable> SweepRunner::planAll(LiveSweep& s, const std::set<std::string>& assume_online,
+                                       std::vector<std::string>* notes) {
   GDR_ASSIGN_OR_RETURN(std::vector<SweepSpec> parts, sweepPartsOf(s.spec, s.config));
   auto workers = deps_.workers.list();
   // A resumed sweep is planned again for the hosts it was made for, online or not yet.
   for (auto& w : workers) {
     if (assume_online.count(w.name)) w.state = "online";
   }
-  std::vector<PlannedTest> all;
+  PlanTable all;
   s.templates.clear();
   s.template_of.clear();
   s.rounds = 0;
@@ -180,9 +179,10 @@ Result<std::vector<PlannedTest>> SweepRunner::planAll(LiveSweep& s,
                               : plan.status();
     }
     s.templates.push_back(parts[p].test);
+    all.reserve(all.size() + plan->tests.size());
     for (auto& t : plan->tests) {
       t.round += s.rounds;
-      all.push_back(std::move(t));
+      all.push_back(t);
       s.template_of.push_back(static_cast<int>(p));
     }
     if (parts[p].pattern == SweepPattern::kBisection) {
@@ -238,10 +238,7 @@ Result<std::shared_ptr<LiveSweep>> SweepRunner::plan(const SweepSpec& spec) {
   GDR_RETURN_IF_ERROR(checkPlanCapabilities(*s));
   if (s->spec.seed == 0) s->spec.seed = s->seed;
   std::set<std::string> hosts;
-  for (const auto& t : s->plan) {
-    hosts.insert(t.initiator.worker);
-    hosts.insert(t.target.worker);
-  }
+  for (const EndpointSelector& e : s->plan.endpoints()) hosts.insert(e.worker);
   s->hosts.assign(hosts.begin(), hosts.end());
   s->created_ms = deps_.clock.unixMs();
   s->id = newSweepId(s->created_ms);
@@ -314,12 +311,12 @@ void SweepRunner::checkpoint(const std::shared_ptr<LiveSweep>& s, bool final) {
       m.plan_index = idx;
       m.test_id = tid;
       if (idx >= 0 && static_cast<size_t>(idx) < s->plan.size()) {
-        const PlannedTest& t = s->plan[static_cast<size_t>(idx)];
-        m.initiator_worker = t.initiator.worker;
-        m.initiator_nic = t.initiator.device;
-        m.target_worker = t.target.worker;
-        m.target_nic = t.target.device;
-        m.message_size = t.message_size;
+        const auto i = static_cast<size_t>(idx);
+        m.initiator_worker = s->plan.initiator(i).worker;
+        m.initiator_nic = s->plan.initiator(i).device;
+        m.target_worker = s->plan.target(i).worker;
+        m.target_nic = s->plan.target(i).device;
+        m.message_size = s->plan.messageSize(i);
       }
       starts.push_back(std::move(m));
     }
@@ -468,8 +465,8 @@ ExecutorTasks SweepRunner::tasksOf(const std::shared_ptr<LiveSweep>& s,
     return sweepTestSpec(s->templates[static_cast<size_t>(s->template_of[k])], s->plan[k], s->id);
   };
   tasks.resources = [pending, s](size_t j) {
-    const PlannedTest& t = s->plan[static_cast<size_t>((*pending)[j])];
-    return resourceKeys(t.initiator, t.target);
+    const auto k = static_cast<size_t>((*pending)[j]);
+    return resourceKeys(s->plan.initiator(k), s->plan.target(k));
   };
   return tasks;
 }
@@ -517,7 +514,7 @@ void SweepRunner::runRoundsWithCounters(const std::shared_ptr<LiveSweep>& s,
   const SweepFabric& fab = *options_.fabric;
   const fabric::HostMatch match = fab.match(deps_.workers.list());
   std::map<int, std::vector<int>> by_round;
-  for (int i : pending) by_round[s->plan[static_cast<size_t>(i)].round].push_back(i);
+  for (int i : pending) by_round[s->plan.round(static_cast<size_t>(i))].push_back(i);
   {
     // The rows of every round at once: each round's own reserve (tasksOf) is then a no-op
     // instead of a copy of every row so far (1,023 rounds at 1,024 hosts).
@@ -532,8 +529,8 @@ void SweepRunner::runRoundsWithCounters(const std::shared_ptr<LiveSweep>& s,
     }
     std::vector<std::pair<EndpointSelector, EndpointSelector>> pairs;
     for (int i : indexes) {
-      const PlannedTest& t = s->plan[static_cast<size_t>(i)];
-      pairs.emplace_back(t.initiator, t.target);
+      const auto k = static_cast<size_t>(i);
+      pairs.emplace_back(s->plan.initiator(k), s->plan.target(k));
     }
     size_t untraced = 0;
     const std::vector<fabric::CounterPort> ports = roundCounterPorts(fab, match, pairs, &untraced);
@@ -643,7 +640,7 @@ void SweepRunner::runRetests(const std::shared_ptr<LiveSweep>& s) {
           static_cast<size_t>(it->second) < s->template_of.size()) {
         tmpl = s->template_of[static_cast<size_t>(it->second)];
       }
-      s->plan.push_back(std::move(t));
+      s->plan.push_back(t);
       s->template_of.push_back(tmpl);
     }
     s->retests = static_cast<uint32_t>(retests.size());
@@ -723,12 +720,12 @@ std::vector<BlamedLink> SweepRunner::fabricEnd(const LiveSweep& s, const JudgeRo
           static_cast<size_t>(r.plan_index) >= s.plan.size()) {
         continue;
       }
-      const PlannedTest& t = s.plan[static_cast<size_t>(r.plan_index)];
-      if (s.bisection_rounds.count(t.round) == 0) continue;
-      RoundSum& sum = sums[t.round];
+      const auto k = static_cast<size_t>(r.plan_index);
+      if (s.bisection_rounds.count(s.plan.round(k)) == 0) continue;
+      RoundSum& sum = sums[s.plan.round(k)];
       ++sum.tests;
       sum.gbps += r.bw_avg_gbps;
-      sum.bidirectional = sum.bidirectional || t.bidirectional;
+      sum.bidirectional = sum.bidirectional || s.plan.bidirectional(k);
     }
     for (const auto& [round, sum] : sums) {
       notes->push_back(SweepFabric::bisectionNote(round, sum.tests, sum.gbps, s.bisection_gbps,

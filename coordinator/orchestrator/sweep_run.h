@@ -127,8 +127,8 @@ class SweepRunner {
   const SweepDeps& deps() const { return deps_; }
 
  private:
-  Result<std::vector<PlannedTest>> planAll(LiveSweep& s, const std::set<std::string>& assume_online,
-                                           std::vector<std::string>* notes);
+  Result<PlanTable> planAll(LiveSweep& s, const std::set<std::string>& assume_online,
+                            std::vector<std::string>* notes);
   // A planned test that no transport of its workers can serve refuses the sweep.
   Status checkPlanCapabilities(const LiveSweep& s) const;
   // Marks the sweep running; false when the board stops first.
