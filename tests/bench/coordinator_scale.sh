@@ -148,6 +148,10 @@ echo "all-pairs: $tests tests, $rounds rounds, wall $(printf %.1f "$wall") s, id
 echo "overhead per round: $(calc "($wall - $ideal) * 1000 / $rounds") ms"
 echo "coordinator CPU during the sweep: $(calc "($c1 - $c0) / $hz") s; capacity $(calc "int($tests / (($c1 - $c0) / $hz))") pair tests per CPU-second"
 echo "coordinator peak RSS during the sweep: $(( peak / 1024 )) MiB"
+# Where in the sweep the memory goes: RSS at each tenth of the samples (0.5 s apart), the last
+# taken after the CLI's exit (the report stored, the aggregates being written).
+awk '{ r[NR] = $1 } END { if (NR == 0) exit; printf "coordinator RSS over the sweep (MiB, at each tenth of its time):";
+  for (i = 1; i <= 10; i++) { k = int(NR * i / 10); if (k < 1) k = 1; printf " %d", r[k] / 1024 } print "" }' "$dir/rss"
 echo "simulated workers' CPU during the sweep: $(calc "($s1 - $s0) / $hz") s; machine busy $(calc "($b1 - $b0) / $hz / $wall / $(nproc) * 100") % of $(nproc) cores"
 # Where the sweep's wall time went, from the stored rows (ms resolution): planning before the
 # first test, the tests themselves (the rounds), and the end: results flushed, judge and
@@ -227,3 +231,6 @@ if [[ -n "$sweep_id" ]]; then
       "the database $(( $(stat -c %s "$dir/r.db") / 1048576 )) MiB"
   fi
 fi
+# The kernel's high-water mark over the whole run (the sweep, its aggregates and the reads above):
+# the sampler above sees RSS only every 0.5 s.
+echo "coordinator RSS high-water mark (VmHWM, the whole run): $(( $(awk '/VmHWM/ {print $2}' "/proc/$coord/status") / 1024 )) MiB"
