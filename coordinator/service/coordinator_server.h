@@ -18,7 +18,9 @@
 #include "coordinator/orchestrator/fabric_history.h"
 #include "coordinator/orchestrator/history.h"
 #include "coordinator/orchestrator/pair_test.h"
+#include "coordinator/orchestrator/resource_locks.h"
 #include "coordinator/orchestrator/scheduler.h"
+#include "coordinator/orchestrator/single_test.h"
 #include "coordinator/orchestrator/sweep_manager.h"
 #include "coordinator/service/registry.h"
 #include "coordinator/service/sweep_convert.h"
@@ -141,6 +143,9 @@ class CoordinatorServer {
   ResultSpool spool_;  // before writer_, which writes to it
   ResultWriter writer_;
   HistoryQueries history_;
+  // The NICs, GPUs and hosts in tests now, shared by the sweeps' executors and `gdrmesh test`.
+  ResourceLocks locks_;
+  std::unique_ptr<SingleTests> single_tests_;  // `gdrmesh test` (RunTest)
   convert::ProtoJsonSweepCodec codec_;
   std::unique_ptr<SweepManager> sweep_manager_;
   std::unique_ptr<Starter> starter_;
