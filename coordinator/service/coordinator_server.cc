@@ -159,6 +159,29 @@ Result<int> CoordinatorServer::start() {
   // gRPC's mutexes are absl's; this distribution's absl checks each lock for deadlock cycles
   // (a debug aid: ~2-4 % of the coordinator's CPU in a sweep, GraphCycles). Process-wide.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  recoverAtStart();
+  worker_service_ = std::make_unique<WorkerServiceImpl>(*this);
+  control_service_ = std::make_unique<ControlServiceImpl>(*this);
+  if (!options_.tls) {
+    Status st = checkPlaintextListen(options_.listen, options_.insecure_allow_remote);
+    if (!st.ok()) return st;
+  }
+  auto port = openListener();
+  if (!port.ok()) return port.status();
+  if (Status st = startGrpc(); !st.ok()) return st;
+  gate_->start();
+  // The first tick's deadline is taken here: a ManualClock moved once start() returns ends it.
+  const Clock::TimePoint first_tick =
+      clock_.now() + std::chrono::milliseconds(options_.heartbeat_interval_ms);
+  monitor_ = std::thread([this, first_tick] { monitor(first_tick); });
+  // Sweeps a previous coordinator left running resume once workers can reconnect.
+  sweep_manager_->resumeInterrupted();
+  // Runs missed while the coordinator was down are recorded as missed, then schedules arm.
+  scheduler_->start();
+  return *port;
+}
+
+void CoordinatorServer::recoverAtStart() {
   // Workers known from earlier runs are listed as offline until they connect again.
   auto known = store_.listWorkers();
   if (known.ok()) {
@@ -191,12 +214,9 @@ Result<int> CoordinatorServer::start() {
   if (Status st = recordInterruptedTests(); !st.ok()) {
     coordinatorServerLog(clock_).error(st.toString());
   }
-  worker_service_ = std::make_unique<WorkerServiceImpl>(*this);
-  control_service_ = std::make_unique<ControlServiceImpl>(*this);
-  if (!options_.tls) {
-    Status st = checkPlaintextListen(options_.listen, options_.insecure_allow_remote);
-    if (!st.ok()) return st;
-  }
+}
+
+Result<int> CoordinatorServer::openListener() {
   // The coordinator owns its listening socket (common/net/accept_gate.h): gRPC 1.51's own
   // accept loop stops for good on its first EMFILE, so a flood of idle connections would end
   // the control plane until a restart (issue #23). gRPC gets each connection once it has spoken.
@@ -228,6 +248,10 @@ Result<int> CoordinatorServer::start() {
         "check --listen HOST:PORT: the address must be local and the port free "
         "(is another coordinator running? `ss -ltnp | grep PORT`)");
   }
+  return *port;
+}
+
+Status CoordinatorServer::startGrpc() {
   grpc::ServerBuilder builder;
   acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
       grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
@@ -252,16 +276,7 @@ Result<int> CoordinatorServer::start() {
     gate_->stop();
     return internalError("the gRPC server did not start on " + options_.listen);
   }
-  gate_->start();
-  // The first tick's deadline is taken here: a ManualClock moved once start() returns ends it.
-  const Clock::TimePoint first_tick =
-      clock_.now() + std::chrono::milliseconds(options_.heartbeat_interval_ms);
-  monitor_ = std::thread([this, first_tick] { monitor(first_tick); });
-  // Sweeps a previous coordinator left running resume once workers can reconnect.
-  sweep_manager_->resumeInterrupted();
-  // Runs missed while the coordinator was down are recorded as missed, then schedules arm.
-  scheduler_->start();
-  return *port;
+  return {};
 }
 
 void CoordinatorServer::shutdown() {

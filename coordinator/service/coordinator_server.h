@@ -126,6 +126,14 @@ class CoordinatorServer {
   // Every heartbeat interval (on clock_, from `next_tick` on): ends the links of workers silent
   // for heartbeat_misses intervals.
   void monitor(Clock::TimePoint next_tick);
+  // At start, before serving: workers known from earlier runs (listed offline), the spool
+  // replayed, interrupted tests recorded. Failures are logged; none stops the coordinator.
+  void recoverAtStart();
+  // The listening socket (an AcceptGate that hands gRPC each connection once it has spoken);
+  // returns the bound port.
+  Result<int> openListener();
+  // The gRPC server on the gate's connections, with both services.
+  Status startGrpc();
   // At start: single tests that were in flight when the last coordinator stopped (their
   // markers have no result row) become ERROR rows "interrupted by a coordinator restart".
   Status recordInterruptedTests();

@@ -154,44 +154,10 @@ class WorkerStream final
     if (Status limits = checkRegistration(reg.name(), w.inventory, w.labels); !limits.ok()) {
       return toGrpc(limits);
     }
-    std::string identity = "no certificate (--insecure)";
-    if (tls_) {
-      // The name a worker may register is bound to its certificate: no one registers as, or
-      // takes over, another worker.
-      auto cert = peerCertificate(ctx_->auth_context().get());
-      Status st = cert.ok() ? Status() : cert.status();
-      if (st.ok() && revoked_ != nullptr) {
-        checked_generation_ = revoked_->generation();
-        st = revoked_->check(*cert);
-      }
-      if (st.ok()) st = authorizeRegister(cert->identity, reg.name(), reg.simulated());
-      if (!st.ok()) {
-        coordinatorServerLog(clock_).warn("registration of '" + reg.name() + "' from " +
-                                              ctx_->peer() + " refused: " + st.message(),
-                                          {{"worker", reg.name()}, {"peer", ctx_->peer()}});
-        return toGrpc(st);
-      }
-      identity = "certificate " + cert->identity.describe();
-      cert_ = *cert;
-    }
+    std::string identity;
+    if (Status st = authenticate(reg, &identity); !st.ok()) return toGrpc(st);
     name_ = reg.name();
-    std::shared_ptr<Handle> h = handle_;
-    grpc::CallbackServerContext* ctx = ctx_;
-    auto link = std::make_shared<WorkerLink>(
-        name_, clock_,
-        [h](pb::CoordinatorMessage&& m) {
-          MutexLock lock(h->mu);
-          if (h->stream == nullptr) return false;
-          if (!h->greeted) {
-            h->early.push_back(std::move(m));
-            return true;
-          }
-          return h->stream->write(std::move(m));
-        },
-        [h, ctx] {
-          MutexLock lock(h->mu);
-          if (h->stream != nullptr) ctx->TryCancel();
-        });
+    auto link = makeLink();
     w.name = name_;
     w.peer = ctx_->peer();
     w.connected_ms = clock_.unixMs();
@@ -222,21 +188,78 @@ class WorkerStream final
                           added.message() + " (fix: " + added.fix() + ")");
     }
     link_ = link;
-    if (!w.simulated) {
-      WorkerRecord rec;
-      rec.name = name_;
-      rec.hostname = reg.inventory().hostname();
-      google::protobuf::util::JsonPrintOptions jopt;
-      jopt.preserve_proto_field_names = true;
-      (void)google::protobuf::util::MessageToJsonString(reg.inventory(), &rec.inventory_json, jopt);
-      rec.first_seen_ms = w.connected_ms;
-      rec.last_seen_ms = w.connected_ms;
-      Status st = store_.upsertWorker(rec);
-      if (!st.ok()) coordinatorServerLog(clock_).error(st.toString(), {{"worker", name_}});
-      coordinatorServerLog(clock_).info(
-          "worker " + name_ + " registered from " + w.peer + " (" + identity + ")",
-          {{"worker", name_}, {"peer", w.peer}});
+    if (!w.simulated) remember(w, reg, identity);
+    greet();
+    return grpc::Status::OK;
+  }
+
+  // With TLS: the worker's certificate (not revoked) must allow the name it registers.
+  // `identity` says what vouched for it, for the log.
+  Status authenticate(const pb::Register& reg, std::string* identity) {
+    *identity = "no certificate (--insecure)";
+    if (!tls_) return {};
+    // The name a worker may register is bound to its certificate: no one registers as, or
+    // takes over, another worker.
+    auto cert = peerCertificate(ctx_->auth_context().get());
+    Status st = cert.ok() ? Status() : cert.status();
+    if (st.ok() && revoked_ != nullptr) {
+      checked_generation_ = revoked_->generation();
+      st = revoked_->check(*cert);
     }
+    if (st.ok()) st = authorizeRegister(cert->identity, reg.name(), reg.simulated());
+    if (!st.ok()) {
+      coordinatorServerLog(clock_).warn(
+          "registration of '" + reg.name() + "' from " + ctx_->peer() + " refused: " + st.message(),
+          {{"worker", reg.name()}, {"peer", ctx_->peer()}});
+      return st;
+    }
+    *identity = "certificate " + cert->identity.describe();
+    cert_ = *cert;
+    return {};
+  }
+
+  // The worker's link: commands written to this stream (held until the Registered reply is
+  // queued), and a failure that cancels it.
+  std::shared_ptr<WorkerLink> makeLink() {
+    std::shared_ptr<Handle> h = handle_;
+    grpc::CallbackServerContext* ctx = ctx_;
+    return std::make_shared<WorkerLink>(
+        name_, clock_,
+        [h](pb::CoordinatorMessage&& m) {
+          MutexLock lock(h->mu);
+          if (h->stream == nullptr) return false;
+          if (!h->greeted) {
+            h->early.push_back(std::move(m));
+            return true;
+          }
+          return h->stream->write(std::move(m));
+        },
+        [h, ctx] {
+          MutexLock lock(h->mu);
+          if (h->stream != nullptr) ctx->TryCancel();
+        });
+  }
+
+  // A real worker's registration, stored (listed offline after a restart) and logged.
+  void remember(const WorkerStatus& w, const pb::Register& reg, const std::string& identity) {
+    WorkerRecord rec;
+    rec.name = name_;
+    rec.hostname = reg.inventory().hostname();
+    google::protobuf::util::JsonPrintOptions jopt;
+    jopt.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(reg.inventory(), &rec.inventory_json, jopt);
+    rec.first_seen_ms = w.connected_ms;
+    rec.last_seen_ms = w.connected_ms;
+    Status st = store_.upsertWorker(rec);
+    if (!st.ok()) coordinatorServerLog(clock_).error(st.toString(), {{"worker", name_}});
+    coordinatorServerLog(clock_).info(
+        "worker " + name_ + " registered from " + w.peer + " (" + identity + ")",
+        {{"worker", name_}, {"peer", w.peer}});
+  }
+
+  // The Registered reply, then the commands that waited for it, in order.
+  void greet() {
+    std::shared_ptr<Handle> h = handle_;
     pb::CoordinatorMessage hello;
     hello.mutable_registered()->set_worker_id(name_);
     hello.mutable_registered()->set_heartbeat_interval_ms(static_cast<uint32_t>(heartbeat_ms_));
@@ -245,7 +268,6 @@ class WorkerStream final
     h->greeted = true;
     for (auto& m : h->early) write(std::move(m));
     h->early.clear();
-    return grpc::Status::OK;
   }
 
   // A connected worker whose certificate is revoked since it registered is disconnected at
