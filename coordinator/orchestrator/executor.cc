@@ -4,6 +4,7 @@
 #include <memory>
 #include <set>
 #include <unordered_map>
+#include <utility>
 
 #include "common/sync/mutex.h"
 
@@ -88,31 +89,26 @@ void Executor::start(ExecutorTasks tasks, ExecutorCallbacks callbacks) {
 }
 
 void Executor::cancel() {
-  std::vector<ResourceLocks::Ticket> waiting;
+  std::vector<std::pair<ResourceLocks::Ticket, size_t>> waiting;  // ticket, slot
   {
     MutexLock lock(mu_);
     cancelled_ = true;
     blocked_by_cap_.clear();
-    for (const Slot& s : slots_) {
-      if (s.awaiting) waiting.push_back(s.ticket);
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].awaiting) waiting.emplace_back(slots_[i].ticket, i);
     }
     // Entered like a callback: the end may come from here (nothing was running).
     ++in_callback_;
   }
   // Tests waiting for another run's resources are taken back; one granted meanwhile is given
   // back by granted().
-  for (ResourceLocks::Ticket t : waiting) {
-    if (options_.locks->withdraw(t)) {
-      MutexLock lock(mu_);
-      for (size_t i = 0; i < slots_.size(); ++i) {
-        Slot& s = slots_[i];
-        if (s.awaiting && s.ticket == t) {
-          s.awaiting = false;
-          s.running = false;
-          --running_;
-        }
-      }
-    }
+  for (const auto& w : waiting) {
+    if (!options_.locks->withdraw(w.first)) continue;
+    MutexLock lock(mu_);
+    Slot& s = slots_[w.second];
+    s.awaiting = false;
+    s.running = false;
+    --running_;
   }
   leave();
 }
