@@ -4,6 +4,7 @@
 #include <memory>
 #include <set>
 #include <unordered_map>
+#include <utility>
 
 #include "common/sync/mutex.h"
 
@@ -33,28 +34,24 @@ std::vector<std::string> resourceKeys(const EndpointSelector& initiator,
 Executor::Executor(WorkerDirectory& workers, Clock& clock, ExecutorOptions options)
     : workers_(workers), clock_(clock), options_(std::move(options)) {}
 
-size_t Executor::run(std::vector<ExecutorTask> tasks, ExecutorCallbacks callbacks) {
+void Executor::start(std::vector<ExecutorTask> tasks, ExecutorCallbacks callbacks) {
   auto owned = std::make_shared<std::vector<ExecutorTask>>(std::move(tasks));
   ExecutorTasks t;
   t.count = owned->size();
   t.index = [owned](size_t i) { return (*owned)[i].index; };
   t.spec = [owned](size_t i) { return (*owned)[i].spec; };
   t.resources = [owned](size_t i) { return (*owned)[i].resources; };
-  return run(std::move(t), std::move(callbacks));
+  start(std::move(t), std::move(callbacks));
 }
 
-size_t Executor::run(ExecutorTasks tasks, ExecutorCallbacks callbacks) {
+void Executor::start(ExecutorTasks tasks, ExecutorCallbacks callbacks) {
   std::vector<size_t> all;
   {
     MutexLock lock(mu_);
+    started_ = true;
+    ++in_callback_;  // start() uses *this until it leaves
     callbacks_ = std::move(callbacks);
     tasks_ = std::move(tasks);
-    slots_.clear();
-    queues_.clear();
-    to_start_.clear();
-    blocked_by_cap_.clear();
-    running_ = 0;
-    progress_ = ExecutorProgress{};
     // A host named whole ("h1/*") in any task conflicts with every NIC of that host: such
     // hosts are queued as one resource throughout.
     std::set<std::string> whole;
@@ -88,23 +85,38 @@ size_t Executor::run(ExecutorTasks tasks, ExecutorCallbacks callbacks) {
     dispatch(all);
   }
   kick();
-  UniqueLock lock(mu_);
-  cv_.wait(lock.native(), [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return endedLocked(); });
-  return static_cast<size_t>(remaining_ - running_);
+  leave();
 }
 
 void Executor::cancel() {
-  MutexLock lock(mu_);
-  cancelled_ = true;
-  blocked_by_cap_.clear();
-  cv_.notify_all();
+  std::vector<std::pair<ResourceLocks::Ticket, size_t>> waiting;  // ticket, slot
+  {
+    MutexLock lock(mu_);
+    cancelled_ = true;
+    blocked_by_cap_.clear();
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].awaiting) waiting.emplace_back(slots_[i].ticket, i);
+    }
+    // Entered like a callback: the end may come from here (nothing was running).
+    ++in_callback_;
+  }
+  // Tests waiting for another run's resources are taken back; one granted meanwhile is given
+  // back by granted().
+  for (const auto& w : waiting) {
+    if (!options_.locks->withdraw(w.first)) continue;
+    MutexLock lock(mu_);
+    Slot& s = slots_[w.second];
+    s.awaiting = false;
+    s.running = false;
+    --running_;
+  }
+  leave();
 }
 
 ExecutorProgress Executor::progress() const {
   MutexLock lock(mu_);
   ExecutorProgress p = progress_;
   p.running = running_;
-  p.starting = to_start_.size() + (draining_ ? 1 : 0);
   return p;
 }
 
@@ -137,14 +149,54 @@ void Executor::kick() {
   while (!to_start_.empty()) {
     size_t i = to_start_.front();
     to_start_.pop_front();
+    const bool ready = options_.locks == nullptr || slots_[i].locked;
     lock.unlock();
-    start(i);
+    if (ready || this->lock(i)) startTest(i);
     lock.lock();
   }
   draining_ = false;
 }
 
-void Executor::start(size_t slot) {
+bool Executor::lock(size_t slot) {
+  ResourceLocks::Ticket ticket = options_.locks->newTicket();
+  {
+    MutexLock l(mu_);
+    slots_[slot].ticket = ticket;
+    slots_[slot].awaiting = true;
+  }
+  // The keys as the tasks name them: the shared locks know "h1/*" covers h1's NICs.
+  const bool now =
+      options_.locks->acquire(ticket, tasks_.resources(slot), [this, slot] { granted(slot); });
+  if (!now) return false;
+  MutexLock l(mu_);
+  slots_[slot].awaiting = false;
+  slots_[slot].locked = true;
+  return true;
+}
+
+void Executor::granted(size_t slot) {
+  ResourceLocks::Ticket give_back = 0;
+  {
+    MutexLock l(mu_);
+    ++in_callback_;
+    Slot& s = slots_[slot];
+    s.awaiting = false;
+    if (cancelled_) {
+      // Cancelled while it waited and granted before the withdrawal: not run.
+      give_back = s.ticket;
+      s.running = false;
+      --running_;
+    } else {
+      s.locked = true;
+      to_start_.push_back(slot);
+    }
+  }
+  if (give_back != 0) options_.locks->release(give_back);
+  kick();
+  leave();
+}
+
+void Executor::startTest(size_t slot) {
   int index;
   {
     MutexLock lock(mu_);
@@ -167,6 +219,7 @@ void Executor::finished(size_t slot, PairTestOutcome outcome) {
   std::vector<size_t> candidates;
   bool report = false;
   int index = 0;
+  ResourceLocks::Ticket give_back = 0;
   {
     MutexLock lock(mu_);
     Slot& s = slots_[slot];
@@ -175,7 +228,7 @@ void Executor::finished(size_t slot, PairTestOutcome outcome) {
     const bool failed =
         outcome.result.status == TestStatus::kFailed || outcome.result.status == TestStatus::kError;
     if (failed && outcome.transient && s.attempts <= options_.retries && !cancelled_) {
-      // Retry: the slot keeps its place at the head of its queues.
+      // Retry: the slot keeps its place at the head of its queues, and its shared locks.
       ++progress_.retried;
       candidates.push_back(slot);
     } else {
@@ -184,6 +237,10 @@ void Executor::finished(size_t slot, PairTestOutcome outcome) {
       ++progress_.done;
       if (failed) ++progress_.failed;
       if (outcome.result.status == TestStatus::kSkipped) ++progress_.skipped;
+      if (s.locked) {
+        s.locked = false;
+        give_back = s.ticket;
+      }
       for (uint32_t r : s.resources) {
         auto& q = queues_[r];
         if (!q.empty() && q.front() == slot) q.pop_front();
@@ -197,18 +254,33 @@ void Executor::finished(size_t slot, PairTestOutcome outcome) {
     dispatch(candidates);
     ++in_callback_;
     index = s.index;
+    // Counted before the result is reported: the end is seen by the last thread to leave.
+    if (report) --remaining_;
   }
   if (report && callbacks_.on_result) {
     outcome.result.plan_index = index;
     callbacks_.on_result(index, outcome.result);
   }
+  // Once the result is reported: a request of another run waiting for these resources may
+  // start now (on this thread).
+  if (give_back != 0) options_.locks->release(give_back);
   kick();
-  // Last touch of *this: run() may return as soon as the lock is released.
-  MutexLock lock(mu_);
-  if (report) --remaining_;
-  --in_callback_;
-  // Only the end wakes run(): a wake per test cost its thread two context switches per test.
-  if (endedLocked()) cv_.notify_all();
+  leave();
+}
+
+void Executor::leave() {
+  std::function<void(size_t)> on_done;
+  size_t not_run = 0;
+  {
+    MutexLock lock(mu_);
+    --in_callback_;
+    if (!started_ || done_reported_ || !endedLocked()) return;
+    done_reported_ = true;
+    not_run = static_cast<size_t>(remaining_);
+    on_done = std::move(callbacks_.on_done);
+  }
+  // Last touch of *this: the owner may destroy the executor from inside on_done.
+  if (on_done) on_done(not_run);
 }
 
 bool Executor::endedLocked() const {

@@ -6,13 +6,17 @@
 // Transient failures (worker lost, deadline) are retried up to `retries` times; integrity
 // failures and refusals never are.
 //
-// No thread per test: tests advance on the channels' callbacks. run() blocks its caller until
-// every task has finished or cancel() was called and the tests in flight have ended.
+// No thread per test and no thread waiting: start() starts the first tests on its caller's
+// thread and returns; later tests start on the channels' callbacks (the thread that ended the
+// test before them), and `on_done` says when every task has finished, or cancel() was called
+// and the tests in flight have ended. Given ResourceLocks (ExecutorOptions::locks), each test
+// also holds its resources there, so tests of other runs (another sweep, a `gdrmesh test`)
+// never share them either.
 //
-// Thread contract: run() on one thread at a time; cancel() and progress() from any thread.
+// Thread contract: start() once per Executor; cancel() and progress() from any thread. The
+// Executor may be destroyed from inside on_done (its last touch of *this) or after it.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -25,6 +29,7 @@
 #include "common/result.h"
 #include "common/sync/mutex.h"
 #include "coordinator/orchestrator/pair_test.h"
+#include "coordinator/orchestrator/resource_locks.h"
 #include "coordinator/orchestrator/worker_channel.h"
 
 namespace gdrmesh {
@@ -57,6 +62,9 @@ struct ExecutorOptions {
   uint32_t max_concurrency = 0;  // 0 = no cap beyond resources
   uint32_t retries = 1;
   PairTestOptions pair;
+  // The coordinator's locks, shared by every run (null: this run's tasks are its only users of
+  // their resources).
+  ResourceLocks* locks = nullptr;
 };
 
 struct ExecutorCallbacks {
@@ -64,27 +72,29 @@ struct ExecutorCallbacks {
   std::function<void(int index, const std::string& test_id)> on_start;
   // A finished test (after its retries).
   std::function<void(int index, const TestResult& result)> on_result;
+  // The run's end, once: every task reported, or cancelled and nothing left in flight.
+  // `not_run`: the tasks that did not run (cancelled). Runs on the thread that ended the last
+  // test, inside start() when nothing was left to run, or inside cancel().
+  std::function<void(size_t not_run)> on_done;
 };
 
 struct ExecutorProgress {
   uint64_t total = 0, done = 0, running = 0, failed = 0, skipped = 0, retried = 0;
-  // Dispatched tests whose start has not yet returned (a test that moves a manual clock waits
-  // for 0, so no start takes its deadline at one time and its first reply at another).
-  uint64_t starting = 0;
 };
 
 class Executor {
  public:
   Executor(WorkerDirectory& workers, Clock& clock, ExecutorOptions options);
 
-  // Runs the tasks. Returns the number of tasks that did not run (cancelled). The functions of
-  // `tasks` are called from run() and from the channels' callbacks, never concurrently with a
-  // change of what they read (the caller keeps that stable until run() returns).
-  size_t run(ExecutorTasks tasks, ExecutorCallbacks callbacks);
-  size_t run(std::vector<ExecutorTask> tasks, ExecutorCallbacks callbacks);
-  // Stops starting new tests; tests in flight finish (bounded by their timeouts). A cancel
-  // before run() holds for it: run() then starts nothing (a sweep cancelled while it waited for
-  // its hosts ran every test before, since run() cleared the cancel).
+  // Starts the tasks: the tests free to start now start before this returns, on this thread;
+  // callbacks.on_done reports the end. The functions of `tasks` are called from start() and
+  // from the channels' callbacks, never concurrently with a change of what they read (the
+  // caller keeps that stable until on_done).
+  void start(ExecutorTasks tasks, ExecutorCallbacks callbacks);
+  void start(std::vector<ExecutorTask> tasks, ExecutorCallbacks callbacks);
+  // Stops starting new tests; tests in flight finish (bounded by their timeouts), tests waiting
+  // for another run's resources are taken back. A cancel before start() holds for it: start()
+  // then starts nothing and reports the end at once.
   void cancel();
   ExecutorProgress progress() const;
 
@@ -93,19 +103,28 @@ class Executor {
     int index = 0;                    // plan index
     std::vector<uint32_t> resources;  // ids into queues_
     uint32_t attempts = 0;
-    bool running = false;
+    bool running = false;  // dispatched: waiting for the shared locks, starting or in flight
     bool finished = false;
+    bool locked = false;    // holds its resources in options_.locks
+    bool awaiting = false;  // waits for them there
+    ResourceLocks::Ticket ticket = 0;
   };
   // mu_ held: is the slot at the head of every queue it waits in?
   bool atHeads(size_t slot) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // mu_ held: marks startable candidates running and queues them for kick().
   void dispatch(const std::vector<size_t>& candidates) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Starts the queued slots. One thread drains at a time, so a test that ends inline (an
-  // offline worker) queues the next instead of recursing.
+  // Starts the queued slots (once they hold their shared locks). One thread drains at a time,
+  // so a test that ends inline (an offline worker) queues the next instead of recursing.
   void kick();
-  void start(size_t slot);
-  // run()'s end: every slot reported, or cancelled with nothing running; no callback inside.
+  // Asks options_.locks for the slot's resources; true when it holds them now.
+  bool lock(size_t slot);
+  void granted(size_t slot);  // options_.locks granted a waiting slot's resources
+  void startTest(size_t slot);
+  // The end: every slot reported, or cancelled with nothing running; no callback inside.
   bool endedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A thread leaves the executor (it entered with ++in_callback_): the last one out after the
+  // end reports it (on_done), as its last touch of *this.
+  void leave();
   void finished(size_t slot, PairTestOutcome outcome);
 
   WorkerDirectory& workers_;
@@ -114,9 +133,8 @@ class Executor {
   ExecutorCallbacks callbacks_;
 
   mutable Mutex mu_;  // guards everything below
-  std::condition_variable cv_;
-  // Set by run() (under mu_) before any test starts, read-only while they run: start() reads
-  // it without mu_.
+  // Set by start() (under mu_) before any test starts, read-only while they run: startTest()
+  // reads it without mu_.
   ExecutorTasks tasks_;
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<std::deque<size_t>> queues_
@@ -125,8 +143,11 @@ class Executor {
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t running_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t remaining_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t in_callback_ ABSL_GUARDED_BY(mu_) = 0;  // finished() calls still using *this
+  // Threads inside start(), finished() or granted(), still using *this.
+  uint64_t in_callback_ ABSL_GUARDED_BY(mu_) = 0;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_reported_ ABSL_GUARDED_BY(mu_) = false;
   ExecutorProgress progress_ ABSL_GUARDED_BY(mu_);
   std::deque<size_t> blocked_by_cap_
       ABSL_GUARDED_BY(mu_);  // ready slots waiting for the concurrency cap

@@ -75,12 +75,9 @@ std::shared_ptr<LiveSweep> SweepBoard::find(const std::string& id) {
 }
 
 uint64_t SweepBoard::startingTests() {
-  // board.mu, then the executor's own lock: the order cancel() takes them in.
   MutexLock lock(mu);
   uint64_t n = 0;
-  for (const auto& [id, s] : recent) {
-    if (s->executor) n += s->executor->progress().starting;
-  }
+  for (const auto& [id, s] : recent) n += s->starting_tests ? 1 : 0;
   return n;
 }
 

@@ -79,6 +79,9 @@ struct LiveSweep {
   VerdictCounts verdict_counts;  // of `verdicts`, kept once they are dropped
   std::vector<Suspect> suspects;
   Executor* executor = nullptr;
+  // The sweep's thread is inside Executor::start(), taking its first tests' deadlines from the
+  // clock (SweepBoard::startingTests).
+  bool starting_tests = false;
   bool cancel_requested = false;
   bool resumed = false;
   // Resumed, and its plan is made again once its hosts are back (the run); until then the
@@ -124,9 +127,10 @@ class SweepBoard {
   // returns its progress and version.
   std::pair<SweepProgress, uint64_t> waitForChange(const std::shared_ptr<LiveSweep>& s,
                                                    uint64_t version, Clock::TimePoint deadline);
-  // Tests that the board's sweeps dispatched and whose start has not returned
-  // (ExecutorProgress::starting, summed). A test that moves a ManualClock waits for 0 before
-  // each step, so no start takes its deadline at one time and its first reply at another.
+  // The sweeps whose thread is starting tests (inside Executor::start(); later tests start on
+  // the thread that ended the test before them). A test that moves a ManualClock from its own
+  // thread waits for 0 before each step, so no start takes its deadline at one time and its
+  // first reply at another.
   uint64_t startingTests();
 
  private:

@@ -14,6 +14,7 @@
 #include "common/capabilities.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/sync/event.h"
 #include "common/sync/mutex.h"
 #include "common/units.h"
 #include "coordinator/orchestrator/judge.h"
@@ -610,7 +611,19 @@ void SweepRunner::runPending(const std::shared_ptr<LiveSweep>& s,
     if (r.status == TestStatus::kSkipped) ++s->skipped;
     board_.publish(*s);
   };
-  ex.run(std::move(tasks), cb);
+  // The tests' end is an event (on_done), on whichever thread ended the last test.
+  Event ended;
+  cb.on_done = [&ended](size_t) { ended.set(); };
+  {
+    MutexLock lock(board_.mu);
+    s->starting_tests = true;
+  }
+  ex.start(std::move(tasks), cb);
+  {
+    MutexLock lock(board_.mu);
+    s->starting_tests = false;
+  }
+  ended.wait();
   ticks.close();
   deps_.clock.cancel(tick_timer);
   MutexLock lock(board_.mu);

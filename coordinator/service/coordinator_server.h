@@ -18,7 +18,9 @@
 #include "coordinator/orchestrator/fabric_history.h"
 #include "coordinator/orchestrator/history.h"
 #include "coordinator/orchestrator/pair_test.h"
+#include "coordinator/orchestrator/resource_locks.h"
 #include "coordinator/orchestrator/scheduler.h"
+#include "coordinator/orchestrator/single_test.h"
 #include "coordinator/orchestrator/sweep_manager.h"
 #include "coordinator/service/registry.h"
 #include "coordinator/service/sweep_convert.h"
@@ -124,6 +126,14 @@ class CoordinatorServer {
   // Every heartbeat interval (on clock_, from `next_tick` on): ends the links of workers silent
   // for heartbeat_misses intervals.
   void monitor(Clock::TimePoint next_tick);
+  // At start, before serving: workers known from earlier runs (listed offline), the spool
+  // replayed, interrupted tests recorded. Failures are logged; none stops the coordinator.
+  void recoverAtStart();
+  // The listening socket (an AcceptGate that hands gRPC each connection once it has spoken);
+  // returns the bound port.
+  Result<int> openListener();
+  // The gRPC server on the gate's connections, with both services.
+  Status startGrpc();
   // At start: single tests that were in flight when the last coordinator stopped (their
   // markers have no result row) become ERROR rows "interrupted by a coordinator restart".
   Status recordInterruptedTests();
@@ -141,6 +151,9 @@ class CoordinatorServer {
   ResultSpool spool_;  // before writer_, which writes to it
   ResultWriter writer_;
   HistoryQueries history_;
+  // The NICs, GPUs and hosts in tests now, shared by the sweeps' executors and `gdrmesh test`.
+  ResourceLocks locks_;
+  std::unique_ptr<SingleTests> single_tests_;  // `gdrmesh test` (RunTest)
   convert::ProtoJsonSweepCodec codec_;
   std::unique_ptr<SweepManager> sweep_manager_;
   std::unique_ptr<Starter> starter_;

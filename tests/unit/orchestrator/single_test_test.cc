@@ -1,0 +1,222 @@
+// `gdrmesh test` as a one-pair run (single_test.h): validation and lookup errors, the marker
+// while it runs, the store through the ResultWriter (spooled and held when refused), and the
+// resources it shares with a sweep's executor. Fake workers, the MemoryStore and a ManualClock
+// moved by this thread: every reply, end and start runs inside advance() here.
+#include "coordinator/orchestrator/single_test.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/orchestrator/executor.h"
+#include "coordinator/store/result_spool.h"
+#include "tests/support/fake_worker_channel.h"
+#include "tests/support/memory_store.h"
+#include "tests/support/temp_dir.h"
+
+namespace gdrmesh {
+namespace {
+
+using testing::FakeDirectory;
+using testing::MemoryStore;
+
+// The MemoryStore's results, refused as a full disk is while `full`.
+class FillableRecords final : public ResultRecords {
+ public:
+  explicit FillableRecords(MemoryStore& store) : store_(store) {}
+  std::atomic<bool> full{false};
+  Result<int64_t> insertResult(const TestResult& r) override {
+    if (full.load()) return diskFull();
+    return store_.insertResult(r);
+  }
+  Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& rs) override {
+    if (full.load()) return diskFull();
+    return store_.insertResults(rs);
+  }
+  Result<std::vector<TestResult>> queryResults(const ResultQuery& q) override {
+    return store_.queryResults(q);
+  }
+  Result<std::optional<TestResult>> getResult(const std::string& id) override {
+    return store_.getResult(id);
+  }
+  Result<uint64_t> countResults(const ResultQuery& q) override { return store_.countResults(q); }
+  Result<std::vector<TestResult>> queryHistory(const HistoryQuery& q) override {
+    return store_.queryHistory(q);
+  }
+
+ private:
+  static Status diskFull() {
+    return Status(Code::kResourceExhausted, "database disk is full: test.db", "free space");
+  }
+  MemoryStore& store_;
+};
+
+struct SingleRig {
+  SingleRig() {
+    EXPECT_TRUE(dir.ok());
+    workers.add("h0");
+    workers.add("h1");
+  }
+  // Starts a test of `spec` and moves the clock until it ends; the end, or the start's error.
+  Result<SingleTestEnd> runToEnd(const PairTestSpec& spec) {
+    std::optional<SingleTestEnd> end;
+    Status st = tests.start(spec, [&](SingleTestEnd e) { end = std::move(e); });
+    if (!st.ok()) return st;
+    for (int ms = 0; !end && ms < 3'600'000; ++ms) clock.advance(std::chrono::milliseconds(1));
+    if (!end) return internalError("the test never ended");
+    return std::move(*end);
+  }
+  std::unique_ptr<ResultWriter> makeWriter() {
+    ResultWriter::Options o;
+    o.spool = &spool;
+    return std::make_unique<ResultWriter>(records, clock, o);
+  }
+  size_t markers() {
+    auto open = store.unfinishedTests();
+    EXPECT_TRUE(open.ok());
+    return open.ok() ? open->size() : 0;
+  }
+
+  testing::TempDir dir;
+  ManualClock clock;
+  FakeDirectory workers{clock};
+  MemoryStore store;
+  FillableRecords records{store};
+  ResultSpool spool{dir.file("results.db.spool")};
+  std::unique_ptr<ResultWriter> writer = makeWriter();
+  ResourceLocks locks;
+  SingleTests tests{SingleTestDeps{workers, clock, store, *writer, locks}, SingleTestOptions{}};
+};
+
+PairTestSpec pairOf(const std::string& a, const std::string& b) {
+  PairTestSpec spec;
+  spec.initiator.worker = a;
+  spec.target.worker = b;
+  spec.iterations = 10;
+  return spec;
+}
+
+TEST(SingleTestTest, AnUnknownWorkerIsAnErrorNamingTheSideAndTheFix) {
+  SingleRig rig;
+  auto r = rig.runToEnd(pairOf("h0", "nope"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kNotFound);
+  EXPECT_NE(r.status().message().find("target: unknown worker 'nope' (known: h0, h1)"),
+            std::string::npos)
+      << r.status().toString();
+  EXPECT_NE(r.status().fix().find("--name nope"), std::string::npos) << r.status().fix();
+  EXPECT_TRUE(rig.workers.fake("h0").log().empty()) << "nothing was sent";
+  EXPECT_EQ(rig.markers(), 0u);
+}
+
+TEST(SingleTestTest, AnOfflineWorkerIsAnErrorNamingItsState) {
+  SingleRig rig;
+  rig.workers.setOffline("h0");
+  auto r = rig.runToEnd(pairOf("h0", "h1"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("initiator: worker 'h0' is offline"), std::string::npos)
+      << r.status().toString();
+  EXPECT_NE(r.status().fix().find("gdrmesh workers"), std::string::npos) << r.status().fix();
+  EXPECT_TRUE(rig.workers.fake("h1").log().empty());
+}
+
+TEST(SingleTestTest, ItsMarkerIsStoredWhileItRunsAndClearedOnceItsResultIsStored) {
+  SingleRig rig;
+  std::optional<SingleTestEnd> end;
+  ASSERT_TRUE(
+      rig.tests.start(pairOf("h0", "h1"), [&](SingleTestEnd e) { end = std::move(e); }).ok());
+  ASSERT_FALSE(end.has_value()) << "start() returns while the test runs";
+  auto open = rig.store.unfinishedTests();
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->size(), 1u) << "the marker is in the store from the start";
+  while (!end) rig.clock.advance(std::chrono::milliseconds(1));
+  EXPECT_EQ(end->result.test_id, (*open)[0].test_id);
+  EXPECT_TRUE(end->marked);
+  EXPECT_EQ(end->result.status, TestStatus::kPassed) << end->result.reason;
+  EXPECT_EQ(rig.markers(), 1u) << "ended but not stored: the marker stays";
+  SingleTestOutcome out = rig.tests.store(std::move(*end));
+  EXPECT_TRUE(out.store_error.ok()) << out.store_error.toString();
+  EXPECT_GT(out.result.id, 0);
+  EXPECT_EQ(rig.markers(), 0u);
+  auto stored = rig.store.getResult(out.result.test_id);
+  ASSERT_TRUE(stored.ok() && stored->has_value());
+  EXPECT_EQ((*stored)->plan_index, -1) << "not a sweep's test";
+}
+
+// The store refuses (disk full): the answer says the result is durable in the spool, it is
+// held (listed) and its marker kept; once the store takes writes again it is stored, before
+// the next result, and its marker goes.
+TEST(SingleTestTest, ARefusedResultIsSpooledHeldAndStoredOnceTheStoreTakesWritesAgain) {
+  SingleRig rig;
+  rig.records.full = true;
+  auto first = rig.runToEnd(pairOf("h0", "h1"));
+  ASSERT_TRUE(first.ok()) << first.status().toString();
+  SingleTestOutcome held = rig.tests.store(std::move(*first));
+  EXPECT_EQ(held.store_error.code(), Code::kResourceExhausted);
+  EXPECT_NE(held.store_error.message().find("durable in the spool"), std::string::npos)
+      << held.store_error.toString();
+  ASSERT_EQ(rig.writer->held().size(), 1u);
+  EXPECT_EQ(rig.writer->held()[0].test_id, held.result.test_id);
+  EXPECT_EQ(rig.markers(), 1u) << "the marker stays until the result is stored";
+
+  rig.records.full = false;
+  auto second = rig.runToEnd(pairOf("h1", "h0"));
+  ASSERT_TRUE(second.ok()) << second.status().toString();
+  SingleTestOutcome stored = rig.tests.store(std::move(*second));
+  EXPECT_TRUE(stored.store_error.ok()) << stored.store_error.toString();
+  EXPECT_TRUE(rig.writer->held().empty());
+  auto rows = rig.store.queryResults(ResultQuery());
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ(rig.markers(), 0u);
+  auto one = rig.store.getResult(held.result.test_id);
+  ASSERT_TRUE(one.ok() && one->has_value()) << "the held result is stored";
+}
+
+// A `gdrmesh test` on hosts a sweep's test holds waits for it (the coordinator's shared
+// ResourceLocks), then runs: the two never share a NIC. Before, RunTest ran the pair test
+// directly, beside the sweep's.
+TEST(SingleTestTest, ATestOnANicARunningSweepHoldsWaitsForIt) {
+  SingleRig rig;
+  ExecutorOptions so;
+  so.locks = &rig.locks;
+  Executor sweep(rig.workers, rig.clock, so);
+  std::vector<std::string> order;
+  bool sweep_done = false;
+  ExecutorCallbacks cb;
+  cb.on_result = [&](int, const TestResult&) { order.push_back("sweep ended"); };
+  cb.on_done = [&](size_t) { sweep_done = true; };
+  ExecutorTask t;
+  t.spec = pairOf("h0", "h1");
+  t.spec.initiator.device = t.spec.target.device = "mlx5_0";
+  t.resources = resourceKeys(t.spec);
+  sweep.start(std::vector<ExecutorTask>{t}, cb);
+  ASSERT_EQ(rig.locks.held(), 1u);
+
+  std::optional<SingleTestEnd> end;
+  ASSERT_TRUE(rig.tests
+                  .start(pairOf("h1", "h0"),
+                         [&](SingleTestEnd e) {
+                           order.push_back("test ended");
+                           end = std::move(e);
+                         })
+                  .ok());
+  EXPECT_EQ(rig.locks.waiting(), 1u) << "the test waits for h0 and h1";
+  EXPECT_EQ(rig.markers(), 0u) << "it has not started";
+  while (!end || !sweep_done) rig.clock.advance(std::chrono::milliseconds(1));
+  EXPECT_EQ(order, (std::vector<std::string>{"sweep ended", "test ended"}));
+  EXPECT_EQ(end->result.status, TestStatus::kPassed) << end->result.reason;
+  EXPECT_EQ(rig.workers.fake("h0").maxInFlight(), 1) << "h0 was in two tests at once";
+  EXPECT_EQ(rig.workers.fake("h1").maxInFlight(), 1) << "h1 was in two tests at once";
+  (void)rig.tests.store(std::move(*end));
+  EXPECT_EQ(rig.locks.held(), 0u);
+}
+
+}  // namespace
+}  // namespace gdrmesh
