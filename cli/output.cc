@@ -458,8 +458,7 @@ std::string linkVerdictsText(const v1::SweepReport& r, bool all) {
                  l->evidence().empty() ? "-" : joined(l->evidence(), "; ")});
   }
   std::ostringstream o;
-  o << "
-links (" << r.links_size() << ": " << failing << " not ok, " << ok << " ok, "
+  o << "\nlinks (" << r.links_size() << ": " << failing << " not ok, " << ok << " ok, "
     << not_covered << " not covered; worst first)\n";
   if (t.size() > 1) o << renderTable(t);
   if (!all && failing < static_cast<size_t>(r.links_size())) {

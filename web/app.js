@@ -655,7 +655,7 @@
     const total = fab.links.length;
     $('fabric-head').replaceChildren(total ?
         el('span', {id: 'fabric-counts'}, total + ' links: ' + c.not_ok + ' not ok, ' + c.not_covered +
-            ' not covered, ' + c.ok + ' ok' + (c.not_ok ? ' – the sweep fails on them' : '')) :
+            ' not covered, ' + c.ok + ' ok' + (c.not_ok ? ' \u2013 the sweep fails on them' : '')) :
         el('span', {}, 'no link verdicts (a sweep on a discovered fabric with a fabric_reader has them)'));
     const nodes = fab.nodes.map((n) => el('tr', {'data-node': n.name, class: n.not_ok ? 'link-fail' : n.ok ? 'link-ok' : 'link-uncovered'},
         el('td', {class: 'mono'}, n.name), el('td', {class: 'r'}, String(n.links)),
@@ -666,7 +666,7 @@
     const links = fab.links.map((l, i) => el('tr', {'data-link': l.link, 'data-verdict': l.verdict,
         'data-rank': String(i), class: linkClass(l)},
         el('td', {}, l.verdict === 'not_covered' ? 'not covered' : l.verdict), el('td', {class: 'mono'}, l.link),
-        el('td', {class: 'small mono'}, end(l.a) + ' ↔ ' + end(l.b)),
+        el('td', {class: 'small mono'}, end(l.a) + ' \u2194 ' + end(l.b)),
         el('td', {class: 'small'}, l.evidence.join('; ') || '-')));
     tableBody('fabric-links', links, 4);
   }
