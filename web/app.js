@@ -705,7 +705,12 @@
     sweep.shownKey = key;
     if (!sweep.selected) $('pair-detail').hidden = true;
     renderSweepReport(rep);
-    renderFabric(await getJson('/api/sweeps/' + encodeURIComponent(chosen.id) + '/fabric'));
+    // The fabric view is its own request: a failure of it leaves the sweep shown, and says so.
+    try {
+      renderFabric(await getJson('/api/sweeps/' + encodeURIComponent(chosen.id) + '/fabric'));
+    } catch (e) {
+      $('fabric-head').replaceChildren(el('span', {class: 'reason'}, 'Cannot show the fabric: ' + e.message));
+    }
   }
 
   function readHash() {

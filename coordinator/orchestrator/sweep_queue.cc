@@ -284,8 +284,7 @@ std::shared_ptr<LiveSweep> SweepQueue::restore(const SweepRecord& rec) {
       }
     } else {
       s->counter_notes.push_back(
-          "fabric counters: those of the rounds before the restart were "
-          "not read back: " +
+          "fabric counters: those stored before the restart were not read back: " +
           counters.status().toString());
     }
   }
