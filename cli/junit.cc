@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/output.h"
+#include "common/fabric/counters.h"
 #include "common/fabric/fabric.h"
 #include "common/pair_spec.h"
 #include "common/units.h"
@@ -317,7 +318,8 @@ JUnitCase junitOverallCase(const v1::SweepReport& report) {
 }
 
 // A sweep on a discovered fabric with a fabric reader: a `fabric` suite, one case per link with
-// a verdict; a link that is not ok fails, its evidence the failure's detail.
+// a verdict; a link that is not ok fails, its evidence the failure's detail, and one that no
+// test crossed (not_covered) is skipped.
 JUnitSuite junitFabricSuite(const v1::SweepReport& report, const std::string& coordinator) {
   const auto& p = report.progress();
   JUnitSuite s;
@@ -332,7 +334,11 @@ JUnitSuite junitFabricSuite(const v1::SweepReport& report, const std::string& co
                    fabric::guidHex(l.switch_guid()) + ") and " + l.remote_name() + " port " +
                    std::to_string(l.remote_port()) + " (" + fabric::guidHex(l.remote_guid()) +
                    "); verdict " + l.verdict();
-    if (l.verdict() != "ok") {
+    if (l.verdict() == fabric::kLinkNotCovered) {
+      // No test crossed it: nothing is known of it, as of a test that did not run.
+      c.outcome = JUnitCase::Outcome::kSkip;
+      c.message = "link not covered: no test of the sweep crossed it";
+    } else if (l.verdict() != fabric::kLinkOk) {
       c.outcome = JUnitCase::Outcome::kFail;
       c.message =
           "link " + l.verdict() + (l.evidence_size() > 0 ? ": " + l.evidence(0) : std::string());

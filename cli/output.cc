@@ -8,6 +8,8 @@
 #include <ctime>
 #include <sstream>
 
+#include "common/fabric/counters.h"
+#include "common/fabric/fabric.h"
 #include "common/json.h"
 #include "common/limits.h"
 #include "common/pair_spec.h"
@@ -429,6 +431,44 @@ std::string figureSummaryText(const v1::SweepReport& r) {
          renderTable(t);
 }
 
+namespace {
+
+// The links' verdicts of a sweep on a fabric: those that fail it always, the rest with `all`.
+std::string linkVerdictsText(const v1::SweepReport& r, bool all) {
+  if (r.links_size() == 0) return "";
+  std::vector<const v1::LinkVerdict*> ranked;
+  for (const auto& l : r.links()) ranked.push_back(&l);
+  // Worst first; the report keeps them by name, and so does each verdict here.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto* a, const auto* b) {
+    return fabric::linkVerdictSeverity(a->verdict()) > fabric::linkVerdictSeverity(b->verdict());
+  });
+  size_t failing = 0, not_covered = 0, ok = 0;
+  std::vector<std::vector<std::string>> t{{"VERDICT", "LINK", "ENDS", "EVIDENCE"}};
+  for (const auto* l : ranked) {
+    const bool fails = fabric::linkVerdictFails(l->verdict());
+    failing += fails ? 1 : 0;
+    not_covered += l->verdict() == fabric::kLinkNotCovered ? 1 : 0;
+    ok += l->verdict() == fabric::kLinkOk ? 1 : 0;
+    if (!fails && !all) continue;
+    t.push_back({l->verdict(), l->link(),
+                 l->switch_name() + " port " + std::to_string(l->port()) + " (" +
+                     fabric::guidHex(l->switch_guid()) + ") <-> " + l->remote_name() + " port " +
+                     std::to_string(l->remote_port()) + " (" + fabric::guidHex(l->remote_guid()) +
+                     ")",
+                 l->evidence().empty() ? "-" : joined(l->evidence(), "; ")});
+  }
+  std::ostringstream o;
+  o << "\nlinks (" << r.links_size() << ": " << failing << " not ok, " << ok << " ok, "
+    << not_covered << " not covered; worst first)\n";
+  if (t.size() > 1) o << renderTable(t);
+  if (!all && failing < static_cast<size_t>(r.links_size())) {
+    o << "(the " << (ok + not_covered) << " ok and not covered links: --verdicts all lists them)\n";
+  }
+  return o.str();
+}
+
+}  // namespace
+
 std::string sweepReportText(const v1::SweepReport& r, const ReportOptions& opts) {
   const auto& p = r.progress();
   std::ostringstream o;
@@ -497,6 +537,7 @@ std::string sweepReportText(const v1::SweepReport& r, const ReportOptions& opts)
       for (const auto& e : s->evidence()) o << "       - " << e << "\n";
     }
   }
+  o << linkVerdictsText(r, opts.all_verdicts);
   if (opts.results) {
     std::vector<TestResult> rows;
     for (const auto& res : r.results()) rows.push_back(convert::fromProto(res));

@@ -644,6 +644,33 @@
     }
   }
 
+  // The fabric view (/api/sweeps/ID/fabric): each link's row coloured by its verdict, worst
+  // first as the API orders them; one row per switch (or host end) with its links' counts.
+  function linkClass(l) {
+    return l.fails ? 'link-fail' : l.verdict === 'not_covered' ? 'link-uncovered' : 'link-ok';
+  }
+
+  function renderFabric(fab) {
+    const c = fab.counts;
+    const total = fab.links.length;
+    $('fabric-head').replaceChildren(total ?
+        el('span', {id: 'fabric-counts'}, total + ' links: ' + c.not_ok + ' not ok, ' + c.not_covered +
+            ' not covered, ' + c.ok + ' ok' + (c.not_ok ? ' \u2013 the sweep fails on them' : '')) :
+        el('span', {}, 'no link verdicts (a sweep on a discovered fabric with a fabric_reader has them)'));
+    const nodes = fab.nodes.map((n) => el('tr', {'data-node': n.name, class: n.not_ok ? 'link-fail' : n.ok ? 'link-ok' : 'link-uncovered'},
+        el('td', {class: 'mono'}, n.name), el('td', {class: 'r'}, String(n.links)),
+        el('td', {class: 'r'}, String(n.not_ok)), el('td', {class: 'r'}, String(n.not_covered)),
+        el('td', {class: 'r'}, String(n.ok)), el('td', {}, n.worst)));
+    tableBody('fabric-nodes', nodes, 6);
+    const end = (e) => e.name + ' port ' + e.port + ' (' + e.guid + ')';
+    const links = fab.links.map((l, i) => el('tr', {'data-link': l.link, 'data-verdict': l.verdict,
+        'data-rank': String(i), class: linkClass(l)},
+        el('td', {}, l.verdict === 'not_covered' ? 'not covered' : l.verdict), el('td', {class: 'mono'}, l.link),
+        el('td', {class: 'small mono'}, end(l.a) + ' \u2194 ' + end(l.b)),
+        el('td', {class: 'small'}, l.evidence.join('; ') || '-')));
+    tableBody('fabric-links', links, 4);
+  }
+
   // Opens a pair the way a person does: a click at the centre of its cell.
   function clickCell(srcName, dstName) {
     const m = sweep.report && sweep.report.matrix;
@@ -678,6 +705,12 @@
     sweep.shownKey = key;
     if (!sweep.selected) $('pair-detail').hidden = true;
     renderSweepReport(rep);
+    // The fabric view is its own request: a failure of it leaves the sweep shown, and says so.
+    try {
+      renderFabric(await getJson('/api/sweeps/' + encodeURIComponent(chosen.id) + '/fabric'));
+    } catch (e) {
+      $('fabric-head').replaceChildren(el('span', {class: 'reason'}, 'Cannot show the fabric: ' + e.message));
+    }
   }
 
   function readHash() {

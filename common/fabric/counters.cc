@@ -72,4 +72,16 @@ std::string deltaText(const CounterDelta& d) {
   return (d.at_least ? ">= " : "") + groupedNumber(d.value);
 }
 
+int linkVerdictSeverity(const std::string& verdict) {
+  if (verdict == kLinkErrorsSlowPairs) return 4;
+  if (verdict == kLinkErrors) return 3;
+  if (verdict == kLinkNotCovered) return 1;
+  if (verdict == kLinkOk) return 0;
+  return 2;  // slow_pairs, or a verdict this build does not know
+}
+
+bool linkVerdictFails(const std::string& verdict) {
+  return linkVerdictSeverity(verdict) >= 2;
+}
+
 }  // namespace gdrmesh::fabric

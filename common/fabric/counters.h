@@ -101,4 +101,21 @@ std::string deltaText(const CounterDelta& d);
 // 1234567 -> "1,234,567".
 std::string groupedNumber(uint64_t v);
 
+// A cable's verdict in a sweep (docs/fabric.md, "Link verdicts"): "ok" (its ports' counters
+// were read and none crossed a threshold), "errors" (a counter over its threshold), "slow_pairs"
+// (the sweep's failing pairs share it), "errors,slow_pairs", or "not_covered" (an inter-switch
+// cable that no test of the sweep crossed, in either direction: nothing is known of it).
+inline constexpr const char* kLinkOk = "ok";
+inline constexpr const char* kLinkErrors = "errors";
+inline constexpr const char* kLinkSlowPairs = "slow_pairs";
+inline constexpr const char* kLinkErrorsSlowPairs = "errors,slow_pairs";
+inline constexpr const char* kLinkNotCovered = "not_covered";
+// How bad a link verdict is, worst highest: errors,slow_pairs 4, errors 3, slow_pairs 2,
+// not_covered 1, ok 0 (an unknown verdict counts as slow_pairs: not ok, not known to be worse).
+// Every output that lists links orders them by it, worst first, then by name.
+int linkVerdictSeverity(const std::string& verdict);
+// Whether a link verdict fails the sweep it was given in: errors and slow pairs do; ok and
+// not_covered do not (an uncovered cable is a gap in the plan, not a fault).
+bool linkVerdictFails(const std::string& verdict);
+
 }  // namespace gdrmesh::fabric

@@ -296,7 +296,7 @@ class StatusHttpServer::Impl {
     });
   }
 
-  // /api/sweeps[/ID|/latest] and /metrics (the latest ended sweep).
+  // /api/sweeps[/ID|/latest][/fabric] and /metrics (the latest ended sweep).
   void sweepRoutes() {
     server_.Get("/api/sweeps", [this](const httplib::Request& req, httplib::Response& res) {
       auto parsed = parseLimitOnly(req.params, kApiSweepsDefaultLimit);
@@ -325,6 +325,23 @@ class StatusHttpServer::Impl {
                   if (!report.ok()) return sendStatus(res, report.status());
                   sendJson(res, 200, sweepJson(*report, q.filter, q.page));
                 });
+    server_.Get(R"(/api/sweeps/([^/]+)/fabric)",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  if (auto e = parseNoParams(req.params)) return sendParamError(res, *e);
+                  std::string id = req.matches[1];
+                  if (id == "latest") {
+                    auto latest = latestSweepId(false);
+                    if (!latest.ok()) return sendStatus(res, latest.status());
+                    id = *latest;
+                  } else if (!validSweepId(id)) {
+                    return sendError(res, 400, "id", "sweep id '" + id + "' is not a sweep id",
+                                     "give an id as /api/sweeps or `gdrmesh sweeps` lists it");
+                  }
+                  // Its links only: no verdicts are needed for the fabric view.
+                  auto report = source_.sweep(id);
+                  if (!report.ok()) return sendStatus(res, report.status());
+                  sendJson(res, 200, sweepFabricJson(*report));
+                });
     server_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
       if (auto e = parseNoParams(req.params)) return sendParamError(res, *e);
       std::optional<SweepReportData> last;
@@ -348,7 +365,7 @@ class StatusHttpServer::Impl {
     server_.Get("/api/.*", [](const httplib::Request& req, httplib::Response& res) {
       sendError(res, 404, "", "no API endpoint " + req.path,
                 "use /api/workers, /api/results, /api/history, /api/compare, /api/summary, "
-                "/api/sweeps");
+                "/api/sweeps, /api/sweeps/ID/fabric");
     });
     server_.Get("/.*", [](const httplib::Request& req, httplib::Response& res) {
       const web::Asset* a = web::findAsset(req.path);

@@ -21,6 +21,8 @@
 //                         matrix (hosts x hosts; see docs/api.md); ?verdicts=all|failed|none
 //                         (all) &offset=N (0) &limit=1..10000 (1000) of the verdicts kept
 //   GET /api/sweeps/latest  the newest sweep that has ended (else the newest); 404 when none
+//   GET /api/sweeps/ID/fabric  (or latest/fabric) the sweep's links' verdicts worst first, a
+//                         summary per switch and its link suspects (sweepFabricJson)
 //   GET /metrics          Prometheus text format: workers up, the latest ended sweep's counts,
 //                         per-link bandwidth and verdict, suspect scores
 //   GET /healthz          "ok"
@@ -94,6 +96,12 @@ nlohmann::json sweepProgressJson(const SweepProgress& p);
 // `page` says.)
 nlohmann::json sweepJson(const SweepReportData& report, VerdictFilter filter,
                          VerdictPage page = {});
+// GET /api/sweeps/ID/fabric: the fabric view of a sweep on a discovered fabric (docs/api.md):
+// {sweep, state, verdict, reason, counts{not_ok, not_covered, ok}, links[{link, verdict,
+// severity, fails, a{name, guid, port}, b{...}, evidence}] worst first (then by name),
+// nodes[{name, links, not_ok, not_covered, ok, worst}] (each end's switch or host) worst first,
+// suspects[] of kind link}.
+nlohmann::json sweepFabricJson(const SweepReportData& report);
 // The compact matrix of a sweep: {hosts[], cells[[src, dst, verdict, value, unit, reason]],
 // best{unit: value}}, src and dst indexing hosts (WORKER, or WORKER/NIC when results name NICs).
 nlohmann::json sweepMatrixJson(const std::vector<PairVerdict>& verdicts);

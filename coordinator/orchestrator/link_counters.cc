@@ -193,12 +193,14 @@ std::vector<CounterExcess> judgeCounters(const std::vector<LinkCounterRecord>& r
 LinkJudgement judgeLinks(const SweepFabric& fabric, const std::string& sweep_id,
                          const std::set<DirectedLink>& read,
                          const std::vector<CounterExcess>& excess,
-                         const std::vector<BlamedLink>& blamed) {
+                         const std::vector<BlamedLink>& blamed,
+                         const std::vector<DirectedLink>& never) {
   const fabric::Fabric& f = fabric.fabric();
   struct Verdict {
     CableEnds cable;
     bool errors = false;
     bool slow = false;
+    bool not_covered = false;
     std::vector<std::string> evidence;
   };
   std::map<std::string, Verdict> by_cable;
@@ -220,6 +222,16 @@ LinkJudgement judgeLinks(const SweepFabric& fabric, const std::string& sweep_id,
     v.slow = true;
     for (const auto& line : b.suspect.evidence) v.evidence.push_back(line);
   }
+  // An inter-switch cable is not covered when neither of its directions carried a test.
+  std::map<std::string, size_t> never_directions;
+  for (const DirectedLink& l : never) ++never_directions[cableOf(f, l.guid, l.port).name];
+  for (const DirectedLink& l : never) {
+    const CableEnds c = cableOf(f, l.guid, l.port);
+    if (never_directions[c.name] < 2 || by_cable.count(c.name) != 0) continue;
+    Verdict& v = verdict_of(l.guid, l.port);
+    v.not_covered = true;
+    v.evidence.push_back("no test of the sweep crossed it, in either direction");
+  }
   LinkJudgement out;
   std::vector<Suspect> counter_suspects;
   for (auto& [name, v] : by_cable) {
@@ -232,10 +244,11 @@ LinkJudgement judgeLinks(const SweepFabric& fabric, const std::string& sweep_id,
     r.remote_name = v.cable.b_name;
     r.remote_guid = v.cable.b_guid;
     r.remote_port = v.cable.b_port;
-    r.verdict = v.errors && v.slow ? "errors,slow_pairs"
-                : v.errors         ? "errors"
-                : v.slow           ? "slow_pairs"
-                                   : "ok";
+    r.verdict = v.errors && v.slow ? fabric::kLinkErrorsSlowPairs
+                : v.errors         ? fabric::kLinkErrors
+                : v.slow           ? fabric::kLinkSlowPairs
+                : v.not_covered    ? fabric::kLinkNotCovered
+                                   : fabric::kLinkOk;
     r.evidence = v.evidence;
     out.verdicts.push_back(r);
     if (!v.errors) continue;
@@ -267,7 +280,34 @@ LinkJudgement judgeLinks(const SweepFabric& fabric, const std::string& sweep_id,
     out.link_suspects.push_back(std::move(s));
   }
   for (auto& s : counter_suspects) out.link_suspects.push_back(std::move(s));
+  std::stable_sort(out.verdicts.begin(), out.verdicts.end(),
+                   [](const LinkVerdictRecord& a, const LinkVerdictRecord& b) {
+                     return fabric::linkVerdictSeverity(a.verdict) >
+                            fabric::linkVerdictSeverity(b.verdict);
+                   });
   return out;
+}
+
+void judgeSweepLinks(const std::vector<LinkVerdictRecord>& links, SweepVerdict* v) {
+  const LinkVerdictRecord* worst = nullptr;
+  size_t failing = 0;
+  for (const LinkVerdictRecord& l : links) {
+    if (!fabric::linkVerdictFails(l.verdict)) continue;
+    ++failing;
+    // The worst first; among equals the first by name, whatever order the rows come in.
+    if (worst == nullptr ||
+        fabric::linkVerdictSeverity(l.verdict) > fabric::linkVerdictSeverity(worst->verdict) ||
+        (fabric::linkVerdictSeverity(l.verdict) == fabric::linkVerdictSeverity(worst->verdict) &&
+         l.link < worst->link)) {
+      worst = &l;
+    }
+  }
+  if (worst == nullptr) return;
+  v->pass = false;
+  std::string reason = "link " + worst->link + ": " + worst->verdict;
+  if (!worst->evidence.empty()) reason += ": " + worst->evidence.front();
+  if (failing > 1) reason += " (and " + std::to_string(failing - 1) + " more links not ok)";
+  v->reason = v->reason.empty() ? reason : reason + "; " + v->reason;
 }
 
 }  // namespace gdrmesh

@@ -12,6 +12,7 @@
 #include "common/fabric/counters.h"
 #include "coordinator/orchestrator/cluster_config.h"
 #include "coordinator/orchestrator/link_blame.h"
+#include "coordinator/orchestrator/outliers.h"
 #include "coordinator/orchestrator/sweep_fabric.h"
 #include "coordinator/orchestrator/sweep_types.h"
 #include "coordinator/store/store.h"
@@ -62,7 +63,10 @@ std::vector<CounterExcess> judgeCounters(const std::vector<LinkCounterRecord>& r
 std::string counterNoun(const std::string& counter);
 
 // The links' verdicts of a sweep: every cable whose ports were read (ok or errors) or that the
-// slow pairs share (link_blame's), with the evidence; and the suspects: link_blame's, merged
+// slow pairs share (link_blame's), with the evidence, and every inter-switch cable no test
+// crossed in either direction (not_covered: both its directions in `never`, the coverage's
+// FabricCoverage::never); ordered worst first (fabric::linkVerdictSeverity), then by name. And
+// the suspects: link_blame's, merged
 // with one suspect per cable with errors over a threshold (score 0.9, or link_blame's raised
 // to it), its evidence the counters' text. Ranked as mergeSuspects ranks.
 struct LinkJudgement {
@@ -73,6 +77,15 @@ struct LinkJudgement {
 LinkJudgement judgeLinks(const SweepFabric& fabric, const std::string& sweep_id,
                          const std::set<DirectedLink>& read,
                          const std::vector<CounterExcess>& excess,
-                         const std::vector<BlamedLink>& blamed);
+                         const std::vector<BlamedLink>& blamed,
+                         const std::vector<DirectedLink>& never = {});
+
+// The sweep's verdict with its links' (docs/fabric.md, "A bad link fails the sweep"): a link
+// whose verdict fails (fabric::linkVerdictFails: errors, slow pairs) fails the sweep, and the
+// reason names the worst one by both ends with its first evidence, and how many more there
+// are ("link leaf01[5] <-> spine01[1]: errors: 1,234 symbol errors on leaf01[5] during round 0
+// = 27,574,014/h (threshold 120/h)"), before any reason `v` had. Ok and not_covered links leave
+// `v` as it was. Pure: the same links give the same verdict, at the end and on every re-read.
+void judgeSweepLinks(const std::vector<LinkVerdictRecord>& links, SweepVerdict* v);
 
 }  // namespace gdrmesh

@@ -11,6 +11,7 @@
 #include "common/sync/mutex.h"
 #include "common/units.h"
 #include "coordinator/orchestrator/judge.h"
+#include "coordinator/orchestrator/link_counters.h"
 #include "coordinator/orchestrator/localiser.h"
 #include "coordinator/orchestrator/outliers.h"
 #include "coordinator/orchestrator/sweep_report_rows.h"
@@ -252,11 +253,13 @@ Result<SweepReportData> SweepReports::judge(const std::string& id, const std::st
   const JudgeVerdicts verdicts = judgeSweepRows(deps_.workers, rows, config, base);
   const OutlierFindings outliers = findOutliers(rows, config.outliers);
   Localisation located = localiseSweep(rows, verdicts);
-  const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, config, located.noise_rows);
+  SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, config, located.noise_rows);
+  // The stored links' verdicts weigh as at the sweep's end (judgeEnd).
+  judgeSweepLinks(d.links, &judged);
   d.suspects = mergeSuspects(std::move(located.suspects), outliers.suspects);
   // The stored notes hold those of the live judge; a changed config may add others.
   for (const std::vector<std::string>* notes :
-       {&std::as_const(located.notes), &outliers.notes, &judged.notes}) {
+       {&std::as_const(located.notes), &outliers.notes, &std::as_const(judged.notes)}) {
     for (const auto& n : *notes) {
       if (std::find(d.notes.begin(), d.notes.end(), n) == d.notes.end()) d.notes.push_back(n);
     }

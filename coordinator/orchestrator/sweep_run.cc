@@ -683,7 +683,8 @@ void SweepRunner::setEndState(LiveSweep& s, bool pass) {
 
 std::vector<BlamedLink> SweepRunner::fabricEnd(const LiveSweep& s, const JudgeRows& rows,
                                                const JudgeVerdicts& verdicts,
-                                               std::vector<std::string>* notes) {
+                                               std::vector<std::string>* notes,
+                                               std::vector<DirectedLink>* never) {
   if (!options_.fabric) return {};
   const SweepFabric& fab = *options_.fabric;
   const std::vector<WorkerStatus> workers = deps_.workers.list();
@@ -720,6 +721,7 @@ std::vector<BlamedLink> SweepRunner::fabricEnd(const LiveSweep& s, const JudgeRo
   }
   const FabricCoverage coverage = fab.coverage(rows, paths);
   for (auto& line : fab.coverageNotes(coverage)) notes->push_back(std::move(line));
+  *never = coverage.never;
   // A bisection round's tests ran at once: their summed bandwidth against the fabric's bound.
   if (!s.bisection_rounds.empty()) {
     struct RoundSum {
@@ -748,8 +750,11 @@ std::vector<BlamedLink> SweepRunner::fabricEnd(const LiveSweep& s, const JudgeRo
   return blameLinks(rows, verdicts, paths, fab);
 }
 
-std::vector<Suspect> SweepRunner::counterEnd(const LiveSweep& s, std::vector<BlamedLink>* blamed,
-                                             std::vector<std::string>* notes) {
+std::vector<Suspect> SweepRunner::counterEnd(const LiveSweep& s,
+                                             const std::vector<DirectedLink>& never,
+                                             std::vector<BlamedLink>* blamed,
+                                             std::vector<std::string>* notes,
+                                             std::vector<LinkVerdictRecord>* links) {
   if (!options_.fabric) return {};
   if (options_.counters.reader.empty()) {
     notes->push_back(
@@ -764,9 +769,9 @@ std::vector<Suspect> SweepRunner::counterEnd(const LiveSweep& s, std::vector<Bla
       judgeCounters(s.counter_rows, options_.counters.thresholds);
   std::set<DirectedLink> read;
   for (const auto& [guid, port] : s.counter_ports_read) read.insert({guid, port});
-  LinkJudgement j = judgeLinks(fab, s.id, read, excess, *blamed);
+  LinkJudgement j = judgeLinks(fab, s.id, read, excess, *blamed, never);
   size_t bad = 0;
-  for (const auto& v : j.verdicts) bad += v.verdict == "ok" ? 0 : 1;
+  for (const auto& v : j.verdicts) bad += fabric::linkVerdictFails(v.verdict) ? 1 : 0;
   notes->push_back("fabric counters: " + std::to_string(s.counter_ports_read.size()) +
                    " switch ports read around the rounds by " + options_.counters.reader + "; " +
                    std::to_string(excess.size()) + " counters over their thresholds; " +
@@ -777,6 +782,7 @@ std::vector<Suspect> SweepRunner::counterEnd(const LiveSweep& s, std::vector<Bla
     Status st = options_.link_counters->putLinkVerdicts(s.id, j.verdicts);
     if (!st.ok()) notes->push_back("fabric: the links' verdicts were not stored: " + st.toString());
   }
+  *links = j.verdicts;
   // The first |blamed| suspects are link_blame's, with the counters' evidence merged in.
   for (size_t i = 0; i < blamed->size() && i < j.link_suspects.size(); ++i) {
     (*blamed)[i].suspect = j.link_suspects[i];
@@ -798,9 +804,14 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
   const OutlierFindings outliers = findOutliers(rows, s->config.outliers);
   Localisation located = localiseSweep(rows, verdicts);
   std::vector<std::string> fabric_notes;
-  std::vector<BlamedLink> blamed = fabricEnd(*s, rows, verdicts, &fabric_notes);
-  const std::vector<Suspect> counter_suspects = counterEnd(*s, &blamed, &fabric_notes);
-  const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, s->config, located.noise_rows);
+  std::vector<DirectedLink> never;
+  std::vector<BlamedLink> blamed = fabricEnd(*s, rows, verdicts, &fabric_notes, &never);
+  std::vector<LinkVerdictRecord> links;
+  const std::vector<Suspect> counter_suspects =
+      counterEnd(*s, never, &blamed, &fabric_notes, &links);
+  SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, s->config, located.noise_rows);
+  // A link with errors or slow pairs fails the sweep (docs/fabric.md); its reason goes first.
+  judgeSweepLinks(links, &judged);
   if (options_.on_end) ending->passing = passingWorkers(rows, verdicts);
   // The report's figures as its rows will read back, summed up once: served from memory until
   // the rows are stored, then stored with them.
@@ -815,13 +826,15 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
   if (!counter_suspects.empty())
     s->suspects = mergeSuspects(std::move(s->suspects), counter_suspects);
   if (!baseline.ok()) s->notes.push_back("baseline: " + baseline.status().message());
-  for (const std::vector<std::string>* notes : {&std::as_const(located.notes), &outliers.notes,
-                                                &judged.notes, &std::as_const(fabric_notes)}) {
+  for (const std::vector<std::string>* notes :
+       {&std::as_const(located.notes), &outliers.notes, &std::as_const(judged.notes),
+        &std::as_const(fabric_notes)}) {
     s->notes.insert(s->notes.end(), notes->begin(), notes->end());
   }
   setEndState(*s, judged.pass);
-  if (s->state == SweepState::kFinished && !judged.reason.empty() && s->reason.empty()) {
-    s->reason = judged.reason;
+  if (s->state == SweepState::kFinished && !judged.reason.empty()) {
+    // A resumed sweep's reason says so; what judged it goes first.
+    s->reason = s->reason.empty() ? judged.reason : judged.reason + "; " + s->reason;
   }
   // Its end is seen from now on, with its report read from memory (SweepReports) while the
   // rows are stored (report_pending; the stored row says it ended only once they are).

@@ -148,14 +148,17 @@ class SweepRunner {
                         std::shared_ptr<std::vector<int>> pending);
   // Retests with known-good partners, when the sweep localises.
   void runRetests(const std::shared_ptr<LiveSweep>& s);
-  // With a fabric: traces and stores the rows' paths, returns the links to blame and adds the
-  // match and coverage lines to `notes`.
+  // With a fabric: traces and stores the rows' paths, returns the links to blame, adds the
+  // match and coverage lines to `notes` and the inter-switch links no test crossed to `never`.
   std::vector<BlamedLink> fabricEnd(const LiveSweep& s, const JudgeRows& rows,
-                                    const JudgeVerdicts& verdicts, std::vector<std::string>* notes);
-  // The counters' judgement and the links' verdicts (stored); `blamed` gets the counters'
-  // evidence, and the suspects of links with errors only are returned.
-  std::vector<Suspect> counterEnd(const LiveSweep& s, std::vector<BlamedLink>* blamed,
-                                  std::vector<std::string>* notes);
+                                    const JudgeVerdicts& verdicts, std::vector<std::string>* notes,
+                                    std::vector<DirectedLink>* never);
+  // The counters' judgement and the links' verdicts (stored, and in `links` for the sweep's
+  // verdict); `blamed` gets the counters' evidence, and the suspects of links with errors only
+  // are returned.
+  std::vector<Suspect> counterEnd(const LiveSweep& s, const std::vector<DirectedLink>& never,
+                                  std::vector<BlamedLink>* blamed, std::vector<std::string>* notes,
+                                  std::vector<LinkVerdictRecord>* links);
   // Judges the rows and sets the sweep's end (report_pending until checkpoint(final)).
   void judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* ending);
   // The end's state and verdict. board.mu held.

@@ -7,8 +7,11 @@
 # different leaves; while it is held (the simulated workers stopped with SIGSTOP once the reader
 # has read the counters before the round), ibsim's console raises the up-link's
 # SymbolErrorCounter (`PerformanceSet "leaf"[port] PortCounters.SymbolErrorCounter=N`), checked
-# with perfquery before the workers go on. The report must give that link the verdict "errors",
-# name it as the top suspect with the counters' evidence, and store the change as a row.
+# with perfquery before the workers go on. The sweep is run as an operator accepts a cluster
+# (`gdrmesh accept`): every pair passes, but the link must fail it (exit 1, verdict FAIL, the
+# reason naming the link by both ends). The report must give that link the verdict "errors" (and
+# the links no test crossed "not_covered"), name it as the top suspect with the counters'
+# evidence, list it in `sweep show`'s table and the JUnit fabric suite, and store the change.
 #
 #   run_fabric_counters.sh GDRMESH GEN_ARGS...   e.g. run_fabric_counters.sh build/cli/gdrmesh --levels 2 --hosts 16
 #
@@ -122,8 +125,11 @@ await "$hosts simulated workers and the reader online within 60 s" 600 online
 # Hold the round: the simulated workers stop; the sweep reads the counters before its round and
 # waits for its tests.
 kill -STOP "$workers_pid"
-GDRMESH_COORDINATOR="$addr" "$gdrmesh" sweep run --pattern all-pairs --hosts "$src,$dst" \
-  --size 64KiB --iters 10 -o json >"$work/sweep.json" 2>"$work/sweep.err" &
+# As an operator accepts a cluster: `gdrmesh accept` with a config of one sweep.
+printf 'sweeps:\n  - pattern: all-pairs\n    hosts: [%s, %s]\n    size: 64KiB\n    iters: 10\n' \
+  "$src" "$dst" >"$work/accept.yaml"
+GDRMESH_COORDINATOR="$addr" "$gdrmesh" accept --config "$work/accept.yaml" \
+  --junit "$work/junit.xml" -o json >"$work/sweep.json" 2>"$work/sweep.err" &
 sweep_pid=$!
 await "the reader read the counters before the round within 60 s" 600 \
   grep -q "round 0: counters of [0-9]* switch ports read before it by reader$" "$work/coordinator.log"
@@ -136,7 +142,8 @@ kill -CONT "$workers_pid"
 rc=0
 wait "$sweep_pid" || rc=$?
 sweep_pid=""
-[[ $rc -le 1 ]] || { cat "$work/sweep.err"; fail "sweep run exited $rc"; }
+# Every pair passed; the link's errors fail the sweep, and accept exits 1 (docs/fabric.md).
+[[ $rc -eq 1 ]] || { cat "$work/sweep.err"; fail "accept exited $rc, not 1 for a link with errors"; }
 id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["progress"]["id"])' "$work/sweep.json")
 GDRMESH_COORDINATOR="$addr" "$gdrmesh" sweep show "$id" -o json >"$work/report.json" \
   2>"$work/report.err" || true
@@ -148,7 +155,9 @@ end = "%s[%s]" % (leaf, port)
 links = r.get("links", [])
 for l in links:
     print("link %s: %s %s" % (l["link"], l["verdict"], "; ".join(l.get("evidence", []))))
-bad = [l for l in links if l["verdict"] != "ok"]
+bad = [l for l in links if l["verdict"] not in ("ok", "not_covered")]
+p = r.get("progress", {})
+print("verdict %s: %s" % (p.get("verdict"), p.get("reason")))
 sus = r.get("suspects", [])
 top = sus[0] if sus else {}
 print("top suspect: %s %s (score %s)" % (top.get("kind"), top.get("name"), top.get("score")))
@@ -159,8 +168,23 @@ ok = ok and len(links) > 1
 ok = ok and top.get("kind") == "link" and end in top.get("name", "")
 ok = ok and any(("1,234 symbol errors on %s during round 0" % end) in e for e in top.get("evidence", []))
 ok = ok and any("/h (threshold 120/h)" in e for e in top.get("evidence", []))
+# The sweep's stored verdict fails on the link, named by both ends with its evidence.
+ok = ok and p.get("verdict") == "FAIL"
+want = "link %s: errors: 1,234 symbol errors on %s" % (bad[0]["link"] if bad else "?", end)
+ok = ok and p.get("reason", "").startswith(want)
+# The links no test of the one-pair sweep crossed are said to be so.
+ok = ok and any(l["verdict"] == "not_covered" for l in links)
 sys.exit(0 if ok else 1)
 PY
+# The table lists the bad link first, with both ends; the JUnit fabric suite fails its case.
+GDRMESH_COORDINATOR="$addr" "$gdrmesh" sweep show "$id" >"$work/report.txt" 2>&1 || true
+grep -A3 "^links (" "$work/report.txt" || true
+grep -Eq "^errors +[^ ].*$leaf\[$port\].*$leaf port $port \(0x" "$work/report.txt" ||
+  fail "sweep show does not list $leaf[$port] with errors and both ends"
+grep -q "^reason .*$leaf\[$port\].*errors" "$work/report.txt" ||
+  fail "sweep show's reason does not name $leaf[$port]"
+grep -q "<failure message=\"link errors: 1,234 symbol errors on $leaf\[$port\]" "$work/junit.xml" ||
+  fail "the JUnit fabric suite does not fail $leaf[$port]"
 rows=$(sqlite3 "file:$work/r.db?mode=ro" "SELECT delta FROM link_counter_deltas WHERE sweep_id = '$id' \
   AND counter = 'SymbolErrorCounter' AND switch_name = '$leaf' AND port = $port")
 echo "stored: SymbolErrorCounter of $leaf[$port] in round 0: $rows"

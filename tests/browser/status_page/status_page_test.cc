@@ -253,6 +253,41 @@ SweepReportData bigSweep() {
   return r;
 }
 
+LinkVerdictRecord linkVerdict(const std::string& a, uint64_t a_guid, int a_port,
+                              const std::string& b, uint64_t b_guid, int b_port,
+                              const std::string& verdict, std::vector<std::string> evidence) {
+  LinkVerdictRecord v;
+  v.sweep_id = "sw-fabric";
+  v.link = a + "[" + std::to_string(a_port) + "] <-> " + b + "[" + std::to_string(b_port) + "]";
+  v.switch_name = a;
+  v.switch_guid = a_guid;
+  v.port = a_port;
+  v.remote_name = b;
+  v.remote_guid = b_guid;
+  v.remote_port = b_port;
+  v.verdict = verdict;
+  v.evidence = std::move(evidence);
+  return v;
+}
+
+// sw-fabric: a sweep on a fabric whose links the store keeps by name: an ok one first, then
+// the planted bad one (errors), then one no test crossed.
+SweepReportData fabricSweep() {
+  SweepReportData r;
+  r.progress = sweepProgress("sw-fabric", SweepState::kFinished);
+  r.progress.reason =
+      "link leaf01[5] <-> spine01[2]: errors: 1,234 symbol errors on leaf01[5] during round 0 = "
+      "4,442/h (threshold 120/h)";
+  r.links = {
+      linkVerdict("leaf01", 0x1001, 3, "spine01", 0x2001, 1, "ok", {}),
+      linkVerdict("leaf01", 0x1001, 5, "spine01", 0x2001, 2, "errors",
+                  {"1,234 symbol errors on leaf01[5] during round 0 = 4,442/h (threshold 120/h)"}),
+      linkVerdict("leaf02", 0x1002, 3, "spine02", 0x2002, 2, "not_covered",
+                  {"no test of the sweep crossed it, in either direction"})};
+  r.suspects = {{"link", "leaf01[5] <-> spine01[2]", 0.9, {"1,234 symbol errors on leaf01[5]"}}};
+  return r;
+}
+
 class FakeSource : public StatusSource {
  public:
   std::vector<WorkerSummary> workers() override {
@@ -293,6 +328,7 @@ class FakeSource : public StatusSource {
   Result<SweepReportData> sweep(const std::string& id) override {
     if (id == "sw-done") return doneSweep();
     if (id == "sw-big") return bigSweep();
+    if (id == "sw-fabric") return fabricSweep();
     if (id == "sw-running") {
       SweepReportData r;
       r.progress = sweepProgress("sw-running", SweepState::kRunning);
@@ -983,6 +1019,73 @@ TEST_F(StatusPageTest, ChromiumDrawsA1024HostSweepOnOneCanvas) {
   const std::string png = std::string(GDRMESH_BROWSER_OUT_DIR) + "/sweep_1024_hosts.png";
   runChromium(chromium, dir,
               "--window-size=1280,1400 --virtual-time-budget=8000 --screenshot='" + png + "'", url,
+              &rc);
+  EXPECT_TRUE(std::filesystem::exists(png));
+}
+
+TEST_F(StatusPageTest, FabricViewListsTheBadLinkFirstAndSaysWhichLinksNoTestCrossed) {
+  json j = getJson("/api/sweeps/sw-fabric/fabric");
+  ASSERT_TRUE(j.is_object()) << j.dump();
+  EXPECT_EQ(str(j, "sweep"), "sw-fabric");
+  EXPECT_EQ(str(j, "verdict"), "FAIL");
+  EXPECT_THAT(str(j, "reason"), HasSubstr("link leaf01[5] <-> spine01[2]: errors"));
+  ASSERT_EQ(j["links"].size(), 3U) << j.dump();
+  // Worst first, whatever order the store keeps them in.
+  EXPECT_EQ(j["links"][0]["link"], "leaf01[5] <-> spine01[2]");
+  EXPECT_EQ(j["links"][0]["verdict"], "errors");
+  EXPECT_EQ(j["links"][0]["fails"], true);
+  EXPECT_EQ(j["links"][0]["a"]["name"], "leaf01");
+  EXPECT_EQ(j["links"][0]["a"]["port"], 5);
+  EXPECT_EQ(j["links"][0]["a"]["guid"], "0x0000000000001001");
+  EXPECT_EQ(j["links"][0]["b"]["name"], "spine01");
+  EXPECT_EQ(j["links"][0]["b"]["port"], 2);
+  EXPECT_EQ(j["links"][1]["verdict"], "not_covered");
+  EXPECT_EQ(j["links"][1]["fails"], false);
+  EXPECT_EQ(j["links"][2]["verdict"], "ok");
+  EXPECT_EQ(j["counts"], (json{{"not_ok", 1}, {"not_covered", 1}, {"ok", 1}}));
+  ASSERT_FALSE(j["nodes"].empty());
+  // leaf01 and spine01 hold the bad link: first, counted.
+  EXPECT_EQ(j["nodes"][0]["worst"], "errors");
+  EXPECT_EQ(j["nodes"][0]["not_ok"], 1);
+  ASSERT_EQ(j["suspects"].size(), 1U);
+  EXPECT_EQ(j["suspects"][0]["name"], "leaf01[5] <-> spine01[2]");
+  // latest, a sweep without links, an unknown one.
+  EXPECT_EQ(getJson("/api/sweeps/sw-done/fabric")["links"].size(), 0U);
+  getJson("/api/sweeps/nope/fabric", 404);
+  getJson("/api/sweeps/sw-fabric/fabric?limit=3", 400);
+}
+
+TEST_F(StatusPageTest, ChromiumShowsTheBadLinkFirstInRedAndUncoveredLinksAsSuch) {
+  const std::string chromium = findChromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (apt-get install -y chromium)";
+  TempDir dir;
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/#sweep=sw-fabric";
+  int rc = 0;
+  const std::string dom =
+      runChromium(chromium, dir, "--virtual-time-budget=5000 --dump-dom", url, &rc);
+  ASSERT_EQ(rc, 0) << readFile(dir.path() + "/chromium.log");
+  const std::string missing = missingIn(
+      dom,
+      {"id=\"shown-sweep\">sw-fabric<", "data-js-errors=\"0\"",
+       "id=\"fabric-counts\">3 links: 1 not ok, 1 not covered, 1 ok",
+       // The planted bad link first, coloured as failing, named by both ends, with evidence.
+       "data-verdict=\"errors\" data-rank=\"0\" class=\"link-fail\"><td>errors</td><td "
+       "class=\"mono\">leaf01[5] &lt;-&gt; spine01[2]</td>",
+       "leaf01 port 5 (0x0000000000001001) \u2194 spine01 port 2 (0x0000000000002001)",
+       "1,234 symbol errors on leaf01[5] during round 0 = 4,442/h (threshold 120/h)",
+       // The link no test crossed, said so, then the ok one.
+       "data-verdict=\"not_covered\" data-rank=\"1\" class=\"link-uncovered\"><td>not "
+       "covered</td><td class=\"mono\">leaf02[3] &lt;-&gt; spine02[2]</td>",
+       "data-verdict=\"ok\" data-rank=\"2\" class=\"link-ok\">",
+       // Per switch: the bad link's switches first, in red.
+       "data-node=\"leaf01\" class=\"link-fail\"",
+       "data-node=\"spine02\" class=\"link-uncovered\""},
+      {"Cannot refresh"});
+  EXPECT_TRUE(missing.empty()) << missing << "rendered DOM:\n" << dom;
+  EXPECT_EQ(consoleLines(readFile(dir.path() + "/chromium.log")), "");
+  const std::string png = std::string(GDRMESH_BROWSER_OUT_DIR) + "/status_page_fabric.png";
+  runChromium(chromium, dir,
+              "--window-size=1280,1600 --virtual-time-budget=5000 --screenshot='" + png + "'", url,
               &rc);
   EXPECT_TRUE(std::filesystem::exists(png));
 }

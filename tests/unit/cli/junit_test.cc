@@ -253,11 +253,17 @@ TEST(JUnitFromReport, AFabricSuiteWithACasePerLinkAndAFailureForABadOne) {
   auto* ok = rep.add_links();
   ok->set_link("leaf01[3] <-> spine01[1]");
   ok->set_verdict("ok");
+  auto* uncovered = rep.add_links();
+  uncovered->set_link("leaf02[4] <-> spine02[2]");
+  uncovered->set_verdict("not_covered");
   auto suites = junitFromReport(rep, "c:1");
   ASSERT_EQ(suites.size(), 2u);
   const JUnitSuite& fab = suites[1];
   EXPECT_EQ(fab.name, "s-9 fabric");
-  ASSERT_EQ(fab.cases.size(), 2u);
+  ASSERT_EQ(fab.cases.size(), 3u);
+  // A link no test crossed is skipped: nothing is known of it, it is no failure.
+  EXPECT_EQ(fab.cases[2].outcome, JUnitCase::Outcome::kSkip);
+  EXPECT_NE(fab.cases[2].message.find("not covered"), std::string::npos);
   EXPECT_EQ(fab.cases[0].classname, "gdrmesh.fabric");
   EXPECT_EQ(fab.cases[0].name, "leaf07[12] <-> spine02[7]");
   EXPECT_EQ(fab.cases[0].outcome, JUnitCase::Outcome::kFail);

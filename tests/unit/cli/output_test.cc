@@ -177,6 +177,54 @@ TEST(SweepReportText, FiguresOverPairs) {
       << text;
 }
 
+// A sweep on a fabric: its reason names the bad link; the links' table lists the failing ones
+// worst first with both ends and the evidence; `--verdicts all` every link.
+TEST(SweepReportText, LinksWorstFirstWithBothEndsAndEvidence) {
+  v1::SweepReport r = sampleReport();
+  auto add = [&](const std::string& a, int ap, const std::string& b, int bp, const char* verdict,
+                 const char* evidence) {
+    auto* l = r.add_links();
+    l->set_link(a + "[" + std::to_string(ap) + "] <-> " + b + "[" + std::to_string(bp) + "]");
+    l->set_switch_name(a);
+    l->set_switch_guid(0x1001);
+    l->set_port(static_cast<uint32_t>(ap));
+    l->set_remote_name(b);
+    l->set_remote_guid(0x2001);
+    l->set_remote_port(static_cast<uint32_t>(bp));
+    l->set_verdict(verdict);
+    if (*evidence != '\0') l->add_evidence(evidence);
+  };
+  // As the store keeps them: by name.
+  add("leaf01", 3, "spine01", 1, "ok", "");
+  add("leaf01", 5, "spine01", 2, "slow_pairs", "3 of 4 slow pairs crossed it");
+  add("leaf02", 3, "spine01", 3, "errors", "1,234 symbol errors on leaf02[3] during round 0");
+  add("leaf02", 4, "spine02", 2, "not_covered", "no test of the sweep crossed it");
+  const std::string text = sweepReportText(r, ReportOptions{});
+  EXPECT_NE(text.find("links (4: 2 not ok, 1 ok, 1 not covered; worst first)"), std::string::npos)
+      << text;
+  const size_t errors = text.find(
+      "errors      leaf02[3] <-> spine01[3]  leaf02 port 3 "
+      "(0x0000000000001001) <-> spine01 port 3 (0x0000000000002001)  "
+      "1,234 symbol errors on leaf02[3] during round 0");
+  const size_t slow = text.find("slow_pairs  leaf01[5] <-> spine01[2]");
+  ASSERT_NE(errors, std::string::npos) << text;
+  ASSERT_NE(slow, std::string::npos) << text;
+  EXPECT_LT(errors, slow);
+  EXPECT_EQ(text.find("leaf01[3] <-> spine01[1]"), std::string::npos) << text;
+  EXPECT_NE(text.find("(the 2 ok and not covered links: --verdicts all lists them)"),
+            std::string::npos)
+      << text;
+  const std::string all = sweepReportText(r, ReportOptions{true, false});
+  const size_t all_errors = all.find("\nerrors ");
+  const size_t uncovered = all.find("\nnot_covered  leaf02[4] <-> spine02[2]");
+  const size_t ok = all.find("\nok ");
+  ASSERT_NE(uncovered, std::string::npos) << all;
+  ASSERT_NE(ok, std::string::npos) << all;
+  EXPECT_LT(all_errors, uncovered);
+  EXPECT_LT(uncovered, ok);
+  EXPECT_NE(all.find("leaf01[3] <-> spine01[1]"), std::string::npos) << all;
+}
+
 // An acceptance run says what each sweep of its config ran; a plain sweep prints no such table.
 TEST(SweepReportText, AcceptanceRunListsItsSweeps) {
   v1::SweepReport r = sampleReport();

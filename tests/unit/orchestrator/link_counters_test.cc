@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "tests/support/fabric_trees.h"
 
@@ -157,6 +160,98 @@ TEST(CableOf, NamedFromTheSmallerEndBothWays) {
   const fabric::Fabric f = twoLevelTree(2, 2, 2);
   EXPECT_EQ(cableOf(f, 0x1001, 3).name, "leaf01[3] <-> spine01[1]");
   EXPECT_EQ(cableOf(f, 0x2001, 1).name, "leaf01[3] <-> spine01[1]");
+}
+
+LinkVerdictRecord linkVerdict(const std::string& link, const std::string& verdict,
+                              std::vector<std::string> evidence = {}) {
+  LinkVerdictRecord v;
+  v.sweep_id = "s";
+  v.link = link;
+  v.verdict = verdict;
+  v.evidence = std::move(evidence);
+  return v;
+}
+
+TEST(JudgeSweepLinks, ALinkWithErrorsFailsThePassingSweepNamingBothEndsAndTheEvidence) {
+  SweepVerdict v;  // every pair passed
+  judgeSweepLinks({linkVerdict("leaf01[3] <-> spine01[1]", "ok"),
+                   linkVerdict("leaf01[5] <-> spine01[2]", "errors",
+                               {"1,234 symbol errors on leaf01[5] during round 0 = 4,442/h "
+                                "(threshold 120/h)",
+                                "ends: ..."}),
+                   linkVerdict("leaf02[3] <-> spine02[2]", "not_covered")},
+                  &v);
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.reason,
+            "link leaf01[5] <-> spine01[2]: errors: 1,234 symbol errors on leaf01[5] during "
+            "round 0 = 4,442/h (threshold 120/h)");
+}
+
+TEST(JudgeSweepLinks, TheWorstLinkIsNamedFirstAndTheOthersCountedBeforeAnEarlierReason) {
+  SweepVerdict v;
+  v.pass = false;
+  v.reason = "outlier host h3";
+  judgeSweepLinks({linkVerdict("a[1] <-> b[1]", "slow_pairs", {"3 of 4 slow pairs crossed it"}),
+                   linkVerdict("c[1] <-> d[1]", "errors,slow_pairs", {"12 link downed"}),
+                   linkVerdict("e[1] <-> f[1]", "errors")},
+                  &v);
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.reason,
+            "link c[1] <-> d[1]: errors,slow_pairs: 12 link downed (and 2 more links not ok); "
+            "outlier host h3");
+  // Slow pairs alone fail it too, and name the link.
+  SweepVerdict slow;
+  judgeSweepLinks({linkVerdict("a[1] <-> b[1]", "slow_pairs", {"3 of 4 slow pairs crossed it"})},
+                  &slow);
+  EXPECT_FALSE(slow.pass);
+  EXPECT_EQ(slow.reason, "link a[1] <-> b[1]: slow_pairs: 3 of 4 slow pairs crossed it");
+}
+
+TEST(JudgeSweepLinks, OkAndUncoveredLinksLeaveTheVerdictAsItWas) {
+  SweepVerdict v;
+  v.notes = {"n"};
+  judgeSweepLinks({linkVerdict("a[1] <-> b[1]", "ok"), linkVerdict("c[1] <-> d[1]", "not_covered")},
+                  &v);
+  EXPECT_TRUE(v.pass);
+  EXPECT_EQ(v.reason, "");
+  SweepVerdict failed;
+  failed.pass = false;
+  judgeSweepLinks({}, &failed);
+  EXPECT_FALSE(failed.pass);
+  EXPECT_EQ(failed.reason, "");
+  EXPECT_EQ(fabric::linkVerdictSeverity("errors,slow_pairs"), 4);
+  EXPECT_GT(fabric::linkVerdictSeverity("errors"), fabric::linkVerdictSeverity("slow_pairs"));
+  EXPECT_GT(fabric::linkVerdictSeverity("slow_pairs"), fabric::linkVerdictSeverity("not_covered"));
+  EXPECT_GT(fabric::linkVerdictSeverity("not_covered"), fabric::linkVerdictSeverity("ok"));
+}
+
+TEST(JudgeLinks, ACableNoTestCrossedEitherWayIsNotCoveredAndTheWorstComeFirst) {
+  const SweepFabric fab(twoLevelTree(2, 2, 2), {}, "t");
+  // leaf01[3] <-> spine01[1] read; leaf02[4] <-> spine02[2] crossed neither way; leaf01[4] <->
+  // spine02[1] crossed one way only (still covered); leaf02[3] <-> spine01[2] has errors.
+  LinkCounterRecord row;
+  row.sweep_id = "s";
+  row.switch_name = "leaf02";
+  row.switch_guid = 0x1002;
+  row.port = 3;
+  row.link = cableOf(fab.fabric(), 0x1002, 3).name;
+  row.counter = fabric::kSymbolErrorCounter;
+  row.delta = 1234;
+  row.seconds = 1;
+  CounterExcess e;
+  e.row = row;
+  e.text = "1,234 symbol errors";
+  const std::vector<DirectedLink> never{{0x1002, 4}, {0x2002, 2}, {0x1001, 4}};
+  const LinkJudgement j = judgeLinks(fab, "s", {{0x1001, 3}, {0x1002, 3}}, {e}, {}, never);
+  std::map<std::string, std::string> verdict;
+  for (const auto& v : j.verdicts) verdict[v.link] = v.verdict;
+  EXPECT_EQ(verdict[cableOf(fab.fabric(), 0x1001, 3).name], "ok");
+  EXPECT_EQ(verdict[cableOf(fab.fabric(), 0x1002, 3).name], "errors");
+  EXPECT_EQ(verdict[cableOf(fab.fabric(), 0x1002, 4).name], "not_covered");
+  EXPECT_EQ(verdict.count(cableOf(fab.fabric(), 0x1001, 4).name), 0U);
+  ASSERT_EQ(j.verdicts.size(), 3U);
+  EXPECT_EQ(j.verdicts.front().verdict, "errors");
+  EXPECT_EQ(j.verdicts.back().verdict, "ok");
 }
 
 }  // namespace

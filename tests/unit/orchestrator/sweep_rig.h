@@ -59,7 +59,7 @@ struct RigCoordinator {
   RigCoordinator(const SweepDeps& deps, Clock& clock, SweepManagerOptions options)
       : board(clock),
         runner(deps, board, std::move(options)),
-        reports(deps, board),
+        reports(runner.deps(), board),  // as SweepManager: with the options' link store
         queue(runner, board) {}
   SweepBoard board;
   SweepRunner runner;
