@@ -276,6 +276,7 @@ int runFabricDiscoverOn(const FabricArgs& a, const ClientOptions& o) {
   req.set_timeout_ms(static_cast<uint32_t>(a.timeout_ms));
   req.set_no_lfts(a.no_lfts);
   req.set_deadline_seconds(a.deadline_seconds);
+  req.set_lldp(a.lldp);
   pb::FabricSnapshot resp;
   auto st = stub->DiscoverFabric(&ctx, req, &resp);
   if (!st.ok()) return reportRpcError(o, "DiscoverFabric", st, {a.worker});
@@ -292,8 +293,13 @@ int runFabricDiscoverOn(const FabricArgs& a, const ClientOptions& o) {
   } else {
     std::cout << storedHeader(resp);
     if (resp.outcome() == "ok") {
-      auto f = fabric::fabricFromJsonText(resp.snapshot_json(), "the stored snapshot");
-      if (f.ok()) std::cout << fabricTable(*f);
+      auto eth = lldpSnapshotFromText(resp.snapshot_json(), "the stored snapshot");
+      if (eth.ok() && eth->has_value()) {
+        std::cout << lldpFabricTable(**eth);
+      } else {
+        auto f = fabric::fabricFromJsonText(resp.snapshot_json(), "the stored snapshot");
+        if (f.ok()) std::cout << fabricTable(*f);
+      }
     }
     if (resp.findings_size() > 0) std::cout << "\n" << findingsTable(resp.findings());
   }

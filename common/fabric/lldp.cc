@@ -400,7 +400,7 @@ json toJson(const EthFabric& f) {
     return std::make_pair(a["name"].get<std::string>(), a["port"].get<int>()) <
            std::make_pair(b["name"].get<std::string>(), b["port"].get<int>());
   });
-  return {{"format", kLldpFormat},        {"source", "lldp"},
+  return {{"format", kLldpFormat},        {"source", kLldpSource},
           {"estimate", kLldpEstimate},    {"inter_switch_links", "unknown"},
           {"routes", "unknown"},          {"discovered_ms", f.discovered_ms},
           {"answered", f.hosts},          {"switches", std::move(switches)},
@@ -527,7 +527,11 @@ std::string ethSummary(const EthFabric& f) {
 std::vector<Finding> diffEthFabrics(const EthFabric& before, const EthFabric& after,
                                     bool all_hosts) {
   const std::set<std::string> answered(after.hosts.begin(), after.hosts.end());
-  auto compared = [&](const std::string& host) { return all_hosts || answered.count(host) > 0; };
+  const std::set<std::string> known(before.hosts.begin(), before.hosts.end());
+  // Without all_hosts: only hosts in both (a host's first answer is no change).
+  auto compared = [&](const std::string& host) {
+    return all_hosts || (answered.count(host) > 0 && known.count(host) > 0);
+  };
   std::map<std::tuple<std::string, std::string, int>, const EthLink*> now;
   for (const auto& l : after.links) now[nicKey(l.host, l.device, l.port)] = &l;
   std::map<std::tuple<std::string, std::string, int>, const EthUnattached*> now_unknown;
@@ -575,7 +579,7 @@ std::vector<Finding> diffEthFabrics(const EthFabric& before, const EthFabric& af
   }
   for (const auto& a : after.links) {
     const auto key = nicKey(a.host, a.device, a.port);
-    if (was_linked.count(key) > 0) continue;
+    if (was_linked.count(key) > 0 || !compared(a.host)) continue;
     out.push_back({"neighbour_new", a.switch_name, 0,
                    nicText(a.host, a.device, a.port) + ": now linked to " + a.switchPortName()});
   }

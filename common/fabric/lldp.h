@@ -31,6 +31,7 @@ namespace gdrmesh::fabric {
 
 // The JSON format of an Ethernet snapshot, and the label every output derived from it carries.
 inline constexpr const char* kLldpFormat = "gdrmesh-fabric-lldp/1";
+inline constexpr const char* kLldpSource = "lldp";  // a snapshot's "source" (and stored row's)
 inline constexpr const char* kLldpEstimate =
     "estimate: RoCE, no forwarding tables; ECMP hides the path";
 // What an operator does where lldpd is missing or hears nothing.
@@ -153,11 +154,13 @@ bool isLldpSnapshot(const nlohmann::json& j);
 // "2 switches, 4 host NIC ports linked, 1 without a neighbour (source lldp; estimate: ...)"
 std::string ethSummary(const EthFabric& f);
 
-// What changed from `before` to `after`, NIC ports matched by (host, device, port); only hosts
-// present in both are compared, unless `all_hosts` (a host missing from `after` then loses its
-// neighbours). Kinds: nic_moved (another switch or port), neighbour_gone (the NIC port is in
-// `unknown` now, or gone), neighbour_new, port_changed (VLANs or maximum frame size), each
-// naming the switch and port in its message (Finding::port is 0: Ethernet ports are names).
+// What changed from `before` to `after`, NIC ports matched by (host, device, port). With
+// `all_hosts` every host of either counts (a host missing from `after` loses its neighbours, a new
+// one's are new); without, only the hosts in both (a worker's answer merged into the cluster's
+// snapshot: the others did not answer, and a host's first answer is no change). Kinds: nic_moved
+// (another switch or port), neighbour_gone (the NIC port is in `unknown` now, or gone),
+// neighbour_new, port_changed (VLANs or maximum frame size), each naming the switch and port in its
+// message (Finding::port is 0: Ethernet ports are names).
 std::vector<Finding> diffEthFabrics(const EthFabric& before, const EthFabric& after,
                                     bool all_hosts = true);
 

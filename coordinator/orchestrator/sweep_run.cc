@@ -790,6 +790,10 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
   std::vector<std::string> fabric_notes;
   std::vector<BlamedLink> blamed = fabricEnd(*s, rows, verdicts, &fabric_notes);
   const std::vector<Suspect> counter_suspects = counterEnd(*s, &blamed, &fabric_notes);
+  if (options_.lldp_fabric) {
+    const auto lldp_notes = lldpSweepNotes(*options_.lldp_fabric, rows, verdicts);
+    fabric_notes.insert(fabric_notes.end(), lldp_notes.begin(), lldp_notes.end());
+  }
   const SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, s->config, located.noise_rows);
   if (options_.on_end) ending->passing = passingWorkers(rows, verdicts);
   // The report's figures as its rows will read back, summed up once: served from memory until

@@ -8,9 +8,11 @@
 #   1. `gdrmesh fabric discover --lldp` in the host namespace, polled until lldpd has heard the
 #      switch (a deadline, not a fixed sleep): the snapshot must link roce0 to leaf07[Ethernet12]
 #      with the switch side's MAC as chassis ID, and say it is an estimate;
-#   2. the switch's lldpd stops (it sends a shutdown LLDPDU): polled until the NIC has no
+#   2. through a real coordinator and a real worker (both in the host namespace):
+#      `fabric discover --worker h0001 --lldp` stores the snapshot (source lldp, no findings);
+#   3. the switch's lldpd stops (it sends a shutdown LLDPDU): polled until the NIC has no
 #      neighbour; `gdrmesh fabric diff` of the two snapshots must be a neighbour_gone finding
-#      naming leaf07[Ethernet12].
+#      naming leaf07[Ethernet12], and so must the coordinator's next stored snapshot.
 #
 #   run_lldp.sh GDRMESH
 #
@@ -44,7 +46,7 @@ cleanup() {
 trap cleanup EXIT
 fail() {
   echo "FAIL: $*"
-  for f in lldpd-sw.log lldpd-h.log discover.err; do
+  for f in lldpd-sw.log lldpd-h.log discover.err coord.log worker.log; do
     echo "--- $f"
     tail -20 "$work/$f" 2>/dev/null || true
   done
@@ -59,6 +61,7 @@ ip link set "$if_sw" netns "$ns_sw"
 ip link set "$if_h" netns "$ns_h"
 ip -n "$ns_sw" link set "$if_sw" up
 ip -n "$ns_h" link set "$if_h" up
+ip -n "$ns_h" link set lo up
 sw_mac="$(cat "/sys/class/net/$if_sw/address" 2>/dev/null ||
   ip netns exec "$ns_sw" cat "/sys/class/net/$if_sw/address")"
 
@@ -126,7 +129,39 @@ ip netns exec "$ns_h" "$gdrmesh" fabric show "$work/before.json" >"$work/show.tx
 grep -q "estimate: RoCE, no forwarding tables; ECMP hides the path" "$work/show.txt" ||
   fail "fabric show does not say it is an estimate: $(cat "$work/show.txt")"
 
-# 2. The switch's lldpd stops (shutdown LLDPDU): the neighbour goes, the diff names the port.
+# 2. Through the coordinator: a real worker in the host namespace asks its lldpd.
+in_h=(ip netns exec "$ns_h")
+"${in_h[@]}" "$gdrmesh" coordinator --listen 127.0.0.1:0 --db "$work/db" --port-file "$work/port" \
+  --insecure >"$work/coord.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 300); do [[ -s "$work/port" ]] && break; sleep 0.1; done
+[[ -s "$work/port" ]] || fail "the coordinator did not start"
+export GDRMESH_COORDINATOR="127.0.0.1:$(cat "$work/port")" GDRMESH_INSECURE=1
+"${in_h[@]}" "$gdrmesh" worker --coordinator "$GDRMESH_COORDINATOR" --name h0001 --no-verbs \
+  --no-cuda --insecure --sysfs-root "$sys" --lldp-socket "$work/h.sock" >"$work/worker.log" 2>&1 &
+pids+=($!)
+online() {
+  "${in_h[@]}" "$gdrmesh" workers -o json 2>/dev/null | python3 -c '
+import json, sys
+print(sum(1 for w in json.load(sys.stdin) if w["state"] == "online"))' 2>/dev/null || echo 0
+}
+for _ in $(seq 1 300); do [[ "$(online)" == 1 ]] && break; sleep 0.1; done
+[[ "$(online)" == 1 ]] || fail "the worker did not register"
+rc=0
+"${in_h[@]}" "$gdrmesh" fabric discover --worker h0001 --lldp -o json >"$work/c1.json" \
+  2>"$work/c1.err" || rc=$?
+[[ "$rc" == 0 ]] || fail "fabric discover --worker h0001 --lldp: exit $rc: $(cat "$work/c1.json" "$work/c1.err")"
+python3 - "$work/c1.json" <<'EOF2' || fail "stored snapshot: $(cat "$work/c1.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["outcome"] == "ok" and d["source"] == "lldp" and not d["findings"], d
+snap = d["snapshot"]
+assert snap["format"] == "gdrmesh-fabric-lldp/1", snap
+assert [l["switch"]["port"] for l in snap["links"]] == ["Ethernet12"], snap["links"]
+assert snap["links"][0]["host"]["name"] == "h0001 roce0", snap["links"]
+EOF2
+
+# 3. The switch's lldpd stops (shutdown LLDPDU): the neighbour goes, the diff names the port.
 kill "$sw_pid"
 wait "$sw_pid" 2>/dev/null || true
 poll 1 "$work/after.json"
@@ -139,4 +174,9 @@ import json, sys
 assert d["kind"] == "neighbour_gone" and d["switch"] == "leaf07", d
 assert "h0001 roce0/1: its neighbour leaf07[Ethernet12] is gone" in d["message"], d
 EOF
+rc=0
+"${in_h[@]}" "$gdrmesh" fabric discover --worker h0001 --lldp >"$work/c2.txt" 2>&1 || rc=$?
+[[ "$rc" == 1 ]] || fail "second stored discovery: exit $rc, want 1 (a finding): $(cat "$work/c2.txt")"
+grep -q "neighbour_gone.*h0001 roce0/1: its neighbour leaf07\[Ethernet12\] is gone" "$work/c2.txt" ||
+  fail "the stored snapshot has no neighbour_gone finding: $(cat "$work/c2.txt")"
 echo "PASS: lldpd saw leaf07[Ethernet12] (chassis $sw_mac) on roce0; its loss is a neighbour_gone finding"
