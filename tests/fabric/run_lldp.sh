@@ -71,6 +71,7 @@ port="$sys/sys/class/infiniband/roce0/ports/1"
 mkdir -p "$port/gids" "$port/gid_attrs/ndevs" "$port/gid_attrs/types"
 echo "4: ACTIVE" >"$port/state"
 echo "Ethernet" >"$port/link_layer"
+echo "100 Gb/sec (2X HDR)" >"$port/rate"
 echo "fe80:0000:0000:0000:0000:00ff:fe00:0001" >"$port/gids/0"
 echo "$if_h" >"$port/gid_attrs/ndevs/0"
 echo "RoCE v2" >"$port/gid_attrs/types/0"
@@ -139,13 +140,18 @@ for _ in $(seq 1 300); do [[ -s "$work/port" ]] && break; sleep 0.1; done
 export GDRMESH_COORDINATOR="127.0.0.1:$(cat "$work/port")" GDRMESH_INSECURE=1
 "${in_h[@]}" "$gdrmesh" worker --coordinator "$GDRMESH_COORDINATOR" --name h0001 --no-verbs \
   --no-cuda --insecure --sysfs-root "$sys" --lldp-socket "$work/h.sock" >"$work/worker.log" 2>&1 &
-pids+=($!)
+worker_pid=$!
+pids+=("$worker_pid")
 online() {
   "${in_h[@]}" "$gdrmesh" workers -o json 2>/dev/null | python3 -c '
 import json, sys
 print(sum(1 for w in json.load(sys.stdin) if w["state"] == "online"))' 2>/dev/null || echo 0
 }
-for _ in $(seq 1 300); do [[ "$(online)" == 1 ]] && break; sleep 0.1; done
+for _ in $(seq 1 300); do
+  [[ "$(online)" == 1 ]] && break
+  kill -0 "$worker_pid" 2>/dev/null || fail "the worker exited"
+  sleep 0.1
+done
 [[ "$(online)" == 1 ]] || fail "the worker did not register"
 rc=0
 "${in_h[@]}" "$gdrmesh" fabric discover --worker h0001 --lldp -o json >"$work/c1.json" \
