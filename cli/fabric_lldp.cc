@@ -199,13 +199,13 @@ int runLldpPlan(const EthFabric& f, const std::string& pattern, int max_rounds,
   for (const auto& l : f.links) {
     if (seen_hosts.insert(l.host).second) ends.push_back(&l);
   }
-  auto switchPair = [](const fabric::EthLink* a, const fabric::EthLink* b) {
+  auto switch_pair = [](const fabric::EthLink* a, const fabric::EthLink* b) {
     return a->chassis_id < b->chassis_id ? a->chassis_id + "|" + b->chassis_id
                                          : b->chassis_id + "|" + a->chassis_id;
   };
   std::set<std::string> pair_goals;
   for (size_t i = 0; i < ends.size(); ++i) {
-    for (size_t j = i + 1; j < ends.size(); ++j) pair_goals.insert(switchPair(ends[i], ends[j]));
+    for (size_t j = i + 1; j < ends.size(); ++j) pair_goals.insert(switch_pair(ends[i], ends[j]));
   }
   std::set<std::string> pairs_done, hosts_done;
   std::vector<std::vector<std::pair<const fabric::EthLink*, const fabric::EthLink*>>> rounds;
@@ -219,7 +219,7 @@ int runLldpPlan(const EthFabric& f, const std::string& pattern, int max_rounds,
       int best_gain = 0;
       for (size_t j = i + 1; j < ends.size(); ++j) {
         if (busy[j]) continue;
-        const int gain = (pairs_done.count(switchPair(ends[i], ends[j])) == 0 ? 2 : 0) +
+        const int gain = (pairs_done.count(switch_pair(ends[i], ends[j])) == 0 ? 2 : 0) +
                          (hosts_done.count(ends[i]->host) == 0 ? 1 : 0) +
                          (hosts_done.count(ends[j]->host) == 0 ? 1 : 0);
         if (gain > best_gain) {
@@ -229,7 +229,7 @@ int runLldpPlan(const EthFabric& f, const std::string& pattern, int max_rounds,
       }
       if (best == ends.size()) continue;
       busy[i] = busy[best] = true;
-      pairs_done.insert(switchPair(ends[i], ends[best]));
+      pairs_done.insert(switch_pair(ends[i], ends[best]));
       hosts_done.insert(ends[i]->host);
       hosts_done.insert(ends[best]->host);
       round.emplace_back(ends[i], ends[best]);

@@ -79,7 +79,7 @@ Status readLldpChassis(const json& c, const std::string& path, LldpNeighbour& n)
   }
   if (c.size() != 1) return invalidArgument(path + ": must hold one chassis");
   const auto first = c.begin();
-  const std::string name = first.key();
+  const std::string& name = first.key();
   const json& body = first.value();
   if (!body.is_object()) return invalidArgument(path + "." + name + ": must be an object");
   n.chassis_name = name;
@@ -455,8 +455,8 @@ Result<EthFabric> ethFabricFromJson(const json& j) {
     if (host.empty() || device.empty()) return invalidArgument(at + ": host and device missing");
     nic_by_name[{name, port}] = {host, device};
   }
-  auto nicOf = [&nic_by_name](const std::string& name, int port, const std::string& at,
-                              std::string& host, std::string& device) -> Status {
+  auto nic_of = [&nic_by_name](const std::string& name, int port, const std::string& at,
+                               std::string& host, std::string& device) -> Status {
     auto it = nic_by_name.find({name, port});
     if (it == nic_by_name.end()) {
       return invalidArgument(at + ": NIC '" + name + "' port " + std::to_string(port) +
@@ -480,7 +480,7 @@ Result<EthFabric> ethFabricFromJson(const json& j) {
     if (auto st = readField(h, "name", at + ".host", name); !st.ok()) return st;
     if (auto st = readField(h, "port", at + ".host", l.port); !st.ok()) return st;
     if (auto st = readField(h, "netdev", at + ".host", l.netdev); !st.ok()) return st;
-    if (auto st = nicOf(name, l.port, at + ".host", l.host, l.device); !st.ok()) return st;
+    if (auto st = nic_of(name, l.port, at + ".host", l.host, l.device); !st.ok()) return st;
     if (auto st = readField(s, "name", at + ".switch", l.switch_name); !st.ok()) return st;
     if (auto st = readField(s, "chassis_id", at + ".switch", l.chassis_id); !st.ok()) return st;
     if (auto st = readField(s, "port", at + ".switch", l.switch_port); !st.ok()) return st;
@@ -509,7 +509,7 @@ Result<EthFabric> ethFabricFromJson(const json& j) {
     if (auto st = readField(uj[i], "netdev", at, u.netdev); !st.ok()) return st;
     if (auto st = readField(uj[i], "reason", at, u.reason); !st.ok()) return st;
     if (auto st = readField(uj[i], "fix", at, u.fix); !st.ok()) return st;
-    if (auto st = nicOf(name, u.port, at, u.host, u.device); !st.ok()) return st;
+    if (auto st = nic_of(name, u.port, at, u.host, u.device); !st.ok()) return st;
     f.unknown.push_back(std::move(u));
   }
   return f;
@@ -539,14 +539,14 @@ std::vector<Finding> diffEthFabrics(const EthFabric& before, const EthFabric& af
   std::set<std::tuple<std::string, std::string, int>> was_linked;
 
   std::vector<Finding> out;
-  auto nicText = [](const std::string& host, const std::string& device, int port) {
+  auto nic_text = [](const std::string& host, const std::string& device, int port) {
     return host + " " + device + "/" + std::to_string(port);
   };
   for (const auto& b : before.links) {
     const auto key = nicKey(b.host, b.device, b.port);
     was_linked.insert(key);
     if (!compared(b.host)) continue;
-    const std::string nic = nicText(b.host, b.device, b.port);
+    const std::string nic = nic_text(b.host, b.device, b.port);
     auto it = now.find(key);
     if (it == now.end()) {
       auto u = now_unknown.find(key);
@@ -581,7 +581,7 @@ std::vector<Finding> diffEthFabrics(const EthFabric& before, const EthFabric& af
     const auto key = nicKey(a.host, a.device, a.port);
     if (was_linked.count(key) > 0 || !compared(a.host)) continue;
     out.push_back({"neighbour_new", a.switch_name, 0,
-                   nicText(a.host, a.device, a.port) + ": now linked to " + a.switchPortName()});
+                   nic_text(a.host, a.device, a.port) + ": now linked to " + a.switchPortName()});
   }
   return out;
 }

@@ -15,7 +15,7 @@ fabric::EthFabric mergeLldpAnswer(const fabric::EthFabric& prev, const fabric::L
                                   int64_t now_ms) {
   std::vector<fabric::LldpHost> hosts;
   std::map<std::string, size_t> index;
-  auto hostOf = [&](const std::string& name) -> fabric::LldpHost& {
+  auto host_of = [&](const std::string& name) -> fabric::LldpHost& {
     auto [it, added] = index.emplace(name, hosts.size());
     if (added) {
       hosts.emplace_back();
@@ -24,7 +24,7 @@ fabric::EthFabric mergeLldpAnswer(const fabric::EthFabric& prev, const fabric::L
     return hosts[it->second];
   };
   for (const auto& name : prev.hosts) {
-    if (name != answer.host) hostOf(name);
+    if (name != answer.host) host_of(name);
   }
   for (const auto& l : prev.links) {
     if (l.host == answer.host) continue;
@@ -45,7 +45,7 @@ fabric::EthFabric mergeLldpAnswer(const fabric::EthFabric& prev, const fabric::L
     nb.pvid = l.pvid;
     nb.vlans = l.vlans;
     n.neighbour = std::move(nb);
-    hostOf(l.host).nics.push_back(std::move(n));
+    host_of(l.host).nics.push_back(std::move(n));
   }
   for (const auto& u : prev.unknown) {
     if (u.host == answer.host) continue;
@@ -56,7 +56,7 @@ fabric::EthFabric mergeLldpAnswer(const fabric::EthFabric& prev, const fabric::L
     n.link_layer = "Ethernet";
     n.reason = u.reason;
     n.fix = u.fix;
-    hostOf(u.host).nics.push_back(std::move(n));
+    host_of(u.host).nics.push_back(std::move(n));
   }
   hosts.push_back(answer);
   return fabric::buildEthFabric(hosts, now_ms);
