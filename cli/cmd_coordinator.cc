@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/control.h"
+#include "cli/fabric_lldp.h"
 #include "common/fabric/fabric.h"
 #include "common/fabric/host_match.h"
 #include "common/log.h"
@@ -338,6 +339,22 @@ StartError readFabric(const ComponentLog& log, CoordinatorSetup& s) {
           "fabric_reader: given without a fabric (fix: add `fabric: FILE` to the config or "
           "--fabric FILE, a snapshot `gdrmesh fabric discover --save FILE` wrote)");
     }
+    return std::nullopt;
+  }
+  if (auto eth = loadLldpSnapshotFile(s.fabric_file); !eth.ok() || eth->has_value()) {
+    // RoCE: a snapshot `fabric discover --lldp` saved. No paths; the reports' coverage notes
+    // are estimates (coordinator/orchestrator/sweep_lldp.h).
+    if (!eth.ok()) return s.fabric_origin + " " + s.fabric_file + ": " + eth.status().toString();
+    if (!s.opts.sweeps.counters.reader.empty()) {
+      return s.fabric_origin + " " + s.fabric_file +
+             ": an LLDP (RoCE) snapshot has no switch ports to read counters from (fix: drop "
+             "fabric_reader:, it reads InfiniBand switches)";
+    }
+    const std::string msg = "fabric " + s.fabric_file + " (lldp): " + fabric::ethSummary(**eth) +
+                            "; sweep reports estimate coverage from it";
+    announceCoordinator(log, coordinatorPrefixed(msg), msg,
+                        {{"fabric", s.fabric_file}, {"switches", (*eth)->switches.size()}});
+    s.opts.sweeps.lldp_fabric = std::make_shared<const fabric::EthFabric>(std::move(**eth));
     return std::nullopt;
   }
   auto f = fabric::loadFabricFile(s.fabric_file);

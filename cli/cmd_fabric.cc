@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/control.h"
+#include "cli/fabric_lldp.h"
 #include "cli/output.h"
 #include "common/fabric/bisection.h"
 #include "common/fabric/cover.h"
@@ -42,6 +43,10 @@ struct FabricArgs {
   std::string worker;  // discover --worker NAME: through the coordinator
   double deadline_seconds = 120;
   uint32_t limit = 20;  // history
+  // discover --lldp (RoCE, cli/fabric_lldp.h)
+  bool lldp = false;
+  std::string lldp_json, lldp_socket, host;
+  std::string sysfs_root = "/";
 };
 
 // A snapshot argument that names a stored snapshot rather than a file.
@@ -189,6 +194,7 @@ std::string storedHeader(const pb::FabricSnapshot& s) {
 // coordinator. On failure the error is printed and `rc` holds the exit code.
 struct LoadedSnapshot {
   std::optional<Fabric> fabric;
+  std::optional<fabric::EthFabric> eth;  // an LLDP (RoCE) snapshot instead of `fabric`
   std::optional<pb::FabricSnapshot> stored;
   int rc = kExitOk;
 };
@@ -196,6 +202,15 @@ struct LoadedSnapshot {
 LoadedSnapshot loadSnapshot(const char* cmd, const std::string& spec, const ClientOptions& o) {
   LoadedSnapshot out;
   if (!isStoredSnapshotRef(spec)) {
+    auto eth = loadLldpSnapshotFile(spec);
+    if (!eth.ok()) {
+      out.rc = fabricFail(cmd, eth.status());
+      return out;
+    }
+    if (eth->has_value()) {
+      out.eth = std::move(**eth);
+      return out;
+    }
     auto f = fabric::loadFabricFile(spec);
     if (!f.ok()) {
       out.rc = fabricFail(cmd, f.status());
@@ -229,6 +244,16 @@ LoadedSnapshot loadSnapshot(const char* cmd, const std::string& spec, const Clie
                                       "compare newer snapshots (`gdrmesh fabric history`)"));
     return out;
   }
+  auto eth = lldpSnapshotFromText(resp.snapshot_json(), "snapshot " + name);
+  if (!eth.ok()) {
+    out.rc = fabricFail(cmd, eth.status());
+    return out;
+  }
+  if (eth->has_value()) {
+    out.eth = std::move(**eth);
+    out.stored = std::move(resp);
+    return out;
+  }
   auto f = fabric::fabricFromJsonText(resp.snapshot_json(), "snapshot " + name);
   if (!f.ok()) {
     out.rc = fabricFail(cmd, f.status());
@@ -251,6 +276,7 @@ int runFabricDiscoverOn(const FabricArgs& a, const ClientOptions& o) {
   req.set_timeout_ms(static_cast<uint32_t>(a.timeout_ms));
   req.set_no_lfts(a.no_lfts);
   req.set_deadline_seconds(a.deadline_seconds);
+  req.set_lldp(a.lldp);
   pb::FabricSnapshot resp;
   auto st = stub->DiscoverFabric(&ctx, req, &resp);
   if (!st.ok()) return reportRpcError(o, "DiscoverFabric", st, {a.worker});
@@ -267,8 +293,13 @@ int runFabricDiscoverOn(const FabricArgs& a, const ClientOptions& o) {
   } else {
     std::cout << storedHeader(resp);
     if (resp.outcome() == "ok") {
-      auto f = fabric::fabricFromJsonText(resp.snapshot_json(), "the stored snapshot");
-      if (f.ok()) std::cout << fabricTable(*f);
+      auto eth = lldpSnapshotFromText(resp.snapshot_json(), "the stored snapshot");
+      if (eth.ok() && eth->has_value()) {
+        std::cout << lldpFabricTable(**eth);
+      } else {
+        auto f = fabric::fabricFromJsonText(resp.snapshot_json(), "the stored snapshot");
+        if (f.ok()) std::cout << fabricTable(*f);
+      }
     }
     if (resp.findings_size() > 0) std::cout << "\n" << findingsTable(resp.findings());
   }
@@ -311,6 +342,17 @@ int runFabricHistory(const FabricArgs& a, const ClientOptions& o) {
 
 int runFabricDiscover(const FabricArgs& a, const ClientOptions& conn) {
   if (!a.worker.empty()) return runFabricDiscoverOn(a, conn);
+  if (a.lldp) {
+    LldpDiscoverArgs l;
+    l.json_file = a.lldp_json;
+    l.socket = a.lldp_socket;
+    l.device = a.ca;
+    l.host = a.host;
+    l.sysfs_root = a.sysfs_root;
+    l.save = a.save;
+    l.output = a.output;
+    return runLldpDiscover(l);
+  }
 #ifdef GDRMESH_HAVE_FABRIC_DISCOVERY
   fabric::DiscoverOptions o;
   o.ca = a.ca;
@@ -346,8 +388,42 @@ int runFabricDiscover(const FabricArgs& a, const ClientOptions& conn) {
 #endif
 }
 
+// `fabric show` of an LLDP (RoCE) snapshot, a file or stored.
+int showLldpSnapshot(const FabricArgs& a, const LoadedSnapshot& loaded) {
+  const fabric::EthFabric& f = *loaded.eth;
+  if (!a.switch_name.empty()) {
+    auto t = lldpSwitchTable(f, a.switch_name);
+    if (!t.ok()) return fabricFail("show", t.status());
+    if (a.output == "json") {
+      nlohmann::json j = toJson(f);
+      nlohmann::json links = nlohmann::json::array();
+      for (const auto& l : j["links"]) {
+        if (l["switch"]["name"] == a.switch_name || l["switch"]["chassis_id"] == a.switch_name) {
+          links.push_back(l);
+        }
+      }
+      j["links"] = std::move(links);
+      std::cout << j.dump(1) << "\n";
+    } else {
+      std::cout << *t;
+    }
+    return kExitOk;
+  }
+  if (a.output == "json") {
+    std::cout << (loaded.stored ? storedJson(*loaded.stored) : toJson(f)).dump(1) << "\n";
+    return kExitOk;
+  }
+  if (loaded.stored) std::cout << storedHeader(*loaded.stored);
+  std::cout << lldpFabricTable(f);
+  if (loaded.stored && loaded.stored->findings_size() > 0) {
+    std::cout << "\n" << findingsTable(loaded.stored->findings());
+  }
+  return kExitOk;
+}
+
 int runFabricShow(const FabricArgs& a, const ClientOptions& o) {
   LoadedSnapshot loaded = loadSnapshot("show", a.file, o);
+  if (loaded.eth) return showLldpSnapshot(a, loaded);
   if (!loaded.fabric) return loaded.rc;
   const Fabric* f = &*loaded.fabric;
   if (!a.switch_name.empty()) {
@@ -386,8 +462,15 @@ int runFabricShow(const FabricArgs& a, const ClientOptions& o) {
 
 int runFabricDiff(const FabricArgs& a, const ClientOptions& o) {
   LoadedSnapshot old_snap = loadSnapshot("diff", a.old_file, o);
-  if (!old_snap.fabric) return old_snap.rc;
+  if (!old_snap.fabric && !old_snap.eth) return old_snap.rc;
   LoadedSnapshot new_snap = loadSnapshot("diff", a.new_file, o);
+  if (old_snap.eth && new_snap.eth) return printLldpDiff(*old_snap.eth, *new_snap.eth, a.output);
+  if (!new_snap.fabric && !new_snap.eth) return new_snap.rc;
+  if (old_snap.eth || new_snap.eth) {
+    return fabricFail("diff", invalidArgument("OLD and NEW must both be InfiniBand snapshots or "
+                                              "both LLDP (RoCE) snapshots",
+                                              "compare snapshots of one kind"));
+  }
   if (!new_snap.fabric) return new_snap.rc;
   const Fabric* before = &*old_snap.fabric;
   const Fabric* after = &*new_snap.fabric;
@@ -414,6 +497,12 @@ int runFabricDiff(const FabricArgs& a, const ClientOptions& o) {
 }
 
 int runFabricPath(const FabricArgs& a) {
+  if (auto eth = loadLldpSnapshotFile(a.file); eth.ok() && eth->has_value()) {
+    return fabricFail("path", invalidArgument(a.file + " is an LLDP (RoCE) snapshot: it has no "
+                                                       "forwarding tables, and ECMP hides the path",
+                                              "paths need an InfiniBand snapshot; `fabric show " +
+                                                  a.file + "` gives each NIC's switch port"));
+  }
   auto f = fabric::loadFabricFile(a.file);
   if (!f.ok()) return fabricFail("path", f.status());
   auto src = fabric::findEndpoint(*f, a.src);
@@ -530,6 +619,9 @@ int runCoverPlan(const FabricArgs& a) {
                                 "give --fabric FILE, a snapshot `gdrmesh fabric discover --save "
                                 "FILE` wrote"));
   }
+  auto eth = loadLldpSnapshotFile(a.file);
+  if (!eth.ok()) return fabricFail("plan", eth.status());
+  if (eth->has_value()) return runLldpPlan(**eth, a.pattern, a.max_rounds, a.output);
   auto f = fabric::loadFabricFile(a.file);
   if (!f.ok()) return fabricFail("plan", f.status());
   if (a.pattern == "bisection") return runBisectionPlan(a, *f);
@@ -611,7 +703,8 @@ void registerFabricCommands(CLI::App& app, Action* action) {
   auto diff_conn = std::make_shared<ClientOptions>();
   auto history_conn = std::make_shared<ClientOptions>();
   auto* fab = app.add_subcommand(
-      "fabric", "InfiniBand fabric: discover switches, links and LFTs; show, diff, paths");
+      "fabric",
+      "InfiniBand fabric: discover switches, links and LFTs; show, diff, paths (RoCE: --lldp)");
   fab->require_subcommand(1);
   {
     auto* cmd = fab->add_subcommand(
@@ -630,6 +723,17 @@ void registerFabricCommands(CLI::App& app, Action* action) {
     cmd->add_option("--deadline", a->deadline_seconds,
                     "with --worker: seconds the whole discovery may take (default 120)")
         ->check(CLI::Range(1.0, 3600.0));
+    cmd->add_flag("--lldp", a->lldp,
+                  "RoCE: map each RoCE NIC to its switch port from lldpd (an estimate: no "
+                  "forwarding tables); --ca names one RDMA device");
+    cmd->add_option("--lldp-json", a->lldp_json,
+                    "with --lldp: read `lldpcli -f json show neighbors details` output from this "
+                    "file instead of running lldpcli");
+    cmd->add_option("--lldp-socket", a->lldp_socket,
+                    "with --lldp: lldpd's control socket (lldpcli -u; default: lldpd's own)");
+    cmd->add_option("--host", a->host, "with --lldp: the host name to report (default: this one)");
+    cmd->add_option("--sysfs-root", a->sysfs_root,
+                    "with --lldp: read the RDMA devices under this root (recorded trees)");
     addFabricOutput(cmd, a.get());
     addConnectionOptions(cmd, discover_conn.get(), [a] { return !a->worker.empty(); });
     cmd->callback([action, a, discover_conn] {

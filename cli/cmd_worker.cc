@@ -13,6 +13,7 @@
 #include "cli/control.h"
 #include "cli/worker_setup.h"
 #include "common/log.h"
+#include "worker/fabric/lldp_reader.h"
 #include "worker/service/worker_agent.h"
 #include "worker/transport/verbs/cpu_placement.h"
 #ifdef GDRMESH_HAVE_FABRIC_DISCOVERY
@@ -31,6 +32,7 @@ struct WorkerArgs {
   bool no_verbs = false;
   bool no_cuda = false;
   std::string sysfs_root = "/";
+  std::string lldp_socket;          // --lldp-socket: lldpd's control socket ("" = lldpd's own)
   std::vector<std::string> labels;  // KEY=VALUE
   std::vector<std::string> nics;    // --nic: offer only these
   int cpu = -1;                     // --cpu: bind every verbs run's thread here
@@ -102,6 +104,14 @@ int runWorker(const WorkerArgs& a) {
   wo.topo_class = [raw](int gpu, const std::string& nic) { return raw->topoClass(gpu, nic); };
   wo.nearest_nic = [raw](int gpu) { return raw->nearestNicOf(gpu); };
   wo.nic_numa = [raw](const std::string& nic) { return raw->nicNuma(nic); };
+  // `gdrmesh fabric discover --worker NAME --lldp` (RoCE, docs/fabric.md): lldpd's neighbours.
+  wo.read_lldp = [root = a.sysfs_root, socket = a.lldp_socket](const fabric::DiscoverRequest& r) {
+    fabric::LldpReadOptions o;
+    o.sysfs_root = root;
+    o.socket = socket;
+    o.device = r.ca;
+    return fabric::readLldpHost(o);
+  };
 #ifdef GDRMESH_HAVE_FABRIC_DISCOVERY
   // `gdrmesh fabric discover --worker NAME` (docs/fabric.md); without the module the worker
   // answers that it has none.
@@ -197,6 +207,9 @@ void registerWorker(CLI::App& app, Action* action) {
                   "KEY=VALUE label sent with the registration, for sweep selectors "
                   "(repeatable; e.g. --label rack=r12)")
       ->take_all();
+  cmd->add_option("--lldp-socket", a->lldp_socket,
+                  "lldpd's control socket for `fabric discover --worker NAME --lldp` (lldpcli -u; "
+                  "default: lldpd's own)");
   cmd->add_option("--nic", a->nics,
                   "offer only this NIC (repeatable; default every NIC): the inventory lists only "
                   "these and verbs tests without a device use the first")

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "common/fabric/fabric.h"
+#include "common/fabric/lldp.h"
 #include "common/status.h"
 
 namespace gdrmesh::fabric {
@@ -16,15 +18,21 @@ struct DiscoverRequest {
   int ca_port = 0;       // 0 = the first active port
   int timeout_ms = 500;  // per management datagram
   bool read_lfts = true;
+  // RoCE: ask lldpd instead (common/fabric/lldp.h); `ca` then names one RDMA device.
+  bool lldp = false;
 };
 
 // The worker's answer. `status` is the discovery's own outcome: OK with `fabric`, or why there
 // is none (kFailedPrecondition: no InfiniBand device or no umad access; kUnimplemented: a
 // worker built without the fabric module, or a simulated worker; kUnavailable: a switch did
 // not answer), each with its fix. A fabric failure is a result, never an error of the command.
+// With `lldp`, OK carries `lldp` (the worker's NICs and their neighbours, NICs without one
+// included) instead of `fabric`; not OK: lldpd could not be asked at all, or no RoCE NIC.
 struct DiscoverOutcome {
   Status status;
   Fabric fabric;
+  std::optional<LldpHost> lldp;
+  bool asked_lldp = false;  // the request was `lldp`: a failure is "no LLDP answer"
 };
 
 // A snapshot's JSON text (docs/fabric.md) as a Fabric: for text from another process (a

@@ -110,10 +110,11 @@ Result<FabricRecord> FabricRecorder::record(const std::string& worker,
     // No fabric from this worker: a row and one finding that say why, never an error.
     const Code code = outcome.status.code();
     const bool skipped = code == Code::kFailedPrecondition || code == Code::kUnimplemented ||
-                         code == Code::kNotFound;
-    const std::string what = code == Code::kUnimplemented ? "no fabric discovery on "
-                             : skipped                    ? "no InfiniBand device on "
-                                                          : "fabric discovery failed on ";
+                         code == Code::kNotFound || code == Code::kPermissionDenied;
+    const std::string what = outcome.asked_lldp             ? "no LLDP answer from "
+                             : code == Code::kUnimplemented ? "no fabric discovery on "
+                             : skipped                      ? "no InfiniBand device on "
+                                                            : "fabric discovery failed on ";
     rec.snapshot.worker = worker;
     rec.snapshot.outcome = skipped ? "skipped" : "failed";
     rec.snapshot.detail =
@@ -121,23 +122,21 @@ Result<FabricRecord> FabricRecorder::record(const std::string& worker,
         (outcome.status.fix().empty() ? "" : " (fix: " + outcome.status.fix() + ")");
     rec.findings.push_back(FabricFindingRecord{skipped ? "no_fabric" : "discovery_failed", "", 0,
                                                rec.snapshot.detail});
+  } else if (outcome.lldp) {
+    GDR_ASSIGN_OR_RETURN(rec, recordLldp(worker, *outcome.lldp));
   } else {
     rec.snapshot = snapshotOf(worker, outcome.fabric);
-    // The previous ok snapshot, from any worker: one fabric, whoever looked at it.
-    FabricSnapshotQuery q;
-    q.limit = 1;
-    q.outcome = "ok";
-    q.with_json = true;
-    GDR_ASSIGN_OR_RETURN(auto prev, store_.listFabricSnapshots(q));
-    if (!prev.empty() && !prev[0].snapshot_json.empty()) {
-      auto before = parseStoredSnapshot(prev[0]);
+    // The previous ok InfiniBand snapshot, from any worker: one fabric, whoever looked at it.
+    GDR_ASSIGN_OR_RETURN(auto prev, previousOk(0, /*lldp=*/false));
+    if (prev && !prev->snapshot_json.empty()) {
+      auto before = parseStoredSnapshot(*prev);
       if (before.ok()) {
-        rec.previous_id = prev[0].id;
+        rec.previous_id = prev->id;
         for (const auto& x : fabric::diffFabrics(*before, outcome.fabric)) {
           rec.findings.push_back(findingRecord(x));
         }
       } else {
-        log.warn("fabric snapshot @" + std::to_string(prev[0].id) +
+        log.warn("fabric snapshot @" + std::to_string(prev->id) +
                  " cannot be read, not diffed: " + before.status().toString());
       }
     }
@@ -197,12 +196,8 @@ Result<FabricRecord> FabricRecorder::resolve(const std::string& ref) {
   if (rec.snapshot.outcome == "ok") {
     // What it was diffed against when stored: the ok snapshot before it (record() runs one at
     // a time, so none came between).
-    FabricSnapshotQuery q;
-    q.limit = 1;
-    q.outcome = "ok";
-    q.before_id = id;
-    GDR_ASSIGN_OR_RETURN(auto prev, store_.listFabricSnapshots(q));
-    if (!prev.empty()) rec.previous_id = prev[0].id;
+    GDR_ASSIGN_OR_RETURN(auto prev, previousOk(id, rec.snapshot.source == fabric::kLldpSource));
+    if (prev) rec.previous_id = prev->id;
   }
   return rec;
 }

@@ -14,12 +14,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/fabric/discovery.h"
 #include "common/fabric/fabric.h"
+#include "common/fabric/lldp.h"
 #include "common/status.h"
 #include "common/sync/mutex.h"
 #include "coordinator/store/store.h"
@@ -50,6 +52,14 @@ class FabricRecorder {
   Result<FabricRecord> resolve(const std::string& ref);
 
  private:
+  // RoCE (fabric_lldp_history.cc): the worker's LLDP answer merged into the newest LLDP
+  // snapshot (its hosts replaced by the answer, the other hosts kept as last heard), diffed
+  // against it for the hosts that answered.
+  Result<FabricRecord> recordLldp(const std::string& worker, const fabric::LldpHost& answer);
+  // The newest ok snapshot of one kind (LLDP or InfiniBand) below `before_id` (0: the newest),
+  // with its document; among the 64 newest ok snapshots.
+  Result<std::optional<FabricSnapshotRecord>> previousOk(int64_t before_id, bool lldp);
+
   FabricHistory& store_;
   Clock& clock_;
   Mutex record_mu_;  // one record() at a time

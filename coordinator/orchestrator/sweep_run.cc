@@ -809,6 +809,10 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
   std::vector<LinkVerdictRecord> links;
   const std::vector<Suspect> counter_suspects =
       counterEnd(*s, never, &blamed, &fabric_notes, &links);
+  if (options_.lldp_fabric) {
+    const auto lldp_notes = lldpSweepNotes(*options_.lldp_fabric, rows, verdicts);
+    fabric_notes.insert(fabric_notes.end(), lldp_notes.begin(), lldp_notes.end());
+  }
   SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, s->config, located.noise_rows);
   // A link with errors or slow pairs fails the sweep (docs/fabric.md); its reason goes first.
   judgeSweepLinks(links, &judged);

@@ -25,6 +25,7 @@
 #include "coordinator/orchestrator/link_counters.h"
 #include "coordinator/orchestrator/sweep_board.h"
 #include "coordinator/orchestrator/sweep_fabric.h"
+#include "coordinator/orchestrator/sweep_lldp.h"
 #include "coordinator/orchestrator/sweep_types.h"
 #include "coordinator/orchestrator/worker_channel.h"
 #include "coordinator/store/result_writer.h"
@@ -66,6 +67,9 @@ struct SweepManagerOptions {
   // in `paths` (when set), the localiser blames inter-switch links (link_blame.h) and the report's
   // notes tell the match and the sweep's coverage of the links.
   std::shared_ptr<const SweepFabric> fabric;
+  // Or a RoCE fabric known from LLDP (sweep_lldp.h): the report's notes estimate which host
+  // switch ports the tests touched and name a port that slow pairs share, labelled as estimates.
+  std::shared_ptr<const fabric::EthFabric> lldp_fabric;
   TestPathStore* paths = nullptr;
   // With a fabric and a `fabric_reader:` (docs/fabric.md, "Counters"): the rounds run one after
   // the other, and the reader reads the port counters of every switch port on each round's

@@ -68,6 +68,7 @@ grpc::Status CoordinatorServer::ControlServiceImpl::DiscoverFabric(
   d.ca_port = static_cast<int>(req->ca_port());
   d.timeout_ms = req->timeout_ms() == 0 ? 500 : static_cast<int>(req->timeout_ms());
   d.read_lfts = !req->no_lfts();
+  d.lldp = req->lldp();
   const double seconds = req->deadline_seconds() > 0 ? req->deadline_seconds() : 120;
   // `done` runs exactly once (a reply, the worker's loss or the deadline); the promise is
   // shared so that it outlives a set_value that wakes this thread.

@@ -1,5 +1,7 @@
 #include "coordinator/service/grpc_worker_channel.h"
 
+#include <nlohmann/json.hpp>
+
 #include "convert.h"
 
 namespace gdrmesh {
@@ -170,27 +172,44 @@ void GrpcWorkerChannel::discoverFabric(const fabric::DiscoverRequest& request, D
   d->set_ca_port(static_cast<uint32_t>(request.ca_port));
   d->set_timeout_ms(static_cast<uint32_t>(request.timeout_ms));
   d->set_no_lfts(!request.read_lfts);
+  d->set_lldp(request.lldp);
+  const bool lldp = request.lldp;
   std::string w = worker();
-  link_->call(std::move(cmd), deadline, [done = std::move(done), w](Result<pb::CommandReply> r) {
-    if (!r.ok()) return done(r.status());
-    if (!r->has_discover_fabric()) return done(wrongReply(w, "discover_fabric"));
-    fabric::DiscoverOutcome o;
-    o.status = convert::fromProto(r->discover_fabric().discovery());
-    if (o.status.ok()) {
-      // The snapshot's JSON (docs/fabric.md) is read once, here at the edge; a worker's text
-      // of any shape is an error, never an exception on this thread.
-      auto f = fabric::fabricFromJsonText(r->discover_fabric().snapshot_json(),
-                                          "the snapshot of worker " + w);
-      if (!f.ok()) {
-        o.status = f.status().withContext("worker " + w +
-                                          " answered a snapshot gdrmesh cannot "
-                                          "read (protocol mismatch; upgrade the worker)");
-      } else {
-        o.fabric = std::move(f).value();
-      }
-    }
-    done(std::move(o));
-  });
+  link_->call(
+      std::move(cmd), deadline, [done = std::move(done), w, lldp](Result<pb::CommandReply> r) {
+        if (!r.ok()) return done(r.status());
+        if (!r->has_discover_fabric()) return done(wrongReply(w, "discover_fabric"));
+        fabric::DiscoverOutcome o;
+        o.asked_lldp = lldp;
+        o.status = convert::fromProto(r->discover_fabric().discovery());
+        if (o.status.ok() && lldp) {
+          // The worker's LLDP answer (docs/json.md), read once here; any shape is a result.
+          const auto j = nlohmann::json::parse(r->discover_fabric().lldp_json(), nullptr,
+                                               /*allow_exceptions=*/false);
+          auto h = j.is_discarded() ? Result<fabric::LldpHost>(invalidArgument("not JSON"))
+                                    : fabric::lldpHostFromJson(j);
+          if (!h.ok()) {
+            o.status = h.status().withContext("worker " + w +
+                                              " answered an LLDP answer gdrmesh cannot read "
+                                              "(protocol mismatch; upgrade the worker)");
+          } else {
+            o.lldp = std::move(h).value();
+          }
+        } else if (o.status.ok()) {
+          // The snapshot's JSON (docs/fabric.md) is read once, here at the edge; a worker's text
+          // of any shape is an error, never an exception on this thread.
+          auto f = fabric::fabricFromJsonText(r->discover_fabric().snapshot_json(),
+                                              "the snapshot of worker " + w);
+          if (!f.ok()) {
+            o.status = f.status().withContext("worker " + w +
+                                              " answered a snapshot gdrmesh cannot "
+                                              "read (protocol mismatch; upgrade the worker)");
+          } else {
+            o.fabric = std::move(f).value();
+          }
+        }
+        done(std::move(o));
+      });
 }
 
 void GrpcWorkerChannel::readPortCounters(const fabric::CounterReadRequest& request,

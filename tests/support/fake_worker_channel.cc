@@ -454,8 +454,10 @@ void FakeWorkerChannel::discoverFabric(const fabric::DiscoverRequest& request, D
   reply<fabric::DiscoverOutcome>(
       "discover_fabric", behaviour.command_seconds, deadline, std::move(done),
       [discover, request, name]() -> Result<fabric::DiscoverOutcome> {
-        if (discover) return discover(request);
         fabric::DiscoverOutcome o;
+        if (discover) o = discover(request);
+        o.asked_lldp = request.lldp;  // as the gRPC channel marks it
+        if (discover) return o;
         o.status =
             failedPrecondition("no InfiniBand device with a umad interface (fake " + name + ")",
                                "run discovery on a host with an InfiniBand HCA");

@@ -168,9 +168,24 @@ void execute(const WorkerOptions& options, SessionManager& sessions,
       d.ca_port = static_cast<int>(req.ca_port());
       d.timeout_ms = req.timeout_ms() == 0 ? 500 : static_cast<int>(req.timeout_ms());
       d.read_lfts = !req.no_lfts();
+      d.lldp = req.lldp();
       auto* out = reply->mutable_discover_fabric();
       Status ds;
-      if (!options.discover_fabric) {
+      if (d.lldp) {
+        // RoCE: lldpd's neighbours of this worker's NICs; a NIC without one is in the answer.
+        if (!options.read_lldp) {
+          ds = unimplemented("worker " + options.name + " cannot ask lldpd (a simulated worker)",
+                             "ask a real worker on a RoCE host");
+        } else {
+          fabric::LldpHost h = options.read_lldp(d);
+          h.host = options.name;
+          if (!h.status.ok() && h.nics.empty()) {
+            ds = h.status;
+          } else {
+            out->set_lldp_json(fabric::toJson(h).dump());
+          }
+        }
+      } else if (!options.discover_fabric) {
         ds = unimplemented(
             "worker " + options.name + " was built without InfiniBand fabric discovery",
             "install libibnetdisc-dev libibmad-dev libibumad-dev and rebuild the "

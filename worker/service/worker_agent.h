@@ -59,6 +59,11 @@ struct WorkerOptions {
   // set where that module is built; not re-entrant: the agent runs one at a time). Unset: the
   // worker answers that it was built without it (a result, not an error).
   std::function<Result<fabric::Fabric>(const fabric::DiscoverRequest&)> discover_fabric;
+  // `gdrmesh fabric discover --worker NAME --lldp` (RoCE): this worker's NICs and their LLDP
+  // neighbours (worker/fabric/lldp_reader.h; blocking, at most its lldpcli timeout). The agent
+  // names the host after the worker. Unset (simulated workers): the worker answers that it
+  // cannot ask lldpd (a result, not an error).
+  std::function<fabric::LldpHost(const fabric::DiscoverRequest&)> read_lldp;
   // A sweep's fabric reader (docs/fabric.md, "Counters"): reads the port counters through this
   // worker's InfiniBand port (worker/fabric/ib_counters.h; one at a time with discovery). Unset:
   // the worker answers that it was built without the fabric module.

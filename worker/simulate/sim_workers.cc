@@ -375,9 +375,13 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
         break;
       }
       case pb::CoordinatorCommand::kDiscoverFabric:
-        // Simulated workers have no InfiniBand port: a result, not an error of the command.
-        toProto(unimplemented("simulated worker " + m.name() + " has no InfiniBand fabric",
-                              "discover the fabric through a real worker on an InfiniBand host"),
+        // Simulated workers have no InfiniBand port and no lldpd: a result, not an error.
+        toProto(cmd.discover_fabric().lldp()
+                    ? unimplemented("simulated worker " + m.name() + " cannot ask lldpd",
+                                    "ask a real worker on a RoCE host")
+                    : unimplemented("simulated worker " + m.name() + " has no InfiniBand fabric",
+                                    "discover the fabric through a real worker on an InfiniBand "
+                                    "host"),
                 reply->mutable_discover_fabric()->mutable_discovery());
         break;
       case pb::CoordinatorCommand::kReadPortCounters:

@@ -20,6 +20,7 @@
 
 #include "common/clock.h"
 #include "common/fabric/fabric.h"
+#include "common/fabric/lldp.h"
 #include "coordinator/orchestrator/worker_channel.h"
 #include "coordinator/service/coordinator_server.h"
 #include "coordinator/store/sqlite_store.h"
@@ -82,6 +83,35 @@ class Harness {
   virtual void lose(const std::string& name) = 0;
 };
 
+// What worker "b" answers to an LLDP discovery: one NIC heard leaf07[Ethernet12], one did not.
+fabric::LldpHost channelTestLldp() {
+  fabric::LldpHost h;
+  h.host = "somewhere-else";  // the agent names the host after the worker
+  fabric::LldpNic heard;
+  heard.device = "mlx5_0";
+  heard.netdev = "ens1";
+  heard.link_layer = "Ethernet";
+  fabric::LldpNeighbour n;
+  n.interface = "ens1";
+  n.chassis_id = "b6:d3:b8:84:e8:83";
+  n.chassis_id_type = "mac";
+  n.chassis_name = "leaf07";
+  n.port_id = "Ethernet12";
+  n.port_id_type = "local";
+  n.mfs = 9216;
+  n.vlans = {100};
+  n.pvid = 100;
+  heard.neighbour = n;
+  fabric::LldpNic deaf;
+  deaf.device = "mlx5_1";
+  deaf.netdev = "ens2";
+  deaf.link_layer = "Ethernet";
+  deaf.reason = "lldpd hears no neighbour on ens2";
+  deaf.fix = "enable LLDP on the switch port";
+  h.nics = {heard, deaf};
+  return h;
+}
+
 class FakeHarness final : public Harness {
  public:
   FakeHarness() {
@@ -92,9 +122,14 @@ class FakeHarness final : public Harness {
       o.status = unimplemented("worker a was built without InfiniBand fabric discovery (fake)");
       return o;
     };
-    dir_.fake("b").behaviour.discover = [](const fabric::DiscoverRequest&) {
+    dir_.fake("b").behaviour.discover = [](const fabric::DiscoverRequest& r) {
       fabric::DiscoverOutcome o;
-      o.fabric = channelTestFabric();
+      if (r.lldp) {
+        o.lldp = channelTestLldp();
+        o.lldp->host = "b";  // as a real agent names it
+      } else {
+        o.fabric = channelTestFabric();
+      }
       return o;
     };
   }
@@ -167,6 +202,7 @@ class RealHarness final : public Harness {
       o.discover_fabric = [](const fabric::DiscoverRequest&) -> Result<fabric::Fabric> {
         return channelTestFabric();
       };
+      o.read_lldp = [](const fabric::DiscoverRequest&) { return channelTestLldp(); };
     }
     Inventory inv;
     inv.hostname = name;
@@ -460,6 +496,30 @@ TEST_P(WorkerChannelContract, AFabricDiscoveryAnswersTheSnapshotOrWhyThereIsNone
   EXPECT_EQ(fabric::toJson(f->fabric), fabric::toJson(want));
   ASSERT_EQ(f->fabric.links.size(), 1u);
   EXPECT_EQ(f->fabric.links[0].a.node, "leaf01");
+}
+
+// An LLDP discovery (RoCE) answers the worker's NICs with their neighbours, a NIC without one
+// included, the host named after the worker.
+TEST_P(WorkerChannelContract, AnLldpDiscoveryAnswersTheNicsAndTheirNeighbours) {
+  fabric::DiscoverRequest r;
+  r.lldp = true;
+  Awaited<fabric::DiscoverOutcome> found;
+  b_->discoverFabric(r, deadline(), found.done());
+  auto f = found.get();
+  ASSERT_TRUE(f.ok()) << f.status().toString();
+  ASSERT_TRUE(f->status.ok()) << f->status.toString();
+  EXPECT_TRUE(f->asked_lldp);
+  ASSERT_TRUE(f->lldp.has_value());
+  fabric::LldpHost want = channelTestLldp();
+  want.host = "b";
+  EXPECT_EQ(fabric::toJson(*f->lldp), fabric::toJson(want));
+
+  Awaited<fabric::DiscoverOutcome> none;
+  a_->discoverFabric(r, deadline(), none.done());
+  auto n = none.get();
+  ASSERT_TRUE(n.ok()) << n.status().toString();
+  EXPECT_FALSE(n->status.ok());
+  EXPECT_TRUE(n->asked_lldp);
 }
 
 INSTANTIATE_TEST_SUITE_P(Both, WorkerChannelContract, ::testing::Values(Impl::kFake, Impl::kReal),
