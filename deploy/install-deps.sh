@@ -38,7 +38,8 @@ tests=(git sqlite3 libgtest-dev libgmock-dev clang-format ccache bc
        slurmctld slurmd slurm-client munge  # a single-host Slurm (tests/integration/slurm)
        help2man lintian mmdebstrap bash-completion  # the .deb's man page; its test (tests/package/deb)
        podman runc  # the container image's test (tests/package/container)
-       ibsim-utils opensm infiniband-diags)  # simulated InfiniBand fabric tests (tests/fabric)
+       ibsim-utils opensm infiniband-diags  # simulated InfiniBand fabric tests (tests/fabric)
+       lldpd iproute2)  # RoCE from LLDP: real lldpd in two network namespaces (tests/fabric)
 # The Kubernetes manifests' validator (tests/package/kubernetes: npm's kubernetes-models). A
 # machine whose Node.js comes from elsewhere, npm bundled, keeps it: Debian's npm conflicts with it.
 command -v npm >/dev/null || tests+=(nodejs npm)
