@@ -251,7 +251,7 @@ void Executor::finished(size_t slot, PairTestOutcome outcome) {
       candidates.push_back(blocked_by_cap_.front());
       blocked_by_cap_.pop_front();
     }
-    dispatch(candidates);
+    if (give_back == 0) dispatch(candidates);
     ++in_callback_;
     index = s.index;
     // Counted before the result is reported: the end is seen by the last thread to leave.
@@ -261,9 +261,15 @@ void Executor::finished(size_t slot, PairTestOutcome outcome) {
     outcome.result.plan_index = index;
     callbacks_.on_result(index, outcome.result);
   }
-  // Once the result is reported: a request of another run waiting for these resources may
-  // start now (on this thread).
-  if (give_back != 0) options_.locks->release(give_back);
+  if (give_back != 0) {
+    // Once the result is reported: a request of another run waiting for these resources may
+    // start now (on this thread). The next tests of this run on them are dispatched only after
+    // the release: dispatched before it, a next test asked the shared locks for a resource
+    // they still held and queued there behind it (every round of a sweep, for each test).
+    options_.locks->release(give_back);
+    MutexLock lock(mu_);
+    dispatch(candidates);
+  }
   kick();
   leave();
 }
