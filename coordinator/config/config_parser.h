@@ -169,14 +169,14 @@ class Parser {
   Status sweepPairs(const YAML::Node& node, const std::string& path, SweepSpec& s) const;
   Status hostClass(const YAML::Node& node, const std::string& path, HostClass& c) const;
   Status schedule(const YAML::Node& node, const std::string& path, ScheduleConfig& c) const;
-  Status actions(const YAML::Node& node, const std::string& path, ActionOptions& a) const;
-  Status hook(const YAML::Node& node, const std::string& path, HookOptions& h) const;
-  Status retention(const YAML::Node& node, ClusterConfig& config) const;
-  Status log(const YAML::Node& node, ClusterConfig& config) const;
-  Status outliers(const YAML::Node& node, OutlierOptions& o) const;
+  Status actions(const YAML::Node& n, const std::string& path, ActionOptions& a) const;
+  Status hook(const YAML::Node& n, const std::string& path, HookOptions& h) const;
+  Status retention(const YAML::Node& r, ClusterConfig& config) const;
+  Status log(const YAML::Node& n, ClusterConfig& config) const;
+  Status outliers(const YAML::Node& n, OutlierOptions& o) const;
   // fabric, fabric_hosts, fabric_reader, fabric_counters_reset and fabric_thresholds.
   Status fabric(const YAML::Node& root, ClusterConfig& config) const;
-  Status fabricThresholds(const YAML::Node& node, ClusterConfig& config) const;
+  Status fabricThresholds(const YAML::Node& n, ClusterConfig& config) const;
 
  private:
   std::string origin_;

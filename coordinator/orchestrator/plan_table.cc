@@ -1,5 +1,6 @@
 #include "coordinator/orchestrator/plan_table.h"
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -7,7 +8,7 @@ namespace gdrmesh {
 
 PlanTable::PlanTable(const std::vector<PlannedTest>& tests) {
   rows_.reserve(tests.size());
-  for (const PlannedTest& t : tests) push_back(t);
+  for (const PlannedTest& t : tests) append(t);
 }
 
 size_t PlanTable::EndpointHash::operator()(const EndpointSelector& e) const {
@@ -15,7 +16,7 @@ size_t PlanTable::EndpointHash::operator()(const EndpointSelector& e) const {
   auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   mix(std::hash<std::string>()(e.device));
   mix(static_cast<size_t>(e.memory));
-  mix(static_cast<size_t>(e.gpu + 1));
+  mix(static_cast<size_t>(static_cast<int64_t>(e.gpu) + 1));
   mix(static_cast<size_t>(e.reg));
   return h;
 }
@@ -32,7 +33,7 @@ uint32_t PlanTable::endpointId(const EndpointSelector& e) {
   return it->second;
 }
 
-void PlanTable::push_back(const PlannedTest& t) {
+void PlanTable::append(const PlannedTest& t) {
   Row r;
   r.round = t.round;
   r.initiator = endpointId(t.initiator);

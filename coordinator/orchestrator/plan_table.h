@@ -22,7 +22,7 @@ class PlanTable {
   PlanTable() = default;
   explicit PlanTable(const std::vector<PlannedTest>& tests);
 
-  void push_back(const PlannedTest& t);
+  void append(const PlannedTest& t);
   void reserve(size_t n) { rows_.reserve(n); }
   size_t size() const { return rows_.size(); }
   bool empty() const { return rows_.empty(); }

@@ -183,7 +183,7 @@ Result<PlanTable> SweepRunner::planAll(LiveSweep& s, const std::set<std::string>
     all.reserve(all.size() + plan->tests.size());
     for (auto& t : plan->tests) {
       t.round += s.rounds;
-      all.push_back(t);
+      all.append(t);
       s.template_of.push_back(static_cast<int>(p));
     }
     if (parts[p].pattern == SweepPattern::kBisection) {
@@ -653,7 +653,7 @@ void SweepRunner::runRetests(const std::shared_ptr<LiveSweep>& s) {
           static_cast<size_t>(it->second) < s->template_of.size()) {
         tmpl = s->template_of[static_cast<size_t>(it->second)];
       }
-      s->plan.push_back(t);
+      s->plan.append(t);
       s->template_of.push_back(tmpl);
     }
     s->retests = static_cast<uint32_t>(retests.size());

@@ -64,7 +64,7 @@ TEST(PlanTable, EveryTestReadsBackAsPlannedWithItsEndpointsKeptOnce) {
   retest.round = 7;
   retest.retest = true;
   retest.retest_of = "t-20261127T101500-0001";
-  table.push_back(retest);
+  table.append(retest);
   tests.push_back(retest);
 
   ASSERT_EQ(table.size(), tests.size());
