@@ -313,14 +313,7 @@ class StatusHttpServer::Impl {
                   if (auto* e = std::get_if<ParamError>(&parsed)) return sendParamError(res, *e);
                   const auto& q = std::get<SweepQuery>(parsed);
                   std::string id = req.matches[1];
-                  if (id == "latest") {
-                    auto latest = latestSweepId(false);
-                    if (!latest.ok()) return sendStatus(res, latest.status());
-                    id = *latest;
-                  } else if (!validSweepId(id)) {
-                    return sendError(res, 400, "id", "sweep id '" + id + "' is not a sweep id",
-                                     "give an id as /api/sweeps or `gdrmesh sweeps` lists it");
-                  }
+                  if (!resolveSweepId(id, res)) return;
                   auto report = source_.sweep(id);
                   if (!report.ok()) return sendStatus(res, report.status());
                   sendJson(res, 200, sweepJson(*report, q.filter, q.page));
@@ -329,14 +322,7 @@ class StatusHttpServer::Impl {
                 [this](const httplib::Request& req, httplib::Response& res) {
                   if (auto e = parseNoParams(req.params)) return sendParamError(res, *e);
                   std::string id = req.matches[1];
-                  if (id == "latest") {
-                    auto latest = latestSweepId(false);
-                    if (!latest.ok()) return sendStatus(res, latest.status());
-                    id = *latest;
-                  } else if (!validSweepId(id)) {
-                    return sendError(res, 400, "id", "sweep id '" + id + "' is not a sweep id",
-                                     "give an id as /api/sweeps or `gdrmesh sweeps` lists it");
-                  }
+                  if (!resolveSweepId(id, res)) return;
                   // Its links only: no verdicts are needed for the fabric view.
                   auto report = source_.sweep(id);
                   if (!report.ok()) return sendStatus(res, report.status());
@@ -441,6 +427,24 @@ class StatusHttpServer::Impl {
   }
 
   // The newest sweep that has ended; unless `ended_only`, the newest of any state when none has.
+  // The sweep an /api/sweeps/ID request names: `latest` resolved, a malformed id refused.
+  // False once the error is in `res`.
+  bool resolveSweepId(std::string& id, httplib::Response& res) {
+    if (id == "latest") {
+      auto latest = latestSweepId(false);
+      if (!latest.ok()) {
+        sendStatus(res, latest.status());
+        return false;
+      }
+      id = *latest;
+    } else if (!validSweepId(id)) {
+      sendError(res, 400, "id", "sweep id '" + id + "' is not a sweep id",
+                "give an id as /api/sweeps or `gdrmesh sweeps` lists it");
+      return false;
+    }
+    return true;
+  }
+
   Result<std::string> latestSweepId(bool ended_only) {
     GDR_ASSIGN_OR_RETURN(auto list, source_.sweeps(kLatestLookback));
     for (const auto& p : list) {
