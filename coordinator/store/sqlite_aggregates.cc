@@ -124,6 +124,7 @@ struct SqliteStore::AggregateScan {
   std::tuple<std::string, std::string, std::string, std::string, uint64_t> key;
   bool open = false;     // `group` holds rows not written yet
   bool cleared = false;  // the sweep's earlier aggregates are deleted (before the first write)
+  sqlite3_stmt* insert = nullptr;  // the writer's cached insert, once looked up
   AggregateGroup group;
   std::vector<bool> done;  // planned indexes with a result
   SweepTotals totals;
@@ -244,12 +245,14 @@ Status SqliteStore::writeAggregates(const std::string& sweep_id, AggregateScan& 
     scan.cleared = true;
   }
   if (scan.open) {
-    GDR_ASSIGN_OR_RETURN(
-        sqlite3_stmt * ins,
-        statement(writer_, "aggregate_insert",
-                  std::string("INSERT INTO sweep_aggregates (") + kAggregateColumns +
-                      ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                      "?12, ?13, ?14, ?15, ?16, ?17)"));
+    if (scan.insert == nullptr) {  // looked up once a sweep, not once a group
+      GDR_ASSIGN_OR_RETURN(
+          scan.insert, statement(writer_, "aggregate_insert",
+                                 std::string("INSERT INTO sweep_aggregates (") + kAggregateColumns +
+                                     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                                     "?12, ?13, ?14, ?15, ?16, ?17)"));
+    }
+    sqlite3_stmt* ins = scan.insert;
     AggregateGroup& g = scan.group;
     PairAggregate& a = g.a;
     if (!g.values.empty()) {
