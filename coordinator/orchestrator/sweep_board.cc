@@ -74,6 +74,16 @@ std::shared_ptr<LiveSweep> SweepBoard::find(const std::string& id) {
   return it == recent.end() ? nullptr : it->second;
 }
 
+bool SweepBoard::awaitResultsStored(const std::string& id, Clock::TimePoint deadline) {
+  UniqueLock lock(mu);
+  auto it = recent.find(id);
+  if (it == recent.end()) return true;
+  const std::shared_ptr<LiveSweep> s = it->second;
+  return waitUntil(clock_, lock.native(), cv, deadline, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return !s->results_pending || stopping;
+  });
+}
+
 uint64_t SweepBoard::startingTests() {
   MutexLock lock(mu);
   uint64_t n = 0;

@@ -93,6 +93,10 @@ struct LiveSweep {
   // `figures`, `suspects` and `notes` here until the rows are stored (SweepReports).
   bool report_pending = false;
   std::vector<FigureSummary> figures;  // of `verdicts`, while report_pending
+  // Judged and shown ended while the writer still stores its last results (they are written
+  // while the judge runs, not before it): a query of its results waits until this turns false
+  // (SweepBoard::awaitResultsStored).
+  bool results_pending = false;
   SweepState notified_state = SweepState::kQueued;
   bool notified_pending = false;
   Clock::TimePoint notified_at{};
@@ -127,6 +131,10 @@ class SweepBoard {
   // returns its progress and version.
   std::pair<SweepProgress, uint64_t> waitForChange(const std::shared_ptr<LiveSweep>& s,
                                                    uint64_t version, Clock::TimePoint deadline);
+  // Blocks until the recent sweep `id` has every result stored (at once for any other id), the
+  // board stops or the clock reaches `deadline`; false only at the deadline with results still
+  // being written.
+  bool awaitResultsStored(const std::string& id, Clock::TimePoint deadline);
   // The sweeps whose thread is starting tests (inside Executor::start(); later tests start on
   // the thread that ended the test before them). A test that moves a ManualClock from its own
   // thread waits for 0 before each step, so no start takes its deadline at one time and its

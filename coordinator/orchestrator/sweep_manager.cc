@@ -53,6 +53,10 @@ Result<std::vector<SweepProgress>> SweepManager::list(uint32_t limit) {
   return reports_.list(limit);
 }
 
+Status SweepManager::awaitResults(const std::string& id) {
+  return reports_.awaitResults(id);
+}
+
 bool SweepManager::running() const {
   return queue_.busy();
 }

@@ -50,6 +50,8 @@ class SweepManager {
                                 const std::string& baseline, VerdictFilter filter = {},
                                 VerdictPage page = {});
   Result<std::vector<SweepProgress>> list(uint32_t limit);
+  // Returns once every result of sweep `id` is stored (SweepReports::awaitResults).
+  Status awaitResults(const std::string& id);
   bool running() const;
   // Blocks until the sweep's progress changes after `version` or the deadline passes; returns
   // the progress and its version.

@@ -20,6 +20,9 @@ namespace gdrmesh {
 
 namespace {
 
+// How long a query of an ended sweep's results waits for the writer to store its last ones.
+constexpr double kResultsStoredWaitSeconds = 30.0;
+
 SweepProgress sweepProgressFromRecord(const SweepRecord& r) {
   SweepProgress p;
   p.id = r.id;
@@ -183,6 +186,17 @@ Status parseSweepResultsCursor(const std::string& text, ResultQuery* q) {
 
 }  // namespace
 
+Status SweepReports::awaitResults(const std::string& id) {
+  // A sweep is judged while the writer stores its last results: they are read once every one
+  // is stored.
+  if (board_.awaitResultsStored(id, deps_.clock.after(kResultsStoredWaitSeconds))) {
+    return Status::okStatus();
+  }
+  return unavailable("sweep " + id + ": its last results are still being written to the store",
+                     "retry in a moment (if it lasts, the store is slow or refuses writes: see "
+                     "the coordinator's log)");
+}
+
 Result<SweepReportData> SweepReports::report(const std::string& id, const SweepReportQuery& query) {
   SweepReportData d;
   auto rec = deps_.sweeps.getSweep(id);
@@ -203,6 +217,7 @@ Result<SweepReportData> SweepReports::report(const std::string& id, const SweepR
     if (it != board_.recent.end() && d.notes.empty()) d.notes = it->second->notes;
   }
   if (query.with_results) {
+    GDR_RETURN_IF_ERROR(awaitResults(id));
     ResultQuery q;
     q.run_id = id;
     q.plan_order = true;

@@ -58,6 +58,9 @@ class SweepReports {
                                 const std::string& baseline, VerdictFilter filter = {},
                                 VerdictPage page = {});
   Result<std::vector<SweepProgress>> list(uint32_t limit);
+  // Returns once every result of sweep `id` is stored: at once unless it has just been judged
+  // while the writer stores its last results; kUnavailable if that takes more than 30 s.
+  Status awaitResults(const std::string& id);
 
  private:
   // The live snapshot when the sweep is recent, else from the stored row (`rec`; nullopt:

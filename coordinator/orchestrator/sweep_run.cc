@@ -630,7 +630,8 @@ void SweepRunner::runPending(const std::shared_ptr<LiveSweep>& s,
   s->executor = nullptr;
 }
 
-void SweepRunner::runRetests(const std::shared_ptr<LiveSweep>& s) {
+std::optional<SweepRunner::FirstJudgement> SweepRunner::runRetests(
+    const std::shared_ptr<LiveSweep>& s) {
   // s->rows grows only on this thread's executor callbacks, which have all returned (and
   // published under board_.mu), so the judge reads it in place.
   JudgeRows& rows = s->rows;
@@ -639,7 +640,7 @@ void SweepRunner::runRetests(const std::shared_ptr<LiveSweep>& s) {
   // The outlier detector's low pairs are repeated too, before they are called links.
   const OutlierFindings low = findOutliers(rows, s->config.outliers);
   auto retests = planRetests(rows, verdicts, s->hosts, options_.max_retests, low.repeat);
-  if (retests.empty()) return;
+  if (retests.empty()) return FirstJudgement{std::move(verdicts), low};
   // A retest runs with the template of the test it re-examines (its op, mode, memory and
   // iterations): a read pair's retest is a read, not the config's first sweep.
   std::map<std::string_view, int32_t> plan_index_of;
@@ -660,11 +661,13 @@ void SweepRunner::runRetests(const std::shared_ptr<LiveSweep>& s) {
     board_.publish(*s);
   }
   runTasks(s, s->plan_size);
+  return std::nullopt;
 }
 
 void SweepRunner::setEndState(LiveSweep& s, bool pass) {
   s.finished_ms = deps_.clock.unixMs();
   s.report_pending = true;
+  s.results_pending = true;
   if (board_.stopping && !s.cancel_requested) {
     s.state = SweepState::kInterrupted;
     s.reason = kSweepShutdownReason;
@@ -792,16 +795,26 @@ std::vector<Suspect> SweepRunner::counterEnd(const LiveSweep& s,
           j.link_suspects.end()};
 }
 
-void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* ending) {
+void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, std::optional<FirstJudgement> first,
+                           SweepEnding* ending) {
   // In plan order, as the store reads them back: `sweep judge` over the stored rows gives the
   // same verdicts in the same order.
   JudgeRows& rows = s->rows;
   rows.sortByPlanIndex();
-  auto baseline = sweepBaselineRows(deps_.sweeps, deps_.results, s->spec.baseline, s->id);
-  auto verdicts =
-      judgeSweepRows(deps_.workers, rows, s->config, baseline.ok() ? *baseline : JudgeRows{});
-  if (baseline.ok()) *baseline = JudgeRows{};
-  const OutlierFindings outliers = findOutliers(rows, s->config.outliers);
+  Result<JudgeRows> baseline = JudgeRows{};
+  JudgeVerdicts verdicts;
+  OutlierFindings outliers;
+  if (first && s->spec.baseline.empty()) {
+    // The same rows, judged the same way before the retests were planned (none were).
+    verdicts = std::move(first->verdicts);
+    outliers = std::move(first->outliers);
+  } else {
+    baseline = sweepBaselineRows(deps_.sweeps, deps_.results, s->spec.baseline, s->id);
+    verdicts =
+        judgeSweepRows(deps_.workers, rows, s->config, baseline.ok() ? *baseline : JudgeRows{});
+    if (baseline.ok()) *baseline = JudgeRows{};
+    outliers = findOutliers(rows, s->config.outliers);
+  }
   Localisation located = localiseSweep(rows, verdicts);
   std::vector<std::string> fabric_notes;
   std::vector<DirectedLink> never;
@@ -831,7 +844,7 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* end
     s->suspects = mergeSuspects(std::move(s->suspects), counter_suspects);
   if (!baseline.ok()) s->notes.push_back("baseline: " + baseline.status().message());
   for (const std::vector<std::string>* notes :
-       {&std::as_const(located.notes), &outliers.notes, &std::as_const(judged.notes),
+       {&std::as_const(located.notes), &std::as_const(outliers.notes), &std::as_const(judged.notes),
         &std::as_const(fabric_notes)}) {
     s->notes.insert(s->notes.end(), notes->begin(), notes->end());
   }
@@ -864,6 +877,17 @@ void SweepRunner::logEnd(const std::shared_ptr<LiveSweep>& s) {
   }
 }
 
+void SweepRunner::logEndTimes(const LiveSweep& s, Clock::Duration judge, Clock::Duration stored) {
+  const auto ms = [](Clock::Duration d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  sweepRunLog(deps_.clock)
+      .info("sweep " + s.id + ": judged " + std::to_string(ms(judge)) +
+                " ms after its last result, every result stored after " +
+                std::to_string(ms(stored)) + " ms",
+            {{"sweep", s.id}, {"judge_ms", ms(judge)}, {"results_stored_ms", ms(stored)}});
+}
+
 void SweepRunner::tellEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding ending) {
   if (!options_.on_end) return;
   ending.cluster_hosts = deps_.workers.list().size();  // the directory's lock, without mu
@@ -891,17 +915,29 @@ void SweepRunner::run(const std::shared_ptr<LiveSweep>& s) {
     MutexLock lock(board_.mu);
     cancelled = s->cancel_requested || board_.stopping;
   }
-  if (!cancelled && s->spec.localise) runRetests(s);
-  deps_.writer.flush();
+  std::optional<FirstJudgement> first;
+  if (!cancelled && s->spec.localise) first = runRetests(s);
+  // The judge reads the rows held in memory, not the stored results: it runs while the writer
+  // stores the last results (at 1,024 hosts its queue holds one to two seconds of them), and
+  // a query of this sweep's results waits for them (results_pending).
+  const Clock::TimePoint last_result = deps_.clock.now();
   SweepEnding ending;
-  judgeEnd(s, &ending);
+  judgeEnd(s, std::move(first), &ending);
+  const Clock::TimePoint judged = deps_.clock.now();
   logEnd(s);
   tellEnd(s, std::move(ending));
+  deps_.writer.flush();
+  {
+    MutexLock lock(board_.mu);
+    s->results_pending = false;
+    board_.cv.notify_all();
+  }
+  logEndTimes(*s, judged - last_result, deps_.clock.now() - last_result);
   // Followers have seen the end since judgeEnd, and read the report from memory (rows,
   // verdicts, figures, suspects, notes: SweepReports) while it is stored here; the stored row
-  // says the sweep ended only after its report rows (a coordinator killed meanwhile judges it
-  // again at its next start). At 1,024 hosts the rows and aggregates take 10-20 s: the
-  // verdict no longer waits for them (issue #19).
+  // says the sweep ended only after its results and report rows (a coordinator killed
+  // meanwhile runs what was not stored and judges it again at its next start). At 1,024 hosts
+  // the rows and aggregates take 10-20 s: the verdict no longer waits for them (issue #19).
   checkpoint(s, true);
   MutexLock lock(board_.mu);
   s->report_pending = false;

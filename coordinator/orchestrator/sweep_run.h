@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "coordinator/orchestrator/judge_row.h"
 #include "coordinator/orchestrator/link_blame.h"
 #include "coordinator/orchestrator/link_counters.h"
+#include "coordinator/orchestrator/outliers.h"
 #include "coordinator/orchestrator/sweep_board.h"
 #include "coordinator/orchestrator/sweep_fabric.h"
 #include "coordinator/orchestrator/sweep_lldp.h"
@@ -150,8 +152,16 @@ class SweepRunner {
   Result<fabric::CounterReadOutcome> readCounters(const std::vector<fabric::CounterPort>& ports);
   ExecutorTasks tasksOf(const std::shared_ptr<LiveSweep>& s,
                         std::shared_ptr<std::vector<int>> pending);
-  // Retests with known-good partners, when the sweep localises.
-  void runRetests(const std::shared_ptr<LiveSweep>& s);
+  // The judge's verdicts and the outliers over the plan proper's rows, which planned the
+  // retests: when none followed and no baseline is asked for, the end judges with them rather
+  // than judging the same rows twice (at 1,024 hosts a third of a second, issue #19).
+  struct FirstJudgement {
+    JudgeVerdicts verdicts;
+    OutlierFindings outliers;
+  };
+  // Retests with known-good partners, when the sweep localises; the first judgement when no
+  // retest ran.
+  std::optional<FirstJudgement> runRetests(const std::shared_ptr<LiveSweep>& s);
   // With a fabric: traces and stores the rows' paths, returns the links to blame, adds the
   // match and coverage lines to `notes` and the inter-switch links no test crossed to `never`.
   std::vector<BlamedLink> fabricEnd(const LiveSweep& s, const JudgeRows& rows,
@@ -164,11 +174,15 @@ class SweepRunner {
                                   std::vector<BlamedLink>* blamed, std::vector<std::string>* notes,
                                   std::vector<LinkVerdictRecord>* links);
   // Judges the rows and sets the sweep's end (report_pending until checkpoint(final)).
-  void judgeEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding* ending);
+  void judgeEnd(const std::shared_ptr<LiveSweep>& s, std::optional<FirstJudgement> first,
+                SweepEnding* ending);
   // The end's state and verdict. board.mu held.
   void setEndState(LiveSweep& s, bool pass) ABSL_EXCLUSIVE_LOCKS_REQUIRED(board_.mu);
   // SweepManagerOptions::on_end and its lines as notes.
   void logEnd(const std::shared_ptr<LiveSweep>& s);
+  // The log's account of the end: from the last result to the verdict, and to every result
+  // stored.
+  void logEndTimes(const LiveSweep& s, Clock::Duration judge, Clock::Duration stored);
   void tellEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding ending);
   // The next periodic checkpoint (checkpoint_seconds on, on the clock's thread), which stores
   // progress and schedules the next into *timer, while `line` is open.

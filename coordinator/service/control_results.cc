@@ -51,6 +51,11 @@ grpc::Status CoordinatorServer::ControlServiceImpl::ListResults(grpc::ServerCont
     }
     q.status = convert::fromProto(req->status());
   }
+  // A sweep's results are listed once the writer has stored its last ones (it is judged
+  // meanwhile).
+  if (!q.run_id.empty()) {
+    if (auto st = s_.sweep_manager_->awaitResults(q.run_id); !st.ok()) return toGrpc(st);
+  }
   auto page = s_.history_.results(q);
   if (!page.ok()) return toGrpc(page.status());
   // Results the store has not accepted yet (disk full) come first: they are the newest.

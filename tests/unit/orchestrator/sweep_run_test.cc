@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -129,6 +131,117 @@ TEST(SweepRun, AShutdownDuringTheWaitForHostsEndsInterruptedWithoutATest) {
       << toString(p.state);
   EXPECT_EQ(p.tests_done, 0u);
   EXPECT_TRUE(rig.testsRun().empty());
+}
+
+// Results whose inserts wait at a gate the test opens: the writer's last results are still
+// being stored when the sweep's last test has ended.
+class GatedResults final : public ResultRecords {
+ public:
+  explicit GatedResults(ResultRecords& inner) : inner_(inner) {}
+  void open() {
+    {
+      MutexLock lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  Result<int64_t> insertResult(const TestResult& result) override {
+    pass();
+    return inner_.insertResult(result);
+  }
+  Result<std::vector<int64_t>> insertResults(const std::vector<TestResult>& results) override {
+    pass();
+    return inner_.insertResults(results);
+  }
+  Result<std::vector<TestResult>> queryResults(const ResultQuery& query) override {
+    return inner_.queryResults(query);
+  }
+  Result<std::optional<TestResult>> getResult(const std::string& test_id) override {
+    return inner_.getResult(test_id);
+  }
+  Result<uint64_t> countResults(const ResultQuery& query) override {
+    return inner_.countResults(query);
+  }
+  Result<std::vector<TestResult>> queryHistory(const HistoryQuery& query) override {
+    return inner_.queryHistory(query);
+  }
+
+ private:
+  void pass() {
+    UniqueLock lock(mu_);
+    cv_.wait(lock.native(), [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return open_; });
+  }
+  ResultRecords& inner_;
+  Mutex mu_;
+  std::condition_variable cv_;
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// The judge reads the rows held in memory: the end and the verdict are shown while the writer
+// still stores the last results (at 1,024 hosts one to two seconds of them, issue #19), and a
+// query of the sweep's results waits until every one is stored.
+TEST(SweepRun, TheVerdictIsShownBeforeTheLastResultsAreStoredAndTheirQueryWaitsForThem) {
+  std::unique_ptr<GatedResults> gated;  // outlives the rig's writer
+  SweepRig rig;
+  gated = std::make_unique<GatedResults>(*rig.store);
+  rig.writer = std::make_unique<ResultWriter>(*gated, rig.clock);
+  RigCoordinator& c = rig.start();
+  auto planned = c.runner.plan(rigAllPairs());
+  ASSERT_TRUE(planned.ok());
+  std::shared_ptr<LiveSweep> s = *planned;
+  {
+    MutexLock lock(c.board.mu);
+    ASSERT_TRUE(rig.store->createSweep(c.runner.recordOf(*s)).ok());
+    c.board.recent[s->id] = s;
+  }
+  std::optional<RunThread> run;
+  run.emplace(c, s);
+  // Before: the run flushed the writer first, so no end was shown while the store held the
+  // results back.
+  SweepProgress shown;
+  ASSERT_TRUE(rig.drive([&] {
+    auto p = c.reports.progress(s->id);
+    if (p.ok()) shown = *p;
+    return p.ok() && p->state == SweepState::kFinished;
+  })) << "no end shown while the last results wait to be stored";
+  EXPECT_EQ(shown.verdict, "PASS");
+  EXPECT_TRUE(shown.report_pending);
+  auto stored = rig.store->countResults([&] {
+    ResultQuery q;
+    q.run_id = s->id;
+    return q;
+  }());
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(*stored, 0U) << "the gate let results through before the end";
+  // The report without results is read at once, from memory.
+  auto verdicts = c.reports.report(s->id);
+  ASSERT_TRUE(verdicts.ok()) << verdicts.status().toString();
+  EXPECT_EQ(verdicts->verdicts.size(), 6U);
+  // A query of its results waits for them, on the clock: 30 s without them is an error that
+  // says why, not a short list.
+  EXPECT_FALSE(c.board.awaitResultsStored(s->id, rig.clock.now()));
+  std::atomic<bool> answered{false};
+  Result<SweepReportData> with_results = internalError("not answered");
+  SweepReportQuery q;
+  q.with_results = true;
+  std::thread reader([&] {
+    with_results = c.reports.report(s->id, q);
+    answered = true;
+  });
+  ASSERT_TRUE(rig.drive([&] { return answered.load(); }, 1.0));
+  reader.join();
+  ASSERT_FALSE(with_results.ok()) << with_results->results.size() << " results";
+  EXPECT_EQ(with_results.status().code(), Code::kUnavailable);
+  EXPECT_NE(with_results.status().message().find("still being written"), std::string::npos)
+      << with_results.status().toString();
+  // Once stored, every result is read.
+  gated->open();
+  ASSERT_TRUE(rig.drive([&] { return c.board.awaitResultsStored(s->id, rig.clock.now()); }));
+  with_results = c.reports.report(s->id, q);
+  ASSERT_TRUE(with_results.ok()) << with_results.status().toString();
+  EXPECT_EQ(with_results->results.size(), 6U);
+  EXPECT_EQ(rig.finish(c, s->id).state, SweepState::kFinished);
+  run.reset();
 }
 
 TEST(SweepRun, ProgressIsStoredOnTheClocksTicksWhileTestsRun) {
