@@ -877,15 +877,22 @@ void SweepRunner::logEnd(const std::shared_ptr<LiveSweep>& s) {
   }
 }
 
-void SweepRunner::logEndTimes(const LiveSweep& s, Clock::Duration judge, Clock::Duration stored) {
+void SweepRunner::logEndTimes(const LiveSweep& s, const EndTimes& t) {
   const auto ms = [](Clock::Duration d) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
   };
+  const int64_t judge = ms(t.judged - t.tests_ended);
+  const int64_t retests = ms(t.retests_ended - t.tests_ended);
+  const int64_t stored = ms(t.stored - t.tests_ended);
   sweepRunLog(deps_.clock)
-      .info("sweep " + s.id + ": judged " + std::to_string(ms(judge)) +
-                " ms after its last result, every result stored after " +
-                std::to_string(ms(stored)) + " ms",
-            {{"sweep", s.id}, {"judge_ms", ms(judge)}, {"results_stored_ms", ms(stored)}});
+      .info("sweep " + s.id + ": judged " + std::to_string(judge) +
+                " ms after its tests ended (of which retests planned and run " +
+                std::to_string(retests) + " ms), every result stored after " +
+                std::to_string(stored) + " ms",
+            {{"sweep", s.id},
+             {"judge_ms", judge},
+             {"retests_ms", retests},
+             {"results_stored_ms", stored}});
 }
 
 void SweepRunner::tellEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding ending) {
@@ -915,15 +922,17 @@ void SweepRunner::run(const std::shared_ptr<LiveSweep>& s) {
     MutexLock lock(board_.mu);
     cancelled = s->cancel_requested || board_.stopping;
   }
+  EndTimes times;
+  times.tests_ended = deps_.clock.now();
   std::optional<FirstJudgement> first;
   if (!cancelled && s->spec.localise) first = runRetests(s);
+  times.retests_ended = deps_.clock.now();
   // The judge reads the rows held in memory, not the stored results: it runs while the writer
   // stores the last results (at 1,024 hosts its queue holds one to two seconds of them), and
   // a query of this sweep's results waits for them (results_pending).
-  const Clock::TimePoint last_result = deps_.clock.now();
   SweepEnding ending;
   judgeEnd(s, std::move(first), &ending);
-  const Clock::TimePoint judged = deps_.clock.now();
+  times.judged = deps_.clock.now();
   logEnd(s);
   tellEnd(s, std::move(ending));
   deps_.writer.flush();
@@ -932,7 +941,8 @@ void SweepRunner::run(const std::shared_ptr<LiveSweep>& s) {
     s->results_pending = false;
     board_.cv.notify_all();
   }
-  logEndTimes(*s, judged - last_result, deps_.clock.now() - last_result);
+  times.stored = deps_.clock.now();
+  logEndTimes(*s, times);
   // Followers have seen the end since judgeEnd, and read the report from memory (rows,
   // verdicts, figures, suspects, notes: SweepReports) while it is stored here; the stored row
   // says the sweep ended only after its results and report rows (a coordinator killed

@@ -180,9 +180,12 @@ class SweepRunner {
   void setEndState(LiveSweep& s, bool pass) ABSL_EXCLUSIVE_LOCKS_REQUIRED(board_.mu);
   // SweepManagerOptions::on_end and its lines as notes.
   void logEnd(const std::shared_ptr<LiveSweep>& s);
-  // The log's account of the end: from the last result to the verdict, and to every result
-  // stored.
-  void logEndTimes(const LiveSweep& s, Clock::Duration judge, Clock::Duration stored);
+  // The log's account of the end: from the plan's last test to the retests' end, the verdict
+  // and every result stored.
+  struct EndTimes {
+    Clock::TimePoint tests_ended, retests_ended, judged, stored;
+  };
+  void logEndTimes(const LiveSweep& s, const EndTimes& t);
   void tellEnd(const std::shared_ptr<LiveSweep>& s, SweepEnding ending);
   // The next periodic checkpoint (checkpoint_seconds on, on the clock's thread), which stores
   // progress and schedules the next into *timer, while `line` is open.

@@ -187,6 +187,9 @@ fi
 stored=$(grep -o 'report stored ([0-9]* verdicts) in [0-9]* ms, aggregates in [0-9]* ms' \
   "$dir/coord.log" | tail -1 || true)
 [[ -n "$stored" ]] && echo "end of the sweep in the coordinator: $stored"
+judged=$(grep -o 'judged [0-9]* ms after its tests ended.* ms, every result stored after [0-9]* ms' \
+  "$dir/coord.log" | tail -1 || true)
+[[ -n "$judged" ]] && echo "the sweep's end in the coordinator: $judged"
 [[ -s "$dir/threads.txt" ]] && cat "$dir/threads.txt"
 if [[ -s "$dir/perf.txt" ]]; then
   awk -v t="$tests" '/syscalls:sys_enter_/ { gsub(",", "", $1); sub("syscalls:sys_enter_", "", $2);
