@@ -17,12 +17,9 @@ gdrmesh="$1"
 keep="${2:-}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-skip() { echo "SKIPPED: $*"; exit 77; }
-for tool in ibsim opensm python3; do
-  command -v "$tool" >/dev/null || skip "$tool is not installed (deploy/install-deps.sh installs ibsim-utils opensm)"
-done
-umad2sim="$(dpkg -L libumad2sim0 2>/dev/null | grep '/libumad2sim.so$' | head -1 || true)"
-[[ -n "$umad2sim" && -f "$umad2sim" ]] || skip "libumad2sim.so not found (package libumad2sim0)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+fabric_require ibsim opensm ibnetdiscover python3
 
 # NAME | generator arguments
 cases=(
@@ -41,13 +38,10 @@ only="${GDRMESH_COVER_CASES:-}"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/gdrmesh-cover-table.XXXXXX")"
 sim_pid=""
-stop_sim() {
-  exec 9>&- 2>/dev/null || true
-  [[ -n "$sim_pid" ]] && kill "$sim_pid" 2>/dev/null || true
-  [[ -n "$sim_pid" ]] && wait "$sim_pid" 2>/dev/null || true
-  sim_pid=""
+cleanup() {
+  fabric_sim_stop
+  rm -rf "$work"
 }
-cleanup() { stop_sim; rm -rf "$work"; }
 trap cleanup EXIT
 
 rc=0
@@ -59,25 +53,12 @@ for c in "${cases[@]}"; do
   d="$work/$name"
   mkdir -p "$d"
   python3 "$here/gen_fat_tree.py" "${args[@]}" >"$d/net"
-  first_host=$(grep -m1 '^Hca' "$d/net" | sed 's/.*"\(h[0-9]*\)".*/\1/')
-  export IBSIM_SOCKNAME="gdrmesh-cover-$$-$name"
-  mkfifo "$d/console"
-  ibsim -s -N 4096 -S 1024 -P 16384 "$d/net" <"$d/console" >"$d/ibsim.log" 2>&1 &
-  sim_pid=$!
-  exec 9>"$d/console"
-  for _ in $(seq 1 300); do  # ready when its log says so (bounded)
-    grep -q "Network simulator ready" "$d/ibsim.log" && break
-    kill -0 "$sim_pid" 2>/dev/null || { cat "$d/ibsim.log"; echo "ibsim exited"; exit 1; }
-    sleep 0.1
-  done
-  sim_env=(env SIM_HOST="$first_host" LD_PRELOAD="$umad2sim" OSM_TMP_DIR="$d" OSM_CACHE_DIR="$d")
-  "${sim_env[@]}" opensm -o -R ftree -f "$d/opensm.log" >"$d/opensm.out" 2>&1 || {
-    tail -20 "$d/opensm.log"; echo "opensm failed on $name"; exit 1; }
-  engine=$(grep -oE '(ftree|minhop|updn|dor) tables configured' "$d/opensm.log" | tail -1 |
-           cut -d' ' -f1 || true)
+  fabric_sim_start "$d" "cover-$name" || exit 1
+  fabric_route "$d" || { echo "routing $name failed"; exit 1; }
+  engine="$fabric_engine"
   "${sim_env[@]}" "$gdrmesh" fabric discover -o json --save "$d/fabric.json" >/dev/null \
     2>"$d/discover.err" || { cat "$d/discover.err"; echo "discover failed on $name"; exit 1; }
-  stop_sim
+  fabric_sim_stop
   [[ -n "$keep" ]] && cp "$d/fabric.json" "$keep/$name.json"
   plan_rc=0
   "$gdrmesh" sweep plan --pattern cover --fabric "$d/fabric.json" -o json >"$d/plan.json" ||
