@@ -658,6 +658,8 @@ int runCoverPlan(const FabricArgs& a) {
                         {"lower_bound", plan->lower_bound},
                         {"leaf_bound", plan->leaf_bound},
                         {"tables_bound", plan->tables_bound},
+                        {"source_bound", plan->source_bound},
+                        {"source_bound_why", plan->source_bound_why},
                         {"all_pairs_rounds", all_pairs_rounds},
                         {"planning_ms", ms},
                         {"rounds", std::move(rounds)}};
@@ -673,6 +675,15 @@ int runCoverPlan(const FabricArgs& a) {
                 << renderTable(rows) << "\n";
     }
     for (const auto& u : plan->uncovered) std::cout << "not covered: " << u << "\n";
+    if (!plan->uncovered.empty() && plan->lower_bound > a.max_rounds) {
+      // Why the plan stopped short: the tables need more rounds than it was allowed.
+      std::cout << "the tables need at least " << plan->lower_bound << " rounds"
+                << (plan->source_bound == plan->lower_bound ? " (" + plan->source_bound_why + ")"
+                                                            : std::string())
+                << "; --max-rounds " << a.max_rounds << " stopped the plan (fix: --max-rounds "
+                << plan->lower_bound << " or more, or route with OpenSM's ftree told its roots: "
+                << "docs/fabric.md)\n";
+    }
     for (const auto& u : plan->unroutable) {
       std::cout << "no route crosses (no test can load it): " << u << "\n";
     }
