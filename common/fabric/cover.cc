@@ -326,7 +326,10 @@ Result<std::vector<uint16_t>> parseFtreeCaOrder(const std::string& text) {
     const std::string word = line.substr(start, stop == std::string::npos ? stop : stop - start);
     char* rest = nullptr;
     const unsigned long lid = std::strtoul(word.c_str(), &rest, 0);
-    if (word.empty() || rest == nullptr || *rest != '\0' || lid == 0 || lid > 0xbfff) {
+    // ftree fills the places of a leaf's missing compute nodes with "0xFFFF\tDUMMY": kept, so
+    // that every host keeps its place in the order.
+    if (word.empty() || rest == nullptr || *rest != '\0' || lid == 0 ||
+        (lid > 0xbfff && lid != kCaOrderDummy)) {
       return invalidArgument(
           "line " + std::to_string(line_no) + ": '" + word + "' is not a unicast LID",
           "give the opensm-ftree-ca-order.dump OpenSM's ftree wrote beside its log (\"0x000b "
@@ -435,7 +438,9 @@ Result<CoverPlan> planCover(const Fabric& f, const CoverOptions& opts) {
       }
     }
   }
-  // The hosts in OpenSM's order, where given (each LID once; LIDs of no host here left out).
+  // The hosts in OpenSM's order, where given, each in its place (kNoHost: a DUMMY place, a LID
+  // of no host here, or a host already placed).
+  constexpr size_t kNoHost = ~size_t{0};
   std::vector<size_t> seeded;
   if (!opts.ca_order.empty()) {
     std::unordered_map<uint16_t, size_t> by_lid;
@@ -443,9 +448,9 @@ Result<CoverPlan> planCover(const Fabric& f, const CoverOptions& opts) {
     std::vector<char> listed(g.eps.size(), 0);
     for (uint16_t lid : opts.ca_order) {
       auto it = by_lid.find(lid);
-      if (it == by_lid.end() || listed[it->second] != 0) continue;
-      listed[it->second] = 1;
-      seeded.push_back(it->second);
+      const bool place = it != by_lid.end() && listed[it->second] == 0;
+      if (place) listed[it->second] = 1;
+      seeded.push_back(place ? it->second : kNoHost);
     }
   }
   std::vector<size_t> order(g.eps.size());
@@ -478,6 +483,7 @@ Result<CoverPlan> planCover(const Fabric& f, const CoverOptions& opts) {
       const size_t half = seeded.size() / 2;
       for (size_t i = 0; i < half; ++i) {
         const size_t a = seeded[i], b = seeded[i + half];
+        if (a == kNoHost || b == kNoHost) continue;
         const int gained = gain(paths.path(a, b), paths.path(b, a));
         if (gained > 0) take(a, b, gained);
       }

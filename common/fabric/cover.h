@@ -59,7 +59,9 @@ struct CoverOptions {
 };
 
 // opensm-ftree-ca-order.dump, which OpenSM's ftree writes beside its log: a compute node a line,
-// its LID first ("0x000b\th0769 mlx5_0"). Errors name the line.
+// its LID first ("0x000b\th0769 mlx5_0"); a missing node's place is "0xFFFF\tDUMMY"
+// (kCaOrderDummy, kept so that the others keep their places). Errors name the line.
+inline constexpr uint16_t kCaOrderDummy = 0xffff;
 Result<std::vector<uint16_t>> parseFtreeCaOrder(const std::string& text);
 
 // Errors: a fabric with fewer than two usable host ports, or no LFTs (discovered --no-lfts).

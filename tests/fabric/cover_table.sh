@@ -5,7 +5,7 @@
 # LFTs), discover it with `gdrmesh fabric discover`, plan `gdrmesh sweep plan --pattern cover`,
 # check the plan with fabric_check.py's own LFT walk, and print one markdown row per tree:
 # rounds and directed inter-switch link coverage of `cover` against all-pairs, the lower bounds
-# (ceil(U/h) over the leaves; from the tables: CoverPlan::tables_bound), and the planning time. A benchmark run by hand, not a ctest.
+# (ceil(U/h) over the leaves; from the tables: CoverPlan::tables_bound, source_bound), and the planning time. A benchmark run by hand, not a ctest.
 #
 #   cover_table.sh GDRMESH [KEEP_DIR]
 #     KEEP_DIR: also keep each tree's snapshot there (NAME.json), e.g. for tests/bench.
@@ -61,8 +61,13 @@ for c in "${cases[@]}"; do
   fabric_sim_stop
   [[ -n "$keep" ]] && cp "$d/fabric.json" "$keep/$name.json"
   plan_rc=0
-  "$gdrmesh" sweep plan --pattern cover --fabric "$d/fabric.json" -o json >"$d/plan.json" ||
-    plan_rc=$?
+  # OpenSM's ftree writes its compute-node order beside its log (minhop does not):
+  # GDRMESH_COVER_NO_CA_ORDER=1 plans without it, to compare.
+  order=()
+  [[ -f "$d/opensm-ftree-ca-order.dump" && -z "${GDRMESH_COVER_NO_CA_ORDER:-}" ]] &&
+    order=(--ca-order "$d/opensm-ftree-ca-order.dump")
+  "$gdrmesh" sweep plan --pattern cover --fabric "$d/fabric.json" "${order[@]}" -o json \
+    >"$d/plan.json" || plan_rc=$?
   check="FAILED"
   if [[ $plan_rc -eq 0 ]] &&
      python3 "$here/fabric_check.py" cover "$d/fabric.json" "$d/plan.json" 1000 >"$d/check.txt"; then
@@ -76,16 +81,16 @@ import json, sys
 name, engine, plan_path, check = sys.argv[1:5]
 p = json.load(open(plan_path))
 pct = lambda a, b: "%.1f %%" % (100.0 * a / b) if b else "-"
-print("| %s | %d | %s | %d | %d | %d (%d: leaves %d, tables %d) | %d | %d | %s | %s | %.1f ms | %s |" % (
+print("| %s | %d | %s | %d | %d | %d (%d: leaves %d, tables %d, source %d) | %d | %d | %s | %s | %.1f ms | %s |" % (
     name, p["hosts"], engine, p["directed_links"], p["routable"], len(p["rounds"]),
-    p["lower_bound"], p["leaf_bound"], p["tables_bound"], p["covered"], p["all_pairs_rounds"], pct(p["covered"], p["routable"]),
+    p["lower_bound"], p["leaf_bound"], p["tables_bound"], p["source_bound"], p["covered"], p["all_pairs_rounds"], pct(p["covered"], p["routable"]),
     pct(p["covered"], p["directed_links"]), p["planning_ms"], check))
 PY
 )")
   echo "${rows[-1]}" >&2
 done
 
-echo "| tree | hosts | OpenSM engine | directed ISLs | routable (= all-pairs loads) | cover rounds (lower bound: ceil(U/h) over leaves, from the tables) | cover loads | all-pairs rounds | cover / routable | cover / all ISLs | planning | LFT walk check |"
+echo "| tree | hosts | OpenSM engine | directed ISLs | routable (= all-pairs loads) | cover rounds (lower bound: ceil(U/h) over leaves, from the tables: per destination, per source leaf) | cover loads | all-pairs rounds | cover / routable | cover / all ISLs | planning | LFT walk check |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 exit $rc

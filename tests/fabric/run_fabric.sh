@@ -60,7 +60,10 @@ python3 "$here/fabric_check.py" compare "$work/fabric.json" "$work/ibnetdiscover
 if [[ "$pairs" -gt 0 ]]; then
   "${sim_env[@]}" python3 "$here/fabric_check.py" trace "$work/fabric.json" "$pairs" "$gdrmesh"
 fi
-"$gdrmesh" sweep plan --pattern cover --fabric "$work/fabric.json" -o json >"$work/plan.json" || {
+# OpenSM's ftree wrote its compute-node order beside its log: the plan's first round starts
+# from it (docs/fabric.md).
+"$gdrmesh" sweep plan --pattern cover --fabric "$work/fabric.json" \
+  --ca-order "$work/opensm-ftree-ca-order.dump" -o json >"$work/plan.json" || {
   cat "$work/plan.json"; echo "gdrmesh sweep plan --pattern cover failed"; exit 1; }
 python3 "$here/fabric_check.py" cover "$work/fabric.json" "$work/plan.json" "$max_rounds"
 # A fault through ibsim's console: unplug the first host's leaf's first up-link; a new

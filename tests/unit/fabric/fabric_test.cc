@@ -409,6 +409,16 @@ TEST(FabricCover, LinksNoTableRoutesOverAreListedAsUnroutable) {
   EXPECT_TRUE(names_spine2);
 }
 
+TEST(FabricCover, ReadsOpenSmsCaOrderAndNamesABadLine) {
+  auto order = parseFtreeCaOrder("0x000b\th0769 mlx5_0\n0x0017\th0770 mlx5_0\n\n");
+  ASSERT_TRUE(order.ok()) << order.status().toString();
+  EXPECT_EQ(*order, (std::vector<uint16_t>{0x0b, 0x17}));
+  auto bad = parseFtreeCaOrder("0x000b\th0769 mlx5_0\nh0770 mlx5_0\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().toString().find("line 2"), std::string::npos) << bad.status().toString();
+  EXPECT_FALSE(parseFtreeCaOrder("").ok());
+}
+
 TEST(FabricCover, NeedsHostsAndTables) {
   Fabric f = smallTree();
   for (auto& s : f.switches) s.lft.assign(s.lft.size(), kNoRoute);
