@@ -634,7 +634,7 @@ int runCoverPlan(const FabricArgs& a) {
     if (!in) {
       return fabricFail("plan", invalidArgument("--ca-order " + a.ca_order + ": cannot be read",
                                                 "give the opensm-ftree-ca-order.dump OpenSM "
-                                                "wrote beside its log (OSM_TMP_DIR)"));
+                                                "wrote in its log file's directory"));
     }
     std::ostringstream text;
     text << in.rdbuf();
