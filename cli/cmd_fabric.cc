@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/cli.h"
 #include "cli/control.h"
@@ -40,7 +41,8 @@ struct FabricArgs {
   std::string src, dst;
   std::string pattern;  // sweep plan
   int max_rounds = 64;
-  std::string worker;  // discover --worker NAME: through the coordinator
+  std::string ca_order;  // sweep plan --ca-order: OpenSM's opensm-ftree-ca-order.dump
+  std::string worker;    // discover --worker NAME: through the coordinator
   double deadline_seconds = 120;
   uint32_t limit = 20;  // history
   // discover --lldp (RoCE, cli/fabric_lldp.h)
@@ -627,6 +629,20 @@ int runCoverPlan(const FabricArgs& a) {
   if (a.pattern == "bisection") return runBisectionPlan(a, *f);
   fabric::CoverOptions o;
   o.max_rounds = a.max_rounds;
+  if (!a.ca_order.empty()) {
+    std::ifstream in(a.ca_order);
+    if (!in) {
+      return fabricFail("plan", invalidArgument("--ca-order " + a.ca_order + ": cannot be read",
+                                                "give the opensm-ftree-ca-order.dump OpenSM "
+                                                "wrote in its log file's directory"));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto order = fabric::parseFtreeCaOrder(text.str());
+    if (!order.ok())
+      return fabricFail("plan", order.status().withContext("--ca-order " + a.ca_order));
+    o.ca_order = std::move(*order);
+  }
   const auto t0 = std::chrono::steady_clock::now();
   auto plan = fabric::planCover(*f, o);
   const double ms =
@@ -658,6 +674,8 @@ int runCoverPlan(const FabricArgs& a) {
                         {"lower_bound", plan->lower_bound},
                         {"leaf_bound", plan->leaf_bound},
                         {"tables_bound", plan->tables_bound},
+                        {"source_bound", plan->source_bound},
+                        {"source_bound_why", plan->source_bound_why},
                         {"all_pairs_rounds", all_pairs_rounds},
                         {"planning_ms", ms},
                         {"rounds", std::move(rounds)}};
@@ -673,6 +691,15 @@ int runCoverPlan(const FabricArgs& a) {
                 << renderTable(rows) << "\n";
     }
     for (const auto& u : plan->uncovered) std::cout << "not covered: " << u << "\n";
+    if (!plan->uncovered.empty() && plan->lower_bound > a.max_rounds) {
+      // Why the plan stopped short: the tables need more rounds than it was allowed.
+      std::cout << "the tables need at least " << plan->lower_bound << " rounds"
+                << (plan->source_bound == plan->lower_bound ? " (" + plan->source_bound_why + ")"
+                                                            : std::string())
+                << "; --max-rounds " << a.max_rounds << " stopped the plan (fix: --max-rounds "
+                << plan->lower_bound << " or more, or route with OpenSM's ftree told its roots: "
+                << "docs/fabric.md)\n";
+    }
     for (const auto& u : plan->unroutable) {
       std::cout << "no route crosses (no test can load it): " << u << "\n";
     }
@@ -803,6 +830,8 @@ void registerFabricCommands(CLI::App& app, Action* action) {
     cmd->add_option("--fabric", a->file, "fabric snapshot (fabric discover -o json); required");
     cmd->add_option("--max-rounds", a->max_rounds, "stop after this many rounds (default 64)")
         ->check(CLI::Range(1, 100000));
+    cmd->add_option("--ca-order", a->ca_order,
+                    "cover: OpenSM's opensm-ftree-ca-order.dump; its order seeds the first round");
     addFabricOutput(cmd, a.get());
     cmd->callback([action, a] { *action = [a] { return runCoverPlan(*a); }; });
   }

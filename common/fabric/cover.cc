@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <numeric>
 #include <unordered_map>
 
 namespace gdrmesh::fabric {
@@ -84,6 +86,127 @@ int walkLinks(const CoverGraph& g, size_t s, size_t d, std::array<int, kMaxLinks
     cur = g.next_sw[static_cast<size_t>(cur)][port];
   }
   return -1;
+}
+
+// Every path a pair can use, read once: a host's traffic enters the fabric at its leaf, so the
+// path from host a to host d is the path from leaf(a) to d. For each leaf (a slot) and
+// destination: its directed links, how many of them are not yet covered, and, per link, the
+// (slot, destination) paths that cross it, so covering a link updates the counts it bounds.
+struct CoverPaths {
+  size_t n = 0;                  // endpoints
+  std::vector<int> leaf_of;      // endpoint -> its leaf's switch index
+  std::vector<int> slot_of;      // switch index -> leaf slot, -1 when no host is cabled to it
+  std::vector<uint32_t> offset;  // path (slot * n + d) -> its links [offset[i], offset[i + 1])
+  std::vector<int> links;
+  std::vector<int> uncovered;      // per path: its links not yet covered
+  std::vector<uint32_t> by_link;   // link -> the paths crossing it [by_link[id], by_link[id + 1])
+  std::vector<uint32_t> crossing;  // path ids, grouped by link
+
+  size_t path(size_t a, size_t d) const {
+    return static_cast<size_t>(slot_of[static_cast<size_t>(leaf_of[a])]) * n + d;
+  }
+  int length(size_t p) const { return static_cast<int>(offset[p + 1] - offset[p]); }
+};
+
+CoverPaths readCoverPaths(const CoverGraph& g) {
+  CoverPaths c;
+  c.n = g.eps.size();
+  c.slot_of.assign(g.sw.size(), -1);
+  std::vector<int> slots;
+  for (const auto& e : g.eps) {
+    c.leaf_of.push_back(e.leaf);
+    if (c.slot_of[static_cast<size_t>(e.leaf)] < 0) {
+      c.slot_of[static_cast<size_t>(e.leaf)] = static_cast<int>(slots.size());
+      slots.push_back(e.leaf);
+    }
+  }
+  // The walk from a leaf: walkLinks from any endpoint on it (the first one found).
+  std::vector<size_t> first_on(slots.size(), 0);
+  for (size_t i = c.n; i-- > 0;) {
+    first_on[static_cast<size_t>(c.slot_of[static_cast<size_t>(g.eps[i].leaf)])] = i;
+  }
+  c.offset.reserve(slots.size() * c.n + 1);
+  c.offset.push_back(0);
+  std::array<int, kMaxLinks> buf{};
+  for (size_t slot = 0; slot < slots.size(); ++slot) {
+    for (size_t d = 0; d < c.n; ++d) {
+      const int k = walkLinks(g, first_on[slot], d, &buf);  // -1 (no route): no links
+      for (int i = 0; i < k; ++i) c.links.push_back(buf[static_cast<size_t>(i)]);
+      c.offset.push_back(static_cast<uint32_t>(c.links.size()));
+    }
+  }
+  const size_t paths = slots.size() * c.n;
+  c.uncovered.resize(paths);
+  for (size_t p = 0; p < paths; ++p) c.uncovered[p] = c.length(p);
+  c.by_link.assign(g.links.size() + 1, 0);
+  for (int id : c.links) ++c.by_link[static_cast<size_t>(id) + 1];
+  for (size_t id = 0; id < g.links.size(); ++id) c.by_link[id + 1] += c.by_link[id];
+  c.crossing.resize(c.links.size());
+  std::vector<uint32_t> fill(c.by_link.begin(), c.by_link.end() - 1);
+  for (size_t p = 0; p < paths; ++p) {
+    for (uint32_t i = c.offset[p]; i < c.offset[p + 1]; ++i) {
+      c.crossing[fill[static_cast<size_t>(c.links[i])]++] = static_cast<uint32_t>(p);
+    }
+  }
+  return c;
+}
+
+// CoverPlan::source_bound: links that only one leaf's traffic crosses, each to its own
+// destinations; the leaf's h hosts send h paths a round, and links whose destination sets are
+// pairwise disjoint need a path each: ceil(those links / h) rounds. Greedy as coverTablesBound.
+// Sets *why to the leaf that needs the most.
+int coverSourceBound(const CoverGraph& g, const CoverPaths& c, std::string* why) {
+  const size_t slots = c.n == 0 ? 0 : c.uncovered.size() / c.n;
+  std::vector<int> hosts_on(slots, 0);
+  std::vector<int> leaf_of_slot(slots, -1);
+  for (size_t a = 0; a < c.n; ++a) {
+    const int slot = c.slot_of[static_cast<size_t>(c.leaf_of[a])];
+    ++hosts_on[static_cast<size_t>(slot)];
+    leaf_of_slot[static_cast<size_t>(slot)] = c.leaf_of[a];
+  }
+  // Per slot, the destination sets of the links only its traffic crosses.
+  std::vector<std::vector<std::vector<size_t>>> sets(slots);
+  for (size_t id = 0; id + 1 < c.by_link.size(); ++id) {
+    const uint32_t b = c.by_link[id], e = c.by_link[id + 1];
+    if (b == e) continue;
+    const size_t slot = c.crossing[b] / c.n;
+    bool one = true;
+    std::vector<size_t> dests;
+    for (uint32_t i = b; i < e && one; ++i) {
+      one = c.crossing[i] / c.n == slot;
+      dests.push_back(c.crossing[i] % c.n);
+    }
+    if (one) sets[slot].push_back(std::move(dests));
+  }
+  int bound = 0;
+  std::vector<char> taken(c.n, 0);
+  for (size_t slot = 0; slot < slots; ++slot) {
+    auto& ls = sets[slot];
+    if (ls.empty()) continue;
+    std::sort(ls.begin(), ls.end(),
+              [](const auto& x, const auto& y) { return x.size() < y.size(); });
+    int disjoint = 0;
+    std::vector<size_t> marked;
+    for (const auto& ds : ls) {
+      if (std::any_of(ds.begin(), ds.end(), [&](size_t d) { return taken[d] != 0; })) continue;
+      ++disjoint;
+      for (size_t d : ds) {
+        taken[d] = 1;
+        marked.push_back(d);
+      }
+    }
+    for (size_t d : marked) taken[d] = 0;
+    const int h = hosts_on[slot];
+    const int need = (disjoint + h - 1) / h;
+    if (need > bound) {
+      bound = need;
+      *why = g.sw[static_cast<size_t>(leaf_of_slot[slot])]->name + ": its " + std::to_string(h) +
+             " host" + (h == 1 ? "" : "s") + " alone send over links of their own to " +
+             std::to_string(disjoint) + " destination" + (disjoint == 1 ? "" : "s") +
+             ", one path a host a round";
+    }
+  }
+  return bound;
 }
 
 // Which directed links any host-to-host path crosses: per destination, follow the LFT from
@@ -187,6 +310,40 @@ int coverTablesBound(const CoverGraph& g) {
 
 }  // namespace
 
+Result<std::vector<uint16_t>> parseFtreeCaOrder(const std::string& text) {
+  std::vector<uint16_t> lids;
+  size_t line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    const size_t start = line.find_first_not_of(" \t\r");
+    if (start == std::string::npos) continue;  // an empty line
+    const size_t stop = line.find_first_of(" \t\r", start);
+    const std::string word = line.substr(start, stop == std::string::npos ? stop : stop - start);
+    char* rest = nullptr;
+    const unsigned long lid = std::strtoul(word.c_str(), &rest, 0);
+    // ftree fills the places of a leaf's missing compute nodes with "0xFFFF\tDUMMY": kept, so
+    // that every host keeps its place in the order.
+    if (word.empty() || rest == nullptr || *rest != '\0' || lid == 0 ||
+        (lid > 0xbfff && lid != kCaOrderDummy)) {
+      return invalidArgument(
+          "line " + std::to_string(line_no) + ": '" + word + "' is not a unicast LID",
+          "give the opensm-ftree-ca-order.dump OpenSM's ftree wrote beside its log (\"0x000b "
+          "h0769 mlx5_0\" a line)");
+    }
+    lids.push_back(static_cast<uint16_t>(lid));
+  }
+  if (lids.empty()) {
+    return invalidArgument("no compute node in the CA order",
+                           "give the opensm-ftree-ca-order.dump of an ftree-routed subnet");
+  }
+  return lids;
+}
+
 std::string directedLinkName(const Fabric& f, uint64_t from_guid, int from_port) {
   const Node* s = f.nodeByGuid(from_guid);
   if (s == nullptr) return guidHex(from_guid) + "[" + std::to_string(from_port) + "]";
@@ -220,48 +377,132 @@ Result<CoverPlan> planCover(const Fabric& f, const CoverOptions& opts) {
     plan.leaf_bound = std::max(plan.leaf_bound, (up + hosts_on[i] - 1) / hosts_on[i]);
   }
   plan.tables_bound = coverTablesBound(g);
-  plan.lower_bound = std::max(plan.leaf_bound, plan.tables_bound);
+  CoverPaths paths = readCoverPaths(g);
+  plan.source_bound = coverSourceBound(g, paths, &plan.source_bound_why);
+  plan.lower_bound = std::max({plan.leaf_bound, plan.tables_bound, plan.source_bound});
 
   const std::vector<char> routable = routableLinks(g);
   // Unroutable links count as done: no pair can load them; they are listed apart.
   std::vector<char> covered(g.links.size(), 0);
-  size_t left = 0;
+  size_t left = 0;  // routable links not yet covered
   for (size_t id = 0; id < g.links.size(); ++id) {
     plan.routable += routable[id] != 0 ? 1 : 0;
     if (routable[id] == 0) covered[id] = 1;
   }
   left = plan.routable;
-  std::array<int, kMaxLinks> there{};
-  std::array<int, kMaxLinks> back{};
-  // New links a pair would cover: both directions, a link on both paths counted once.
-  auto gain = [&](size_t a, size_t b) {
-    const int n1 = walkLinks(g, a, b, &there);
-    const int n2 = walkLinks(g, b, a, &back);
-    int gained = 0;
-    for (int i = 0; i < n1; ++i) gained += covered[static_cast<size_t>(there[i])] == 0 ? 1 : 0;
-    for (int i = 0; i < n2; ++i) {
-      const int id = back[static_cast<size_t>(i)];
-      if (covered[static_cast<size_t>(id)] != 0) continue;
-      if (std::find(there.begin(), there.begin() + std::max(n1, 0), id) !=
-          there.begin() + std::max(n1, 0)) {
-        continue;
-      }
-      ++gained;
+  // Uncovered links on the paths out of each leaf slot and into each host: a host with neither
+  // has nothing to gain and is not looked at (most hosts, once the first rounds are done).
+  std::vector<int> from_slot(paths.uncovered.size() / paths.n, 0);
+  std::vector<int> to_host(paths.n, 0);
+  for (size_t p = 0; p < paths.uncovered.size(); ++p) {
+    from_slot[p / paths.n] += paths.uncovered[p];
+    to_host[p % paths.n] += paths.uncovered[p];
+  }
+  // Covers a link: it no longer counts on the paths that cross it.
+  auto cover = [&](int id) {
+    auto& c = covered[static_cast<size_t>(id)];
+    if (c != 0) return;
+    c = 1;
+    --left;
+    for (uint32_t i = paths.by_link[static_cast<size_t>(id)];
+         i < paths.by_link[static_cast<size_t>(id) + 1]; ++i) {
+      --paths.uncovered[paths.crossing[i]];
+      --from_slot[paths.crossing[i] / paths.n];
+      --to_host[paths.crossing[i] % paths.n];
     }
-    return std::make_pair(gained, std::max(n1, 0) + std::max(n2, 0));
   };
+  // New links a pair would cover: both directions, a link on both paths counted once.
+  auto gain = [&](size_t there, size_t back) {
+    const int* t0 = paths.links.data() + paths.offset[there];
+    const int* t1 = paths.links.data() + paths.offset[there + 1];
+    int gained = 0;
+    for (const int* t = t0; t != t1; ++t) gained += covered[static_cast<size_t>(*t)] == 0 ? 1 : 0;
+    for (uint32_t i = paths.offset[back]; i < paths.offset[back + 1]; ++i) {
+      const int id = paths.links[i];
+      if (covered[static_cast<size_t>(id)] == 0 && std::find(t0, t1, id) == t1) ++gained;
+    }
+    return gained;
+  };
+  // A link only traffic to one host crosses (after a fault minhop's tables have many) is loaded
+  // only by a test with that host, which is in one test a round: each round, the hosts with the
+  // most such links left choose their partners first, so no round spends them on other work.
+  std::vector<int> only_to(g.links.size(), -1);
+  for (size_t id = 0; id < g.links.size(); ++id) {
+    for (uint32_t i = paths.by_link[id]; i < paths.by_link[id + 1]; ++i) {
+      const int d = static_cast<int>(paths.crossing[i] % paths.n);
+      if (i == paths.by_link[id]) {
+        only_to[id] = d;
+      } else if (only_to[id] != d) {
+        only_to[id] = -1;
+        break;
+      }
+    }
+  }
+  // The hosts in OpenSM's order, where given, each in its place (kNoHost: a DUMMY place, a LID
+  // of no host here, or a host already placed).
+  constexpr size_t kNoHost = ~size_t{0};
+  std::vector<size_t> seeded;
+  if (!opts.ca_order.empty()) {
+    std::unordered_map<uint16_t, size_t> by_lid;
+    for (size_t i = 0; i < g.eps.size(); ++i) by_lid.emplace(g.eps[i].port->lid, i);
+    std::vector<char> listed(g.eps.size(), 0);
+    for (uint16_t lid : opts.ca_order) {
+      auto it = by_lid.find(lid);
+      const bool place = it != by_lid.end() && listed[it->second] == 0;
+      if (place) listed[it->second] = 1;
+      seeded.push_back(place ? it->second : kNoHost);
+    }
+  }
+  std::vector<size_t> order(g.eps.size());
+  std::vector<int> own(g.eps.size());
   int longest = 0;  // the most links a pair's two paths have had: a pair reaching it is taken
   while (left > 0 && static_cast<int>(plan.rounds.size()) < opts.max_rounds) {
+    std::fill(own.begin(), own.end(), 0);
+    for (size_t id = 0; id < g.links.size(); ++id) {
+      if (covered[id] == 0 && only_to[id] >= 0) ++own[static_cast<size_t>(only_to[id])];
+    }
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return own[x] > own[y]; });
     std::vector<char> busy(g.eps.size(), 0);
     std::vector<CoverPair> round;
-    for (size_t a = 0; a < g.eps.size() && left > 0; ++a) {
+    auto take = [&](size_t a, size_t b, int gained) {
+      busy[a] = busy[b] = 1;
+      for (size_t p : {paths.path(a, b), paths.path(b, a)}) {
+        for (uint32_t i = paths.offset[p]; i < paths.offset[p + 1]; ++i) cover(paths.links[i]);
+      }
+      const auto& ea = g.eps[a];
+      const auto& eb = g.eps[b];
+      round.push_back({ea.node->name, eb.node->name, ea.port->number, eb.port->number, ea.port->lid,
+                       eb.port->lid, gained});
+    };
+    // OpenSM's compute-node order: host i with host i + m/2, a shift under which ftree's routes
+    // do not share a link (Zahavi), so on a full tree this one round loads every link. Pairs that
+    // would load nothing new are left to the greedy.
+    if (plan.rounds.empty() && seeded.size() >= 2) {
+      const size_t half = seeded.size() / 2;
+      for (size_t i = 0; i < half; ++i) {
+        const size_t a = seeded[i], b = seeded[i + half];
+        if (a == kNoHost || b == kNoHost) continue;
+        const int gained = gain(paths.path(a, b), paths.path(b, a));
+        if (gained > 0) take(a, b, gained);
+      }
+    }
+    for (size_t a : order) {
+      if (left == 0) break;
       if (busy[a] != 0) continue;
+      const size_t slot_a = static_cast<size_t>(paths.slot_of[static_cast<size_t>(g.eps[a].leaf)]);
+      if (from_slot[slot_a] == 0 && to_host[a] == 0) continue;
       size_t best = a;
       int best_gain = 0;
       for (size_t b = 0; b < g.eps.size(); ++b) {
         if (b == a || busy[b] != 0) continue;
-        auto [gained, length] = gain(a, b);
-        longest = std::max(longest, length);
+        const size_t there = paths.path(a, b);
+        const size_t back = paths.path(b, a);
+        longest = std::max(longest, paths.length(there) + paths.length(back));
+        // The uncovered links of both paths bound the gain: most pairs need no closer look.
+        if (paths.uncovered[there] + paths.uncovered[back] <= best_gain) continue;
+        const int gained = gain(there, back);
         if (gained > best_gain) {
           best_gain = gained;
           best = b;
@@ -269,24 +510,7 @@ Result<CoverPlan> planCover(const Fabric& f, const CoverOptions& opts) {
         }
       }
       if (best_gain == 0) continue;
-      busy[a] = busy[best] = 1;
-      // Mark both paths covered.
-      const int n1 = walkLinks(g, a, best, &there);
-      const int n2 = walkLinks(g, best, a, &back);
-      for (int i = 0; i < n1; ++i) {
-        auto& c = covered[static_cast<size_t>(there[static_cast<size_t>(i)])];
-        left -= c == 0 ? 1 : 0;
-        c = 1;
-      }
-      for (int i = 0; i < n2; ++i) {
-        auto& c = covered[static_cast<size_t>(back[static_cast<size_t>(i)])];
-        left -= c == 0 ? 1 : 0;
-        c = 1;
-      }
-      const auto& ea = g.eps[a];
-      const auto& eb = g.eps[best];
-      round.push_back({ea.node->name, eb.node->name, ea.port->number, eb.port->number, ea.port->lid,
-                       eb.port->lid, best_gain});
+      take(a, best, best_gain);
     }
     if (round.empty()) break;  // nothing more can be covered
     plan.rounds.push_back(std::move(round));

@@ -7,7 +7,7 @@
 // plan says how many directed inter-switch links there are, how many it covers, which it
 // cannot (a link no LFT routes any host over: unroutable), and the lower bound on rounds: a leaf
 // with h live hosts and U up-links needs at least ceil(U/h) rounds, since each of its hosts sends
-// up one path a round; and the tables may force more (CoverPlan::tables_bound).
+// up one path a round; and the tables may force more (CoverPlan::tables_bound, source_bound).
 #pragma once
 
 #include <string>
@@ -35,7 +35,7 @@ struct CoverPlan {
   size_t covered = 0;
   std::vector<std::string> uncovered;   // routable, yet the plan missed them (max_rounds)
   std::vector<std::string> unroutable;  // "spine09[8] -> leaf08[25]"
-  // Rounds no plan can do with fewer: the larger of the two bounds below.
+  // Rounds no plan can do with fewer: the largest of the bounds below.
   int lower_bound = 0;
   int leaf_bound = 0;  // max over leaves of ceil(up-links / live hosts)
   // From the tables: a link only traffic to one host d crosses is loaded only by a test with d,
@@ -43,11 +43,26 @@ struct CoverPlan {
   // many rounds (a greedy family: a valid bound, not always the best). After a fault, minhop's
   // tables can send one destination's traffic from every pod over links of its own.
   int tables_bound = 0;
+  // A leaf whose traffic alone crosses links to k destinations of their own (pairwise disjoint
+  // destination sets) sends them k paths, and its h hosts send h a round: ceil(k / h) rounds.
+  // After a fault, minhop's tables can route one leaf's traffic to hundreds of hosts so (the
+  // leaf beside the failed cable). source_bound_why names that leaf and its counts.
+  int source_bound = 0;
+  std::string source_bound_why;
 };
 
 struct CoverOptions {
   int max_rounds = 64;
+  // OpenSM's ftree order of the compute nodes (their LIDs, parseFtreeCaOrder): the first round
+  // pairs host i with host i + m/2 of it before the greedy fills the rest.
+  std::vector<uint16_t> ca_order;
 };
+
+// opensm-ftree-ca-order.dump, which OpenSM's ftree writes beside its log: a compute node a line,
+// its LID first ("0x000b\th0769 mlx5_0"); a missing node's place is "0xFFFF\tDUMMY"
+// (kCaOrderDummy, kept so that the others keep their places). Errors name the line.
+inline constexpr uint16_t kCaOrderDummy = 0xffff;
+Result<std::vector<uint16_t>> parseFtreeCaOrder(const std::string& text);
 
 // Errors: a fabric with fewer than two usable host ports, or no LFTs (discovered --no-lfts).
 Result<CoverPlan> planCover(const Fabric& f, const CoverOptions& opts = {});

@@ -5,7 +5,7 @@
 # LFTs), discover it with `gdrmesh fabric discover`, plan `gdrmesh sweep plan --pattern cover`,
 # check the plan with fabric_check.py's own LFT walk, and print one markdown row per tree:
 # rounds and directed inter-switch link coverage of `cover` against all-pairs, the lower bounds
-# (ceil(U/h) over the leaves; from the tables: CoverPlan::tables_bound), and the planning time. A benchmark run by hand, not a ctest.
+# (ceil(U/h) over the leaves; from the tables: CoverPlan::tables_bound, source_bound), and the planning time. A benchmark run by hand, not a ctest.
 #
 #   cover_table.sh GDRMESH [KEEP_DIR]
 #     KEEP_DIR: also keep each tree's snapshot there (NAME.json), e.g. for tests/bench.
@@ -17,12 +17,9 @@ gdrmesh="$1"
 keep="${2:-}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-skip() { echo "SKIPPED: $*"; exit 77; }
-for tool in ibsim opensm python3; do
-  command -v "$tool" >/dev/null || skip "$tool is not installed (deploy/install-deps.sh installs ibsim-utils opensm)"
-done
-umad2sim="$(dpkg -L libumad2sim0 2>/dev/null | grep '/libumad2sim.so$' | head -1 || true)"
-[[ -n "$umad2sim" && -f "$umad2sim" ]] || skip "libumad2sim.so not found (package libumad2sim0)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+fabric_require ibsim opensm ibnetdiscover python3
 
 # NAME | generator arguments
 cases=(
@@ -41,13 +38,10 @@ only="${GDRMESH_COVER_CASES:-}"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/gdrmesh-cover-table.XXXXXX")"
 sim_pid=""
-stop_sim() {
-  exec 9>&- 2>/dev/null || true
-  [[ -n "$sim_pid" ]] && kill "$sim_pid" 2>/dev/null || true
-  [[ -n "$sim_pid" ]] && wait "$sim_pid" 2>/dev/null || true
-  sim_pid=""
+cleanup() {
+  fabric_sim_stop
+  rm -rf "$work"
 }
-cleanup() { stop_sim; rm -rf "$work"; }
 trap cleanup EXIT
 
 rc=0
@@ -59,29 +53,21 @@ for c in "${cases[@]}"; do
   d="$work/$name"
   mkdir -p "$d"
   python3 "$here/gen_fat_tree.py" "${args[@]}" >"$d/net"
-  first_host=$(grep -m1 '^Hca' "$d/net" | sed 's/.*"\(h[0-9]*\)".*/\1/')
-  export IBSIM_SOCKNAME="gdrmesh-cover-$$-$name"
-  mkfifo "$d/console"
-  ibsim -s -N 4096 -S 1024 -P 16384 "$d/net" <"$d/console" >"$d/ibsim.log" 2>&1 &
-  sim_pid=$!
-  exec 9>"$d/console"
-  for _ in $(seq 1 300); do  # ready when its log says so (bounded)
-    grep -q "Network simulator ready" "$d/ibsim.log" && break
-    kill -0 "$sim_pid" 2>/dev/null || { cat "$d/ibsim.log"; echo "ibsim exited"; exit 1; }
-    sleep 0.1
-  done
-  sim_env=(env SIM_HOST="$first_host" LD_PRELOAD="$umad2sim" OSM_TMP_DIR="$d" OSM_CACHE_DIR="$d")
-  "${sim_env[@]}" opensm -o -R ftree -f "$d/opensm.log" >"$d/opensm.out" 2>&1 || {
-    tail -20 "$d/opensm.log"; echo "opensm failed on $name"; exit 1; }
-  engine=$(grep -oE '(ftree|minhop|updn|dor) tables configured' "$d/opensm.log" | tail -1 |
-           cut -d' ' -f1 || true)
+  fabric_sim_start "$d" "cover-$name" || exit 1
+  fabric_route "$d" || { echo "routing $name failed"; exit 1; }
+  engine="$fabric_engine"
   "${sim_env[@]}" "$gdrmesh" fabric discover -o json --save "$d/fabric.json" >/dev/null \
     2>"$d/discover.err" || { cat "$d/discover.err"; echo "discover failed on $name"; exit 1; }
-  stop_sim
+  fabric_sim_stop
   [[ -n "$keep" ]] && cp "$d/fabric.json" "$keep/$name.json"
   plan_rc=0
-  "$gdrmesh" sweep plan --pattern cover --fabric "$d/fabric.json" -o json >"$d/plan.json" ||
-    plan_rc=$?
+  # OpenSM's ftree writes its compute-node order beside its log (minhop does not):
+  # GDRMESH_COVER_NO_CA_ORDER=1 plans without it, to compare.
+  order=()
+  [[ -f "$d/opensm-ftree-ca-order.dump" && -z "${GDRMESH_COVER_NO_CA_ORDER:-}" ]] &&
+    order=(--ca-order "$d/opensm-ftree-ca-order.dump")
+  "$gdrmesh" sweep plan --pattern cover --fabric "$d/fabric.json" "${order[@]}" -o json \
+    >"$d/plan.json" || plan_rc=$?
   check="FAILED"
   if [[ $plan_rc -eq 0 ]] &&
      python3 "$here/fabric_check.py" cover "$d/fabric.json" "$d/plan.json" 1000 >"$d/check.txt"; then
@@ -95,16 +81,16 @@ import json, sys
 name, engine, plan_path, check = sys.argv[1:5]
 p = json.load(open(plan_path))
 pct = lambda a, b: "%.1f %%" % (100.0 * a / b) if b else "-"
-print("| %s | %d | %s | %d | %d | %d (%d: leaves %d, tables %d) | %d | %d | %s | %s | %.1f ms | %s |" % (
+print("| %s | %d | %s | %d | %d | %d (%d: leaves %d, tables %d, source %d) | %d | %d | %s | %s | %.1f ms | %s |" % (
     name, p["hosts"], engine, p["directed_links"], p["routable"], len(p["rounds"]),
-    p["lower_bound"], p["leaf_bound"], p["tables_bound"], p["covered"], p["all_pairs_rounds"], pct(p["covered"], p["routable"]),
+    p["lower_bound"], p["leaf_bound"], p["tables_bound"], p["source_bound"], p["covered"], p["all_pairs_rounds"], pct(p["covered"], p["routable"]),
     pct(p["covered"], p["directed_links"]), p["planning_ms"], check))
 PY
 )")
   echo "${rows[-1]}" >&2
 done
 
-echo "| tree | hosts | OpenSM engine | directed ISLs | routable (= all-pairs loads) | cover rounds (lower bound: ceil(U/h) over leaves, from the tables) | cover loads | all-pairs rounds | cover / routable | cover / all ISLs | planning | LFT walk check |"
+echo "| tree | hosts | OpenSM engine | directed ISLs | routable (= all-pairs loads) | cover rounds (lower bound: ceil(U/h) over leaves, from the tables: per destination, per source leaf) | cover loads | all-pairs rounds | cover / routable | cover / all ISLs | planning | LFT walk check |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 exit $rc

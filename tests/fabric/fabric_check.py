@@ -20,6 +20,11 @@
       distance); the bound equals the summed rates (width x lane rate) of the active cables
       between each half's pods and the top level, the smaller of the two.
 
+  fabric_check.py roots IBNETDISCOVER.txt
+      prints the GUIDs of the top level's switches, one a line (OpenSM's root_guid_file, `-a`):
+      the switches are ranked from the cables (those with a CA 0, the others by their distance
+      in switch hops from the nearest of them) and the highest rank is the top.
+
 Prints one summary line; exits 1 with every difference listed on a mismatch.
 """
 import json
@@ -416,7 +421,38 @@ def bisection(snap_path, plan_path):
     return 0 if not errors else 1
 
 
+def roots(ibnd_path):
+    nodes, links = parse_ibnetdiscover(open(ibnd_path).read())
+    switches = {guid for guid, (kind, _) in nodes.items() if kind == "switch"}
+    nbrs = {s: set() for s in switches}
+    rank = {}
+    for ends in links:
+        (a, _), (b, _) = sorted(ends)
+        if a in switches and b in switches:
+            nbrs[a].add(b)
+            nbrs[b].add(a)
+        elif (a in switches) != (b in switches):
+            rank[a if a in switches else b] = 0
+    frontier = list(rank)
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for n in nbrs[s]:
+                if n not in rank:
+                    rank[n] = rank[s] + 1
+                    nxt.append(n)
+        frontier = nxt
+    if not rank:
+        return 1
+    top = max(rank.values())
+    for guid in sorted(s for s, r in rank.items() if r == top):
+        print("0x%016x" % guid)
+    return 0
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "roots":
+        return roots(sys.argv[2])
     if len(sys.argv) == 4 and sys.argv[1] == "bisection":
         return bisection(sys.argv[2], sys.argv[3])
     if len(sys.argv) == 5 and sys.argv[1] == "cover":

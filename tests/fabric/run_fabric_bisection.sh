@@ -14,19 +14,14 @@ gdrmesh="$1"
 shift
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-skip() { echo "SKIPPED: $*"; exit 77; }
-for tool in ibsim opensm python3; do
-  command -v "$tool" >/dev/null || skip "$tool is not installed (deploy/install-deps.sh installs ibsim-utils opensm)"
-done
-umad2sim="$(dpkg -L libumad2sim0 2>/dev/null | grep '/libumad2sim.so$' | head -1 || true)"
-[[ -n "$umad2sim" && -f "$umad2sim" ]] || skip "libumad2sim.so not found (package libumad2sim0, with ibsim-utils)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+fabric_require ibsim opensm ibnetdiscover python3
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/gdrmesh-fabric-bisection.XXXXXX")"
 sim_pid=""
 cleanup() {
-  # Only the simulator this script started.
-  [[ -n "$sim_pid" ]] && kill "$sim_pid" 2>/dev/null || true
-  [[ -n "$sim_pid" ]] && wait "$sim_pid" 2>/dev/null || true
+  fabric_sim_stop  # only the simulator this script started
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -39,23 +34,9 @@ if [[ $rc -eq 0 ]] || ! grep -q -- "--fabric" "$work/nofabric.out"; then
 fi
 
 python3 "$here/gen_fat_tree.py" "$@" >"$work/net"
-first_host=$(grep -m1 '^Hca' "$work/net" | sed 's/.*"\(h[0-9]*\)".*/\1/')
-export IBSIM_SOCKNAME="gdrmesh-fabric-bisection-$$"
-mkfifo "$work/console"
-ibsim -s -N 4096 -S 1024 -P 16384 "$work/net" <"$work/console" >"$work/ibsim.log" 2>&1 &
-sim_pid=$!
-exec 9>"$work/console"
-for _ in $(seq 1 300); do  # ready when its log says so (bounded)
-  grep -q "Network simulator ready" "$work/ibsim.log" && break
-  kill -0 "$sim_pid" 2>/dev/null || { cat "$work/ibsim.log"; echo "ibsim exited"; exit 1; }
-  sleep 0.1
-done
-grep -q "Network simulator ready" "$work/ibsim.log" || { tail "$work/ibsim.log"; echo "ibsim not ready after 30 s"; exit 1; }
-sim_env=(env SIM_HOST="$first_host" LD_PRELOAD="$umad2sim" OSM_TMP_DIR="$work" OSM_CACHE_DIR="$work")
-"${sim_env[@]}" opensm -o -R ftree -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || {
-  tail -20 "$work/opensm.log"; echo "opensm failed"; exit 1; }
-engine=$(grep -oE '(ftree|minhop|updn|dor) tables configured' "$work/opensm.log" | tail -1 || true)
-echo "fabric: $* routed by ${engine:-?}"
+fabric_sim_start "$work" fabric-bisection || exit 1
+fabric_route "$work" || exit 1
+echo "fabric: $* routed by ${fabric_engine:-?}"
 "${sim_env[@]}" "$gdrmesh" fabric discover -o json --save "$work/fabric.json" >/dev/null 2>"$work/discover.err" || {
   cat "$work/discover.err"; echo "gdrmesh fabric discover failed"; exit 1; }
 "$gdrmesh" sweep plan --pattern bisection --fabric "$work/fabric.json" -o json >"$work/plan.json" || {

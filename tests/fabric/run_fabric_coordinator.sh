@@ -14,12 +14,9 @@ gdrmesh="$1"
 shift
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-skip() { echo "SKIPPED: $*"; exit 77; }
-for tool in ibsim opensm python3; do
-  command -v "$tool" >/dev/null || skip "$tool is not installed (deploy/install-deps.sh installs ibsim-utils opensm)"
-done
-umad2sim="$(dpkg -L libumad2sim0 2>/dev/null | grep '/libumad2sim.so$' | head -1 || true)"
-[[ -n "$umad2sim" && -f "$umad2sim" ]] || skip "libumad2sim.so not found (package libumad2sim0, with ibsim-utils)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+fabric_require ibsim opensm ibnetdiscover python3
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/gdrmesh-fabric-coord.XXXXXX")"
 pids=()
@@ -28,6 +25,7 @@ cleanup() {
   local p
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  fabric_sim_stop
   [[ -n "${KEEP:-}" ]] || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -41,22 +39,8 @@ fail() {
 }
 
 python3 "$here/gen_fat_tree.py" "$@" >"$work/net"
-first_host=$(grep -m1 '^Hca' "$work/net" | sed 's/.*"\(h[0-9]*\)".*/\1/')
-
-export IBSIM_SOCKNAME="gdrmesh-fabric-coord-$$"
-mkfifo "$work/console"
-ibsim -s -N 4096 -S 1024 -P 16384 "$work/net" <"$work/console" >"$work/ibsim.log" 2>&1 &
-pids+=($!)
-sim_pid=$!
-exec 9>"$work/console"
-for _ in $(seq 1 300); do
-  grep -q "Network simulator ready" "$work/ibsim.log" && break
-  kill -0 "$sim_pid" 2>/dev/null || fail "ibsim exited: $(cat "$work/ibsim.log")"
-  sleep 0.1
-done
-grep -q "Network simulator ready" "$work/ibsim.log" || fail "ibsim not ready after 30 s"
-sim_env=(env SIM_HOST="$first_host" LD_PRELOAD="$umad2sim" OSM_TMP_DIR="$work" OSM_CACHE_DIR="$work")
-"${sim_env[@]}" opensm -o -R ftree -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || fail "opensm failed"
+fabric_sim_start "$work" fabric-coord || fail "ibsim"
+fabric_route "$work" || fail "opensm failed"
 
 # The coordinator (no preload: it never touches the fabric itself) and two workers.
 "$gdrmesh" coordinator --listen 127.0.0.1:0 --db "$work/db" --port-file "$work/port" \

@@ -22,24 +22,22 @@ gdrmesh="$1"
 shift
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-skip() { echo "SKIPPED: $*"; exit 77; }
-for tool in ibsim opensm perfquery python3 sqlite3; do
-  command -v "$tool" >/dev/null || skip "$tool is not installed (deploy/install-deps.sh installs ibsim-utils opensm infiniband-diags)"
-done
-umad2sim="$(dpkg -L libumad2sim0 2>/dev/null | grep '/libumad2sim.so$' | head -1 || true)"
-[[ -n "$umad2sim" && -f "$umad2sim" ]] || skip "libumad2sim.so not found (package libumad2sim0, with ibsim-utils)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+fabric_require ibsim opensm ibnetdiscover perfquery python3 sqlite3
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/gdrmesh-fabric-counters.XXXXXX")"
 sim_pid="" coord_pid="" workers_pid="" reader_pid="" sweep_pid=""
 cleanup() {
   # Only the processes this script started; stopped workers are continued first.
   [[ -n "$workers_pid" ]] && kill -CONT "$workers_pid" 2>/dev/null || true
-  for p in "$sweep_pid" "$workers_pid" "$reader_pid" "$coord_pid" "$sim_pid"; do
+  for p in "$sweep_pid" "$workers_pid" "$reader_pid" "$coord_pid"; do
     [[ -n "$p" ]] && kill "$p" 2>/dev/null || true
   done
-  for p in "$sweep_pid" "$workers_pid" "$reader_pid" "$coord_pid" "$sim_pid"; do
+  for p in "$sweep_pid" "$workers_pid" "$reader_pid" "$coord_pid"; do
     [[ -n "$p" ]] && wait "$p" 2>/dev/null || true
   done
+  fabric_sim_stop
   if [[ -n "${GDRMESH_FABRIC_KEEP_DIR:-}" ]]; then echo "kept: $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
@@ -62,18 +60,10 @@ await() {
 
 python3 "$here/gen_fat_tree.py" "$@" >"$work/net"
 hosts=$(grep -c '^Hca' "$work/net")
-first_host=$(grep -m1 '^Hca' "$work/net" | sed 's/.*"\(h[0-9]*\)".*/\1/')
 echo "fabric: $* -> $hosts hosts"
 
-export IBSIM_SOCKNAME="gdrmesh-fabric-counters-$$"
-mkfifo "$work/console"
-ibsim -s -N 4096 -S 1024 -P 16384 "$work/net" <"$work/console" >"$work/ibsim.log" 2>&1 &
-sim_pid=$!
-exec 9>"$work/console"
-await "ibsim ready within 30 s" 300 grep -q "Network simulator ready" "$work/ibsim.log"
-sim_env=(env SIM_HOST="$first_host" LD_PRELOAD="$umad2sim" OSM_TMP_DIR="$work" OSM_CACHE_DIR="$work")
-"${sim_env[@]}" opensm -o -R ftree -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || {
-  tail -20 "$work/opensm.log"; fail "opensm"; }
+fabric_sim_start "$work" fabric-counters || fail "ibsim"
+fabric_route "$work" || fail "opensm"
 "${sim_env[@]}" "$gdrmesh" fabric discover --save "$work/fabric.json" -o json >/dev/null \
   2>"$work/discover.err" || { cat "$work/discover.err"; fail "gdrmesh fabric discover"; }
 

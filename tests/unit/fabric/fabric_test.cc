@@ -321,6 +321,52 @@ TEST(FabricCover, TablesThatGiveOneHostLinksOfItsOwnRaiseTheLowerBound) {
   EXPECT_EQ(plan->covered, plan->routable);
 }
 
+// Tables that send one leaf's traffic to many hosts over down-links no other leaf uses (as minhop
+// does beside a failed cable): the leaf's hosts send one path each a round, so its
+// destinations, not the leaves' up-links nor any one destination, set the rounds.
+TEST(FabricCover, OneLeafsOwnRoutesToManyHostsRaiseTheLowerBound) {
+  Fabric f = gdrmesh::testing::twoLevelTree(3, 4, 4);  // leaf01 h01-h04; spines on ports 5-8
+  // leaf01: h01-h04 (LIDs 99-96), leaf02: h05-h08 (95-92), leaf03: h09-h12 (91-88). From
+  // leaf01, h06-h08 and h10-h12 each over a spine of their own (02, 03, 04), h05 and h09 over
+  // spine01; between leaf02 and leaf03 and to leaf01 everything over spine01. Then
+  // spine0{2,3,4} -> leaf02/leaf03 carry only leaf01's traffic, each to one host, and
+  // leaf01 -> spine01 only leaf01's, to h05 and h09: 7 destinations for 4 hosts, 2 rounds.
+  for (auto& sw : f.switches) {
+    if (sw.name == "leaf01") {
+      for (uint16_t lid : {95, 91}) sw.lft[lid] = 5;
+      for (uint16_t k : {1, 2, 3}) {
+        sw.lft[95 - k] = static_cast<uint8_t>(5 + k);
+        sw.lft[91 - k] = static_cast<uint8_t>(5 + k);
+      }
+    }
+    if (sw.name == "leaf02" || sw.name == "leaf03") {
+      const uint16_t own_first = sw.name == "leaf02" ? 92 : 88;
+      for (uint16_t lid = 88; lid <= 99; ++lid) {
+        if (lid < own_first || lid > own_first + 3) sw.lft[lid] = 5;
+      }
+    }
+  }
+  auto plan = planCover(f);
+  ASSERT_TRUE(plan.ok()) << plan.status().toString();
+  EXPECT_EQ(plan->leaf_bound, 1);
+  EXPECT_EQ(plan->tables_bound, 1);
+  EXPECT_EQ(plan->source_bound, 2);
+  EXPECT_EQ(plan->lower_bound, 2);
+  EXPECT_NE(plan->source_bound_why.find("leaf01"), std::string::npos) << plan->source_bound_why;
+  EXPECT_NE(plan->source_bound_why.find("7 destinations"), std::string::npos)
+      << plan->source_bound_why;
+  EXPECT_EQ(plan->covered, plan->routable);
+  EXPECT_EQ(plan->rounds.size(), 2U);
+  // Allowed one round, the plan stops short and lists what it left.
+  CoverOptions one_round;
+  one_round.max_rounds = 1;
+  auto one = planCover(f, one_round);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->rounds.size(), 1U);
+  EXPECT_LT(one->covered, one->routable);
+  EXPECT_EQ(one->uncovered.size(), one->routable - one->covered);
+}
+
 TEST(FabricCover, LoadsEveryDirectedInterSwitchLinkWithDisjointPairs) {
   Fabric f = smallTree();
   auto plan = planCover(f);
@@ -361,6 +407,16 @@ TEST(FabricCover, LinksNoTableRoutesOverAreListedAsUnroutable) {
     names_spine2 = names_spine2 || u.find("spine2") != std::string::npos;
   }
   EXPECT_TRUE(names_spine2);
+}
+
+TEST(FabricCover, ReadsOpenSmsCaOrderAndNamesABadLine) {
+  auto order = parseFtreeCaOrder("0x000b\th0769 mlx5_0\n0x0017\th0770 mlx5_0\n\n");
+  ASSERT_TRUE(order.ok()) << order.status().toString();
+  EXPECT_EQ(*order, (std::vector<uint16_t>{0x0b, 0x17}));
+  auto bad = parseFtreeCaOrder("0x000b\th0769 mlx5_0\nh0770 mlx5_0\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().toString().find("line 2"), std::string::npos) << bad.status().toString();
+  EXPECT_FALSE(parseFtreeCaOrder("").ok());
 }
 
 TEST(FabricCover, NeedsHostsAndTables) {
