@@ -302,17 +302,9 @@ std::optional<Suspect> fleetFinding(const Analysis& an) {
   return s;
 }
 
-Localisation localiseAnalysis(const Analysis& an) {
-  Localisation result;
-  if (auto fleet = fleetFinding(an)) {
-    result.notes.push_back("localisation: " + fleet->evidence.front() +
-                           "; no host, NIC or link is ranked from it");
-    result.suspects.push_back(std::move(*fleet));
-    return result;
-  }
-  std::vector<Suspect>& out = result.suspects;
-
-  // Hosts in name order.
+// The hosts (or one NIC of a host) that failures, loopback failures and retests point at, in
+// name order.
+void localiseHostSuspects(const Analysis& an, std::vector<Suspect>& out) {
   std::vector<uint32_t> host_ids;
   for (uint32_t h = 0; h < an.failed_with.size(); ++h) {
     if (!an.failed_with[h].empty()) host_ids.push_back(h);
@@ -358,16 +350,21 @@ Localisation localiseAnalysis(const Analysis& an) {
     }
     out.push_back(std::move(s));
   }
+}
 
-  // Links: failing pairs that no strong suspect and no failed retest explains. A link is
-  // named by its endpoints in name order; counted by their ids.
-  using LinkKey = std::pair<std::pair<uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>;
-  auto link_of = [](const Judged& j) {
-    auto x = std::make_pair(j.a.host, j.a.nic), y = std::make_pair(j.b.host, j.b.nic);
-    if (y < x) std::swap(x, y);
-    return LinkKey{x, y};
-  };
-  std::map<LinkKey, Suspect> links;
+// A link named by its endpoints (host, NIC) in id order.
+using LocaliserLinkKey = std::pair<std::pair<uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>;
+LocaliserLinkKey localiserLinkOf(const Judged& j) {
+  auto x = std::make_pair(j.a.host, j.a.nic), y = std::make_pair(j.b.host, j.b.nic);
+  if (y < x) std::swap(x, y);
+  return LocaliserLinkKey{x, y};
+}
+
+// Links: failing pairs that no strong suspect and no failed retest explains, each with how many
+// of its tests failed; a failure that its repeats do not show is a note (noise), not a link.
+void localiseLinkSuspects(const Analysis& an, Localisation& result) {
+  // A link is named by its endpoints in name order; counted by their ids.
+  std::map<LocaliserLinkKey, Suspect> links;
   for (size_t t = 0; t < an.tests.size(); ++t) {
     const Judged& j = an.tests[t];
     if (j.loopback() || !j.failed) continue;
@@ -392,7 +389,7 @@ Localisation localiseAnalysis(const Analysis& an) {
         continue;
       }
     }
-    const LinkKey key = link_of(j);
+    const LocaliserLinkKey key = localiserLinkOf(j);
     if (links.count(key)) continue;
     std::string x = an.name(j.a), y = an.name(j.b);
     if (y < x) std::swap(x, y);
@@ -413,11 +410,11 @@ Localisation localiseAnalysis(const Analysis& an) {
     links.emplace(key, std::move(s));
   }
   if (!links.empty()) {
-    std::map<LinkKey, std::pair<int, int>> link_tests;  // failed, all; suspect links only
+    std::map<LocaliserLinkKey, std::pair<int, int>> link_tests;  // failed, all; suspect links only
     for (const auto& [key, s] : links) link_tests[key];
     for (const auto& j : an.tests) {
       if (j.loopback()) continue;
-      auto it = link_tests.find(link_of(j));
+      auto it = link_tests.find(localiserLinkOf(j));
       if (it == link_tests.end()) continue;
       ++it->second.second;
       if (j.failed) ++it->second.first;
@@ -428,11 +425,22 @@ Localisation localiseAnalysis(const Analysis& an) {
         s.evidence.insert(s.evidence.begin(), "failed " + std::to_string(failed) + " of " +
                                                   std::to_string(all) + " tests on this link");
       }
-      out.push_back(std::move(s));
+      result.suspects.push_back(std::move(s));
     }
   }
+}
 
-  rank(out);
+Localisation localiseAnalysis(const Analysis& an) {
+  Localisation result;
+  if (auto fleet = fleetFinding(an)) {
+    result.notes.push_back("localisation: " + fleet->evidence.front() +
+                           "; no host, NIC or link is ranked from it");
+    result.suspects.push_back(std::move(*fleet));
+    return result;
+  }
+  localiseHostSuspects(an, result.suspects);
+  localiseLinkSuspects(an, result);
+  rank(result.suspects);
   return result;
 }
 
