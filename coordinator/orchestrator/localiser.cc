@@ -444,16 +444,10 @@ Localisation localiseAnalysis(const Analysis& an) {
   return result;
 }
 
-std::vector<PlannedTest> planRetestsOf(const Analysis& an, const std::vector<std::string>& hosts,
-                                       int max_retests, const std::vector<size_t>& repeat_rows) {
+// The rows to repeat as they were: each failing pair that no strong suspect explains (a link
+// candidate), and each row asked for, once per pair and shape.
+std::vector<size_t> retestRepeatRows(const Analysis& an, const std::vector<size_t>& repeat_rows) {
   const JudgeRows& rows = *an.rows;
-  std::vector<uint32_t> good;
-  for (const auto& h : std::set<std::string>(hosts.begin(), hosts.end())) {
-    const auto id = rows.strings().find(h);
-    if (id && an.isGood(*id)) good.push_back(*id);
-  }
-  // Repeats: each failing pair that no strong suspect explains (a link candidate), and each
-  // row asked for, once per pair and shape.
   std::vector<size_t> repeats;
   for (const auto& j : an.tests) {
     if (j.failed && j.has_row && !j.loopback() && !an.isStrong(j.a.host) &&
@@ -464,32 +458,27 @@ std::vector<PlannedTest> planRetestsOf(const Analysis& an, const std::vector<std
   for (const size_t row : repeat_rows) {
     if (row < rows.size() && !rows[row].retest) repeats.push_back(row);
   }
-  {
-    std::vector<size_t> unique;
-    for (const size_t row : repeats) {
-      bool seen = false;
-      for (const size_t u : unique) seen = seen || isRepeatOf(rows[row], rows[u]);
-      if (!seen) unique.push_back(row);
-    }
-    repeats = std::move(unique);
+  std::vector<size_t> unique;
+  for (const size_t row : repeats) {
+    bool seen = false;
+    for (const size_t u : unique) seen = seen || isRepeatOf(rows[row], rows[u]);
+    if (!seen) unique.push_back(row);
   }
-  if (good.empty() && repeats.empty()) return {};
+  return unique;
+}
 
-  // The NICs each known-good host has tested, by name.
-  std::map<uint32_t, std::set<uint32_t>> nics_of;
-  for (const auto& j : an.tests) {
-    for (const auto* s : {&j.a, &j.b}) {
-      if (s->nic != 0) nics_of[s->host].insert(s->nic);
-    }
-  }
+// An endpoint of a failing test to retest against a known-good host.
+struct RetestCandidate {
+  double priority;
+  std::string name;
+  size_t row;
+  bool initiator;  // the examined endpoint's role in the failing test
+};
 
-  struct Candidate {
-    double priority;
-    std::string name;
-    size_t row;
-    bool initiator;  // the examined endpoint's role in the failing test
-  };
-  std::vector<Candidate> candidates;
+// Every endpoint of a failing test that is not known good, once, most suspect first (then by
+// name).
+std::vector<RetestCandidate> retestCandidates(const Analysis& an) {
+  std::vector<RetestCandidate> candidates;
   std::set<std::string> seen;
   for (const auto& j : an.tests) {
     if (!j.failed || !j.has_row) continue;
@@ -500,20 +489,46 @@ std::vector<PlannedTest> planRetestsOf(const Analysis& an, const std::vector<std
     }
   }
   std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) {
+                   [](const RetestCandidate& a, const RetestCandidate& b) {
                      if (a.priority != b.priority) return a.priority > b.priority;
                      return a.name < b.name;
                    });
+  return candidates;
+}
 
-  auto selector = [&rows](const JudgeSide& e) {
-    EndpointSelector s;
-    s.worker = rows.str(e.worker);
-    s.device = rows.str(e.nic);
-    s.memory = e.memory;
-    s.gpu = e.gpu;
-    s.reg = e.reg_path;
-    return s;
-  };
+// A row's endpoint as a retest names it.
+EndpointSelector retestSelector(const JudgeRows& rows, const JudgeSide& e) {
+  EndpointSelector s;
+  s.worker = rows.str(e.worker);
+  s.device = rows.str(e.nic);
+  s.memory = e.memory;
+  s.gpu = e.gpu;
+  s.reg = e.reg_path;
+  return s;
+}
+
+std::vector<PlannedTest> planRetestsOf(const Analysis& an, const std::vector<std::string>& hosts,
+                                       int max_retests, const std::vector<size_t>& repeat_rows) {
+  const JudgeRows& rows = *an.rows;
+  std::vector<uint32_t> good;
+  for (const auto& h : std::set<std::string>(hosts.begin(), hosts.end())) {
+    const auto id = rows.strings().find(h);
+    if (id && an.isGood(*id)) good.push_back(*id);
+  }
+  const std::vector<size_t> repeats = retestRepeatRows(an, repeat_rows);
+  if (good.empty() && repeats.empty()) return {};
+
+  // The NICs each known-good host has tested, by name.
+  std::map<uint32_t, std::set<uint32_t>> nics_of;
+  for (const auto& j : an.tests) {
+    for (const auto* s : {&j.a, &j.b}) {
+      if (s->nic != 0) nics_of[s->host].insert(s->nic);
+    }
+  }
+
+  const std::vector<RetestCandidate> candidates = retestCandidates(an);
+
+  auto selector = [&rows](const JudgeSide& e) { return retestSelector(rows, e); };
   std::vector<PlannedTest> out;
   std::vector<ResourceSet> rounds;
   auto place = [&rounds](PlannedTest& t) {
