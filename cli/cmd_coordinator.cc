@@ -452,7 +452,7 @@ void raiseFileLimit(const ComponentLog& log) {
 class Reactions {
  public:
   Reactions(const CoordinatorSetup& s, Store& store, Clock& clock, const ComponentLog& log)
-      : hook_transport_(runner_) {
+      : runner_(clock), hook_transport_(runner_) {
     const ActionOptions& actions = s.actions;
     if (actions.mode != ActionOptions::Mode::kOff) {
       if (actions.actuator == "slurm") {
@@ -547,7 +547,7 @@ int serve(const CoordinatorArgs& a, CoordinatorSetup& s, DatabaseHolder* holder,
   cleanup.keep();
   announceListening(a, s, *port, holder, startup_log);
   CoordinatorStatusSource source(server, store, clock);
-  StatusHttpServer http(source, s.http_gate);
+  StatusHttpServer http(source, clock, s.http_gate);
   if (!a.http.empty()) {
     auto hp = http.start(a.http);
     if (!hp.ok()) {

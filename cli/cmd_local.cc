@@ -18,6 +18,7 @@
 #include "cli/control.h"
 #include "cli/output.h"
 #include "cli/worker_setup.h"
+#include "common/clock.h"
 #include "common/units.h"
 #include "convert.h"
 #include "coordinator/actions/command_runner.h"
@@ -263,7 +264,8 @@ void slurmDrainForCheck(const LocalArgs& a, const std::vector<PreflightCheck>& c
     if (::gethostname(host, sizeof(host) - 1) == 0) node = host;
     node = node.substr(0, node.find('.'));
   }
-  ProcessRunner runner;
+  SystemClock clock;
+  ProcessRunner runner(clock);
   SlurmActuator slurm(runner, a.scontrol, 10);
   auto mark = slurm.inspect(node);
   if (!mark.ok()) {

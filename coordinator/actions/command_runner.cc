@@ -4,15 +4,19 @@
 #include <poll.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "common/clock_alarm.h"
 
 namespace gdrmesh {
 
@@ -23,6 +27,15 @@ constexpr size_t kRunnerOutputCap = size_t{1} << 20;
 void closeRunnerFd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
+}
+
+// What is left of `deadline` on the clock, as poll(2)'s timeout: at least 1 ms while some is
+// left, at most a minute (the clock's alarm ends a longer wait; this only bounds one poll).
+int runnerPollMs(const Clock& clock, Clock::TimePoint deadline) {
+  const Clock::TimePoint now = clock.now();
+  if (now >= deadline) return 0;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+  return static_cast<int>(std::min<int64_t>(left, 60'000));
 }
 
 }  // namespace
@@ -105,26 +118,31 @@ int spawnRunnerChild(const std::vector<std::string>& argv, int stdin_fd, int std
 
 // Writes `input` into the child's stdin (non-blocking, closed once all is written or the child
 // stops reading) and reads its stdout and stderr (at most kRunnerOutputCap each kept) until both
-// close or `deadline` passes. Closes each descriptor it is done with. Returns whether the
-// deadline passed; *broken_pipe tells whether a write met a closed pipe (EPIPE).
+// close or `deadline` passes on the clock (`alarm` is set to it). Closes each descriptor it is
+// done with. Returns whether the deadline passed; *broken_pipe tells whether a write met a
+// closed pipe (EPIPE).
 bool pumpRunnerPipes(int& in_w, int& out_r, int& err_r, const std::string& input,
-                     std::chrono::steady_clock::time_point deadline, CommandOutput* result,
-                     bool* broken_pipe) {
+                     const Clock& clock, Clock::TimePoint deadline, ClockAlarm& alarm,
+                     CommandOutput* result, bool* broken_pipe) {
   size_t written = 0;
   while (out_r >= 0 || err_r >= 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return true;
-    pollfd fds[3];
+    const int left = runnerPollMs(clock, deadline);
+    if (left <= 0) return true;
+    pollfd fds[4];
     int n = 0;
     for (int fd : {out_r, err_r}) {
       if (fd >= 0) fds[n++] = {fd, POLLIN, 0};
     }
     if (in_w >= 0) fds[n++] = {in_w, POLLOUT, 0};
-    const int ready = ::poll(fds, static_cast<nfds_t>(n), static_cast<int>(left.count()));
+    fds[n++] = {alarm.fd(), POLLIN, 0};
+    const int ready = ::poll(fds, static_cast<nfds_t>(n), left);
     if (ready < 0 && errno != EINTR) break;
     for (int i = 0; i < n && ready > 0; ++i) {
       if (fds[i].revents == 0) continue;
+      if (fds[i].fd == alarm.fd()) {
+        alarm.drain();  // the deadline, as the loop's next look at the clock sees
+        continue;
+      }
       if (fds[i].fd == in_w) {
         const ssize_t w = ::write(in_w, input.data() + written, input.size() - written);
         if (w > 0) written += static_cast<size_t>(w);
@@ -155,19 +173,29 @@ void killRunnerChild(pid_t pid, int* status) {
   ::waitpid(pid, status, 0);
 }
 
-// The pipes closed: the program has ended (or closed them); waits for it up to `deadline`.
-// False when the deadline passed (the child is killed and reaped).
-bool waitRunnerChild(pid_t pid, std::chrono::steady_clock::time_point deadline, int* status) {
+// The pipes closed: the program has ended (or closed them); waits for it up to `deadline` on
+// the clock, in poll(2) on a pidfd of the child and on `alarm`. False when the deadline passed
+// (the child is killed and reaped).
+bool waitRunnerChild(pid_t pid, const Clock& clock, Clock::TimePoint deadline, ClockAlarm& alarm,
+                     int* status) {
+  // A kernel without pidfd_open (before 5.3): the child is looked at every few milliseconds.
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  bool exited = true;
   while (true) {
     const pid_t w = ::waitpid(pid, status, WNOHANG);
-    if (w == pid) return true;
-    if (w < 0 && errno != EINTR) return true;
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (w == pid || (w < 0 && errno != EINTR)) break;
+    const int left = runnerPollMs(clock, deadline);
+    if (left <= 0) {
       killRunnerChild(pid, status);
-      return false;
+      exited = false;
+      break;
     }
-    ::usleep(2000);  // a program that closed its output and has not exited yet
+    pollfd fds[2] = {{pidfd, POLLIN, 0}, {alarm.fd(), POLLIN, 0}};
+    const int ready = ::poll(fds, 2, pidfd >= 0 ? left : std::min(left, 2));
+    if (ready > 0 && fds[1].revents != 0) alarm.drain();
   }
+  if (pidfd >= 0) ::close(pidfd);
+  return exited;
 }
 
 }  // namespace
@@ -177,6 +205,11 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
   if (argv.empty() || argv[0].empty()) {
     return invalidArgument("command: empty argv", "give the program and its arguments");
   }
+  // The child's deadline is on the injected clock: poll(2) on its pipes (and then on the
+  // child) also waits for `alarm`, which the clock marks at the deadline.
+  const Clock::TimePoint deadline = clock_.after(timeout_seconds);
+  ClockAlarm alarm(clock_);
+  alarm.set(deadline);
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   GDR_RETURN_IF_ERROR(openRunnerPipes(argv, in, out, err));
   pid_t pid = -1;
@@ -203,13 +236,8 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
   if (input.empty()) closeRunnerFd(in[1]);
 
   CommandOutput result;
-  // Real time on purpose: a child process's deadline, waited for in poll(2) on its pipes; the
-  // kernel's wait cannot run on an injected gdrmesh::Clock.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(timeout_seconds));
   const bool timed_out =
-      pumpRunnerPipes(in[1], out[0], err[0], input, deadline, &result, &broken_pipe);
+      pumpRunnerPipes(in[1], out[0], err[0], input, clock_, deadline, alarm, &result, &broken_pipe);
   closeRunnerFd(in[1]);
   closeRunnerFd(out[0]);
   closeRunnerFd(err[0]);
@@ -227,7 +255,7 @@ Result<CommandOutput> ProcessRunner::run(const std::vector<std::string>& argv,
                       " s; killed",
                   "raise the command's timeout in the config, or fix what it waits on");
   }
-  if (!waitRunnerChild(pid, deadline, &status)) {
+  if (!waitRunnerChild(pid, clock_, deadline, alarm, &status)) {
     return Status(Code::kDeadlineExceeded,
                   describeArgv(argv) + ": still running after " + std::to_string(timeout_seconds) +
                       " s; killed",

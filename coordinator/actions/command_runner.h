@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 
 namespace gdrmesh {
@@ -31,12 +32,19 @@ class CommandRunner {
   }
 };
 
-// fork + execvp, pipes for stdin/stdout/stderr, SIGKILL at the deadline.
+// fork + execvp, pipes for stdin/stdout/stderr, SIGKILL at the deadline. The deadline is on
+// `clock` (the coordinator's; a ManualClock in tests): the waits for the child's output and exit
+// are poll(2) calls that a ClockAlarm (common/clock_alarm.h) ends at it. `clock` must outlive
+// the runner.
 class ProcessRunner final : public CommandRunner {
  public:
+  explicit ProcessRunner(Clock& clock) : clock_(clock) {}
   using CommandRunner::run;
   Result<CommandOutput> run(const std::vector<std::string>& argv, double timeout_seconds,
                             const std::string& input) override;
+
+ private:
+  Clock& clock_;
 };
 
 // "a b 'c d'": argv as one line for logs and dry-run records (quoted where needed).

@@ -14,18 +14,16 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "common/clock_alarm.h"
 #include "common/sync/mutex.h"
 
 namespace gdrmesh {
 namespace {
-
-// Real time on purpose: these are per-connection socket I/O deadlines (header, body), handed to
-// poll(2) as its timeout; the kernel's wait cannot run on an injected gdrmesh::Clock.
-using Clock = std::chrono::steady_clock;
 
 // "127.0.0.1" or "::1" of a peer (no port).
 std::string numericHost(const sockaddr_storage& ss, socklen_t len) {
@@ -151,11 +149,19 @@ BodyFraming bodyFraming(const std::string& head, size_t max_body) {
   return f;
 }
 
+// The longest single poll(2): the clock's timer is what ends a wait on time; this only bounds
+// a wait should the timer be lost.
+constexpr int64_t kMaxPollMs = 60'000;
+// The gate's poll set: the wake-up pipe, the listening socket, the clock's alarm, then one
+// descriptor a connection.
+constexpr size_t kGateFixedFds = 3;
+
 }  // namespace
 
 class RequestGate::Impl {
  public:
-  Impl(RequestGateLimits limits, Serve serve) : limits_(limits), serve_(std::move(serve)) {
+  Impl(RequestGateLimits limits, Clock& clock, Serve serve)
+      : limits_(limits), clock_(clock), serve_(std::move(serve)) {
     limits_.workers = std::max<size_t>(limits_.workers, 1);
     limits_.max_connections = std::max<size_t>(limits_.max_connections, 1);
     limits_.max_per_source = std::max<size_t>(limits_.max_per_source, 1);
@@ -219,9 +225,9 @@ class RequestGate::Impl {
     int fd = -1;
     std::string peer;
     std::string buf;
-    Clock::time_point deadline;
-    size_t head_end = 0;  // 0: the head is not complete yet
-    size_t need = 0;      // head_end + Content-Length, once the head is complete
+    Clock::TimePoint deadline;  // on clock_
+    size_t head_end = 0;        // 0: the head is not complete yet
+    size_t need = 0;            // head_end + Content-Length, once the head is complete
   };
   enum class Progress { kWaiting, kComplete, kGone };
 
@@ -265,22 +271,29 @@ class RequestGate::Impl {
     return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   }
 
-  // The gate's thread: accepts, reads heads and bodies, enforces the deadlines.
+  // The gate's thread: accepts, reads heads and bodies, enforces the deadlines. The deadlines
+  // are on the injected clock: a timer at the earliest one wakes the poll (a ManualClock's
+  // advance() in tests), and poll's own timeout is that deadline as the clock sees it now.
   void run() {
     std::vector<Conn> conns;
     std::vector<pollfd> fds;
+    ClockAlarm alarm(clock_);
     for (;;) {
       fds.clear();
       fds.push_back({wake_read_, POLLIN, 0});
       fds.push_back({listen_fd_, POLLIN, 0});
+      fds.push_back({alarm.fd(), POLLIN, 0});
       for (const auto& c : conns) fds.push_back({c.fd, POLLIN, 0});
       int timeout_ms = -1;
-      const auto now = Clock::now();
-      for (const auto& c : conns) {
+      if (!conns.empty()) {
+        Clock::TimePoint earliest = conns.front().deadline;
+        for (const auto& c : conns) earliest = std::min(earliest, c.deadline);
+        alarm.set(earliest);  // first: a clock moved after this wakes the poll
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-                              std::max(c.deadline - now, Clock::duration(0)))
-                              .count();
-        if (timeout_ms < 0 || left < timeout_ms) timeout_ms = static_cast<int>(left);
+            std::max(earliest - clock_.now(), Clock::Duration(0)));
+        timeout_ms = static_cast<int>(std::min<int64_t>(left.count(), kMaxPollMs));
+      } else {
+        alarm.clear();
       }
       const int n = ::poll(fds.data(), fds.size(), timeout_ms);
       if (n < 0 && errno != EINTR) break;
@@ -288,10 +301,11 @@ class RequestGate::Impl {
         MutexLock lock(mu_);
         if (stopping_) break;
       }
+      if (n > 0 && (fds[2].revents & POLLIN) != 0) alarm.drain();
       if (n > 0 && (fds[1].revents & POLLIN) != 0) acceptAll(conns);
       std::vector<bool> drop(conns.size(), false);
-      for (size_t i = 0; i + 2 < fds.size() && i < conns.size(); ++i) {
-        if (fds[i + 2].revents == 0) continue;
+      for (size_t i = 0; i + kGateFixedFds < fds.size() && i < conns.size(); ++i) {
+        if (fds[i + kGateFixedFds].revents == 0) continue;
         switch (readSome(conns[i])) {
           case Progress::kWaiting:
             break;
@@ -304,7 +318,7 @@ class RequestGate::Impl {
             break;
         }
       }
-      const auto after = Clock::now();
+      const Clock::TimePoint after = clock_.now();
       for (size_t i = 0; i < conns.size(); ++i) {
         if (drop[i] || after < conns[i].deadline) continue;
         const bool head = conns[i].head_end == 0;
@@ -341,7 +355,7 @@ class RequestGate::Impl {
       Conn c;
       c.fd = fd;
       c.peer = numericHost(ss, len);
-      c.deadline = Clock::now() + limits_.header_timeout;
+      c.deadline = clock_.now() + limits_.header_timeout;
       int refuse = 0;
       {
         MutexLock lock(mu_);
@@ -409,7 +423,7 @@ class RequestGate::Impl {
           return Progress::kGone;
         }
         c.need = c.head_end + f.length;
-        c.deadline = Clock::now() + limits_.body_timeout;
+        c.deadline = clock_.now() + limits_.body_timeout;
       }
       if (complete(c)) return Progress::kComplete;
     }
@@ -471,6 +485,7 @@ class RequestGate::Impl {
   }
 
   RequestGateLimits limits_;
+  Clock& clock_;
   const Serve serve_;
   int listen_fd_ = -1;
   int wake_read_ = -1;
@@ -486,8 +501,46 @@ class RequestGate::Impl {
   std::map<std::string, size_t> per_source_ ABSL_GUARDED_BY(mu_);
 };
 
-RequestGate::RequestGate(RequestGateLimits limits, Serve serve)
-    : impl_(std::make_unique<Impl>(limits, std::move(serve))) {}
+ResponseWriter::ResponseWriter(int fd, Clock& clock, std::chrono::milliseconds write_timeout,
+                               std::chrono::milliseconds response_timeout)
+    : fd_(fd),
+      clock_(clock),
+      write_timeout_(write_timeout),
+      deadline_(clock.now() + response_timeout) {}
+
+ResponseWriter::~ResponseWriter() = default;
+
+bool ResponseWriter::writable() {
+  const Clock::TimePoint until = std::min(deadline_, clock_.now() + write_timeout_);
+  pollfd p[2] = {{fd_, POLLOUT, 0}, {-1, POLLIN, 0}};
+  if (clock_.now() >= deadline_) return false;
+  if (::poll(p, 1, 0) > 0) return (p[0].revents & POLLOUT) != 0;
+  // No room: wait for it, or for the clock to reach `until`.
+  if (!alarm_) alarm_ = std::make_unique<ClockAlarm>(clock_);
+  alarm_->set(until);  // first: a clock moved after this ends the poll
+  for (;;) {
+    const Clock::TimePoint now = clock_.now();
+    if (now >= until) return false;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+    p[0].revents = 0;
+    p[1] = {alarm_->fd(), POLLIN, 0};
+    const int n = ::poll(p, 2, static_cast<int>(std::min<int64_t>(left, kMaxPollMs)));
+    if (n < 0 && errno != EINTR) return false;
+    if (n > 0 && p[0].revents != 0) return (p[0].revents & POLLOUT) != 0;
+    if (n > 0 && p[1].revents != 0) alarm_->drain();
+  }
+}
+
+ssize_t ResponseWriter::write(const char* data, size_t size) {
+  for (;;) {
+    if (!writable()) return -1;
+    const ssize_t n = ::send(fd_, data, size, MSG_NOSIGNAL);
+    if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return n;
+  }
+}
+
+RequestGate::RequestGate(RequestGateLimits limits, Clock& clock, Serve serve)
+    : impl_(std::make_unique<Impl>(limits, clock, std::move(serve))) {}
 
 RequestGate::~RequestGate() {
   stop();

@@ -12,10 +12,14 @@
 //   429  the source address already has `max_per_source` connections open (in any phase);
 //   503  the gate holds `max_connections` connections (in any phase).
 // One request per connection: `serve` answers with "Connection: close".
+// The deadlines are on an injected gdrmesh::Clock: a timer at the earliest one wakes the gate's
+// poll(2), so a ManualClock moves them in tests and no real time is needed.
 //
 // Thread contract: start() and stop() from one owner thread. `serve` runs on one of
 // `workers` threads, concurrently; it must not close the descriptor (the gate does).
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
@@ -23,6 +27,8 @@
 #include <memory>
 #include <string>
 
+#include "common/clock.h"
+#include "common/clock_alarm.h"
 #include "common/status.h"
 
 namespace gdrmesh {
@@ -51,10 +57,41 @@ struct GatedRequest {
   std::string peer;   // the source address ("127.0.0.1", "::1")
 };
 
+// Writes an answer to a client's non-blocking socket (the server's side of `write_timeout` and
+// `response_timeout`): a write waits for room at most `write_timeout`, and no write is started
+// past `response_timeout` from the writer's construction. Both deadlines are on `clock`; a
+// wait for room is a poll(2) on the socket and a ClockAlarm (common/clock_alarm.h), so a
+// ManualClock's advance() ends it.
+//
+// Thread contract: one thread at a time (the worker serving the request).
+class ResponseWriter {
+ public:
+  ResponseWriter(int fd, Clock& clock, std::chrono::milliseconds write_timeout,
+                 std::chrono::milliseconds response_timeout);
+  ~ResponseWriter();
+  ResponseWriter(const ResponseWriter&) = delete;
+  ResponseWriter& operator=(const ResponseWriter&) = delete;
+
+  // True when the socket takes bytes now or before the deadlines; false once a deadline has
+  // passed or the socket is closed or failed.
+  bool writable();
+  // send(2) of up to `size` bytes once writable(); -1 when it is not (or send failed).
+  ssize_t write(const char* data, size_t size);
+
+ private:
+  const int fd_;
+  Clock& clock_;
+  const std::chrono::milliseconds write_timeout_;
+  const Clock::TimePoint deadline_;
+  std::unique_ptr<ClockAlarm> alarm_;  // made at the first wait
+};
+
 class RequestGate {
  public:
   using Serve = std::function<void(const GatedRequest&)>;
-  RequestGate(RequestGateLimits limits, Serve serve);
+  // The deadlines run on `clock` (the coordinator's; a ManualClock in tests), which must
+  // outlive the gate.
+  RequestGate(RequestGateLimits limits, Clock& clock, Serve serve);
   ~RequestGate();
   RequestGate(const RequestGate&) = delete;
   RequestGate& operator=(const RequestGate&) = delete;

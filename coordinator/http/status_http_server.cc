@@ -112,8 +112,8 @@ class GatedHttpServer final : public httplib::Server {
   // svr_sock_ is INVALID_SOCKET, its sign of shutting down. The gate owns the real socket and
   // httplib never listens (so never closes this): it only marks serving on and off.
   void serving(bool on) { svr_sock_ = on ? std::numeric_limits<int>::max() : INVALID_SOCKET; }
-  void serve(const GatedRequest& r, const RequestGateLimits& limits) {
-    BufferedStream s(r, limits);
+  void serve(const GatedRequest& r, const RequestGateLimits& limits, Clock& clock) {
+    BufferedStream s(r, limits, clock);
     bool closed = false;
     (void)process_request(s, /*close_connection=*/true, closed, nullptr);
   }
@@ -121,35 +121,19 @@ class GatedHttpServer final : public httplib::Server {
  private:
   class BufferedStream final : public httplib::Stream {
    public:
-    BufferedStream(const GatedRequest& r, const RequestGateLimits& limits)
-        : r_(r),
-          write_timeout_(limits.write_timeout),
-          deadline_(std::chrono::steady_clock::now() + limits.response_timeout) {}
+    BufferedStream(const GatedRequest& r, const RequestGateLimits& limits, Clock& clock)
+        : r_(r), writer_(r.fd, clock, limits.write_timeout, limits.response_timeout) {}
     bool is_readable() const override { return pos_ < r_.bytes.size(); }
-    // A write may wait `write_timeout` for room; the whole answer gets `response_timeout`.
-    // Real time on purpose: socket I/O deadlines handed to poll(2), not coordinator timers.
-    bool is_writable() const override {
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline_) return false;
-      const auto left =
-          std::min<std::chrono::steady_clock::duration>(deadline_ - now, write_timeout_);
-      pollfd p{r_.fd, POLLOUT, 0};
-      const int ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
-      return ::poll(&p, 1, ms) > 0 && (p.revents & POLLOUT) != 0;
-    }
+    // A write may wait `write_timeout` for room; the whole answer gets `response_timeout`; both
+    // on the coordinator's clock (ResponseWriter, request_gate.h).
+    bool is_writable() const override { return writer_.writable(); }
     ssize_t read(char* ptr, size_t size) override {
       const size_t n = std::min(size, r_.bytes.size() - pos_);
       std::memcpy(ptr, r_.bytes.data() + pos_, n);
       pos_ += n;
       return static_cast<ssize_t>(n);
     }
-    ssize_t write(const char* ptr, size_t size) override {
-      for (;;) {
-        if (!is_writable()) return -1;
-        const ssize_t n = ::send(r_.fd, ptr, size, MSG_NOSIGNAL);
-        if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return n;
-      }
-    }
+    ssize_t write(const char* ptr, size_t size) override { return writer_.write(ptr, size); }
     void get_remote_ip_and_port(std::string& ip, int& port) const override {
       address(::getpeername, ip, port);
     }
@@ -173,18 +157,19 @@ class GatedHttpServer final : public httplib::Server {
       port = std::atoi(serv);
     }
     const GatedRequest& r_;
-    const std::chrono::milliseconds write_timeout_;
-    const std::chrono::steady_clock::time_point deadline_;
+    mutable ResponseWriter writer_;  // httplib asks is_writable() of a const stream
     size_t pos_ = 0;
   };
 };
 
 class StatusHttpServer::Impl {
  public:
-  Impl(StatusSource& source, std::shared_ptr<const HttpTokenGate> gate, RequestGateLimits limits)
+  Impl(StatusSource& source, Clock& clock, std::shared_ptr<const HttpTokenGate> gate,
+       RequestGateLimits limits)
       : source_(source),
+        clock_(clock),
         limits_(limits),
-        gate_(limits, [this](const GatedRequest& r) { server_.serve(r, limits_); }) {
+        gate_(limits, clock, [this](const GatedRequest& r) { server_.serve(r, limits_, clock_); }) {
     installTokenGate(server_, std::move(gate));  // the reader token: before every route
     routes();
   }
@@ -456,6 +441,7 @@ class StatusHttpServer::Impl {
   }
 
   StatusSource& source_;
+  Clock& clock_;
   const RequestGateLimits limits_;
   GatedHttpServer server_;
   RequestGate gate_;  // last: stopped (its workers joined) before the server goes
@@ -472,9 +458,11 @@ RequestGateLimits StatusHttpServer::defaultLimits() {
   return l;
 }
 
-StatusHttpServer::StatusHttpServer(StatusSource& source, std::shared_ptr<const HttpTokenGate> gate,
+StatusHttpServer::StatusHttpServer(StatusSource& source, Clock& clock,
+                                   std::shared_ptr<const HttpTokenGate> gate,
                                    std::optional<RequestGateLimits> limits)
-    : impl_(std::make_unique<Impl>(source, std::move(gate), limits ? *limits : defaultLimits())) {}
+    : impl_(std::make_unique<Impl>(source, clock, std::move(gate),
+                                   limits ? *limits : defaultLimits())) {}
 
 StatusHttpServer::~StatusHttpServer() {
   stop();

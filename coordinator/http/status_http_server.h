@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/inventory.h"
 #include "common/result.h"
 #include "common/status.h"
@@ -117,11 +118,13 @@ class HttpTokenGate;  // coordinator/http/http_auth.h
 
 class StatusHttpServer {
  public:
+  // `clock`: the coordinator's; every deadline of the page (a request's head and body, an
+  // answer's writes) runs on it, and it must outlive the server.
   // `gate`: every request must carry its token (null: anyone who reaches the page reads it).
   // `limits`: the front gate's deadlines and bounds (request_gate.h; default: defaultLimits()).
-  explicit StatusHttpServer(StatusSource& source,
-                            std::shared_ptr<const HttpTokenGate> gate = nullptr,
-                            std::optional<RequestGateLimits> limits = std::nullopt);
+  StatusHttpServer(StatusSource& source, Clock& clock,
+                   std::shared_ptr<const HttpTokenGate> gate = nullptr,
+                   std::optional<RequestGateLimits> limits = std::nullopt);
   ~StatusHttpServer();
   StatusHttpServer(const StatusHttpServer&) = delete;
   StatusHttpServer& operator=(const StatusHttpServer&) = delete;

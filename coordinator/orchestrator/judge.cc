@@ -118,24 +118,36 @@ Thresholds stricterOf(const Thresholds& a, const Thresholds& b) {
   return t;
 }
 
-JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, const JudgeContext& ctx,
-                        const JudgeRows& baseline_rows) {
-  // Figures of the whole sweep, each computed once.
-  std::map<GroupKey, std::optional<Best>> best_bw, lowest_lat;
+namespace {
+
+// Figures of the whole sweep, each computed once: the best bandwidth and the lowest latency of
+// each group, and the best host-memory bandwidth of each NIC pair (kept only when the sweep has
+// GPU rows: a GPU row is compared with the host rows of its NICs).
+struct JudgeBests {
+  std::map<GroupKey, std::optional<Best>> bw, lat;
   std::map<NicPairKey, std::optional<Best>> host_bw;
+};
+
+JudgeBests judgeBestsOf(const JudgeRows& rows) {
+  JudgeBests b;
   bool any_cuda = false;
   for (const auto& r : rows) any_cuda = any_cuda || r.usesCuda();
   for (size_t i = 0; i < rows.size(); ++i) {
     const JudgeRow& r = rows[i];
     if (hasBw(r)) {
-      keepBest(best_bw[groupOf(r)], r.bw_avg_gbps, rows, i, true);
-      // Only a GPU row is compared with the host rows of its NICs.
-      if (any_cuda && !r.usesCuda()) keepBest(host_bw[nicPairOf(r)], r.bw_avg_gbps, rows, i, true);
+      keepBest(b.bw[groupOf(r)], r.bw_avg_gbps, rows, i, true);
+      if (any_cuda && !r.usesCuda())
+        keepBest(b.host_bw[nicPairOf(r)], r.bw_avg_gbps, rows, i, true);
     }
-    if (hasLat(r)) keepBest(lowest_lat[groupOf(r)], r.lat_median_us, rows, i, false);
+    if (hasLat(r)) keepBest(b.lat[groupOf(r)], r.lat_median_us, rows, i, false);
   }
-  // The baseline's names in the ids of `rows`; a baseline endpoint the sweep never tested
-  // matches no row.
+  return b;
+}
+
+// The newest passed row of `baseline_rows` for each directed pair and test shape, keyed in the
+// ids of `rows`; a baseline endpoint the sweep never tested matches no row.
+std::map<BaselineKey, size_t> judgeBaselineIndex(const JudgeRows& rows,
+                                                 const JudgeRows& baseline_rows) {
   std::vector<std::optional<uint32_t>> translated(baseline_rows.strings().size());
   for (size_t id = 0; id < translated.size(); ++id) {
     translated[id] = rows.strings().find(baseline_rows.str(static_cast<uint32_t>(id)));
@@ -160,9 +172,113 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
       it->second = i;
     }
   }
-  auto pair_name = [&rows](const JudgeRow& r) {
-    return rows.endpointName(r.initiator) + "->" + rows.endpointName(r.target);
-  };
+  return baseline;
+}
+
+// The checks of one passed row's figures against its thresholds, the sweep's bests and its
+// baseline row (`base`, when regression_tolerance is set and the baseline has the pair): each
+// figure outside its bound adds a reason to `why`.
+class JudgeFigureChecks {
+ public:
+  JudgeFigureChecks(const JudgeRows& rows, const JudgeContext& ctx, const JudgeBests& bests,
+                    const JudgeRows& baseline_rows)
+      : rows_(rows), ctx_(ctx), bests_(bests), baseline_rows_(baseline_rows) {}
+
+  void bandwidth(const JudgeRow& r, const Thresholds& t, const JudgeRow* base,
+                 std::vector<std::string>& why) const {
+    const double bw = r.bw_avg_gbps;
+    const std::string fig = "bandwidth " + formatFixed(bw, 1) + " Gb/s";
+    if (t.bandwidth_gbps_min && bw < *t.bandwidth_gbps_min) {
+      why.push_back(fig + " < " + compact(*t.bandwidth_gbps_min) + " Gb/s (bandwidth_gbps_min)");
+    }
+    const double ra = ctx_.portRate(rows_.str(r.initiator.worker), rows_.str(r.initiator.nic));
+    const double rb = ctx_.portRate(rows_.str(r.target.worker), rows_.str(r.target.nic));
+    if (t.line_rate_fraction_min && ra > 0 && rb > 0) {
+      const double rate = std::min(ra, rb);
+      if (bw / rate < *t.line_rate_fraction_min) {
+        why.push_back(fig + " is " + formatFixed(bw / rate, 2) + " of line rate " + compact(rate) +
+                      " Gb/s < " + compact(*t.line_rate_fraction_min) +
+                      " (line_rate_fraction_min)");
+      }
+    }
+    const auto best = bests_.bw.find(groupOf(r));
+    if (t.best_pair_fraction_min && best != bests_.bw.end() && best->second &&
+        best->second->value > 0 && bw / best->second->value < *t.best_pair_fraction_min) {
+      why.push_back(fig + " is " + formatFixed(bw / best->second->value, 2) +
+                    " of the best pair's " + formatFixed(best->second->value, 1) + " Gb/s (" +
+                    pairName(rows_[best->second->row]) + ") < " +
+                    compact(*t.best_pair_fraction_min) + " (best_pair_fraction_min)");
+    }
+    if (t.gpu_host_ratio_min && r.usesCuda()) gpuHostRatio(r, *t.gpu_host_ratio_min, why);
+    if (t.regression_tolerance && base && base->has_bandwidth && base->bw_avg_gbps > 0) {
+      const double was = base->bw_avg_gbps;
+      const double drop = 1.0 - bw / was;
+      if (drop > *t.regression_tolerance) {
+        why.push_back(fig + " is " + formatPercent(drop) + " below baseline " +
+                      formatFixed(was, 1) + " Gb/s (" + std::string(baseline_rows_.testId(*base)) +
+                      ") > " + formatPercent(*t.regression_tolerance) + " (regression_tolerance)");
+      }
+    }
+  }
+
+  void latency(const JudgeRow& r, const Thresholds& t, const JudgeRow* base,
+               std::vector<std::string>& why) const {
+    const double lat = r.lat_median_us;
+    const std::string fig = "latency " + formatFixed(lat, 2) + " us";
+    if (t.latency_us_max && lat > *t.latency_us_max) {
+      why.push_back(fig + " > " + compact(*t.latency_us_max) + " us (latency_us_max)");
+    }
+    const auto lowest = bests_.lat.find(groupOf(r));
+    if (t.lowest_latency_factor_max && lowest != bests_.lat.end() && lowest->second &&
+        lowest->second->value > 0 && lat / lowest->second->value > *t.lowest_latency_factor_max) {
+      why.push_back(fig + " is " + formatFixed(lat / lowest->second->value, 2) + "x the lowest " +
+                    formatFixed(lowest->second->value, 2) + " us (" +
+                    pairName(rows_[lowest->second->row]) + ") > " +
+                    compact(*t.lowest_latency_factor_max) + "x (lowest_latency_factor_max)");
+    }
+    if (t.regression_tolerance && base && base->has_latency && base->lat_median_us > 0) {
+      const double was = base->lat_median_us;
+      const double rise = lat / was - 1.0;
+      if (rise > *t.regression_tolerance) {
+        why.push_back(fig + " is " + formatPercent(rise) + " above baseline " +
+                      formatFixed(was, 2) + " us (" + std::string(baseline_rows_.testId(*base)) +
+                      ") > " + formatPercent(*t.regression_tolerance) + " (regression_tolerance)");
+      }
+    }
+  }
+
+ private:
+  std::string pairName(const JudgeRow& r) const {
+    return rows_.endpointName(r.initiator) + "->" + rows_.endpointName(r.target);
+  }
+
+  // A GPU row against the best host-memory row on the same NICs.
+  void gpuHostRatio(const JudgeRow& r, double min, std::vector<std::string>& why) const {
+    auto host = bests_.host_bw.find(nicPairOf(r));
+    if (host == bests_.host_bw.end() || !host->second || host->second->value <= 0) return;
+    const double bw = r.bw_avg_gbps;
+    const double ratio = bw / host->second->value;
+    if (ratio >= min) return;
+    const std::string topo = rows_.topologyOf(r);
+    why.push_back("GPU " + formatFixed(bw, 1) + " Gb/s is " + formatFixed(ratio, 2) + " of host " +
+                  formatFixed(host->second->value, 1) + " Gb/s on the same NICs (topology " +
+                  (topo.empty() ? "unknown" : topo) + ") < " + compact(min) +
+                  " (gpu_host_ratio_min)");
+  }
+
+  const JudgeRows& rows_;
+  const JudgeContext& ctx_;
+  const JudgeBests& bests_;
+  const JudgeRows& baseline_rows_;
+};
+
+}  // namespace
+
+JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, const JudgeContext& ctx,
+                        const JudgeRows& baseline_rows) {
+  const JudgeBests bests = judgeBestsOf(rows);
+  const std::map<BaselineKey, size_t> baseline = judgeBaselineIndex(rows, baseline_rows);
+  const JudgeFigureChecks checks(rows, ctx, bests, baseline_rows);
   // Thresholds per worker, each looked up once.
   std::vector<std::optional<Thresholds>> thresholds(rows.strings().size());
   auto thresholds_of = [&](uint32_t worker) -> const Thresholds& {
@@ -199,10 +315,8 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
       push(VerdictKind::kSkip);
       continue;
     }
-
     const Thresholds t =
         stricterOf(thresholds_of(r.initiator.worker), thresholds_of(r.target.worker));
-
     if (r.integrity_checked && r.wrong_bytes > 0) {
       why.push_back("integrity: " + std::to_string(r.wrong_bytes) + " wrong bytes of " +
                     std::to_string(r.bytes_checked) + " checked");
@@ -212,79 +326,8 @@ JudgeVerdicts judgeRows(const JudgeRows& rows, const ClusterConfig& config, cons
       const auto it = baseline.find(baselineKey(r, keyOf(r.initiator), keyOf(r.target)));
       if (it != baseline.end()) base = &baseline_rows[it->second];
     }
-    auto base_id = [&] { return std::string(baseline_rows.testId(*base)); };
-
-    if (r.has_bandwidth) {
-      const double bw = r.bw_avg_gbps;
-      const std::string fig = "bandwidth " + formatFixed(bw, 1) + " Gb/s";
-      if (t.bandwidth_gbps_min && bw < *t.bandwidth_gbps_min) {
-        why.push_back(fig + " < " + compact(*t.bandwidth_gbps_min) + " Gb/s (bandwidth_gbps_min)");
-      }
-      const double ra = ctx.portRate(rows.str(r.initiator.worker), rows.str(r.initiator.nic));
-      const double rb = ctx.portRate(rows.str(r.target.worker), rows.str(r.target.nic));
-      if (t.line_rate_fraction_min && ra > 0 && rb > 0) {
-        const double rate = std::min(ra, rb);
-        if (bw / rate < *t.line_rate_fraction_min) {
-          why.push_back(fig + " is " + formatFixed(bw / rate, 2) + " of line rate " +
-                        compact(rate) + " Gb/s < " + compact(*t.line_rate_fraction_min) +
-                        " (line_rate_fraction_min)");
-        }
-      }
-      const auto& best = best_bw[groupOf(r)];
-      if (t.best_pair_fraction_min && best && best->value > 0 &&
-          bw / best->value < *t.best_pair_fraction_min) {
-        why.push_back(fig + " is " + formatFixed(bw / best->value, 2) + " of the best pair's " +
-                      formatFixed(best->value, 1) + " Gb/s (" + pair_name(rows[best->row]) +
-                      ") < " + compact(*t.best_pair_fraction_min) + " (best_pair_fraction_min)");
-      }
-      if (t.gpu_host_ratio_min && r.usesCuda()) {
-        auto host = host_bw.find(nicPairOf(r));
-        if (host != host_bw.end() && host->second && host->second->value > 0) {
-          const double ratio = bw / host->second->value;
-          if (ratio < *t.gpu_host_ratio_min) {
-            const std::string topo = rows.topologyOf(r);
-            why.push_back("GPU " + formatFixed(bw, 1) + " Gb/s is " + formatFixed(ratio, 2) +
-                          " of host " + formatFixed(host->second->value, 1) +
-                          " Gb/s on the same NICs (topology " + (topo.empty() ? "unknown" : topo) +
-                          ") < " + compact(*t.gpu_host_ratio_min) + " (gpu_host_ratio_min)");
-          }
-        }
-      }
-      if (t.regression_tolerance && base && base->has_bandwidth && base->bw_avg_gbps > 0) {
-        const double was = base->bw_avg_gbps;
-        const double drop = 1.0 - bw / was;
-        if (drop > *t.regression_tolerance) {
-          why.push_back(fig + " is " + formatPercent(drop) + " below baseline " +
-                        formatFixed(was, 1) + " Gb/s (" + base_id() + ") > " +
-                        formatPercent(*t.regression_tolerance) + " (regression_tolerance)");
-        }
-      }
-    }
-
-    if (r.has_latency) {
-      const double lat = r.lat_median_us;
-      const std::string fig = "latency " + formatFixed(lat, 2) + " us";
-      if (t.latency_us_max && lat > *t.latency_us_max) {
-        why.push_back(fig + " > " + compact(*t.latency_us_max) + " us (latency_us_max)");
-      }
-      const auto& lowest = lowest_lat[groupOf(r)];
-      if (t.lowest_latency_factor_max && lowest && lowest->value > 0 &&
-          lat / lowest->value > *t.lowest_latency_factor_max) {
-        why.push_back(fig + " is " + formatFixed(lat / lowest->value, 2) + "x the lowest " +
-                      formatFixed(lowest->value, 2) + " us (" + pair_name(rows[lowest->row]) +
-                      ") > " + compact(*t.lowest_latency_factor_max) +
-                      "x (lowest_latency_factor_max)");
-      }
-      if (t.regression_tolerance && base && base->has_latency && base->lat_median_us > 0) {
-        const double was = base->lat_median_us;
-        const double rise = lat / was - 1.0;
-        if (rise > *t.regression_tolerance) {
-          why.push_back(fig + " is " + formatPercent(rise) + " above baseline " +
-                        formatFixed(was, 2) + " us (" + base_id() + ") > " +
-                        formatPercent(*t.regression_tolerance) + " (regression_tolerance)");
-        }
-      }
-    }
+    if (r.has_bandwidth) checks.bandwidth(r, t, base, why);
+    if (r.has_latency) checks.latency(r, t, base, why);
     push(why.empty() ? VerdictKind::kPass : VerdictKind::kFail);
   }
   return out;

@@ -302,17 +302,9 @@ std::optional<Suspect> fleetFinding(const Analysis& an) {
   return s;
 }
 
-Localisation localiseAnalysis(const Analysis& an) {
-  Localisation result;
-  if (auto fleet = fleetFinding(an)) {
-    result.notes.push_back("localisation: " + fleet->evidence.front() +
-                           "; no host, NIC or link is ranked from it");
-    result.suspects.push_back(std::move(*fleet));
-    return result;
-  }
-  std::vector<Suspect>& out = result.suspects;
-
-  // Hosts in name order.
+// The hosts (or one NIC of a host) that failures, loopback failures and retests point at, in
+// name order.
+void localiseHostSuspects(const Analysis& an, std::vector<Suspect>& out) {
   std::vector<uint32_t> host_ids;
   for (uint32_t h = 0; h < an.failed_with.size(); ++h) {
     if (!an.failed_with[h].empty()) host_ids.push_back(h);
@@ -358,16 +350,21 @@ Localisation localiseAnalysis(const Analysis& an) {
     }
     out.push_back(std::move(s));
   }
+}
 
-  // Links: failing pairs that no strong suspect and no failed retest explains. A link is
-  // named by its endpoints in name order; counted by their ids.
-  using LinkKey = std::pair<std::pair<uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>;
-  auto link_of = [](const Judged& j) {
-    auto x = std::make_pair(j.a.host, j.a.nic), y = std::make_pair(j.b.host, j.b.nic);
-    if (y < x) std::swap(x, y);
-    return LinkKey{x, y};
-  };
-  std::map<LinkKey, Suspect> links;
+// A link named by its endpoints (host, NIC) in id order.
+using LocaliserLinkKey = std::pair<std::pair<uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>>;
+LocaliserLinkKey localiserLinkOf(const Judged& j) {
+  auto x = std::make_pair(j.a.host, j.a.nic), y = std::make_pair(j.b.host, j.b.nic);
+  if (y < x) std::swap(x, y);
+  return LocaliserLinkKey{x, y};
+}
+
+// Links: failing pairs that no strong suspect and no failed retest explains, each with how many
+// of its tests failed; a failure that its repeats do not show is a note (noise), not a link.
+void localiseLinkSuspects(const Analysis& an, Localisation& result) {
+  // A link is named by its endpoints in name order; counted by their ids.
+  std::map<LocaliserLinkKey, Suspect> links;
   for (size_t t = 0; t < an.tests.size(); ++t) {
     const Judged& j = an.tests[t];
     if (j.loopback() || !j.failed) continue;
@@ -392,7 +389,7 @@ Localisation localiseAnalysis(const Analysis& an) {
         continue;
       }
     }
-    const LinkKey key = link_of(j);
+    const LocaliserLinkKey key = localiserLinkOf(j);
     if (links.count(key)) continue;
     std::string x = an.name(j.a), y = an.name(j.b);
     if (y < x) std::swap(x, y);
@@ -413,11 +410,11 @@ Localisation localiseAnalysis(const Analysis& an) {
     links.emplace(key, std::move(s));
   }
   if (!links.empty()) {
-    std::map<LinkKey, std::pair<int, int>> link_tests;  // failed, all; suspect links only
+    std::map<LocaliserLinkKey, std::pair<int, int>> link_tests;  // failed, all; suspect links only
     for (const auto& [key, s] : links) link_tests[key];
     for (const auto& j : an.tests) {
       if (j.loopback()) continue;
-      auto it = link_tests.find(link_of(j));
+      auto it = link_tests.find(localiserLinkOf(j));
       if (it == link_tests.end()) continue;
       ++it->second.second;
       if (j.failed) ++it->second.first;
@@ -428,24 +425,29 @@ Localisation localiseAnalysis(const Analysis& an) {
         s.evidence.insert(s.evidence.begin(), "failed " + std::to_string(failed) + " of " +
                                                   std::to_string(all) + " tests on this link");
       }
-      out.push_back(std::move(s));
+      result.suspects.push_back(std::move(s));
     }
   }
+}
 
-  rank(out);
+Localisation localiseAnalysis(const Analysis& an) {
+  Localisation result;
+  if (auto fleet = fleetFinding(an)) {
+    result.notes.push_back("localisation: " + fleet->evidence.front() +
+                           "; no host, NIC or link is ranked from it");
+    result.suspects.push_back(std::move(*fleet));
+    return result;
+  }
+  localiseHostSuspects(an, result.suspects);
+  localiseLinkSuspects(an, result);
+  rank(result.suspects);
   return result;
 }
 
-std::vector<PlannedTest> planRetestsOf(const Analysis& an, const std::vector<std::string>& hosts,
-                                       int max_retests, const std::vector<size_t>& repeat_rows) {
+// The rows to repeat as they were: each failing pair that no strong suspect explains (a link
+// candidate), and each row asked for, once per pair and shape.
+std::vector<size_t> retestRepeatRows(const Analysis& an, const std::vector<size_t>& repeat_rows) {
   const JudgeRows& rows = *an.rows;
-  std::vector<uint32_t> good;
-  for (const auto& h : std::set<std::string>(hosts.begin(), hosts.end())) {
-    const auto id = rows.strings().find(h);
-    if (id && an.isGood(*id)) good.push_back(*id);
-  }
-  // Repeats: each failing pair that no strong suspect explains (a link candidate), and each
-  // row asked for, once per pair and shape.
   std::vector<size_t> repeats;
   for (const auto& j : an.tests) {
     if (j.failed && j.has_row && !j.loopback() && !an.isStrong(j.a.host) &&
@@ -456,32 +458,27 @@ std::vector<PlannedTest> planRetestsOf(const Analysis& an, const std::vector<std
   for (const size_t row : repeat_rows) {
     if (row < rows.size() && !rows[row].retest) repeats.push_back(row);
   }
-  {
-    std::vector<size_t> unique;
-    for (const size_t row : repeats) {
-      bool seen = false;
-      for (const size_t u : unique) seen = seen || isRepeatOf(rows[row], rows[u]);
-      if (!seen) unique.push_back(row);
-    }
-    repeats = std::move(unique);
+  std::vector<size_t> unique;
+  for (const size_t row : repeats) {
+    bool seen = false;
+    for (const size_t u : unique) seen = seen || isRepeatOf(rows[row], rows[u]);
+    if (!seen) unique.push_back(row);
   }
-  if (good.empty() && repeats.empty()) return {};
+  return unique;
+}
 
-  // The NICs each known-good host has tested, by name.
-  std::map<uint32_t, std::set<uint32_t>> nics_of;
-  for (const auto& j : an.tests) {
-    for (const auto* s : {&j.a, &j.b}) {
-      if (s->nic != 0) nics_of[s->host].insert(s->nic);
-    }
-  }
+// An endpoint of a failing test to retest against a known-good host.
+struct RetestCandidate {
+  double priority;
+  std::string name;
+  size_t row;
+  bool initiator;  // the examined endpoint's role in the failing test
+};
 
-  struct Candidate {
-    double priority;
-    std::string name;
-    size_t row;
-    bool initiator;  // the examined endpoint's role in the failing test
-  };
-  std::vector<Candidate> candidates;
+// Every endpoint of a failing test that is not known good, once, most suspect first (then by
+// name).
+std::vector<RetestCandidate> retestCandidates(const Analysis& an) {
+  std::vector<RetestCandidate> candidates;
   std::set<std::string> seen;
   for (const auto& j : an.tests) {
     if (!j.failed || !j.has_row) continue;
@@ -492,20 +489,46 @@ std::vector<PlannedTest> planRetestsOf(const Analysis& an, const std::vector<std
     }
   }
   std::stable_sort(candidates.begin(), candidates.end(),
-                   [](const Candidate& a, const Candidate& b) {
+                   [](const RetestCandidate& a, const RetestCandidate& b) {
                      if (a.priority != b.priority) return a.priority > b.priority;
                      return a.name < b.name;
                    });
+  return candidates;
+}
 
-  auto selector = [&rows](const JudgeSide& e) {
-    EndpointSelector s;
-    s.worker = rows.str(e.worker);
-    s.device = rows.str(e.nic);
-    s.memory = e.memory;
-    s.gpu = e.gpu;
-    s.reg = e.reg_path;
-    return s;
-  };
+// A row's endpoint as a retest names it.
+EndpointSelector retestSelector(const JudgeRows& rows, const JudgeSide& e) {
+  EndpointSelector s;
+  s.worker = rows.str(e.worker);
+  s.device = rows.str(e.nic);
+  s.memory = e.memory;
+  s.gpu = e.gpu;
+  s.reg = e.reg_path;
+  return s;
+}
+
+std::vector<PlannedTest> planRetestsOf(const Analysis& an, const std::vector<std::string>& hosts,
+                                       int max_retests, const std::vector<size_t>& repeat_rows) {
+  const JudgeRows& rows = *an.rows;
+  std::vector<uint32_t> good;
+  for (const auto& h : std::set<std::string>(hosts.begin(), hosts.end())) {
+    const auto id = rows.strings().find(h);
+    if (id && an.isGood(*id)) good.push_back(*id);
+  }
+  const std::vector<size_t> repeats = retestRepeatRows(an, repeat_rows);
+  if (good.empty() && repeats.empty()) return {};
+
+  // The NICs each known-good host has tested, by name.
+  std::map<uint32_t, std::set<uint32_t>> nics_of;
+  for (const auto& j : an.tests) {
+    for (const auto* s : {&j.a, &j.b}) {
+      if (s->nic != 0) nics_of[s->host].insert(s->nic);
+    }
+  }
+
+  const std::vector<RetestCandidate> candidates = retestCandidates(an);
+
+  auto selector = [&rows](const JudgeSide& e) { return retestSelector(rows, e); };
   std::vector<PlannedTest> out;
   std::vector<ResourceSet> rounds;
   auto place = [&rounds](PlannedTest& t) {

@@ -155,6 +155,140 @@ bool isRepeatOf(const JudgeRow& r, const JudgeRow& s) {
              std::minmax(s.initiator.memory, s.target.memory);
 }
 
+namespace {
+
+using OutlierSuspects = std::map<std::pair<std::string, std::string>, Suspect>;
+
+// One group's figures: every one, and per host and per NIC (NICs only of hosts that tested
+// several in the group, each sample with its partner).
+struct OutlierGroupSamples {
+  std::map<Entity, Samples> hosts, nics;
+  std::map<uint32_t, std::set<uint32_t>> nics_of;  // host -> NICs tested in this group
+  std::vector<double> all;
+};
+
+OutlierGroupSamples outlierGroupSamples(const JudgeRows& rows, const std::vector<size_t>& members,
+                                        bool latency) {
+  OutlierGroupSamples g;
+  g.all.reserve(members.size());
+  for (const size_t i : members) {
+    const JudgeRow& r = rows[i];
+    const double x = figureOf(r, latency);
+    g.all.push_back(x);
+    for (const auto& [me, peer] :
+         {std::pair(&r.initiator, &r.target), std::pair(&r.target, &r.initiator)}) {
+      Samples& h = g.hosts[{me->worker, 0}];
+      h.x.push_back(x);
+      h.partners.push_back(peer->worker);
+      if (me->nic != 0) {
+        Samples& n = g.nics[{me->worker, me->nic}];
+        n.x.push_back(x);
+        n.partners.push_back(peer->worker);
+        g.nics_of[me->worker].insert(me->nic);
+      }
+    }
+  }
+  for (auto& [e, samples] : g.hosts) samples.settle();
+  for (auto& [e, samples] : g.nics) samples.settle();
+  // NICs are compared only among hosts that tested several.
+  for (auto it = g.nics.begin(); it != g.nics.end();) {
+    it = g.nics_of[it->first.first].size() >= 2 ? std::next(it) : g.nics.erase(it);
+  }
+  return g;
+}
+
+// One group's outlier hosts and NICs.
+struct OutlierEndpoints {
+  std::map<Entity, Flagged> host_flags, nic_flags;
+  size_t hosts_judged = 0;
+};
+
+// Flags the group's outlier hosts and NICs and names each a suspect: a NIC stands for its host
+// when the host's other NICs are not outliers.
+OutlierEndpoints flagOutlierEndpoints(const JudgeRows& rows, OutlierGroupSamples& g, bool latency,
+                                      const std::string& group, const OutlierOptions& o,
+                                      OutlierSuspects& suspects) {
+  OutlierEndpoints out;
+  Spread host_spread, nic_spread;
+  size_t nics_judged = 0;
+  out.host_flags = judgeEntities(g.hosts, o, &host_spread, &out.hosts_judged);
+  out.nic_flags = judgeEntities(g.nics, o, &nic_spread, &nics_judged);
+  auto evidence = [&](const Flagged& f, const Spread& s, size_t judged, const char* peers) {
+    return "median " + shown(f.value, latency) + " over " + std::to_string(f.partners) +
+           (f.partners == 1 ? " partner" : " partners") + ", cluster median " +
+           shown(s.median, latency) + " (" + std::to_string(judged) + " " + peers + "), " +
+           formatFixed(f.b.z, 1) + " robust SDs and " + formatPercent(f.b.shortfall) + " below (" +
+           group + ")";
+  };
+  std::set<uint32_t> replaced;
+  for (const auto& [e, f] : out.nic_flags) {
+    size_t flagged = 0;
+    for (const uint32_t n : g.nics_of[e.first]) flagged += out.nic_flags.count({e.first, n});
+    if (flagged == g.nics_of[e.first].size()) continue;  // every NIC: the host
+    replaced.insert(e.first);
+    addSuspect(suspects, "nic", rows.str(e.first) + "/" + rows.str(e.second),
+               scoreOf(f.b.shortfall), evidence(f, nic_spread, nics_judged, "NICs"));
+  }
+  for (const auto& [e, f] : out.host_flags) {
+    if (replaced.count(e.first)) continue;
+    addSuspect(suspects, "host", rows.str(e.first), scoreOf(f.b.shortfall),
+               evidence(f, host_spread, out.hosts_judged, "hosts"));
+  }
+  return out;
+}
+
+// Pairs of the group far below it that no outlier endpoint explains: a link when every repeat
+// of the pair is low too, noise when one is not, and to be repeated when it has none.
+void flagOutlierPairs(const JudgeRows& rows, const std::vector<size_t>& members,
+                      const std::vector<size_t>& retests, const std::vector<double>& all,
+                      bool latency, const std::string& group, const OutlierEndpoints& flagged,
+                      const OutlierOptions& o, OutlierFindings& out, OutlierSuspects& suspects) {
+  const Spread pair_spread = spreadOf(all);
+  auto explained = [&](const JudgeSide& s) {
+    return flagged.host_flags.count({s.worker, 0}) > 0 ||
+           flagged.nic_flags.count({s.worker, s.nic}) > 0;
+  };
+  for (const size_t i : members) {
+    const JudgeRow& r = rows[i];
+    const Below b = below(figureOf(r, latency), pair_spread);
+    if (!isOutlier(b, o) || explained(r.initiator) || explained(r.target)) continue;
+    const std::string pair =
+        rows.endpointName(r.initiator) + "->" + rows.endpointName(r.target) + " (" + group + ")";
+    std::vector<std::string> repeats;
+    bool all_low = true;
+    for (const size_t j : retests) {
+      const JudgeRow& x = rows[j];
+      if (!isRepeatOf(x, r)) continue;
+      if (hasFigure(x, latency)) {
+        const double fx = figureOf(x, latency);
+        repeats.push_back(shown(fx, latency));
+        all_low = all_low && isOutlier(below(fx, pair_spread), o);
+      } else {
+        repeats.push_back(std::string("status ") + toString(x.status));
+      }
+    }
+    if (repeats.empty()) {
+      out.repeat.push_back(i);
+      continue;
+    }
+    std::string seen;
+    for (size_t k = 0; k < repeats.size(); ++k) seen += (k ? ", " : "") + repeats[k];
+    const std::string first = shown(figureOf(r, latency), latency) + " on the sweep's test, " +
+                              seen + (repeats.size() == 1 ? " on its repeat" : " on its repeats");
+    if (all_low) {
+      addSuspect(suspects, "link", linkName(rows, r), scoreOf(b.shortfall),
+                 pair + ": " + first + "; the group's median " +
+                     shown(pair_spread.median, latency) + ", " + formatFixed(b.z, 1) +
+                     " robust SDs and " + formatPercent(b.shortfall) + " below");
+    } else {
+      out.notes.push_back(pair + ": " + first + ": noise, not a link (the group's median " +
+                          shown(pair_spread.median, latency) + ")");
+    }
+  }
+}
+
+}  // namespace
+
 OutlierFindings findOutliers(const JudgeRows& rows, const OutlierOptions& o) {
   OutlierFindings out;
   if (!o.detect) return out;
@@ -174,108 +308,16 @@ OutlierFindings findOutliers(const JudgeRows& rows, const OutlierOptions& o) {
     }
   }
 
-  std::map<std::pair<std::string, std::string>, Suspect> suspects;
+  OutlierSuspects suspects;
   for (const auto& [g, members] : groups) {
     const bool latency = std::get<5>(g);
     const std::string group = groupName(g);
-    std::map<Entity, Samples> hosts, nics;
-    std::map<uint32_t, std::set<uint32_t>> nics_of;  // host -> NICs tested in this group
-    std::vector<double> all;
-    all.reserve(members.size());
-    for (const size_t i : members) {
-      const JudgeRow& r = rows[i];
-      const double x = figureOf(r, latency);
-      all.push_back(x);
-      for (const auto& [me, peer] :
-           {std::pair(&r.initiator, &r.target), std::pair(&r.target, &r.initiator)}) {
-        Samples& h = hosts[{me->worker, 0}];
-        h.x.push_back(x);
-        h.partners.push_back(peer->worker);
-        if (me->nic != 0) {
-          Samples& n = nics[{me->worker, me->nic}];
-          n.x.push_back(x);
-          n.partners.push_back(peer->worker);
-          nics_of[me->worker].insert(me->nic);
-        }
-      }
-    }
-    for (auto& [e, samples] : hosts) samples.settle();
-    for (auto& [e, samples] : nics) samples.settle();
-    // NICs are compared only among hosts that tested several.
-    for (auto it = nics.begin(); it != nics.end();) {
-      it = nics_of[it->first.first].size() >= 2 ? std::next(it) : nics.erase(it);
-    }
-    Spread host_spread, nic_spread;
-    size_t hosts_judged = 0, nics_judged = 0;
-    const auto host_flags = judgeEntities(hosts, o, &host_spread, &hosts_judged);
-    const auto nic_flags = judgeEntities(nics, o, &nic_spread, &nics_judged);
-
-    auto evidence = [&](const Flagged& f, const Spread& s, size_t judged, const char* peers) {
-      return "median " + shown(f.value, latency) + " over " + std::to_string(f.partners) +
-             (f.partners == 1 ? " partner" : " partners") + ", cluster median " +
-             shown(s.median, latency) + " (" + std::to_string(judged) + " " + peers + "), " +
-             formatFixed(f.b.z, 1) + " robust SDs and " + formatPercent(f.b.shortfall) +
-             " below (" + group + ")";
-    };
-    // A NIC stands for its host when the host's other NICs are not outliers.
-    std::set<uint32_t> replaced;
-    for (const auto& [e, f] : nic_flags) {
-      size_t flagged = 0;
-      for (const uint32_t n : nics_of[e.first]) flagged += nic_flags.count({e.first, n});
-      if (flagged == nics_of[e.first].size()) continue;  // every NIC: the host
-      replaced.insert(e.first);
-      addSuspect(suspects, "nic", rows.str(e.first) + "/" + rows.str(e.second),
-                 scoreOf(f.b.shortfall), evidence(f, nic_spread, nics_judged, "NICs"));
-    }
-    for (const auto& [e, f] : host_flags) {
-      if (replaced.count(e.first)) continue;
-      addSuspect(suspects, "host", rows.str(e.first), scoreOf(f.b.shortfall),
-                 evidence(f, host_spread, hosts_judged, "hosts"));
-    }
-
-    // Pairs far below the group that no outlier endpoint explains.
-    if (static_cast<int>(hosts_judged) < o.min_hosts) continue;
-    const Spread pair_spread = spreadOf(all);
-    auto explained = [&](const JudgeSide& s) {
-      return host_flags.count({s.worker, 0}) > 0 || nic_flags.count({s.worker, s.nic}) > 0;
-    };
-    for (const size_t i : members) {
-      const JudgeRow& r = rows[i];
-      const Below b = below(figureOf(r, latency), pair_spread);
-      if (!isOutlier(b, o) || explained(r.initiator) || explained(r.target)) continue;
-      const std::string pair =
-          rows.endpointName(r.initiator) + "->" + rows.endpointName(r.target) + " (" + group + ")";
-      std::vector<std::string> repeats;
-      bool all_low = true;
-      for (const size_t j : retests) {
-        const JudgeRow& x = rows[j];
-        if (!isRepeatOf(x, r)) continue;
-        if (hasFigure(x, latency)) {
-          const double fx = figureOf(x, latency);
-          repeats.push_back(shown(fx, latency));
-          all_low = all_low && isOutlier(below(fx, pair_spread), o);
-        } else {
-          repeats.push_back(std::string("status ") + toString(x.status));
-        }
-      }
-      if (repeats.empty()) {
-        out.repeat.push_back(i);
-        continue;
-      }
-      std::string seen;
-      for (size_t k = 0; k < repeats.size(); ++k) seen += (k ? ", " : "") + repeats[k];
-      const std::string first = shown(figureOf(r, latency), latency) + " on the sweep's test, " +
-                                seen + (repeats.size() == 1 ? " on its repeat" : " on its repeats");
-      if (all_low) {
-        addSuspect(suspects, "link", linkName(rows, r), scoreOf(b.shortfall),
-                   pair + ": " + first + "; the group's median " +
-                       shown(pair_spread.median, latency) + ", " + formatFixed(b.z, 1) +
-                       " robust SDs and " + formatPercent(b.shortfall) + " below");
-      } else {
-        out.notes.push_back(pair + ": " + first + ": noise, not a link (the group's median " +
-                            shown(pair_spread.median, latency) + ")");
-      }
-    }
+    OutlierGroupSamples samples = outlierGroupSamples(rows, members, latency);
+    const OutlierEndpoints flagged =
+        flagOutlierEndpoints(rows, samples, latency, group, o, suspects);
+    if (static_cast<int>(flagged.hosts_judged) < o.min_hosts) continue;
+    flagOutlierPairs(rows, members, retests, samples.all, latency, group, flagged, o, out,
+                     suspects);
   }
   for (auto& [key, s] : suspects) out.suspects.push_back(std::move(s));
   std::sort(out.suspects.begin(), out.suspects.end(), [](const Suspect& a, const Suspect& b) {

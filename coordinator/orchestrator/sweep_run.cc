@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
-#include <future>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string_view>
 #include <utility>
@@ -26,6 +28,10 @@
 namespace gdrmesh {
 
 namespace {
+
+// How long past its deadline a counter read is waited for: the channel fails the call at the
+// deadline (its contract), possibly on another thread; this is the margin for that answer.
+constexpr std::chrono::seconds kCounterReadGrace{1};
 
 std::string newSweepId(int64_t unix_ms) {
   static std::mt19937 rng{std::random_device{}()};
@@ -497,14 +503,36 @@ Result<fabric::CounterReadOutcome> SweepRunner::readCounters(
   fabric::CounterReadRequest req;
   req.ports = ports;
   req.reset = options_.counters.reset;
-  // The channel answers by its deadline on the clock (WorkerChannel's contract): the round
-  // never waits longer on the reader.
-  auto answer = std::make_shared<std::promise<Result<fabric::CounterReadOutcome>>>();
-  auto got = answer->get_future();
-  channel->readPortCounters(
-      req, deps_.clock.after(options_.counters.read_timeout_seconds),
-      [answer](Result<fabric::CounterReadOutcome> r) { answer->set_value(std::move(r)); });
-  Result<fabric::CounterReadOutcome> r = got.get();
+  // The channel answers by its deadline on the clock (WorkerChannel's contract). The wait is on
+  // the clock too, a moment past that deadline: a channel that broke its contract holds the
+  // round no longer than one that kept it (issue #19: no wait outside gdrmesh::Clock).
+  struct Answer {
+    Mutex mu;
+    std::condition_variable cv;
+    std::optional<Result<fabric::CounterReadOutcome>> got ABSL_GUARDED_BY(mu);
+  };
+  auto answer = std::make_shared<Answer>();
+  const Clock::TimePoint deadline = deps_.clock.after(options_.counters.read_timeout_seconds);
+  channel->readPortCounters(req, deadline, [answer](Result<fabric::CounterReadOutcome> r) {
+    MutexLock lock(answer->mu);
+    answer->got = std::move(r);
+    answer->cv.notify_all();
+  });
+  Result<fabric::CounterReadOutcome> r = fabric::CounterReadOutcome{};
+  {
+    UniqueLock lock(answer->mu);
+    const bool answered = waitUntil(
+        deps_.clock, lock.native(), answer->cv, deadline + kCounterReadGrace,
+        [&answer]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(answer->mu) { return answer->got.has_value(); });
+    if (!answered) {
+      return Status(Code::kDeadlineExceeded,
+                    "fabric_reader " + reader + " did not answer the counter read within " +
+                        std::to_string(options_.counters.read_timeout_seconds) + " s",
+                    "check that worker's link to the coordinator, or name another real "
+                    "worker as fabric_reader in the coordinator's config");
+    }
+    r = std::move(*answer->got);
+  }
   if (r.ok() && !r->status.ok()) return r->status.withContext("fabric_reader " + reader);
   if (!r.ok()) return r.status().withContext("fabric_reader " + reader);
   return r;

@@ -29,7 +29,7 @@ grpc::Status CoordinatorServer::ControlServiceImpl::RunTest(grpc::ServerContext*
     return toGrpc(invalidArgument("mode/transport: unknown value"));
   }
   if (req->iterations() == 0) return toGrpc(invalidArgument("iters: must be > 0"));
-  auto out = s_.single_tests_->run(convert::fromProto(*req));
+  auto out = s_.runs_->single().run(convert::fromProto(*req));
   if (!out.ok()) return toGrpc(out.status());
   if (!out->store_error.ok()) resp->set_store_error(out->store_error.toString());
   convert::toProto(out->result, resp->mutable_result());

@@ -135,7 +135,7 @@ grpc::Status CoordinatorServer::ControlServiceImpl::ListSchedules(grpc::ServerCo
       o->set_last_detail(st.last_run->detail);
       if (!st.last_run->sweep_id.empty()) {
         // A started run is followed to its sweep's end.
-        auto p = s_.sweep_manager_->progress(st.last_run->sweep_id);
+        auto p = s_.runs_->sweeps().progress(st.last_run->sweep_id);
         if (p.ok()) {
           o->set_last_sweep_state(toString(p->state));
           o->set_last_sweep_verdict(p->verdict);

@@ -17,7 +17,7 @@ grpc::Status CoordinatorServer::ControlServiceImpl::StartSweep(grpc::ServerConte
   auto spec = convert::fromProto(req->spec());
   if (!spec.ok()) return toGrpc(spec.status());
   if (spec->config_yaml.empty()) spec->config_yaml = s_.options_.config_yaml;
-  auto p = s_.sweep_manager_->start(*spec);
+  auto p = s_.runs_->sweeps().start(*spec);
   if (!p.ok()) return toGrpc(p.status());
   convert::toProto(*p, resp->mutable_progress());
   return grpc::Status::OK;
@@ -29,7 +29,7 @@ grpc::Status CoordinatorServer::ControlServiceImpl::GetSweep(grpc::ServerContext
   if (auto st = allow(ctx, Access::kRead, "GetSweep"); !st.ok()) return st;
   auto q = convert::fromProto(*req);
   if (!q.ok()) return toGrpc(q.status());
-  auto r = s_.sweep_manager_->report(req->id(), *q);
+  auto r = s_.runs_->sweeps().report(req->id(), *q);
   if (!r.ok()) return toGrpc(r.status());
   convert::toProto(*r, resp);
   return grpc::Status::OK;
@@ -42,7 +42,7 @@ grpc::Status CoordinatorServer::ControlServiceImpl::FollowSweep(
   uint64_t version = ~uint64_t{0};
   for (;;) {
     // Wakes on every change of the sweep; at most every 2 s to notice a gone client.
-    auto r = s_.sweep_manager_->waitForChange(req->id(), version, s_.clock_.after(2.0));
+    auto r = s_.runs_->sweeps().waitForChange(req->id(), version, s_.clock_.after(2.0));
     if (!r.ok()) return toGrpc(r.status());
     if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
     const bool changed = r->second != version;
@@ -65,7 +65,7 @@ grpc::Status CoordinatorServer::ControlServiceImpl::CancelSweep(grpc::ServerCont
                                                                 const pb::SweepIdRequest* req,
                                                                 pb::SweepProgress* resp) {
   if (auto st = allow(ctx, Access::kAdmin, "CancelSweep"); !st.ok()) return st;
-  auto p = s_.sweep_manager_->cancel(req->id());
+  auto p = s_.runs_->sweeps().cancel(req->id());
   if (!p.ok()) return toGrpc(p.status());
   convert::toProto(*p, resp);
   return grpc::Status::OK;
@@ -78,7 +78,7 @@ grpc::Status CoordinatorServer::ControlServiceImpl::JudgeSweep(grpc::ServerConte
   VerdictFilter filter{};
   VerdictPage page;
   if (auto st = convert::fromProto(req->page(), &filter, &page); !st.ok()) return toGrpc(st);
-  auto r = s_.sweep_manager_->judge(req->id(), req->config_yaml(), req->baseline(), filter, page);
+  auto r = s_.runs_->sweeps().judge(req->id(), req->config_yaml(), req->baseline(), filter, page);
   if (!r.ok()) return toGrpc(r.status());
   convert::toProto(*r, resp);
   return grpc::Status::OK;
@@ -88,7 +88,7 @@ grpc::Status CoordinatorServer::ControlServiceImpl::ListSweeps(grpc::ServerConte
                                                                const pb::ListSweepsRequest* req,
                                                                pb::ListSweepsResponse* resp) {
   if (auto st = allow(ctx, Access::kRead, "ListSweeps"); !st.ok()) return st;
-  auto l = s_.sweep_manager_->list(req->limit() == 0 ? 20 : req->limit());
+  auto l = s_.runs_->sweeps().list(req->limit() == 0 ? 20 : req->limit());
   if (!l.ok()) return toGrpc(l.status());
   for (const auto& p : *l) convert::toProto(p, resp->add_sweeps());
   return grpc::Status::OK;

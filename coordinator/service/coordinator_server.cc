@@ -56,12 +56,12 @@ class CoordinatorServer::WorkerServiceImpl final : public pb::WorkerService::Cal
 class CoordinatorServer::Starter final : public SweepStarter {
  public:
   explicit Starter(CoordinatorServer& s) : s_(s) {}
-  bool sweepRunning() const override { return s_.sweep_manager_->running(); }
+  bool sweepRunning() const override { return s_.runs_->sweeps().running(); }
   Result<std::string> startScheduledSweep(const ScheduleConfig& schedule) override {
     SweepSpec spec = schedule.sweep;
     if (spec.name.empty()) spec.name = "schedule " + schedule.name;
     if (spec.config_yaml.empty()) spec.config_yaml = s_.options_.config_yaml;
-    auto p = s_.sweep_manager_->start(spec);
+    auto p = s_.runs_->sweeps().start(spec);
     if (!p.ok()) return p.status();
     return p->id;
   }
@@ -135,14 +135,12 @@ CoordinatorServer::CoordinatorServer(CoordinatorOptions options, ResultStore& st
         "protocol violation by worker " + worker + " (" + std::to_string(n) + " so far): " + what,
         {{"worker", worker}, {"violations", n}});
   };
-  single_tests_ =
-      std::make_unique<SingleTests>(SingleTestDeps{registry_, clock_, store_, writer_, locks_},
-                                    SingleTestOptions{options_.limits, pair_});
+  // Sweeps and `gdrmesh test` over one ResourceLocks (test_runs.h).
   SweepManagerOptions so = options_.sweeps;
   so.executor.pair = pair_;
-  so.executor.locks = &locks_;
-  sweep_manager_ = std::make_unique<SweepManager>(registry_, clock_, sweep_store_, store_, writer_,
-                                                  codec_, options_.parse_config, so);
+  runs_ = std::make_unique<TestRuns>(
+      TestRunsDeps{registry_, clock_, sweep_store_, store_, writer_, codec_, options_.parse_config},
+      SingleTestOptions{options_.limits, pair_}, so);
   starter_ = std::make_unique<Starter>(*this);
   log_ = std::make_unique<Log>(sweep_store_, clock_);
   scheduler_ = std::make_unique<Scheduler>(clock_, *starter_, *log_, options_.schedules);
@@ -175,7 +173,7 @@ Result<int> CoordinatorServer::start() {
       clock_.now() + std::chrono::milliseconds(options_.heartbeat_interval_ms);
   monitor_ = std::thread([this, first_tick] { monitor(first_tick); });
   // Sweeps a previous coordinator left running resume once workers can reconnect.
-  sweep_manager_->resumeInterrupted();
+  runs_->sweeps().resumeInterrupted();
   // Runs missed while the coordinator was down are recorded as missed, then schedules arm.
   scheduler_->start();
   return *port;
@@ -287,7 +285,7 @@ void CoordinatorServer::shutdown() {
   }
   if (monitor_.joinable()) monitor_.join();
   scheduler_->stop();
-  sweep_manager_->shutdown();
+  runs_->sweeps().shutdown();
   // A store that still refuses writes does not hold the stop up for good: what is left is in the
   // spool, and the next start stores it.
   if (!writer_.flushFor(std::chrono::seconds(5))) {
@@ -300,6 +298,9 @@ void CoordinatorServer::shutdown() {
     if (e.link) e.link->fail("(coordinator shutting down)");
   }
   if (gate_) gate_->stop();  // no connection reaches gRPC once it is shutting down
+  // The one real-time deadline of the coordinator (issue #19's exception): gRPC's
+  // Server::Shutdown takes a wall-clock time point (its API's type), and gRPC's own threads wait
+  // for it; no gdrmesh::Clock can stand in for it.
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 

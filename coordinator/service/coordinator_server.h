@@ -18,10 +18,10 @@
 #include "coordinator/orchestrator/fabric_history.h"
 #include "coordinator/orchestrator/history.h"
 #include "coordinator/orchestrator/pair_test.h"
-#include "coordinator/orchestrator/resource_locks.h"
 #include "coordinator/orchestrator/scheduler.h"
 #include "coordinator/orchestrator/single_test.h"
 #include "coordinator/orchestrator/sweep_manager.h"
+#include "coordinator/orchestrator/test_runs.h"
 #include "coordinator/service/registry.h"
 #include "coordinator/service/sweep_convert.h"
 #include "coordinator/store/result_writer.h"
@@ -99,7 +99,7 @@ class CoordinatorServer {
   void wait();
 
   Registry& registry() { return registry_; }
-  SweepManager& sweeps() { return *sweep_manager_; }
+  SweepManager& sweeps() { return runs_->sweeps(); }
   Scheduler& scheduler() { return *scheduler_; }
   // History, result and comparison queries (the ControlService and the status page's API).
   HistoryQueries& history() { return history_; }
@@ -151,11 +151,9 @@ class CoordinatorServer {
   ResultSpool spool_;  // before writer_, which writes to it
   ResultWriter writer_;
   HistoryQueries history_;
-  // The NICs, GPUs and hosts in tests now, shared by the sweeps' executors and `gdrmesh test`.
-  ResourceLocks locks_;
-  std::unique_ptr<SingleTests> single_tests_;  // `gdrmesh test` (RunTest)
   convert::ProtoJsonSweepCodec codec_;
-  std::unique_ptr<SweepManager> sweep_manager_;
+  // The sweeps and `gdrmesh test` (RunTest), sharing the NICs, GPUs and hosts in tests now.
+  std::unique_ptr<TestRuns> runs_;
   std::unique_ptr<Starter> starter_;
   std::unique_ptr<Log> log_;
   std::unique_ptr<Scheduler> scheduler_;

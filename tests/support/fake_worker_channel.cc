@@ -194,6 +194,10 @@ void FakeWorkerChannel::reply(const char* command, double after_seconds, Deadlin
       c->done = nullptr;
     }
   });
+  if (behaviour.ignore_deadlines && (behaviour.mute || behaviour.hold.count(command) > 0)) {
+    untrack(key);
+    return;
+  }
   auto timer = clock_.schedule(deadline, [fire, key, this] {
     untrack(key);
     fire(Status(Code::kDeadlineExceeded, "worker " + name_ + " did not answer (fake)"));

@@ -27,9 +27,12 @@ struct FakeBehaviour {
   double latency_us = 2;
   bool mute = false;           // never answers (deadlines must end the test)
   std::set<std::string> hold;  // these commands ("prepare", "start", ...) are never answered
-  Status fail_prepare;         // non-OK: prepare fails with this
-  Status fail_run;             // non-OK: start/run fails with this
-  uint64_t wrong_bytes = 0;    // the destination reports this many wrong bytes
+  // A channel that breaks WorkerChannel's contract: held commands are not failed at their
+  // deadline either (their callback never runs).
+  bool ignore_deadlines = false;
+  Status fail_prepare;       // non-OK: prepare fails with this
+  Status fail_run;           // non-OK: start/run fails with this
+  uint64_t wrong_bytes = 0;  // the destination reports this many wrong bytes
   // A destination that never received the data yet claims it did: it reports a digest it made
   // up (sealed tests) and, after a reveal, no wrong byte.
   bool forge_digest = false;

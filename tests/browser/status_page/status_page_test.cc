@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/units.h"
 #include "coordinator/http/status_http_server.h"
 #include "tests/support/temp_dir.h"
@@ -434,7 +435,8 @@ class StatusPageTest : public ::testing::Test {
   }
 
   FakeSource source_;
-  StatusHttpServer server_{source_};
+  ManualClock clock_;  // the page's deadlines pass only when a test moves it
+  StatusHttpServer server_{source_, clock_};
   int port_ = 0;
 };
 
@@ -839,9 +841,10 @@ TEST_F(StatusPageTest, PageIsEmbeddedAndSelfContained) {
 
 TEST(StatusHttpServerStart, BadAddressNamesTheFlag) {
   FakeSource source;
+  ManualClock clock;
   for (const char* bad :
        {"nonsense", "127.0.0.1:", ":8080", "127.0.0.1:99999", "::1:80", "127.0.0.1:http"}) {
-    StatusHttpServer s(source);
+    StatusHttpServer s(source, clock);
     auto r = s.start(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << bad;
@@ -852,10 +855,11 @@ TEST(StatusHttpServerStart, BadAddressNamesTheFlag) {
 
 TEST(StatusHttpServerStart, PortInUseIsAnErrorAndStopIsIdempotent) {
   FakeSource source;
-  StatusHttpServer a(source);
+  ManualClock clock;
+  StatusHttpServer a(source, clock);
   auto pa = a.start("127.0.0.1:0");
   ASSERT_TRUE(pa.ok()) << pa.status().toString();
-  StatusHttpServer b(source);
+  StatusHttpServer b(source, clock);
   auto pb = b.start("127.0.0.1:" + std::to_string(*pa));
   ASSERT_FALSE(pb.ok());
   EXPECT_EQ(pb.status().code(), Code::kUnavailable);

@@ -125,9 +125,9 @@ TEST(HooksTest, WebhookPostsTheJsonWithTheBearerTokenAndRetries) {
   h.token_file = dir.file("token");
   h.attempts = 3;
   h.backoff_seconds = 5;
-  ProcessRunner runner;
-  DefaultHookTransport transport(runner);
   ManualClock clock;
+  ProcessRunner runner(clock);
+  DefaultHookTransport transport(runner);
   std::vector<std::string> log;
   std::mutex log_mu;
   Hooks hooks({h}, transport, clock, [&](const std::string& l) {
@@ -166,9 +166,9 @@ TEST(HooksTest, GivesUpAfterItsAttempts) {
   h.url = receiver.url("/x");
   h.attempts = 2;
   h.backoff_seconds = 1;
-  ProcessRunner runner;
-  DefaultHookTransport transport(runner);
   ManualClock clock;
+  ProcessRunner runner(clock);
+  DefaultHookTransport transport(runner);
   Hooks hooks({h}, transport, clock, [](const std::string&) {});
   hooks.onSweepEnd(hookEnding("s1", {"h1"}, {}), {});
   hooks.waitCounters([](const Hooks::Counters& c) { return c.retried == 1; });
@@ -187,12 +187,22 @@ TEST(HooksTest, CommandGetsTheEventOnStdinAndNeverBlocksTheCaller) {
   slow.attempts = 1;
   HookOptions tee;
   tee.command = {"tee", "-a", dir.file("events")};
-  ProcessRunner runner;
-  DefaultHookTransport transport(runner);
   ManualClock clock;
+  ProcessRunner runner(clock);
+  DefaultHookTransport transport(runner);
   Hooks hooks({slow, tee}, transport, clock, [](const std::string&) {});
   // Returns while the slow hook runs: the sweep never waits for a hook.
   hooks.onSweepEnd(hookEnding("s1", {"h1", "h2"}, {Suspect{"host", "h2", 1, {"x"}}}), {});
+  // Each run of the slow hook ends when the clock passes its deadline (a timer on the clock
+  // from the moment it starts): moved only then, never on real time.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (hooks.counters().dropped < 2 && std::chrono::steady_clock::now() < give_up) {
+    if (clock.pendingTimers() > 0) {
+      clock.advanceSeconds(0.3);
+    } else {
+      std::this_thread::yield();
+    }
+  }
   hooks.waitIdle();
   const std::string text = [&] {
     std::ifstream f(dir.file("events"));

@@ -1,7 +1,8 @@
 // The status page's front gate (coordinator/http/request_gate.h) on real loopback sockets: a
 // request reaches a worker only once it is whole; a slow head is answered 408 without ever
 // taking a worker; oversized heads and bodies, chunked bodies, and connections beyond the
-// bounds per address and in all are answered by the gate itself.
+// bounds per address and in all are answered by the gate itself. The gate's deadlines run on a
+// ManualClock: they pass when the test moves it, never on real time (issue #19).
 #include "coordinator/http/request_gate.h"
 
 #include <arpa/inet.h>
@@ -17,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/clock.h"
 
 namespace gdrmesh {
 namespace {
@@ -39,6 +42,16 @@ class Client {
   }
   ~Client() { ::close(fd_); }
   bool ok() const { return ok_; }
+  // True when the server has sent something (or closed) by now; does not wait.
+  bool answered() const {
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
+  }
+  // Whether the server sends something (or closes) within `ms` of real time.
+  bool answersWithin(int ms) const {
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, ms) > 0;
+  }
   void send(const std::string& s) { (void)::send(fd_, s.data(), s.size(), MSG_NOSIGNAL); }
   // Everything the server sends until it closes (bounded: 20 s).
   std::string answer() {
@@ -69,7 +82,7 @@ int statusOf(const std::string& answer) {
 class RequestGateTest : public ::testing::Test {
  protected:
   void start(RequestGateLimits limits) {
-    gate_ = std::make_unique<RequestGate>(limits, [this](const GatedRequest& r) {
+    gate_ = std::make_unique<RequestGate>(limits, clock_, [this](const GatedRequest& r) {
       served_.fetch_add(1);
       const std::string body = "served " + std::to_string(r.bytes.size()) + " from " + r.peer;
       const std::string out = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
@@ -88,6 +101,18 @@ class RequestGateTest : public ::testing::Test {
     }
     return false;
   }
+  // Moves the clock by `step` until `c` is answered: for a deadline the gate takes at a moment
+  // the test cannot see (a body's, from when the gate read the head). Bounded by 20 s of real
+  // time (a safety net, not a timing).
+  bool advanceUntilAnswered(const Client& c, std::chrono::hours step) {
+    const auto give_up = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < give_up) {
+      clock_.advance(step);
+      if (c.answersWithin(10)) return true;
+    }
+    return false;
+  }
+  ManualClock clock_;  // declared before the gate: it outlives it
   std::unique_ptr<RequestGate> gate_;
   std::atomic<int> served_{0};
   int port_ = 0;
@@ -111,30 +136,40 @@ TEST_F(RequestGateTest, AWholeRequestIsServedWithExactlyItsBody) {
 TEST_F(RequestGateTest, ASlowHeadNeverTakesAWorkerAndIsAnswered408) {
   RequestGateLimits l;
   l.workers = 1;
-  l.header_timeout = 300ms;
+  l.header_timeout = 1h;  // on the ManualClock: an hour passes only when the test says so
   start(l);
   Client slow(port_);
   ASSERT_TRUE(slow.ok());
   slow.send("GET /healthz HTTP/1.1\r\nX-Slow: 1\r\n");
   ASSERT_TRUE(holds(1));
+  // The head's window advances with the clock only: a millisecond before its end the gate
+  // still waits (the quick client's request runs the gate's loop after the move).
+  clock_.advance(1h - 1ms);
   // The one worker serves another client while the slow head is still arriving.
   Client quick(port_);
   quick.send("GET /healthz HTTP/1.1\r\n\r\n");
   EXPECT_EQ(statusOf(quick.answer()), 200);
+  EXPECT_FALSE(slow.answered());
+  EXPECT_TRUE(holds(1));
+  clock_.advance(1ms);
   const std::string a = slow.answer();
   EXPECT_EQ(statusOf(a), 408) << a;
-  EXPECT_NE(a.find("the request head did not arrive within 300 ms"), std::string::npos) << a;
+  EXPECT_NE(a.find("the request head did not arrive within 3600000 ms"), std::string::npos) << a;
   EXPECT_NE(a.find("\"fix\""), std::string::npos) << a;
   EXPECT_EQ(served_.load(), 1);
   EXPECT_TRUE(holds(0));
 }
 
-TEST_F(RequestGateTest, ASlowBodyIsAnswered408) {
+TEST_F(RequestGateTest, ASlowBodyIsAnswered408WhenTheClockPassesItsDeadline) {
   RequestGateLimits l;
-  l.body_timeout = 300ms;
+  l.header_timeout = 10000h;
+  l.body_timeout = 1h;
   start(l);
   Client c(port_);
   c.send("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc");
+  ASSERT_TRUE(holds(1));
+  EXPECT_FALSE(c.answered());
+  ASSERT_TRUE(advanceUntilAnswered(c, 1h));
   const std::string a = c.answer();
   EXPECT_EQ(statusOf(a), 408) << a;
   EXPECT_NE(a.find("the request body did not arrive"), std::string::npos) << a;
@@ -212,6 +247,40 @@ TEST_F(RequestGateTest, StopClosesHeldConnectionsAndIsIdempotent) {
   EXPECT_EQ(gate_->connections(), 0u);
   Client after(port_);
   EXPECT_FALSE(after.ok());
+}
+
+// The server's side of an answer (status_http_server.cc writes through it): a write waits for a
+// client that does not read only until the ManualClock passes `write_timeout`, and nothing is
+// written once it passes `response_timeout`; no real second goes by.
+TEST(ResponseWriterTest, WritesWaitForRoomOnlyUntilTheClockPassesTheirDeadlines) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+  ManualClock clock;
+  ResponseWriter w(sv[0], clock, 1h, 10h);
+  char block[4096] = {};
+  while (::send(sv[0], block, sizeof(block), MSG_NOSIGNAL) > 0) {
+  }  // the client reads nothing: no room left
+  ssize_t wrote = 0;
+  std::thread writer([&] { wrote = w.write(block, sizeof(block)); });
+  // The wait's end is a timer on the clock from when the write found no room.
+  const auto give_up = std::chrono::steady_clock::now() + 20s;
+  while (clock.pendingTimers() == 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(clock.pendingTimers(), 1u);
+  clock.advance(1h);
+  writer.join();
+  EXPECT_EQ(wrote, -1);
+  // The client reads: there is room again, and the answer's deadline is still ahead.
+  while (::recv(sv[1], block, sizeof(block), MSG_DONTWAIT) > 0) {
+  }
+  EXPECT_EQ(w.write(block, 16), 16);
+  // Past the answer's deadline nothing more is written, room or not.
+  clock.advance(9h);
+  EXPECT_FALSE(w.writable());
+  EXPECT_EQ(w.write(block, 16), -1);
+  ::close(sv[0]);
+  ::close(sv[1]);
 }
 
 }  // namespace

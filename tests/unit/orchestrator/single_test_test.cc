@@ -8,15 +8,21 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "common/sync/mutex.h"
 #include "coordinator/orchestrator/executor.h"
+#include "coordinator/orchestrator/test_runs.h"
 #include "coordinator/store/result_spool.h"
+#include "tests/support/empty_sweep_codec.h"
 #include "tests/support/fake_worker_channel.h"
 #include "tests/support/memory_store.h"
+#include "tests/support/sweep_wait.h"
 #include "tests/support/temp_dir.h"
 
 namespace gdrmesh {
@@ -216,6 +222,71 @@ TEST(SingleTestTest, ATestOnANicARunningSweepHoldsWaitsForIt) {
   EXPECT_EQ(rig.workers.fake("h1").maxInFlight(), 1) << "h1 was in two tests at once";
   (void)rig.tests.store(std::move(*end));
   EXPECT_EQ(rig.locks.held(), 0u);
+}
+
+// Issue #19: the coordinator's wiring (TestRuns, as CoordinatorServer holds it) gives its sweeps
+// and `gdrmesh test` ONE ResourceLocks. A one-pair test on the hosts a running sweep's test
+// holds waits for it and never runs beside it; with a ResourceLocks of its own each, h0 and h1
+// were in two tests at once.
+TEST(TestRunsTest, AGdrmeshTestWaitsForTheRunningSweepsTestOnItsHosts) {
+  ManualClock clock;
+  FakeDirectory workers{clock};
+  workers.add("h0");
+  workers.add("h1");
+  MemoryStore store;
+  ResultWriter writer(store, clock);
+  testing::EmptyCodec codec;
+  auto runs =
+      std::make_unique<TestRuns>(TestRunsDeps{workers, clock, store, store, writer, codec, nullptr},
+                                 SingleTestOptions{}, SweepManagerOptions{});
+  // Waits, with the clock standing still, for what another thread does (bounded by real time:
+  // a safety net, not a timing).
+  auto await = [](const std::function<bool()>& done) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    return done();
+  };
+  auto started = runs->sweeps().start(testing::plainAllPairs());
+  ASSERT_TRUE(started.ok()) << started.status().toString();
+  // The sweep's thread starts its first test (h0 and h1, one test a round): it holds them.
+  ASSERT_TRUE(await([&] { return runs->locks().held() == 1; }));
+
+  Mutex mu;
+  std::optional<SingleTestEnd> end;
+  auto ended = [&] {
+    MutexLock lock(mu);
+    return end.has_value();
+  };
+  ASSERT_TRUE(runs->single()
+                  .start(pairOf("h1", "h0"),
+                         [&](SingleTestEnd e) {
+                           MutexLock lock(mu);
+                           end = std::move(e);
+                         })
+                  .ok());
+  EXPECT_EQ(runs->locks().waiting(), 1u) << "the test waits for the sweep's test on h0 and h1";
+  for (int ms = 0; !ended() && ms < 600'000; ++ms) clock.advance(std::chrono::milliseconds(1));
+  ASSERT_TRUE(ended());
+  {
+    MutexLock lock(mu);
+    EXPECT_EQ(end->result.status, TestStatus::kPassed) << end->result.reason;
+    (void)runs->single().store(std::move(*end));
+  }
+  EXPECT_EQ(workers.fake("h0").maxInFlight(), 1) << "h0 was in two tests at once";
+  EXPECT_EQ(workers.fake("h1").maxInFlight(), 1) << "h1 was in two tests at once";
+
+  // The sweep stops with time moving: its tests in flight and the writer's batch wait on the
+  // clock.
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    runs.reset();
+    stopped = true;
+  });
+  (void)await([&] {
+    clock.advance(std::chrono::milliseconds(10));
+    return stopped.load();
+  });
+  stopper.join();
 }
 
 }  // namespace

@@ -357,5 +357,22 @@ TEST(SweepCounters, AReaderThatNeverAnswersHoldsTheRoundOnlyUntilItsDeadline) {
   EXPECT_TRUE(hasNote((*summary)->notes, "not read before it: ")) << allNotes((*summary)->notes);
 }
 
+TEST(SweepCounters, AReaderThatBreaksItsDeadlineHoldsTheRoundOnlyUntilTheClockPassesIt) {
+  SweepRig rig;
+  // h0's channel drops the read: no reply, no deadline error. The sweep's wait is on the clock
+  // (issue #19), so moving the ManualClock past the read's deadline ends it.
+  rig.workers.fake("h0").behaviour.hold = {"read_port_counters"};
+  rig.workers.fake("h0").behaviour.ignore_deadlines = true;
+  SweepManagerOptions options;
+  options.fabric = counterRigFabric();
+  options.counters.reader = "h0";
+  options.counters.read_timeout_seconds = 0.5;
+  const CounterSweep sweep = runCounterSweep(rig, options);
+  EXPECT_TRUE(hasNote(sweep.notes, "not read before it: DEADLINE_EXCEEDED"))
+      << allNotes(sweep.notes);
+  EXPECT_TRUE(hasNote(sweep.notes, "fabric_reader h0 did not answer the counter read"))
+      << allNotes(sweep.notes);
+}
+
 }  // namespace
 }  // namespace gdrmesh::testing

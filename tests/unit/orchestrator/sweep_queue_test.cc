@@ -169,8 +169,9 @@ TEST(SweepQueue, ResumesASweepThatWasOnlyPlanned) {
   EXPECT_EQ(planIndexesOf(rig, id), (std::multiset<int>{0, 1, 2, 3, 4, 5}));
 }
 
+// On SQLite: what a database file keeps of a crashed run is what the restart resumes.
 TEST(SweepQueue, ResumesARunningSweepRunningOnlyWhatDidNotFinish) {
-  SweepRig rig;
+  SweepRig rig(4, RigStore::kSqlite);
   // Tests 0 and 1 finished; 2 was in flight when the coordinator died; 3..5 never started.
   const std::string id = crashedSweep(rig, rig.start(), "running", {0, 1}, {2});
   const size_t sent = rig.testsRun().size();
@@ -239,8 +240,9 @@ TEST(SweepQueue, AResumedSweepWhosePlanChangedEndsInterrupted) {
   EXPECT_EQ(rig.testsRun().size(), sent);
 }
 
+// On SQLite, as the one above.
 TEST(SweepQueue, ASweepStoppedByAShutdownResumesAtTheNextStart) {
-  SweepRig rig;
+  SweepRig rig(4, RigStore::kSqlite);
   for (const char* w : {"h0", "h1", "h2", "h3"}) rig.workers.fake(w).behaviour.run_seconds = 1;
   RigCoordinator& first = rig.start();
   auto started = first.queue.start(rigAllPairs());

@@ -1,6 +1,8 @@
-// The rig of the sweep manager's part tests: a SQLite store in a temporary directory, fake
-// workers and a ResultWriter on one ManualClock, and "coordinators" (a board, a runner, a queue
-// and the reports) that can be built again over the same store, as a restart does.
+// The rig of the sweep manager's part tests: the in-memory store of tests/support (MemoryStore,
+// held to the same contract suite as SQLite: tests/unit/store), fake workers and a ResultWriter
+// on one ManualClock, and "coordinators" (a board, a runner, a queue and the reports) that can
+// be built again over the same store, as a restart does. A test of what a database file keeps
+// across a restart asks for SQLite in a temporary directory (RigStore::kSqlite).
 //
 // Time moves only when a test moves it: drive() advances the clock in small steps, and every
 // reply of the fake workers (and every test that it ends and starts) runs inside advance() on
@@ -27,6 +29,7 @@
 #include "coordinator/store/result_writer.h"
 #include "coordinator/store/sqlite_store.h"
 #include "tests/support/fake_worker_channel.h"
+#include "tests/support/memory_store.h"
 #include "tests/support/sweep_wait.h"
 #include "tests/support/temp_dir.h"
 
@@ -67,13 +70,19 @@ struct RigCoordinator {
   SweepQueue queue;
 };
 
+enum class RigStore { kMemory, kSqlite };
+
 class SweepRig {
  public:
-  explicit SweepRig(int hosts = 4) {
-    EXPECT_TRUE(dir.ok());
-    auto opened = SqliteStore::open(dir.file("results.db"));
-    EXPECT_TRUE(opened.ok()) << opened.status().toString();
-    store = std::move(opened).value();
+  explicit SweepRig(int hosts = 4, RigStore kind = RigStore::kMemory) {
+    if (kind == RigStore::kSqlite) {
+      EXPECT_TRUE(dir.ok());
+      auto opened = SqliteStore::open(dir.file("results.db"));
+      EXPECT_TRUE(opened.ok()) << opened.status().toString();
+      store = std::move(opened).value();
+    } else {
+      store = std::make_unique<MemoryStore>();
+    }
     writer = std::make_unique<ResultWriter>(*store, clock);
     for (int i = 0; i < hosts; ++i) workers.add("h" + std::to_string(i));
   }
@@ -165,7 +174,7 @@ class SweepRig {
   }
 
   TempDir dir;
-  std::unique_ptr<SqliteStore> store;
+  std::unique_ptr<Store> store;  // MemoryStore, or SqliteStore (RigStore::kSqlite)
   ManualClock clock;
   std::unique_ptr<ResultWriter> writer;
   FakeDirectory workers{clock};
