@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "common/fabric/fabric.h"
 #include "common/units.h"
 #include "convert.h"
 #include "coordinator/service/control_service.h"
@@ -109,6 +110,21 @@ grpc::Status CoordinatorServer::ControlServiceImpl::GetResult(grpc::ServerContex
     return toGrpc(r.status());
   }
   convert::toProto(*r, resp);
+  // Its path through the fabric, when the coordinator traced one (a fabric: sweeps and tests).
+  if (TestPathStore* paths = s_.options_.sweeps.paths; paths != nullptr) {
+    auto hops = paths->testPath(req->test_id());
+    if (!hops.ok()) return toGrpc(hops.status().withContext("reading the test's path"));
+    for (const PathHopRecord& h : *hops) {
+      pb::FabricPathHop* p = resp->add_fabric_path();
+      p->set_direction(h.direction);
+      p->set_hop(h.hop);
+      p->set_switch_name(h.switch_name);
+      p->set_switch_guid(fabric::guidHex(h.switch_guid));
+      p->set_in_port(h.in_port);
+      p->set_out_port(h.out_port);
+      p->set_fabric(h.fabric);
+    }
+  }
   return grpc::Status::OK;
 }
 

@@ -135,9 +135,10 @@ CoordinatorServer::CoordinatorServer(CoordinatorOptions options, ResultStore& st
         "protocol violation by worker " + worker + " (" + std::to_string(n) + " so far): " + what,
         {{"worker", worker}, {"violations", n}});
   };
-  single_tests_ =
-      std::make_unique<SingleTests>(SingleTestDeps{registry_, clock_, store_, writer_, locks_},
-                                    SingleTestOptions{options_.limits, pair_});
+  single_tests_ = std::make_unique<SingleTests>(
+      SingleTestDeps{registry_, clock_, store_, writer_, locks_,
+                     options_.sweeps.fabric_source.get(), options_.sweeps.paths},
+      SingleTestOptions{options_.limits, pair_});
   SweepManagerOptions so = options_.sweeps;
   so.executor.pair = pair_;
   so.executor.locks = &locks_;
