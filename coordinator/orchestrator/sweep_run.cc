@@ -731,6 +731,9 @@ RowPaths SweepRunner::rowPaths(
     std::vector<bool> only(rows.size(), false);
     for (size_t i = 0; i < rows.size(); ++i) only[i] = of[i] == k;
     RowPaths p = f.paths(rows, f.match(workers), &only);
+    // The hops first: the merge below moves the paths out of `p`.
+    std::vector<PathHopRecord> h = f.hopRecords(rows, p, s.id);
+    hops->insert(hops->end(), std::make_move_iterator(h.begin()), std::make_move_iterator(h.end()));
     if (out.known.empty()) {
       out.known.assign(rows.size(), false);
       out.forward.resize(rows.size());
@@ -748,8 +751,6 @@ RowPaths SweepRunner::rowPaths(
     }
     out.untraced += p.untraced;
     if (out.first_error.empty()) out.first_error = p.first_error;
-    std::vector<PathHopRecord> h = f.hopRecords(rows, p, s.id);
-    hops->insert(hops->end(), std::make_move_iterator(h.begin()), std::make_move_iterator(h.end()));
     used->emplace_back(fk, count[k]);
   }
   if (out.known.empty()) out = current->paths(rows, current->match(workers));  // no rows
