@@ -25,6 +25,7 @@
 #include "coordinator/config/config_yaml.h"
 #include "coordinator/http/http_auth.h"
 #include "coordinator/http/status_http_server.h"
+#include "coordinator/orchestrator/fabric_source.h"
 #include "coordinator/orchestrator/retention.h"
 #include "coordinator/orchestrator/sweep_fabric.h"
 #include "coordinator/service/coordinator_server.h"
@@ -378,6 +379,8 @@ StartError readFabric(const ComponentLog& log, CoordinatorSetup& s) {
                       {{"fabric", s.fabric_file}, {"switches", f->switches.size()}});
   s.opts.sweeps.fabric =
       std::make_shared<const SweepFabric>(std::move(*f), s.fabric_hosts, s.fabric_file);
+  // A newer snapshot a discovery through this coordinator stores replaces it (fabric_source.h).
+  s.opts.sweeps.fabric_source = std::make_shared<FabricSource>(s.opts.sweeps.fabric);
   return std::nullopt;
 }
 

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <set>
+#include <string>
 
 #include "cli/cli.h"
 #include "cli/control.h"
@@ -228,6 +230,42 @@ int runCompare(const ClientOptions& o, const CompareArgs& a) {
 
 // ------------------------------------------------------------------ result
 
+// The test's stored path through the fabric (GetResult's fabric_path), hop by hop.
+nlohmann::json resultPathJson(const pb::TestResult& resp) {
+  nlohmann::json hops = nlohmann::json::array();
+  for (const pb::FabricPathHop& h : resp.fabric_path()) {
+    hops.push_back({{"direction", h.direction()},
+                    {"hop", h.hop()},
+                    {"switch", h.switch_name()},
+                    {"switch_guid", h.switch_guid()},
+                    {"in_port", h.in_port()},
+                    {"out_port", h.out_port()},
+                    {"fabric", h.fabric()}});
+  }
+  return hops;
+}
+
+// "path (LFTs of tree.json)" and one line a direction: "forward  leaf01[1>4] spine02[1>2] ...".
+std::string resultPathText(const pb::TestResult& resp) {
+  if (resp.fabric_path_size() == 0) return "";
+  std::set<std::string> sources;
+  for (const pb::FabricPathHop& h : resp.fabric_path()) sources.insert(h.fabric());
+  std::string sources_text;
+  for (const auto& f : sources) sources_text += (sources_text.empty() ? "" : ", ") + f;
+  std::string out = "path (switch[in port>out port], from the LFTs of " + sources_text + ")\n";
+  std::string direction;
+  for (const pb::FabricPathHop& h : resp.fabric_path()) {
+    if (h.direction() != direction) {
+      if (!direction.empty()) out += "\n";
+      direction = h.direction();
+      out += "  " + direction + " ";
+    }
+    out += " " + h.switch_name() + "[" + std::to_string(h.in_port()) + ">" +
+           std::to_string(h.out_port()) + "]";
+  }
+  return out + "\n";
+}
+
 int runResult(const ClientOptions& o, const std::string& test_id) {
   auto stub = connectControl(o);
   grpc::ClientContext ctx;
@@ -239,11 +277,13 @@ int runResult(const ClientOptions& o, const std::string& test_id) {
   if (!st.ok()) return reportRpcError(o, "GetResult", st);
   const TestResult r = convert::fromProto(resp);
   if (o.output == "json") {
-    std::cout << toJson(r).dump(2) << "\n";
+    nlohmann::json j = toJson(r);
+    if (resp.fabric_path_size() > 0) j["fabric_path"] = resultPathJson(resp);
+    std::cout << j.dump(2) << "\n";
   } else if (o.output == "csv") {
     std::cout << resultsCsv({r});
   } else {
-    std::cout << resultWhole(r);
+    std::cout << resultWhole(r) << resultPathText(resp);
   }
   return kExitOk;
 }

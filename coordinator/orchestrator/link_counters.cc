@@ -120,6 +120,8 @@ RoundCounterDeltas roundCounterDeltas(const SweepFabric& fabric, const std::stri
     }
     const CableEnds cable = cableOf(f, p.port.guid, p.port.port);
     const fabric::Node* sw = f.nodeByGuid(p.port.guid);
+    const size_t rows_before = out.rows.size();
+    const std::string* unchanged = nullptr;  // a counter read both times that did not move
     for (const auto& [name, after_value] : p.values) {
       const fabric::CounterKind* kind = fabric::counterKind(name);
       auto bv = b->values.find(name);
@@ -128,7 +130,10 @@ RoundCounterDeltas roundCounterDeltas(const SweepFabric& fabric, const std::stri
       const uint64_t from = b->reset && kind->error ? 0 : bv->second;
       const bool extended = b->extended && p.extended;
       const fabric::CounterDelta d = fabric::counterDelta(*kind, extended, from, after_value);
-      if (d.value == 0 && !d.at_least) continue;
+      if (d.value == 0 && !d.at_least) {
+        if (unchanged == nullptr || name == fabric::kSymbolErrorCounter) unchanged = &name;
+        continue;
+      }
       LinkCounterRecord r;
       r.sweep_id = sweep_id;
       r.round = round;
@@ -139,6 +144,20 @@ RoundCounterDeltas roundCounterDeltas(const SweepFabric& fabric, const std::stri
       r.counter = name;
       r.delta = d.value;
       r.at_least = d.at_least;
+      r.seconds = seconds;
+      out.rows.push_back(std::move(r));
+    }
+    if (out.rows.size() == rows_before && unchanged != nullptr) {
+      // Read, and nothing moved: one row of 0, so that a sweep resumed after a restart knows the
+      // port was read (its cable is judged ok, as without the restart).
+      LinkCounterRecord r;
+      r.sweep_id = sweep_id;
+      r.round = round;
+      r.switch_name = sw != nullptr ? sw->name : fabric::guidHex(p.port.guid);
+      r.switch_guid = p.port.guid;
+      r.port = p.port.port;
+      r.link = cable.name;
+      r.counter = *unchanged;
       r.seconds = seconds;
       out.rows.push_back(std::move(r));
     }
@@ -285,6 +304,15 @@ LinkJudgement judgeLinks(const SweepFabric& fabric, const std::string& sweep_id,
                      return fabric::linkVerdictSeverity(a.verdict) >
                             fabric::linkVerdictSeverity(b.verdict);
                    });
+  return out;
+}
+
+std::vector<LinkVerdictRecord> linkVerdictsFromPaths(const SweepFabric& fabric,
+                                                     const std::string& sweep_id,
+                                                     const std::vector<BlamedLink>& blamed) {
+  if (blamed.empty()) return {};
+  std::vector<LinkVerdictRecord> out = judgeLinks(fabric, sweep_id, {}, {}, blamed).verdicts;
+  for (LinkVerdictRecord& v : out) v.evidence.emplace_back(kNoCountersEvidence);
   return out;
 }
 

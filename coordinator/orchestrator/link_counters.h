@@ -38,7 +38,9 @@ std::vector<fabric::CounterPort> roundCounterPorts(
     const std::vector<std::pair<EndpointSelector, EndpointSelector>>& pairs, size_t* untraced);
 
 // One round's counters: the change of each counter of each port read both before and after,
-// as rows (zero changes left out), and a finding for each port that did not answer either read.
+// as rows (zero changes left out, except that a port none of whose counters moved has one row of
+// 0, SymbolErrorCounter where read: what a resumed sweep knows it read), and a finding for each
+// port that did not answer either read.
 struct RoundCounterDeltas {
   std::vector<LinkCounterRecord> rows;
   std::vector<std::string> findings;
@@ -79,6 +81,15 @@ LinkJudgement judgeLinks(const SweepFabric& fabric, const std::string& sweep_id,
                          const std::vector<CounterExcess>& excess,
                          const std::vector<BlamedLink>& blamed,
                          const std::vector<DirectedLink>& never = {});
+
+// Without counters (no fabric_reader): the verdicts of the cables link blame names, from the
+// slow pairs' paths alone (slow_pairs, with link_blame's evidence), each saying that no counters
+// were read (kNoCountersEvidence). Ok and not_covered need counters or coverage: none here.
+inline constexpr const char* kNoCountersEvidence =
+    "no counters were read (no fabric_reader): the verdict rests on the slow pairs' paths alone";
+std::vector<LinkVerdictRecord> linkVerdictsFromPaths(const SweepFabric& fabric,
+                                                     const std::string& sweep_id,
+                                                     const std::vector<BlamedLink>& blamed);
 
 // The sweep's verdict with its links' (docs/fabric.md, "A bad link fails the sweep"): a link
 // whose verdict fails (fabric::linkVerdictFails: errors, slow pairs) fails the sweep, and the

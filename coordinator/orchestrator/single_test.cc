@@ -39,6 +39,7 @@ Status checkSingleTestWorker(const WorkerDirectory& workers, const char* field,
 struct SingleTestRunState {
   Mutex mu;
   bool marked ABSL_GUARDED_BY(mu) = false;
+  std::shared_ptr<const SweepFabric> fabric ABSL_GUARDED_BY(mu);
   TestResult result ABSL_GUARDED_BY(mu);
 };
 
@@ -80,8 +81,12 @@ Status SingleTests::start(const PairTestSpec& spec, std::function<void(SingleTes
       ComponentLog("coordinator", &deps_.clock)
           .error("test " + test_id + " runs unmarked: " + marked.toString(), {{"test", test_id}});
     }
+    // The tables of the time the test runs: a discovery stored meanwhile applies to later tests.
+    std::shared_ptr<const SweepFabric> fab =
+        deps_.fabric != nullptr ? deps_.fabric->current() : nullptr;
     MutexLock lock(state->mu);
     state->marked = marked.ok();
+    state->fabric = std::move(fab);
   };
   cb.on_result = [state](int, const TestResult& r) {
     MutexLock lock(state->mu);
@@ -95,6 +100,7 @@ Status SingleTests::start(const PairTestSpec& spec, std::function<void(SingleTes
       MutexLock lock(state->mu);
       end.result = std::move(state->result);
       end.marked = state->marked;
+      end.fabric = std::move(state->fabric);
     }
     done(std::move(end));
   };
@@ -119,6 +125,7 @@ SingleTestOutcome SingleTests::store(SingleTestEnd end) {
   }
   SingleTestOutcome out;
   out.result = std::move(end.result);
+  if (end.fabric) storePath(*end.fabric, &out);
   auto id = deps_.writer.write(out.result, std::move(clear_marker));
   if (id.ok()) {
     out.result.id = *id;
@@ -129,6 +136,34 @@ SingleTestOutcome SingleTests::store(SingleTestEnd end) {
                {{"test", out.result.test_id}});
   }
   return out;
+}
+
+void SingleTests::storePath(const SweepFabric& fab, SingleTestOutcome* out) const {
+  const fabric::HostMatch match = fab.match(deps_.workers.list());
+  JudgeRows rows;
+  rows.add(out->result);
+  const RowPaths paths = fab.paths(rows, match);
+  if (!paths.known[0]) {
+    out->path_note =
+        paths.untraced > 0
+            ? "no path in the LFTs of " + fab.source() + ": " + paths.first_error +
+                  " (fix: rediscover the fabric, `gdrmesh fabric discover --worker NAME`)"
+            : "no path: a worker of the test has no HCA in " + fab.source() +
+                  " (fix: `fabric_hosts:` in the coordinator's config maps workers to HCAs)";
+  } else if (deps_.paths != nullptr) {
+    const std::vector<PathHopRecord> hops = fab.hopRecords(rows, paths, "");
+    Status st = deps_.paths->putTestPaths(hops);
+    if (st.ok()) {
+      out->path_hops = hops.size();
+    } else {
+      out->path_note = "the path was not stored: " + st.toString();
+    }
+  }
+  if (!out->path_note.empty()) {
+    ComponentLog("coordinator", &deps_.clock)
+        .warn("test " + out->result.test_id + ": " + out->path_note,
+              {{"test", out->result.test_id}});
+  }
 }
 
 Result<SingleTestOutcome> SingleTests::run(const PairTestSpec& spec) {

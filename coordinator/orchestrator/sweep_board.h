@@ -47,6 +47,8 @@ class PlanIndexSet {
 
 // One sweep this coordinator has queued, runs or ran. Guarded by SweepBoard::mu, except where a
 // field says that only the sweep's own thread changes it.
+class SweepFabric;  // sweep_fabric.h
+
 struct LiveSweep {
   std::string id;
   SweepSpec spec;
@@ -105,6 +107,12 @@ struct LiveSweep {
   std::vector<LinkCounterRecord> counter_rows;
   std::set<std::pair<uint64_t, int>> counter_ports_read;
   std::vector<std::string> counter_notes;
+  // The coordinator's fabric each test started on (a newer discovery replaces it while the
+  // sweep runs): the snapshots seen, in order, and per plan index 1 + its snapshot's index
+  // there (0: not recorded, e.g. run before a restart). The sweep's thread and executor
+  // callbacks, under the board's mu.
+  std::vector<std::shared_ptr<const SweepFabric>> fabrics;
+  std::vector<uint16_t> test_fabric;
 };
 
 class SweepBoard {

@@ -65,7 +65,8 @@ fabric::Endpoint fabricEndpointOf(const fabric::Node* n) {
 
 }  // namespace
 
-RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& match) const {
+RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& match,
+                            const std::vector<bool>* only) const {
   RowPaths out;
   out.known.assign(rows.size(), false);
   out.forward.resize(rows.size());
@@ -102,6 +103,7 @@ RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& matc
   keys.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const JudgeRow& r = rows[i];
+    if (only != nullptr && !(*only)[i]) continue;
     if (!is_matched(r.initiator.worker) || !is_matched(r.target.worker)) continue;
     keys.push_back({(static_cast<uint64_t>(r.initiator.worker) << 32) | r.initiator.nic,
                     (static_cast<uint64_t>(r.target.worker) << 32) | r.target.nic,
@@ -170,6 +172,7 @@ std::vector<PathHopRecord> SweepFabric::hopRecords(const JudgeRows& rows, const 
         rec.switch_guid = hop.switch_guid;
         rec.in_port = hop.in_port;
         rec.out_port = hop.out_port;
+        rec.fabric = source_;
         out.push_back(std::move(rec));
       }
     }

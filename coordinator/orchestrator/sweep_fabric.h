@@ -65,8 +65,11 @@ class SweepFabric {
 
   fabric::HostMatch match(const std::vector<WorkerStatus>& workers) const;
   // Traces both directions of every row whose two workers are matched (a row's NIC picks among
-  // a worker's HCAs); the same pair is traced once.
-  RowPaths paths(const JudgeRows& rows, const fabric::HostMatch& match) const;
+  // a worker's HCAs); the same pair is traced once. `only` (row order; null: every row): the
+  // rows to trace, the others are left unknown and uncounted (a sweep whose fabric changed
+  // traces each row through the snapshot current when its test started).
+  RowPaths paths(const JudgeRows& rows, const fabric::HostMatch& match,
+                 const std::vector<bool>* only = nullptr) const;
   // The rows' hops as the store keeps them (TestPathStore), for the rows with known paths.
   std::vector<PathHopRecord> hopRecords(const JudgeRows& rows, const RowPaths& paths,
                                         const std::string& sweep_id) const;

@@ -274,7 +274,8 @@ std::shared_ptr<LiveSweep> SweepQueue::restore(const SweepRecord& rec) {
   keepFinished(*s);  // finished results are kept
   // So are the port counters of the rounds that ran before the restart, stored as they were
   // read: judged with the rest at the end, a link with errors before the restart still fails
-  // the sweep (docs/fabric.md). Ports whose counters did not change left no row.
+  // the sweep (docs/fabric.md). A port whose counters did not change left one row of 0, so it
+  // is judged ok as it would have been without the restart.
   if (deps.link_counters != nullptr) {
     auto counters = deps.link_counters->sweepLinkCounters(rec.id);
     if (counters.ok()) {

@@ -155,26 +155,26 @@ Result<PlanTable> SweepRunner::planAll(LiveSweep& s, const std::set<std::string>
   s.templates.clear();
   s.template_of.clear();
   s.rounds = 0;
+  const std::shared_ptr<const SweepFabric> fab = fabricNow();
   for (size_t p = 0; p < parts.size(); ++p) {
     if (parts[p].pattern == SweepPattern::kCover) {
-      if (!options_.fabric) {
+      if (!fab) {
         return failedPrecondition(
             "pattern cover: the coordinator has no fabric",
             "start it with --fabric FILE (a snapshot `gdrmesh fabric discover --save FILE` "
             "wrote), or `fabric: FILE` in its --config");
       }
-      GDR_RETURN_IF_ERROR(options_.fabric->coverRounds(workers, &parts[p], notes));
+      GDR_RETURN_IF_ERROR(fab->coverRounds(workers, &parts[p], notes));
     }
     double bisection_gbps = 0;
     if (parts[p].pattern == SweepPattern::kBisection) {
-      if (!options_.fabric) {
+      if (!fab) {
         return failedPrecondition(
             "pattern bisection: the coordinator has no fabric to choose the halves from",
             "start it with --fabric FILE (a snapshot `gdrmesh fabric discover --save FILE` "
             "wrote), or `fabric: FILE` in its --config");
       }
-      GDR_RETURN_IF_ERROR(
-          options_.fabric->bisectionRounds(workers, &parts[p], notes, &bisection_gbps));
+      GDR_RETURN_IF_ERROR(fab->bisectionRounds(workers, &parts[p], notes, &bisection_gbps));
     }
     // The template names no workers (the plan does): validate the rest.
     PairTestSpec probe = parts[p].test;
@@ -484,7 +484,7 @@ void SweepRunner::runTasks(const std::shared_ptr<LiveSweep>& s, size_t from) {
   for (size_t i = from; i < s->plan.size(); ++i) {
     if (!s->done.count(static_cast<int>(i))) pending->push_back(static_cast<int>(i));
   }
-  if (from == 0 && options_.fabric && !options_.counters.reader.empty()) {
+  if (from == 0 && fabricNow() && !options_.counters.reader.empty()) {
     runRoundsWithCounters(s, *pending);
     return;
   }
@@ -540,8 +540,6 @@ Result<fabric::CounterReadOutcome> SweepRunner::readCounters(
 
 void SweepRunner::runRoundsWithCounters(const std::shared_ptr<LiveSweep>& s,
                                         const std::vector<int>& pending) {
-  const SweepFabric& fab = *options_.fabric;
-  const fabric::HostMatch match = fab.match(deps_.workers.list());
   std::map<int, std::vector<int>> by_round;
   for (int i : pending) by_round[s->plan.round(static_cast<size_t>(i))].push_back(i);
   {
@@ -561,6 +559,10 @@ void SweepRunner::runRoundsWithCounters(const std::shared_ptr<LiveSweep>& s,
       const auto k = static_cast<size_t>(i);
       pairs.emplace_back(s->plan.initiator(k), s->plan.target(k));
     }
+    // The tables of now: a snapshot stored since the last round moves the paths it reads.
+    const std::shared_ptr<const SweepFabric> now = fabricNow();
+    const SweepFabric& fab = *now;
+    const fabric::HostMatch match = fab.match(deps_.workers.list());
     size_t untraced = 0;
     const std::vector<fabric::CounterPort> ports = roundCounterPorts(fab, match, pairs, &untraced);
     Result<fabric::CounterReadOutcome> before = fabric::CounterReadOutcome{};
@@ -626,8 +628,21 @@ void SweepRunner::runPending(const std::shared_ptr<LiveSweep>& s,
   ticks.ref().run([&] { tick_timer = scheduleTick(ticks.ref(), &tick_timer, s); });
   ExecutorCallbacks cb;
   cb.on_start = [&](int index, const std::string& test_id) {
+    std::shared_ptr<const SweepFabric> fab = fabricNow();
     MutexLock lock(board_.mu);
     s->in_flight[index] = test_id;
+    if (fab && index >= 0) {
+      // Which snapshot the test runs on: its path is traced through it at the sweep's end.
+      size_t k = s->fabrics.size();
+      while (k > 0 && s->fabrics[k - 1] != fab) --k;
+      if (k == 0 && s->fabrics.size() < UINT16_MAX) {
+        s->fabrics.push_back(std::move(fab));
+        k = s->fabrics.size();
+      }
+      const auto at = static_cast<size_t>(index);
+      if (s->test_fabric.size() <= at) s->test_fabric.resize(std::max(at + 1, s->plan.size()), 0);
+      s->test_fabric[at] = static_cast<uint16_t>(k);
+    }
   };
   cb.on_result = [&](int index, const TestResult& r) {
     deps_.writer.submit(r);
@@ -712,12 +727,78 @@ void SweepRunner::setEndState(LiveSweep& s, bool pass) {
   }
 }
 
+std::shared_ptr<const SweepFabric> SweepRunner::fabricNow() const {
+  return options_.fabric_source ? options_.fabric_source->current() : options_.fabric;
+}
+
+RowPaths SweepRunner::rowPaths(
+    const LiveSweep& s, const JudgeRows& rows, const std::shared_ptr<const SweepFabric>& current,
+    std::vector<std::pair<std::shared_ptr<const SweepFabric>, size_t>>* used,
+    std::vector<PathHopRecord>* hops) {
+  // Each row's snapshot: 0 the current one, k the sweep's k-th.
+  std::vector<size_t> of(rows.size(), 0);
+  std::vector<size_t> count(s.fabrics.size() + 1, 0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int32_t pi = rows[i].plan_index;
+    size_t k = 0;
+    if (pi >= 0 && static_cast<size_t>(pi) < s.test_fabric.size()) k = s.test_fabric[pi];
+    // The current snapshot is traced as itself, whichever entry recorded it.
+    if (k > 0 && s.fabrics[k - 1] == current) k = 0;
+    of[i] = k;
+    ++count[k];
+  }
+  const std::vector<WorkerStatus> workers = deps_.workers.list();
+  RowPaths out;
+  for (size_t k = 0; k < count.size(); ++k) {
+    if (count[k] == 0) continue;
+    const std::shared_ptr<const SweepFabric>& fk = k == 0 ? current : s.fabrics[k - 1];
+    const SweepFabric& f = *fk;
+    if (count[k] == rows.size()) {  // one snapshot for every row: as before any change
+      out = f.paths(rows, f.match(workers));
+      *hops = f.hopRecords(rows, out, s.id);
+      used->emplace_back(fk, count[k]);
+      break;
+    }
+    std::vector<bool> only(rows.size(), false);
+    for (size_t i = 0; i < rows.size(); ++i) only[i] = of[i] == k;
+    RowPaths p = f.paths(rows, f.match(workers), &only);
+    // The hops first: the merge below moves the paths out of `p`.
+    std::vector<PathHopRecord> h = f.hopRecords(rows, p, s.id);
+    hops->insert(hops->end(), std::make_move_iterator(h.begin()), std::make_move_iterator(h.end()));
+    if (out.known.empty()) {
+      out.known.assign(rows.size(), false);
+      out.forward.resize(rows.size());
+      out.reverse.resize(rows.size());
+      out.forward_links.resize(rows.size());
+      out.reverse_links.resize(rows.size());
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (!only[i] || !p.known[i]) continue;
+      out.known[i] = true;
+      out.forward[i] = std::move(p.forward[i]);
+      out.reverse[i] = std::move(p.reverse[i]);
+      out.forward_links[i] = std::move(p.forward_links[i]);
+      out.reverse_links[i] = std::move(p.reverse_links[i]);
+    }
+    out.untraced += p.untraced;
+    if (out.first_error.empty()) out.first_error = p.first_error;
+    used->emplace_back(fk, count[k]);
+  }
+  if (out.known.empty()) out = current->paths(rows, current->match(workers));  // no rows
+  // The snapshots in the order they were seen, the current one last.
+  if (used->size() > 1 && used->front().first == current) {
+    std::rotate(used->begin(), used->begin() + 1, used->end());
+  }
+  return out;
+}
+
 std::vector<BlamedLink> SweepRunner::fabricEnd(const LiveSweep& s, const JudgeRows& rows,
                                                const JudgeVerdicts& verdicts,
                                                std::vector<std::string>* notes,
                                                std::vector<DirectedLink>* never) {
-  if (!options_.fabric) return {};
-  const SweepFabric& fab = *options_.fabric;
+  const std::shared_ptr<const SweepFabric> now = fabricNow();
+  if (!now) return {};
+  const SweepFabric& fab = *now;
   const std::vector<WorkerStatus> workers = deps_.workers.list();
   const fabric::HostMatch match = fab.match(workers);
   const std::string matched = fabric::describeMatch(match, workers.size());
@@ -726,16 +807,29 @@ std::vector<BlamedLink> SweepRunner::fabricEnd(const LiveSweep& s, const JudgeRo
       !match.problems.empty()) {
     sweepRunLog(deps_.clock).warn("sweep " + s.id + ": " + matched, {{"sweep", s.id}});
   }
-  const RowPaths paths = fab.paths(rows, match);
+  std::vector<std::pair<std::shared_ptr<const SweepFabric>, size_t>> used;
+  std::vector<PathHopRecord> hops;
+  const RowPaths paths = rowPaths(s, rows, now, &used, &hops);
+  if (used.size() > 1) {
+    std::string line =
+        "fabric: the tables changed during the sweep (a newer snapshot was stored);"
+        " each test's path is traced through the snapshot current when it started:";
+    for (size_t k = 0; k < used.size(); ++k) {
+      line += (k == 0 ? " " : ", ") + std::to_string(used[k].second) + " tests through " +
+              used[k].first->source();
+    }
+    notes->push_back(line);
+  }
   if (paths.untraced > 0) {
+    std::string sources;
+    for (const auto& u : used) sources += (sources.empty() ? "" : ", ") + u.first->source();
     notes->push_back("fabric: " + std::to_string(paths.untraced) +
-                     " tests between matched workers have no path in the LFTs of " + fab.source() +
-                     " (first: " + paths.first_error +
+                     " tests between matched workers have no path in the LFTs of " +
+                     (sources.empty() ? fab.source() : sources) + " (first: " + paths.first_error +
                      "); rediscover the fabric (`gdrmesh fabric discover --save`)");
   }
   if (options_.paths != nullptr) {
     // In batches of about 10,000 hops, each its own short transaction.
-    std::vector<PathHopRecord> hops = fab.hopRecords(rows, paths, s.id);
     size_t from = 0;
     while (from < hops.size()) {
       size_t to = std::min(hops.size(), from + 10000);
@@ -786,15 +880,25 @@ std::vector<Suspect> SweepRunner::counterEnd(const LiveSweep& s,
                                              std::vector<BlamedLink>* blamed,
                                              std::vector<std::string>* notes,
                                              std::vector<LinkVerdictRecord>* links) {
-  if (!options_.fabric) return {};
+  const std::shared_ptr<const SweepFabric> now = fabricNow();
+  if (!now) return {};
   if (options_.counters.reader.empty()) {
     notes->push_back(
         "fabric counters: not read (no fabric_reader in the coordinator's config; name a real "
         "worker on an InfiniBand host, `fabric_reader: WORKER`, to read the switch ports' "
         "counters around each round)");
+    // The cables the slow pairs share are judged from the paths alone: slow_pairs verdicts
+    // (stored, and failing the sweep with a reason that names them), said to rest on no counters.
+    *links = linkVerdictsFromPaths(*now, s.id, *blamed);
+    if (options_.link_counters != nullptr && !links->empty()) {
+      Status st = options_.link_counters->putLinkVerdicts(s.id, *links);
+      if (!st.ok()) {
+        notes->push_back("fabric: the links' verdicts were not stored: " + st.toString());
+      }
+    }
     return {};
   }
-  const SweepFabric& fab = *options_.fabric;
+  const SweepFabric& fab = *now;
   notes->insert(notes->end(), s.counter_notes.begin(), s.counter_notes.end());
   const std::vector<CounterExcess> excess =
       judgeCounters(s.counter_rows, options_.counters.thresholds);

@@ -21,6 +21,7 @@
 #include "common/result.h"
 #include "coordinator/orchestrator/cluster_config.h"
 #include "coordinator/orchestrator/executor.h"
+#include "coordinator/orchestrator/fabric_source.h"
 #include "coordinator/orchestrator/judge_row.h"
 #include "coordinator/orchestrator/link_blame.h"
 #include "coordinator/orchestrator/link_counters.h"
@@ -69,6 +70,11 @@ struct SweepManagerOptions {
   // in `paths` (when set), the localiser blames inter-switch links (link_blame.h) and the report's
   // notes tell the match and the sweep's coverage of the links.
   std::shared_ptr<const SweepFabric> fabric;
+  // Where the fabric changes while the coordinator runs (fabric_source.h: a newer snapshot a
+  // discovery stored); when set, it is read instead of `fabric`: at a sweep's planning, at each
+  // test's start (its path is traced through the snapshot current then) and before each round's
+  // counter reads.
+  std::shared_ptr<FabricSource> fabric_source;
   // Or a RoCE fabric known from LLDP (sweep_lldp.h): the report's notes estimate which host
   // switch ports the tests touched and name a port that slow pairs share, labelled as estimates.
   std::shared_ptr<const fabric::EthFabric> lldp_fabric;
@@ -192,6 +198,14 @@ class SweepRunner {
   Clock::TimerId scheduleTick(Lifeline::Ref line, Clock::TimerId* timer,
                               const std::shared_ptr<LiveSweep>& s);
   Status storeReport(const LiveSweep& s);
+  // The fabric now: fabric_source's, else `fabric` (null: none).
+  std::shared_ptr<const SweepFabric> fabricNow() const;
+  // The rows' paths, each row's through the snapshot its test started on (the current one for a
+  // row without a record); `used` gets the snapshots that traced some row and their row counts.
+  RowPaths rowPaths(const LiveSweep& s, const JudgeRows& rows,
+                    const std::shared_ptr<const SweepFabric>& current,
+                    std::vector<std::pair<std::shared_ptr<const SweepFabric>, size_t>>* used,
+                    std::vector<PathHopRecord>* hops);
 
   SweepDeps deps_;
   SweepBoard& board_;

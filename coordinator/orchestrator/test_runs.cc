@@ -6,7 +6,8 @@ namespace gdrmesh {
 
 TestRuns::TestRuns(const TestRunsDeps& deps, SingleTestOptions single, SweepManagerOptions sweeps) {
   single_ = std::make_unique<SingleTests>(
-      SingleTestDeps{deps.workers, deps.clock, deps.results, deps.writer, locks_},
+      SingleTestDeps{deps.workers, deps.clock, deps.results, deps.writer, locks_,
+                     sweeps.fabric_source.get(), sweeps.paths},
       std::move(single));
   sweeps.executor.locks = &locks_;
   sweeps_ =

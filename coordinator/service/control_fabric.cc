@@ -81,6 +81,16 @@ grpc::Status CoordinatorServer::ControlServiceImpl::DiscoverFabric(
   if (!r.ok()) return toGrpc(r.status().withContext("fabric discovery on worker " + name));
   auto rec = s_.fabric_->record(name, *r);
   if (!rec.ok()) return toGrpc(rec.status().withContext("storing the fabric snapshot"));
+  // A newer InfiniBand snapshot replaces the coordinator's fabric (fabric_source.h): tests that
+  // start from now on, and the rounds after now, are traced through its tables.
+  if (s_.options_.sweeps.fabric_source && rec->snapshot.outcome == "ok" && !r->lldp &&
+      s_.options_.sweeps.fabric_source->adopt(r->fabric, "@" + std::to_string(rec->snapshot.id))) {
+    coordinatorServerLog(s_.clock_).info(
+        "fabric: snapshot @" + std::to_string(rec->snapshot.id) + " from " + name +
+            " replaces the coordinator's fabric: tests from now on are traced through its "
+            "tables",
+        {{"snapshot", rec->snapshot.id}});
+  }
   fabricToProto(*rec, true, resp);
   return grpc::Status::OK;
 }

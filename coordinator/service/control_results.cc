@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "common/fabric/fabric.h"
 #include "common/units.h"
 #include "convert.h"
 #include "coordinator/service/control_service.h"
@@ -54,7 +55,7 @@ grpc::Status CoordinatorServer::ControlServiceImpl::ListResults(grpc::ServerCont
   // A sweep's results are listed once the writer has stored its last ones (it is judged
   // meanwhile).
   if (!q.run_id.empty()) {
-    if (auto st = s_.sweep_manager_->awaitResults(q.run_id); !st.ok()) return toGrpc(st);
+    if (auto st = s_.runs_->sweeps().awaitResults(q.run_id); !st.ok()) return toGrpc(st);
   }
   auto page = s_.history_.results(q);
   if (!page.ok()) return toGrpc(page.status());
@@ -114,6 +115,21 @@ grpc::Status CoordinatorServer::ControlServiceImpl::GetResult(grpc::ServerContex
     return toGrpc(r.status());
   }
   convert::toProto(*r, resp);
+  // Its path through the fabric, when the coordinator traced one (a fabric: sweeps and tests).
+  if (TestPathStore* paths = s_.options_.sweeps.paths; paths != nullptr) {
+    auto hops = paths->testPath(req->test_id());
+    if (!hops.ok()) return toGrpc(hops.status().withContext("reading the test's path"));
+    for (const PathHopRecord& h : *hops) {
+      pb::FabricPathHop* p = resp->add_fabric_path();
+      p->set_direction(h.direction);
+      p->set_hop(h.hop);
+      p->set_switch_name(h.switch_name);
+      p->set_switch_guid(fabric::guidHex(h.switch_guid));
+      p->set_in_port(h.in_port);
+      p->set_out_port(h.out_port);
+      p->set_fabric(h.fabric);
+    }
+  }
   return grpc::Status::OK;
 }
 

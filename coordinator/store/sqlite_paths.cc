@@ -18,7 +18,7 @@ namespace {
 
 // The one column list of test_path_hops, shared by the INSERT and the SELECTs.
 constexpr const char* kPathHopColumns =
-    "test_id, sweep_id, direction, hop, switch_name, switch_guid, in_port, out_port, link";
+    "test_id, sweep_id, direction, hop, switch_name, switch_guid, in_port, out_port, link, fabric";
 
 std::string pathGuidText(uint64_t guid) {
   char text[24];
@@ -40,6 +40,7 @@ PathHopRecord pathHopFromRow(sqlite3_stmt* s) {
   h.switch_guid = std::strtoull(columnText(s, 5).c_str(), nullptr, 16);
   h.in_port = sqlite3_column_int(s, 6);
   h.out_port = sqlite3_column_int(s, 7);
+  h.fabric = columnText(s, 9);
   return h;
 }
 
@@ -64,7 +65,7 @@ Status SqliteStore::putTestPaths(const std::vector<PathHopRecord>& hops) {
     GDR_ASSIGN_OR_RETURN(sqlite3_stmt * ins,
                          statement(writer_, "insert_test_path_hop",
                                    std::string("INSERT INTO test_path_hops (") + kPathHopColumns +
-                                       ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+                                       ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
     for (const PathHopRecord& h : hops) {
       StmtScope scope(ins);
       int rc = bindPathText(ins, 1, h.test_id);
@@ -76,6 +77,7 @@ Status SqliteStore::putTestPaths(const std::vector<PathHopRecord>& hops) {
       if (rc == SQLITE_OK) rc = sqlite3_bind_int(ins, 7, h.in_port);
       if (rc == SQLITE_OK) rc = sqlite3_bind_int(ins, 8, h.out_port);
       if (rc == SQLITE_OK) rc = bindPathText(ins, 9, h.link());
+      if (rc == SQLITE_OK) rc = bindPathText(ins, 10, h.fabric);
       if (rc == SQLITE_OK) rc = sqlite3_step(ins);
       if (rc != SQLITE_DONE) return error(writer_, rc, "insert_test_path_hop");
     }

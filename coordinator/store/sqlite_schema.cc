@@ -496,6 +496,14 @@ SqliteMigration migration14() {
           }};
 }
 
+SqliteMigration migration15() {
+  return {15,
+          "the snapshot each stored path was traced through (a newer discovery replaces it)",
+          {
+              "ALTER TABLE test_path_hops ADD COLUMN fabric TEXT NOT NULL DEFAULT ''",
+          }};
+}
+
 }  // namespace
 
 const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
@@ -503,7 +511,7 @@ const std::vector<SqliteMigration>& sqliteSchemaMigrations() {
   static const std::vector<SqliteMigration> kMigrations = {
       migration1(),  migration2(),  migration3(),  migration4(),  migration5(),
       migration6(),  migration7(),  migration8(),  migration9(),  migration10(),
-      migration11(), migration12(), migration13(), migration14(),
+      migration11(), migration12(), migration13(), migration14(), migration15(),
   };
   return kMigrations;
 }

@@ -212,6 +212,9 @@ struct PathHopRecord {
   uint64_t switch_guid = 0;
   int in_port = 0;
   int out_port = 0;
+  // The snapshot whose LFTs the path was traced through (SweepFabric::source(): the file the
+  // coordinator started with, or "@ID" of a stored snapshot that replaced it; migration 15).
+  std::string fabric;
   // "0x0000000000001001:5": the switch's GUID (guidHex) and its out port.
   std::string link() const;
 };

@@ -130,8 +130,39 @@ for n in notes:
 ok = top.get("kind") == "link" and ("%s[%s]" % (leaf, port)) in top.get("name", "")
 ok = ok and any(n.startswith("fabric: %d of %d workers matched" % (hosts, hosts)) for n in notes)
 ok = ok and any(n.startswith("fabric coverage: ") for n in notes)
+# No fabric_reader here: the link is judged from the slow pairs' paths alone, named first in the
+# sweep's reason, and its verdict says that no counters were read.
+reason = r.get("progress", {}).get("reason", "")
+print("reason: " + reason)
+ok = ok and reason.startswith("link ") and ("%s[%s]" % (leaf, port)) in reason.split(":")[0]
+bad = [l for l in r.get("links", []) if ("%s[%s]" % (leaf, port)) in l.get("link", "")]
+ok = ok and len(bad) == 1 and bad[0].get("verdict") == "slow_pairs"
+ok = ok and any(e.startswith("no counters were read") for e in (bad[0].get("evidence", []) if bad else []))
 sys.exit(0 if ok else 1)
 PY
+# `gdrmesh test` between two matched workers stores its path both ways, as a sweep's tests do,
+# and `gdrmesh result ID` shows it (from the LFTs of the coordinator's fabric file).
+first=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hosts"][0]["name"].split()[0])' "$work/fabric.json")
+last=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hosts"][-1]["name"].split()[0])' "$work/fabric.json")
+rc=0
+GDRMESH_COORDINATOR="$addr" "$gdrmesh" test "$first" "$last" --size 64KiB --iters 10 -o json \
+  >"$work/test.json" 2>"$work/test.err" || rc=$?
+[[ $rc -le 1 ]] || { cat "$work/test.err"; fail "gdrmesh test $first $last exited $rc"; }
+test_id=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d=d[0] if isinstance(d,list) else d; print(d["test_id"])' "$work/test.json")
+GDRMESH_COORDINATOR="$addr" "$gdrmesh" result "$test_id" -o json >"$work/result.json" 2>"$work/result.err" ||
+  { cat "$work/result.err"; fail "gdrmesh result $test_id failed"; }
+GDRMESH_COORDINATOR="$addr" "$gdrmesh" result "$test_id" >"$work/result.txt" 2>&1 || true
+python3 - "$work/result.json" "$work/fabric.json" <<'PY' || { cat "$work/result.txt"; fail "the single test's path is not shown"; }
+import json, sys
+hops = json.load(open(sys.argv[1])).get("fabric_path", [])
+fwd = [h for h in hops if h["direction"] == "forward"]
+rev = [h for h in hops if h["direction"] == "reverse"]
+print("single test path: %d hops forward, %d reverse, from %s" % (len(fwd), len(rev), {h["fabric"] for h in hops}))
+ok = len(fwd) >= 3 and len(rev) == len(fwd) and all(h["fabric"] == sys.argv[2] for h in hops)
+sys.exit(0 if ok else 1)
+PY
+grep -q "^path (switch\[in port>out port\], from the LFTs of $work/fabric.json)" "$work/result.txt" ||
+  { cat "$work/result.txt"; fail "gdrmesh result does not print the path"; }
 # Every test has its path stored, both directions, hop by hop.
 tests=$(sqlite3 "file:$work/r.db?mode=ro" "SELECT COUNT(*) FROM results WHERE run_id = '$id'")
 traced=$(sqlite3 "file:$work/r.db?mode=ro" \

@@ -100,4 +100,19 @@ inline fabric::Fabric twoLevelTree(int leaves, int hosts_per_leaf, int spines) {
   return f;
 }
 
+// The same tree after the subnet manager rerouted it: every leaf sends the remote hosts' LIDs up
+// by the next spine's port (spine s+1 for s, the last one wrapping to the first), the rest as
+// it was. A changed fabric for tests of paths that are re-read.
+inline fabric::Fabric rerouteLeafUplinks(fabric::Fabric f, int hosts_per_leaf, int spines) {
+  for (auto& n : f.switches) {
+    if (n.name.rfind("leaf", 0) != 0) continue;
+    for (auto& e : n.lft) {
+      if (e == fabric::kNoRoute || e <= hosts_per_leaf) continue;
+      const int up = e - hosts_per_leaf - 1;  // 0-based spine
+      e = static_cast<uint8_t>(hosts_per_leaf + 1 + (up + 1) % spines);
+    }
+  }
+  return f;
+}
+
 }  // namespace gdrmesh::testing

@@ -254,5 +254,33 @@ TEST(JudgeLinks, ACableNoTestCrossedEitherWayIsNotCoveredAndTheWorstComeFirst) {
   EXPECT_EQ(j.verdicts.back().verdict, "ok");
 }
 
+// Without a fabric_reader, a cable the slow pairs share is still judged: slow_pairs from the
+// paths alone, its evidence link_blame's plus that no counters were read, and it fails the sweep
+// with a reason naming it by both ends.
+TEST(LinkVerdictsFromPaths, ACableTheSlowPairsShareIsSlowPairsAndSaysNoCountersWereRead) {
+  const SweepFabric fab(twoLevelTree(2, 2, 2), {}, "t");
+  BlamedLink b;
+  b.suspect.kind = "link";
+  b.suspect.name = cableOf(fab.fabric(), 0x1001, 3).name;
+  b.suspect.evidence = {"4 of 4 slow or failed pairs crossed it"};
+  b.links = {{0x1001, 3}, {0x2001, 1}};
+  EXPECT_TRUE(linkVerdictsFromPaths(fab, "s", {}).empty()) << "nothing blamed, nothing judged";
+  const std::vector<LinkVerdictRecord> links = linkVerdictsFromPaths(fab, "s", {b});
+  ASSERT_EQ(links.size(), 1U);
+  EXPECT_EQ(links[0].link, "leaf01[3] <-> spine01[1]");
+  EXPECT_EQ(links[0].verdict, "slow_pairs");
+  EXPECT_EQ(links[0].sweep_id, "s");
+  ASSERT_EQ(links[0].evidence.size(), 2U);
+  EXPECT_EQ(links[0].evidence[0], "4 of 4 slow or failed pairs crossed it");
+  EXPECT_EQ(links[0].evidence[1], kNoCountersEvidence);
+  SweepVerdict v;
+  v.pass = false;
+  v.reason = "4 of 12 pairs failed";
+  judgeSweepLinks(links, &v);
+  EXPECT_EQ(v.reason,
+            "link leaf01[3] <-> spine01[1]: slow_pairs: 4 of 4 slow or failed pairs crossed it; "
+            "4 of 12 pairs failed");
+}
+
 }  // namespace
 }  // namespace gdrmesh::testing

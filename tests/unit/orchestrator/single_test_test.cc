@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include "coordinator/orchestrator/test_runs.h"
 #include "coordinator/store/result_spool.h"
 #include "tests/support/empty_sweep_codec.h"
+#include "tests/support/fabric_trees.h"
 #include "tests/support/fake_worker_channel.h"
 #include "tests/support/memory_store.h"
 #include "tests/support/sweep_wait.h"
@@ -287,6 +289,92 @@ TEST(TestRunsTest, AGdrmeshTestWaitsForTheRunningSweepsTestOnItsHosts) {
     return stopped.load();
   });
   stopper.join();
+}
+
+// With the coordinator's fabric, a single test's path is stored both ways, hop by hop, as a
+// sweep's tests' are, traced through the snapshot current when it started: a newer one adopted
+// while it runs applies to the next test (whose path moves with the new tables), and each path
+// says which snapshot it came from.
+TEST(SingleTestTest, WithAFabricItsPathIsStoredBothWaysFromTheSnapshotItStartedOn) {
+  SingleRig rig;
+  // h0 is h01 on leaf01 port 1, h1 is h03 on leaf02 port 1; LID 97 (h03) goes up by port 4
+  // (spine02) in the first tables, by port 3 (spine01) once rerouted.
+  const std::map<std::string, std::string> hosts{{"h0", "h01"}, {"h1", "h03"}};
+  FabricSource source(
+      std::make_shared<const SweepFabric>(testing::twoLevelTree(2, 2, 2), hosts, "tree.json"));
+  SingleTests tests{SingleTestDeps{rig.workers, rig.clock, rig.store, *rig.writer, rig.locks,
+                                   &source, &rig.store},
+                    SingleTestOptions{}};
+  auto runOne = [&](bool adopt_meanwhile) {
+    std::optional<SingleTestEnd> end;
+    EXPECT_TRUE(tests.start(pairOf("h0", "h1"), [&](SingleTestEnd e) { end = std::move(e); }).ok());
+    if (adopt_meanwhile) {
+      EXPECT_TRUE(
+          source.adopt(testing::rerouteLeafUplinks(testing::twoLevelTree(2, 2, 2), 2, 2), "@7"));
+    }
+    while (!end) rig.clock.advance(std::chrono::milliseconds(1));
+    return tests.store(std::move(*end));
+  };
+  auto hopsOf = [&](const std::string& test_id) {
+    auto hops = rig.store.testPath(test_id);
+    EXPECT_TRUE(hops.ok());
+    return hops.ok() ? *hops : std::vector<PathHopRecord>{};
+  };
+
+  const SingleTestOutcome first = runOne(/*adopt_meanwhile=*/true);
+  ASSERT_TRUE(first.store_error.ok()) << first.store_error.toString();
+  EXPECT_EQ(first.path_note, "");
+  EXPECT_EQ(first.path_hops, 6u) << "leaf, spine, leaf; both ways";
+  const std::vector<PathHopRecord> a = hopsOf(first.result.test_id);
+  ASSERT_EQ(a.size(), 6u);
+  EXPECT_EQ(a[0].direction, "forward");
+  EXPECT_EQ(a[0].switch_name, "leaf01");
+  EXPECT_EQ(a[0].in_port, 1);
+  EXPECT_EQ(a[0].out_port, 4) << "the tables it started on: up to spine02";
+  EXPECT_EQ(a[1].switch_name, "spine02");
+  EXPECT_EQ(a[2].switch_name, "leaf02");
+  EXPECT_EQ(a[2].out_port, 1);
+  EXPECT_EQ(a[3].direction, "reverse");
+  EXPECT_EQ(a[3].switch_name, "leaf02");
+  EXPECT_EQ(a[5].switch_name, "leaf01");
+  EXPECT_EQ(a[5].out_port, 1);
+  for (const auto& h : a) {
+    EXPECT_EQ(h.fabric, "tree.json");
+    EXPECT_EQ(h.sweep_id, "") << "not a sweep's test";
+  }
+
+  const SingleTestOutcome second = runOne(/*adopt_meanwhile=*/false);
+  const std::vector<PathHopRecord> b = hopsOf(second.result.test_id);
+  ASSERT_EQ(b.size(), 6u);
+  EXPECT_EQ(b[0].out_port, 3) << "the adopted tables: up to spine01";
+  EXPECT_EQ(b[1].switch_name, "spine01");
+  for (const auto& h : b) EXPECT_EQ(h.fabric, "@7");
+}
+
+// Without a fabric nothing is traced; with one, a worker that has no HCA in it is said, not
+// stored.
+TEST(SingleTestTest, APairWithoutAnHcaHasNoPathAndSaysWhy) {
+  SingleRig rig;
+  FabricSource source(std::make_shared<const SweepFabric>(
+      testing::twoLevelTree(2, 2, 2), std::map<std::string, std::string>{{"h0", "h01"}},
+      "tree.json"));
+  SingleTests tests{SingleTestDeps{rig.workers, rig.clock, rig.store, *rig.writer, rig.locks,
+                                   &source, &rig.store},
+                    SingleTestOptions{}};
+  std::optional<SingleTestEnd> end;
+  ASSERT_TRUE(tests.start(pairOf("h0", "h1"), [&](SingleTestEnd e) { end = std::move(e); }).ok());
+  while (!end) rig.clock.advance(std::chrono::milliseconds(1));
+  const SingleTestOutcome out = tests.store(std::move(*end));
+  EXPECT_EQ(out.path_hops, 0u);
+  EXPECT_NE(out.path_note.find("has no HCA in tree.json"), std::string::npos) << out.path_note;
+  auto hops = rig.store.testPath(out.result.test_id);
+  ASSERT_TRUE(hops.ok());
+  EXPECT_TRUE(hops->empty());
+  // A snapshot without tables is not adopted: paths need them.
+  fabric::Fabric no_lfts = testing::twoLevelTree(2, 2, 2);
+  for (auto& sw : no_lfts.switches) sw.lft.clear();
+  EXPECT_FALSE(source.adopt(no_lfts, "@8"));
+  EXPECT_EQ(source.current()->source(), "tree.json");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -36,6 +37,7 @@ struct FakeCounters {
   std::atomic<int> reads{0};
   std::atomic<size_t> ports_asked{0};
   uint64_t per_read = 1000;
+  uint64_t data_per_read = 1000;  // PortXmitData's growth a read (0: no counter moves)
   std::set<std::pair<uint64_t, int>> silent;
 
   fabric::CounterReadOutcome read(const fabric::CounterReadRequest& req) {
@@ -54,7 +56,7 @@ struct FakeCounters {
       const bool bad = p.guid == 0x1001 && p.port == 3;
       v.values[fabric::kSymbolErrorCounter] = bad ? per_read * static_cast<uint64_t>(n) : 0;
       v.values[fabric::kLinkDownedCounter] = 0;
-      v.values[fabric::kPortXmitData] = 1000U * static_cast<uint64_t>(n);
+      v.values[fabric::kPortXmitData] = data_per_read * static_cast<uint64_t>(n);
       out.ports.push_back(std::move(v));
     }
     return out;
@@ -290,6 +292,66 @@ TEST(SweepCounters, AResumedSweepIsJudgedWithTheCountersReadBeforeTheRestart) {
   EXPECT_EQ(judged->progress.verdict, "FAIL");
   EXPECT_EQ(judged->progress.reason.rfind("link leaf01[3] <-> spine01[1]: errors", 0), 0U)
       << judged->progress.reason;
+}
+
+// Ports read before a restart whose counters did not move are judged ok after it, as without
+// the restart: each left a row of 0 (before the fix they left none, and their cables had no
+// verdict once the resumed sweep could not read them again).
+TEST(SweepCounters, AResumedSweepJudgesThePortsReadCleanBeforeTheRestartOk) {
+  SweepRig rig;
+  auto counters = std::make_shared<FakeCounters>();
+  counters->per_read = 0;
+  counters->data_per_read = 0;  // nothing moves: no change to store but the read itself
+  rig.workers.fake("h0").behaviour.read_counters = [counters](const auto& req) {
+    return counters->read(req);
+  };
+  SweepManagerOptions options;
+  options.fabric = counterRigFabric();
+  options.link_counters = rig.store.get();
+  options.counters.reader = "h0";
+  RigCoordinator& first = rig.start(options);
+  auto started = first.queue.start(rigAllPairs());
+  ASSERT_TRUE(started.ok()) << started.status().toString();
+  const SweepProgress clean = rig.finish(first, started->id);
+  EXPECT_EQ(clean.verdict, "PASS") << clean.reason;
+  auto clean_links = rig.store->sweepLinkVerdicts(started->id);
+  ASSERT_TRUE(clean_links.ok());
+  std::set<std::string> ok_links;
+  for (const auto& v : *clean_links) {
+    if (v.verdict == "ok") ok_links.insert(v.link);
+  }
+  ASSERT_FALSE(ok_links.empty());
+  auto rows = rig.store->sweepLinkCounters(started->id);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_FALSE(rows->empty()) << "the ports read leave rows even when nothing moved";
+  for (const auto& r : *rows) EXPECT_EQ(r.delta, 0U) << r.link << " " << r.counter;
+
+  // The same sweep as a coordinator that died after its rounds left it, its rows stored; the
+  // restarted coordinator's reader is gone, so only the rows before the restart are judged.
+  auto rec = rig.store->getSweep(started->id);
+  ASSERT_TRUE(rec.ok() && rec->has_value());
+  SweepRecord crashed = **rec;
+  crashed.id = started->id + "-crashed";
+  crashed.state = "running";
+  crashed.finished_ms = 0;
+  crashed.verdict.clear();
+  crashed.reason.clear();
+  crashed.verdicts_pass = crashed.verdicts_fail = crashed.verdicts_skip = 0;
+  ASSERT_TRUE(rig.store->createSweep(crashed).ok());
+  std::vector<LinkCounterRecord> before = *rows;
+  for (auto& r : before) r.sweep_id = crashed.id;
+  ASSERT_TRUE(rig.store->putLinkCounters(before).ok());
+  SweepManagerOptions restarted_options = options;
+  restarted_options.counters.reader = "gone";
+  RigCoordinator& restarted = rig.start(restarted_options);
+  restarted.queue.resumeInterrupted();
+  const SweepProgress p = rig.finish(restarted, crashed.id);
+  EXPECT_EQ(p.state, SweepState::kFinished) << p.reason;
+  auto verdicts = rig.store->sweepLinkVerdicts(crashed.id);
+  ASSERT_TRUE(verdicts.ok());
+  std::map<std::string, std::string> got;
+  for (const auto& v : *verdicts) got[v.link] = v.verdict;
+  for (const auto& link : ok_links) EXPECT_EQ(got[link], "ok") << link;
 }
 
 TEST(SweepCounters, APortThatDoesNotAnswerIsAFindingAndTheRestIsJudged) {

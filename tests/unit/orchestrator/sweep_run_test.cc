@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -338,6 +339,104 @@ TEST(SweepRun, WithAFabricEveryTestsPathIsStoredAndTheReportTellsMatchAndCoverag
   };
   EXPECT_TRUE(has("fabric: 4 of 4 workers matched to HCAs"));
   EXPECT_TRUE(has("fabric coverage: "));
+}
+
+std::string allNotesOf(SweepRig& rig, const std::string& id) {
+  auto summary = rig.store->sweepReportSummary(id);
+  std::string out;
+  if (summary.ok() && summary->has_value()) {
+    for (const auto& n : (*summary)->notes) out += n + "\n";
+  }
+  return out;
+}
+
+// Paths are re-read when the fabric changes: a newer snapshot adopted while the sweep runs (a
+// discovery through the coordinator) traces the tests that start after it through its tables;
+// the tests that started before keep the snapshot they ran on, each stored path says which,
+// and the report says the tables changed.
+TEST(SweepRun, ASnapshotAdoptedDuringTheSweepTracesTheTestsStartedAfterIt) {
+  SweepRig rig;
+  SweepManagerOptions options;
+  options.fabric = rigFabric();
+  options.fabric_source = std::make_shared<FabricSource>(options.fabric);
+  options.paths = rig.store.get();
+  RigCoordinator& c = rig.start(options);
+  SweepSpec spec = rigAllPairs();
+  spec.max_concurrency = 1;  // one test at a time: some start after the snapshot changes
+  auto planned = c.runner.plan(spec);
+  ASSERT_TRUE(planned.ok()) << planned.status().toString();
+  std::shared_ptr<LiveSweep> s = *planned;
+  {
+    MutexLock lock(c.board.mu);
+    ASSERT_TRUE(rig.store->createSweep(c.runner.recordOf(*s)).ok());
+    c.board.recent[s->id] = s;
+  }
+  std::set<std::string> started_before;  // test ids that started before the new snapshot
+  {
+    RunThread run(c, s);
+    ASSERT_TRUE(rig.drive([&] {
+      MutexLock lock(c.board.mu);
+      return s->done.size() >= 1;
+    }));
+    {
+      MutexLock lock(c.board.mu);
+      for (const auto& [index, test_id] : s->in_flight) started_before.insert(test_id);
+      // Ended ones too (their results may still be on their way to the store).
+      for (size_t k = 0; k < s->rows.size(); ++k) {
+        started_before.insert(std::string(s->rows.testId(s->rows[k])));
+      }
+    }
+    ASSERT_TRUE(options.fabric_source->adopt(
+        testing::rerouteLeafUplinks(testing::twoLevelTree(2, 2, 2), 2, 2), "@7"));
+    EXPECT_EQ(rig.finish(c, s->id).state, SweepState::kFinished);
+  }
+  const std::shared_ptr<const SweepFabric> before = options.fabric;
+  const std::shared_ptr<const SweepFabric> after = options.fabric_source->current();
+  auto results = rig.store->queryResults([&] {
+    ResultQuery q;
+    q.run_id = s->id;
+    return q;
+  }());
+  ASSERT_TRUE(results.ok());
+  size_t old_tables = 0, new_tables = 0, crossed = 0;
+  for (const TestResult& r : *results) {
+    const bool was_before = started_before.count(r.test_id) > 0;
+    const SweepFabric& want = was_before ? *before : *after;
+    auto hops = rig.store->testPath(r.test_id);
+    ASSERT_TRUE(hops.ok());
+    ASSERT_FALSE(hops->empty()) << r.test_id << (was_before ? " (old tables)" : " (new tables)")
+                                << "\n"
+                                << allNotesOf(rig, s->id);
+    // The path the test's own snapshot gives, hop by hop.
+    JudgeRows one;
+    one.add(r);
+    const RowPaths p = want.paths(one, want.match(rig.workers.list()));
+    ASSERT_TRUE(p.known[0]) << r.test_id;
+    std::vector<fabric::Hop> expect = p.forward[0];
+    expect.insert(expect.end(), p.reverse[0].begin(), p.reverse[0].end());
+    ASSERT_EQ(hops->size(), expect.size()) << r.test_id;
+    for (size_t h = 0; h < expect.size(); ++h) {
+      EXPECT_EQ((*hops)[h].switch_name, expect[h].switch_name) << r.test_id << " hop " << h;
+      EXPECT_EQ((*hops)[h].out_port, expect[h].out_port) << r.test_id << " hop " << h;
+      EXPECT_EQ((*hops)[h].fabric, was_before ? "tree.json" : "@7") << r.test_id;
+    }
+    (was_before ? old_tables : new_tables) += 1;
+    crossed += hops->size() > 2 ? 1 : 0;
+  }
+  EXPECT_GT(old_tables, 0u);
+  EXPECT_GT(new_tables, 0u) << "some tests must start after the new snapshot";
+  EXPECT_GT(crossed, 0u) << "some paths cross the spines, where the tables differ";
+  auto summary = rig.store->sweepReportSummary(s->id);
+  ASSERT_TRUE(summary.ok() && summary->has_value());
+  const std::string want_note = "fabric: the tables changed during the sweep";
+  const auto& notes = (*summary)->notes;
+  auto note = std::find_if(notes.begin(), notes.end(),
+                           [&](const std::string& n) { return n.rfind(want_note, 0) == 0; });
+  ASSERT_NE(note, notes.end());
+  EXPECT_NE(note->find(std::to_string(old_tables) + " tests through tree.json, " +
+                       std::to_string(new_tables) + " tests through @7"),
+            std::string::npos)
+      << *note;
 }
 
 TEST(SweepRun, CoverNeedsAFabricAndRunsTheCoverPlannersRounds) {

@@ -21,6 +21,7 @@ PathHopRecord pathHop(const std::string& test, const std::string& sweep, const s
   h.switch_guid = guid;
   h.in_port = in;
   h.out_port = out;
+  h.fabric = "@" + std::to_string(guid % 7);  // the snapshot it was traced through
   return h;
 }
 
@@ -33,6 +34,7 @@ void expectSameHop(const PathHopRecord& want, const PathHopRecord& got) {
   EXPECT_EQ(want.switch_guid, got.switch_guid);
   EXPECT_EQ(want.in_port, got.in_port);
   EXPECT_EQ(want.out_port, got.out_port);
+  EXPECT_EQ(want.fabric, got.fabric);
 }
 
 TEST_P(ResultStoreContractTest, TestPathsAreRowsReadBackInOrderWithFullGuids) {
