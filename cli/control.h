@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "cli/sweep_output.h"
 #include "common/limits.h"
 #include "common/status.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"

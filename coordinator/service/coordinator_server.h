@@ -154,7 +154,7 @@ class CoordinatorServer {
   // The NICs, GPUs and hosts in tests now, shared by the sweeps' executors and `gdrmesh test`.
   ResourceLocks locks_;
   std::unique_ptr<SingleTests> single_tests_;  // `gdrmesh test` (RunTest)
-  convert::ProtoJsonSweepCodec codec_;
+  convert::StoredSweepCodec codec_;
   std::unique_ptr<SweepManager> sweep_manager_;
   std::unique_ptr<Starter> starter_;
   std::unique_ptr<Log> log_;
