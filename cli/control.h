@@ -81,7 +81,7 @@ bool isFinalSweepState(const std::string& state);
 class ProgressPrinter {
  public:
   ProgressPrinter();
-  void update(const pb::SweepProgress& p);
+  void update(const pb::SweepProgress& wire);
   // Ends the live line (newline) if one is showing.
   void finish();
 

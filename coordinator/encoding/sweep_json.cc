@@ -254,7 +254,7 @@ std::vector<std::vector<std::string>> csvTable(const std::vector<OrderedJson>& r
                                                const OrderedJson& prototype) {
   std::vector<std::string> header;
   std::vector<std::vector<std::pair<std::string, std::string>>> flat;
-  auto addColumns = [&header](const std::vector<std::pair<std::string, std::string>>& fields) {
+  auto add_columns = [&header](const std::vector<std::pair<std::string, std::string>>& fields) {
     for (const auto& f : fields) {
       if (std::find(header.begin(), header.end(), f.first) == header.end()) {
         header.push_back(f.first);
@@ -264,12 +264,12 @@ std::vector<std::vector<std::string>> csvTable(const std::vector<OrderedJson>& r
   {
     std::vector<std::pair<std::string, std::string>> fields;
     sweepJsonFlatten(prototype, "", &fields);
-    addColumns(fields);
+    add_columns(fields);
   }
   for (const auto& r : records) {
     std::vector<std::pair<std::string, std::string>> fields;
     sweepJsonFlatten(r, "", &fields);
-    addColumns(fields);
+    add_columns(fields);
     flat.push_back(std::move(fields));
   }
   std::vector<std::vector<std::string>> t{header};
