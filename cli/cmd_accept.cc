@@ -10,6 +10,8 @@
 #include "cli/control.h"
 #include "cli/junit.h"
 #include "cli/output.h"
+#include "cli/sweep_output.h"
+#include "coordinator/service/sweep_convert.h"
 
 namespace gdrmesh::cli {
 namespace {
@@ -77,18 +79,20 @@ int runAccept(const ClientOptions& o, const AcceptArgs& a) {
             ? "the CLI stopped following (interrupted); the sweep goes on"
             : "the CLI lost the sweep's progress (exit " + std::to_string(rc) + ")");
   }
+  // The wire report in domain types, once: the JSON document and the text come from it.
+  const SweepReportData data = convert::fromProto(report, nullptr);
   bool written = true;
   if (!a.junit.empty()) {
     written &= writeFile(a.junit, renderJUnit(junitFromReport(report, o.coordinator)), "--junit");
   }
   if (!a.report.empty() && fetched) {
-    written &= writeFile(a.report, protoJson(report) + "\n", "--report");
+    written &= writeFile(a.report, jsonText(toJson(data)) + "\n", "--report");
   }
   if (fetched) {
     if (o.output == "json") {
-      std::cout << protoJson(report) << "\n";
+      std::cout << jsonText(toJson(data)) << "\n";
     } else {
-      std::cout << sweepReportText(report, ReportOptions{});
+      std::cout << sweepReportText(data, ReportOptions{});
     }
     std::cout.flush();
     // Written and printed as soon as it is judged; the run ends once the report is stored.

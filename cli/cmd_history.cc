@@ -16,6 +16,7 @@
 #include "common/time_point.h"
 #include "common/units.h"
 #include "convert.h"
+#include "coordinator/service/history_convert.h"
 
 namespace gdrmesh::cli {
 namespace {
@@ -140,20 +141,6 @@ Result<pb::ListActionsRequest> actionsRequest(const ActionsArgs& a, int64_t now_
   return req;
 }
 
-// TIME, NODE, ACTION, OUTCOME, ACTUATOR, SWEEP, DETAIL (cut at 100 characters: -o json has it
-// whole, and the reason written on the node).
-std::string actionsTable(const pb::ListActionsResponse& resp) {
-  std::vector<std::vector<std::string>> rows = {
-      {"TIME", "NODE", "ACTION", "OUTCOME", "ACTUATOR", "SWEEP", "DETAIL"}};
-  for (const pb::NodeAction& a : resp.actions()) {
-    std::string detail = a.detail();
-    if (detail.size() > 100) detail = detail.substr(0, 97) + "...";
-    rows.push_back({formatRfc3339(a.recorded_ms()), a.node(), a.action(), a.outcome(), a.actuator(),
-                    a.sweep_id().empty() ? "-" : a.sweep_id(), detail});
-  }
-  return renderTable(rows);
-}
-
 int runActions(const ClientOptions& o, const ActionsArgs& a) {
   auto req = actionsRequest(a, nowUnixMs());
   if (!req.ok()) return usage("actions", req.status());
@@ -163,19 +150,24 @@ int runActions(const ClientOptions& o, const ActionsArgs& a) {
   pb::ListActionsResponse resp;
   auto st = stub->ListActions(&ctx, *req, &resp);
   if (!st.ok()) return reportRpcError(o, "ListActions", st);
+  std::vector<ActionRecord> actions;
+  for (const auto& x : resp.actions()) actions.push_back(convert::fromProto(x));
+  std::vector<OrderedJson> docs;
+  if (o.output != "table") {
+    for (const auto& x : actions) docs.push_back(toJson(x));
+  }
   if (o.output == "json") {
-    std::cout << protoJson(resp) << "\n";
+    std::cout << jsonText(OrderedJson{{"actions", OrderedJson(docs)}}) << "\n";
   } else if (o.output == "csv") {
-    std::cout << messagesCsv({resp.actions().pointer_begin(), resp.actions().pointer_end()},
-                             pb::NodeAction::default_instance());
-  } else if (resp.actions().empty()) {
+    std::cout << recordsCsv(docs, toJson(ActionRecord{}));
+  } else if (actions.empty()) {
     std::cout << "no node actions recorded"
               << (a.host.empty() && a.sweep.empty() && a.since.empty() ? "" : " that match")
               << " (the coordinator's `actions:` config turns them on: docs/operations.md)\n";
   } else {
-    std::cout << actionsTable(resp);
-    if (req->limit() != 0 && static_cast<uint32_t>(resp.actions_size()) == req->limit()) {
-      std::cout << resp.actions_size()
+    std::cout << actionsTable(actions);
+    if (req->limit() != 0 && actions.size() == req->limit()) {
+      std::cout << actions.size()
                 << " newest actions shown (--limit N for more, --limit 0 for all)\n";
     }
   }
@@ -217,13 +209,14 @@ int runCompare(const ClientOptions& o, const CompareArgs& a) {
   pb::CompareSweepsResponse resp;
   auto st = stub->CompareSweeps(&ctx, req, &resp);
   if (!st.ok()) return reportRpcError(o, "CompareSweeps", st);
+  const SweepComparison c = convert::fromProto(resp);
   if (o.output == "json") {
-    std::cout << protoJson(resp) << "\n";
+    std::cout << jsonText(toJson(c)) << "\n";
   } else if (o.output == "csv") {
-    std::cout << compareCsv(resp);
-    std::cerr << compareSummary(resp);
+    std::cout << compareCsv(c);
+    std::cerr << compareSummary(c);
   } else {
-    std::cout << compareTable(resp);
+    std::cout << compareTable(c);
   }
   return kExitOk;  // it could answer: regressions are in the output, not the exit code
 }

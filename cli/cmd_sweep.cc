@@ -10,6 +10,7 @@
 #include "cli/output.h"
 #include "cli/specs.h"
 #include "common/units.h"
+#include "coordinator/service/history_convert.h"
 #include "coordinator/service/sweep_convert.h"
 
 namespace gdrmesh::cli {
@@ -22,16 +23,19 @@ int usage(const char* cmd, const Status& st) {
 }
 
 // `-o csv` of a report: one row per verdict.
-std::string verdictsCsv(const pb::SweepReport& r) {
-  std::vector<const google::protobuf::Message*> rows;
-  for (const auto& v : r.verdicts()) rows.push_back(&v);
-  return messagesCsv(rows, pb::PairVerdict::default_instance());
+std::string verdictsCsv(const SweepReportData& r) {
+  std::vector<OrderedJson> rows;
+  rows.reserve(r.verdicts.size());
+  for (const auto& v : r.verdicts) rows.push_back(toJson(v));
+  return recordsCsv(rows, toJson(PairVerdict{}));
 }
 
 // Prints a report as the command's result: JSON, CSV (one row per verdict) or text on stdout.
-void printReport(const ClientOptions& o, const pb::SweepReport& r, const ReportOptions& opts) {
+// The wire report is converted to domain types here, once.
+void printReport(const ClientOptions& o, const pb::SweepReport& wire, const ReportOptions& opts) {
+  const SweepReportData r = convert::fromProto(wire, nullptr);
   if (o.output == "json") {
-    std::cout << protoJson(r) << "\n";
+    std::cout << jsonText(toJson(r)) << "\n";
   } else if (o.output == "csv") {
     std::cout << verdictsCsv(r);
   } else {
@@ -112,7 +116,7 @@ int runSweep(const ClientOptions& o, const RunArgs& a) {
   if (rc != kExitOk) return rc;
   if (a.sweep.detach) {
     if (o.output == "json") {
-      std::cout << protoJson(started) << "\n";
+      std::cout << jsonText(toJson(convert::fromProto(started))) << "\n";
     } else {
       std::cout << started.id() << "\n";
     }
@@ -138,10 +142,11 @@ int runCancel(const ClientOptions& o, const std::string& id) {
   pb::SweepProgress resp;
   auto st = stub->CancelSweep(&ctx, req, &resp);
   if (!st.ok()) return reportRpcError(o, "CancelSweep", st);
+  const SweepProgress p = convert::fromProto(resp);
   if (o.output == "json") {
-    std::cout << protoJson(resp) << "\n";
+    std::cout << jsonText(toJson(p)) << "\n";
   } else {
-    std::cout << progressLine(resp) << "\n";
+    std::cout << progressLine(p) << "\n";
   }
   return kExitOk;
 }
@@ -232,13 +237,18 @@ int runSweeps(const ClientOptions& o, uint32_t limit) {
   pb::ListSweepsResponse resp;
   auto st = stub->ListSweeps(&ctx, req, &resp);
   if (!st.ok()) return reportRpcError(o, "ListSweeps", st);
+  std::vector<SweepProgress> sweeps;
+  for (const auto& p : resp.sweeps()) sweeps.push_back(convert::fromProto(p));
+  std::vector<OrderedJson> docs;
+  if (o.output != "table") {
+    for (const auto& p : sweeps) docs.push_back(toJson(p));
+  }
   if (o.output == "json") {
-    std::cout << protoJson(resp) << "\n";
+    std::cout << jsonText(OrderedJson{{"sweeps", OrderedJson(docs)}}) << "\n";
   } else if (o.output == "csv") {
-    std::cout << messagesCsv({resp.sweeps().pointer_begin(), resp.sweeps().pointer_end()},
-                             pb::SweepProgress::default_instance());
+    std::cout << recordsCsv(docs, toJson(SweepProgress{}));
   } else {
-    std::cout << sweepsTable({resp.sweeps().begin(), resp.sweeps().end()});
+    std::cout << sweepsTable(sweeps);
   }
   return kExitOk;
 }
@@ -250,13 +260,18 @@ int runSchedules(const ClientOptions& o) {
   pb::ListSchedulesResponse resp;
   auto st = stub->ListSchedules(&ctx, pb::ListSchedulesRequest(), &resp);
   if (!st.ok()) return reportRpcError(o, "ListSchedules", st);
+  std::vector<ScheduleSummary> schedules;
+  for (const auto& s : resp.schedules()) schedules.push_back(convert::fromProto(s));
+  std::vector<OrderedJson> docs;
+  if (o.output != "table") {
+    for (const auto& s : schedules) docs.push_back(toJson(s));
+  }
   if (o.output == "json") {
-    std::cout << protoJson(resp) << "\n";
+    std::cout << jsonText(OrderedJson{{"schedules", OrderedJson(docs)}}) << "\n";
   } else if (o.output == "csv") {
-    std::cout << messagesCsv({resp.schedules().pointer_begin(), resp.schedules().pointer_end()},
-                             pb::ScheduleInfo::default_instance());
+    std::cout << recordsCsv(docs, toJson(ScheduleSummary{}));
   } else {
-    std::cout << schedulesTable({resp.schedules().begin(), resp.schedules().end()}, nowUnixMs());
+    std::cout << schedulesTable(schedules, nowUnixMs());
   }
   return kExitOk;
 }

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/sync/mutex.h"
 #include "common/units.h"
+#include "coordinator/service/sweep_convert.h"
 #include "security/grpc_tls.h"
 
 namespace gdrmesh::cli {
@@ -280,7 +281,8 @@ FollowOutcome followSweep(pb::ControlService::Stub& stub, const std::string& id,
 
 ProgressPrinter::ProgressPrinter() : tty_(isatty(STDERR_FILENO) == 1) {}
 
-void ProgressPrinter::update(const pb::SweepProgress& p) {
+void ProgressPrinter::update(const pb::SweepProgress& wire) {
+  const SweepProgress p = convert::fromProto(wire);
   if (tty_) {
     std::fprintf(stderr, "\r%s\033[K", progressLine(p).c_str());
     live_ = true;

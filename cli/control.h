@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "cli/sweep_output.h"
 #include "common/limits.h"
 #include "common/status.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
@@ -80,7 +81,7 @@ bool isFinalSweepState(const std::string& state);
 class ProgressPrinter {
  public:
   ProgressPrinter();
-  void update(const pb::SweepProgress& p);
+  void update(const pb::SweepProgress& wire);
   // Ends the live line (newline) if one is showing.
   void finish();
 

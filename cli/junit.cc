@@ -6,11 +6,13 @@
 #include <sstream>
 
 #include "cli/output.h"
+#include "cli/sweep_output.h"
 #include "common/fabric/counters.h"
 #include "common/fabric/fabric.h"
 #include "common/pair_spec.h"
 #include "common/units.h"
 #include "convert.h"
+#include "coordinator/service/sweep_convert.h"
 
 namespace gdrmesh::cli {
 
@@ -304,7 +306,8 @@ JUnitCase junitOverallCase(const v1::SweepReport& report) {
                           : "verdict " + (p.verdict().empty() ? std::string("none") : p.verdict());
     std::ostringstream d;
     const auto& vc = report.verdict_counts();
-    d << "sweep " << p.id() << " " << p.state() << ", tests " << testCountsText(p) << "; verdicts "
+    d << "sweep " << p.id() << " " << p.state() << ", tests "
+      << testCountsText(convert::fromProto(p)) << "; verdicts "
       << verdictCountsText(vc.pass(), vc.fail(), vc.skip()) << "\n";
     for (const auto& s : report.suspects()) {
       d << "suspect " << s.kind() << " " << s.name() << " (score " << fmt(s.score(), 2) << ")";

@@ -39,6 +39,11 @@ void toProto(const Inventory& in, pb::Inventory* out);
 Inventory fromProto(const pb::Inventory& in);
 // A worker as ListWorkers returns it (name, state, times, peer, labels, stored inventory).
 WorkerStatus fromProto(const pb::WorkerInfo& in);
+// A worker's inventory as the coordinator stores it (WorkerRecord::inventory_json): the domain
+// encoding (common/json.h, docs/json.md); rows of older builds, in protobuf's JSON mapping of
+// v1.Inventory, still read. Errors name what failed.
+std::string storedInventoryJson(const Inventory& in);
+Result<Inventory> inventoryFromStoredJson(const std::string& text);
 
 void toProto(const Measurement& in, pb::Measurement* out);
 Measurement fromProto(const pb::Measurement& in);

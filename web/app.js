@@ -579,7 +579,7 @@
   }
 
   function sideText(s) {
-    return s.memory + (s.gpu !== undefined ? ' gpu' + s.gpu : '') + (s.memory !== 'host' ? ' ' + s.reg : '') +
+    return s.memory + (s.gpu >= 0 ? ' gpu' + s.gpu : '') + (s.memory !== 'host' ? ' ' + s.reg : '') +
         (s.device ? ' ' + s.device : '');
   }
 
@@ -603,7 +603,7 @@
         // The words of docs/json.md: tests ran (data verified or not); verdicts PASS/FAIL/SKIP.
         (p.pattern || '') + ', ' + p.tests_done + '/' + p.tests_total + ' ran, ' +
         (p.tests_failed || 0) + ' not verified; verdicts ' +
-        vc.PASS + ' PASS, ' + vc.FAIL + ' FAIL, ' + vc.SKIP + ' SKIP' +
+        vc.pass + ' PASS, ' + vc.fail + ' FAIL, ' + vc.skip + ' SKIP' +
         (p.finished ? ', ended ' + fmtTime(p.finished) : p.started ? ', started ' + fmtTime(p.started) : '') +
         (p.elapsed_seconds ? ', took ' + fmtDuration(p.elapsed_seconds) : '') +
         (p.reason ? ' \u2013 ' + p.reason : ''));

@@ -14,6 +14,7 @@
 #include "common/fabric/fabric.h"
 #include "common/json.h"
 #include "common/units.h"
+#include "coordinator/encoding/sweep_json.h"
 #include "coordinator/http/status_http_server.h"
 
 namespace gdrmesh {
@@ -48,10 +49,6 @@ const char* statusKey(TestStatus s) {
 
 json statusCounts() {
   return {{"passed", 0}, {"failed", 0}, {"skipped", 0}, {"error", 0}};
-}
-
-std::string rfc3339OrEmpty(int64_t ms) {
-  return ms > 0 ? formatRfc3339(ms) : std::string();
 }
 
 // One cell of the matrix: the verdicts of one (src, dst) pair over every size, reduced to the
@@ -160,64 +157,11 @@ json summaryJson(const std::vector<WorkerSummary>& workers, const std::vector<Te
 }
 
 json comparisonJson(const SweepComparison& c) {
-  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
-  json rows = json::array();
-  for (const ComparisonRow& r : c.rows) {
-    rows.push_back({{"src", r.src},
-                    {"dst", r.dst},
-                    {"op", toString(r.op)},
-                    {"mode", toString(r.mode)},
-                    {"message_size_bytes", r.message_size},
-                    {"change", toString(r.change)},
-                    {"a", opt(r.a)},
-                    {"b", opt(r.b)},
-                    {"unit", r.unit},
-                    {"change_pct", opt(r.change_pct)},
-                    {"a_status", r.a_status ? json(toString(*r.a_status)) : json(nullptr)},
-                    {"b_status", r.b_status ? json(toString(*r.b_status)) : json(nullptr)},
-                    {"a_test_id", r.a_test_id},
-                    {"b_test_id", r.b_test_id},
-                    {"reason", r.reason}});
-  }
-  return {{"a", c.a},
-          {"b", c.b},
-          {"tolerance_pct", c.tolerance_pct},
-          {"summary",
-           {{"worse", c.worse},
-            {"better", c.better},
-            {"unchanged", c.unchanged},
-            {"new", c.added},
-            {"missing", c.missing}}},
-          {"rows", rows}};
+  return json(toJson(c));
 }
 
 json sweepProgressJson(const SweepProgress& p) {
-  return {{"id", p.id},
-          {"state", toString(p.state)},
-          {"pattern", p.pattern},
-          {"name", p.name},
-          {"created", rfc3339OrEmpty(p.created_ms)},
-          {"started", rfc3339OrEmpty(p.started_ms)},
-          {"finished", rfc3339OrEmpty(p.finished_ms)},
-          {"created_ms", p.created_ms},
-          {"started_ms", p.started_ms},
-          {"finished_ms", p.finished_ms},
-          {"tests_total", p.tests_total},
-          {"tests_done", p.tests_done},
-          {"tests_failed", p.tests_failed},
-          {"tests_skipped", p.tests_skipped},
-          {"tests_running", p.tests_running},
-          {"rounds_total", p.rounds_total},
-          {"retests", p.retests},
-          {"elapsed_seconds", p.elapsed_seconds},
-          {"eta_seconds", p.eta_seconds},
-          {"reason", p.reason},
-          {"verdict", p.verdict},
-          {"verdict_counts",
-           {{"PASS", p.verdict_counts.pass},
-            {"FAIL", p.verdict_counts.fail},
-            {"SKIP", p.verdict_counts.skip}}},
-          {"report_pending", p.report_pending}};
+  return json(toJson(p));
 }
 
 json sweepMatrixJson(const std::vector<PairVerdict>& verdicts) {
@@ -247,63 +191,6 @@ json sweepMatrixJson(const std::vector<PairVerdict>& verdicts) {
   return {{"hosts", hosts}, {"cells", std::move(out_cells)}, {"best", std::move(best)}};
 }
 
-json sideJson(const EndpointSelector& e) {
-  json j{{"memory", toString(e.memory)}, {"reg", toString(e.reg)}};
-  if (e.gpu >= 0) j["gpu"] = e.gpu;
-  if (!e.device.empty()) j["device"] = e.device;
-  return j;
-}
-
-// What ran: the config's sweeps of an acceptance run, or a plain sweep's own spec.
-json sweepPartsJson(const std::vector<SweepPart>& parts) {
-  json out = json::array();
-  for (const auto& part : parts) {
-    const SweepSpec& s = part.spec;
-    json sizes = json::array();
-    for (uint64_t b : s.sizes.empty() ? std::vector<uint64_t>{s.test.message_size} : s.sizes) {
-      sizes.push_back(b);
-    }
-    json j{{"index", part.index},
-           {"pattern", s.pattern_from_config ? "" : toString(s.pattern)},
-           {"direction", toString(s.direction)},
-           {"op", toString(s.test.op)},
-           {"mode", toString(s.test.mode)},
-           {"sizes", std::move(sizes)},
-           {"iterations", s.test.iterations},
-           {"duration_seconds", s.test.duration_seconds},
-           {"initiator", sideJson(s.test.initiator)},
-           {"target", sideJson(s.test.target)},
-           {"planned", part.planned_known ? json(part.planned) : json(nullptr)}};
-    out.push_back(std::move(j));
-  }
-  return out;
-}
-
-// Per (op, mode, size): the spread of the figures over pairs, worst pairs and hosts first.
-json sweepFiguresJson(const std::vector<FigureSummary>& figures) {
-  json out = json::array();
-  for (const auto& f : figures) {
-    json worst = json::array();
-    for (const auto& w : f.worst)
-      worst.push_back({{"src", w.src}, {"dst", w.dst}, {"value", w.value}});
-    json hosts = json::array();
-    for (const auto& h : f.worst_hosts) {
-      hosts.push_back({{"host", h.host}, {"median", h.median}, {"pairs", h.pairs}});
-    }
-    out.push_back({{"op", toString(f.op)},
-                   {"mode", toString(f.mode)},
-                   {"message_size", f.message_size},
-                   {"unit", f.unit},
-                   {"pairs", f.pairs},
-                   {"min", f.min},
-                   {"median", f.median},
-                   {"max", f.max},
-                   {"worst", std::move(worst)},
-                   {"worst_hosts", std::move(hosts)}});
-  }
-  return out;
-}
-
 json sweepJson(const SweepReportData& report, VerdictFilter filter, VerdictPage page) {
   json j;
   j["progress"] = sweepProgressJson(report.progress);
@@ -311,33 +198,20 @@ json sweepJson(const SweepReportData& report, VerdictFilter filter, VerdictPage 
   VerdictCounts counts;
   std::vector<PairVerdict> shown;
   const uint64_t matching = selectVerdicts(report.verdicts, filter, page, &counts, &shown);
-  for (const auto& v : shown) {
-    j["verdicts"].push_back({{"test_id", v.test_id},
-                             {"src", v.src},
-                             {"dst", v.dst},
-                             {"message_size", v.message_size},
-                             {"verdict", toString(v.verdict)},
-                             {"reasons", v.reasons},
-                             {"value", v.value},
-                             {"unit", v.unit},
-                             {"topo_class", v.topo_class},
-                             {"retest", v.retest}});
-  }
+  for (const auto& v : shown) j["verdicts"].push_back(json(toJson(v)));
   const uint64_t end = page.offset + shown.size();
   j["verdicts_page"] = {{"offset", page.offset},
                         {"limit", page.limit},
                         {"total", matching},
                         {"next_offset", end < matching ? json(end) : json(nullptr)}};
-  json counts_json{{"PASS", counts.pass}, {"FAIL", counts.fail}, {"SKIP", counts.skip}};
-  j["verdict_counts"] = std::move(counts_json);
+  j["verdict_counts"] = json(toJson(counts));
   j["suspects"] = json::array();
-  for (const auto& s : report.suspects) {
-    j["suspects"].push_back(
-        {{"kind", s.kind}, {"name", s.name}, {"score", s.score}, {"evidence", s.evidence}});
-  }
+  for (const auto& s : report.suspects) j["suspects"].push_back(json(toJson(s)));
   j["notes"] = report.notes;
-  j["parts"] = sweepPartsJson(report.parts);
-  j["figures"] = sweepFiguresJson(report.figures);
+  j["parts"] = json::array();
+  for (const auto& part : report.parts) j["parts"].push_back(json(toJson(part)));
+  j["figures"] = json::array();
+  for (const auto& f : report.figures) j["figures"].push_back(json(toJson(f)));
   j["matrix"] = sweepMatrixJson(report.verdicts);
   return j;
 }
@@ -406,8 +280,7 @@ json sweepFabricJson(const SweepReportData& report) {
   json suspects = json::array();
   for (const auto& s : report.suspects) {
     if (s.kind != "link") continue;
-    suspects.push_back(
-        {{"kind", s.kind}, {"name", s.name}, {"score", s.score}, {"evidence", s.evidence}});
+    suspects.push_back(json(toJson(s)));
   }
   return {{"sweep", p.id},
           {"state", toString(p.state)},

@@ -84,6 +84,23 @@ struct ScheduleStatus {
   std::string log_error;                // the latest failure to read or write the log ("" = none)
 };
 
+// A schedule as its readers see it (`gdrmesh schedules`): its status and last run, a started
+// run followed to its sweep's state and verdict now.
+struct ScheduleSummary {
+  std::string name;
+  std::string cron;
+  std::string timezone;
+  int64_t next_run_ms = 0;
+  int64_t last_run_ms = 0;  // the last run's due time; 0 = never ran
+  std::string last_sweep_id;
+  std::string last_state;  // started | failed | missed | skipped-overlap
+  uint32_t missed = 0;
+  std::string last_detail;
+  std::string last_sweep_state;  // a started run's sweep now: running, finished, ...
+  std::string last_sweep_verdict;
+  int64_t catch_up_due_ms = 0;
+};
+
 // One line for the coordinator's log: "schedule 'nightly' run due 2026-...Z: missed: ...".
 std::string describeScheduleRun(const ScheduleRun& run);
 

@@ -36,8 +36,8 @@
 
 namespace gdrmesh {
 
-// Turns a SweepSpec into stored text and back (the service implements it with the wire
-// format's JSON, so a stored spec reads like the API).
+// Turns a SweepSpec into stored text and back (the service's StoredSweepCodec: the domain
+// encoding of docs/json.md, the form reports print; rows of older builds in protobuf's JSON).
 class SweepCodec {
  public:
   virtual ~SweepCodec() = default;

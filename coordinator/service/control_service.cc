@@ -6,6 +6,7 @@
 #include <string>
 
 #include "convert.h"
+#include "coordinator/service/history_convert.h"
 #include "coordinator/service/service_common.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
 #include "security/grpc_tls.h"
@@ -102,16 +103,7 @@ grpc::Status CoordinatorServer::ControlServiceImpl::ListActions(grpc::ServerCont
   auto rows = s_.options_.action_store->listActions(q);
   if (!rows.ok()) return toGrpc(rows.status().withContext("reading the node actions"));
   for (const ActionRecord& r : *rows) {
-    pb::NodeAction* a = resp->add_actions();
-    a->set_id(r.id);
-    a->set_recorded_ms(r.recorded_ms);
-    a->set_sweep_id(r.sweep_id);
-    a->set_node(r.node);
-    a->set_action(r.action);
-    a->set_outcome(r.outcome);
-    a->set_actuator(r.actuator);
-    a->set_reason(r.reason);
-    a->set_detail(r.detail);
+    convert::toProto(r, resp->add_actions());
   }
   return grpc::Status::OK;
 }
@@ -121,32 +113,32 @@ grpc::Status CoordinatorServer::ControlServiceImpl::ListSchedules(grpc::ServerCo
                                                                   pb::ListSchedulesResponse* resp) {
   if (auto st = allow(ctx, Access::kRead, "ListSchedules"); !st.ok()) return st;
   for (const auto& st : s_.scheduler_->list()) {
-    auto* o = resp->add_schedules();
-    o->set_name(st.name);
-    o->set_cron(st.cron);
-    o->set_timezone(st.timezone.empty() ? "UTC" : st.timezone);
-    o->set_next_run_ms(st.next_run_ms);
-    o->set_missed(static_cast<uint32_t>(st.missed));
-    o->set_catch_up_due_ms(st.catch_up_due_ms);
+    ScheduleSummary o;
+    o.name = st.name;
+    o.cron = st.cron;
+    o.timezone = st.timezone.empty() ? "UTC" : st.timezone;
+    o.next_run_ms = st.next_run_ms;
+    o.missed = static_cast<uint32_t>(st.missed);
+    o.catch_up_due_ms = st.catch_up_due_ms;
     if (st.last_run) {
-      o->set_last_run_ms(st.last_run->due_ms);
-      o->set_last_sweep_id(st.last_run->sweep_id);
-      o->set_last_state(st.last_run->state);
-      o->set_last_detail(st.last_run->detail);
+      o.last_run_ms = st.last_run->due_ms;
+      o.last_sweep_id = st.last_run->sweep_id;
+      o.last_state = st.last_run->state;
+      o.last_detail = st.last_run->detail;
       if (!st.last_run->sweep_id.empty()) {
         // A started run is followed to its sweep's end.
         auto p = s_.runs_->sweeps().progress(st.last_run->sweep_id);
         if (p.ok()) {
-          o->set_last_sweep_state(toString(p->state));
-          o->set_last_sweep_verdict(p->verdict);
+          o.last_sweep_state = toString(p->state);
+          o.last_sweep_verdict = p->verdict;
           if (!p->reason.empty() && p->state != SweepState::kRunning &&
               p->state != SweepState::kQueued) {
-            o->set_last_detail(o->last_detail().empty() ? p->reason
-                                                        : o->last_detail() + "; " + p->reason);
+            o.last_detail = o.last_detail.empty() ? p->reason : o.last_detail + "; " + p->reason;
           }
         }
       }
     }
+    convert::toProto(o, resp->add_schedules());
   }
   return grpc::Status::OK;
 }

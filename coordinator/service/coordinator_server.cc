@@ -1,7 +1,6 @@
 #include "coordinator/service/coordinator_server.h"
 
 #include <absl/synchronization/mutex.h>
-#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
 #include <set>
@@ -184,11 +183,15 @@ void CoordinatorServer::recoverAtStart() {
   auto known = store_.listWorkers();
   if (known.ok()) {
     for (const auto& w : *known) {
-      pb::Inventory inv;
-      (void)google::protobuf::util::JsonStringToMessage(w.inventory_json, &inv);
       WorkerStatus st;
       st.name = w.name;
-      st.inventory = convert::fromProto(inv);
+      // An unreadable row lists the worker without its inventory until it registers again.
+      auto inv = convert::inventoryFromStoredJson(w.inventory_json);
+      if (inv.ok()) {
+        st.inventory = std::move(inv).value();
+      } else {
+        coordinatorServerLog(clock_).error(inv.status().toString(), {{"worker", w.name}});
+      }
       st.last_heartbeat_ms = w.last_seen_ms;
       registry_.addKnown(std::move(st));
     }

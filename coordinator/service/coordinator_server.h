@@ -151,7 +151,7 @@ class CoordinatorServer {
   ResultSpool spool_;  // before writer_, which writes to it
   ResultWriter writer_;
   HistoryQueries history_;
-  convert::ProtoJsonSweepCodec codec_;
+  convert::StoredSweepCodec codec_;
   // The sweeps and `gdrmesh test` (RunTest), sharing the NICs, GPUs and hosts in tests now.
   std::unique_ptr<TestRuns> runs_;
   std::unique_ptr<Starter> starter_;

@@ -68,4 +68,99 @@ void toProto(const SweepComparison& in, v1::CompareSweepsResponse* out) {
   out->set_missing(static_cast<uint32_t>(in.missing));
 }
 
+void toProto(const ScheduleSummary& in, v1::ScheduleInfo* out) {
+  out->set_name(in.name);
+  out->set_cron(in.cron);
+  out->set_timezone(in.timezone);
+  out->set_next_run_ms(in.next_run_ms);
+  out->set_last_run_ms(in.last_run_ms);
+  out->set_last_sweep_id(in.last_sweep_id);
+  out->set_last_state(in.last_state);
+  out->set_missed(in.missed);
+  out->set_last_detail(in.last_detail);
+  out->set_last_sweep_state(in.last_sweep_state);
+  out->set_last_sweep_verdict(in.last_sweep_verdict);
+  out->set_catch_up_due_ms(in.catch_up_due_ms);
+}
+
+void toProto(const ActionRecord& in, v1::NodeAction* out) {
+  out->set_id(in.id);
+  out->set_recorded_ms(in.recorded_ms);
+  out->set_sweep_id(in.sweep_id);
+  out->set_node(in.node);
+  out->set_action(in.action);
+  out->set_outcome(in.outcome);
+  out->set_actuator(in.actuator);
+  out->set_reason(in.reason);
+  out->set_detail(in.detail);
+}
+
+ComparisonRow fromProto(const v1::ComparisonRow& in) {
+  ComparisonRow r;
+  r.src = in.src();
+  r.dst = in.dst();
+  r.op = fromProto(in.op());
+  r.mode = fromProto(in.mode());
+  r.message_size = in.message_size();
+  for (ChangeKind c : {ChangeKind::kWorse, ChangeKind::kBetter, ChangeKind::kUnchanged,
+                       ChangeKind::kNew, ChangeKind::kMissing}) {
+    if (in.change() == toString(c)) r.change = c;
+  }
+  if (in.has_a()) r.a = in.a();
+  if (in.has_b()) r.b = in.b();
+  r.unit = in.unit();
+  if (in.has_change_pct()) r.change_pct = in.change_pct();
+  if (in.a_status() != v1::TEST_STATUS_UNSPECIFIED) r.a_status = fromProto(in.a_status());
+  if (in.b_status() != v1::TEST_STATUS_UNSPECIFIED) r.b_status = fromProto(in.b_status());
+  r.a_test_id = in.a_test_id();
+  r.b_test_id = in.b_test_id();
+  r.reason = in.reason();
+  return r;
+}
+
+SweepComparison fromProto(const v1::CompareSweepsResponse& in) {
+  SweepComparison c;
+  c.a = in.a();
+  c.b = in.b();
+  c.tolerance_pct = in.tolerance_pct();
+  for (const auto& r : in.rows()) c.rows.push_back(fromProto(r));
+  c.worse = in.worse();
+  c.better = in.better();
+  c.unchanged = in.unchanged();
+  c.added = in.added();
+  c.missing = in.missing();
+  return c;
+}
+
+ScheduleSummary fromProto(const v1::ScheduleInfo& in) {
+  ScheduleSummary s;
+  s.name = in.name();
+  s.cron = in.cron();
+  s.timezone = in.timezone();
+  s.next_run_ms = in.next_run_ms();
+  s.last_run_ms = in.last_run_ms();
+  s.last_sweep_id = in.last_sweep_id();
+  s.last_state = in.last_state();
+  s.missed = in.missed();
+  s.last_detail = in.last_detail();
+  s.last_sweep_state = in.last_sweep_state();
+  s.last_sweep_verdict = in.last_sweep_verdict();
+  s.catch_up_due_ms = in.catch_up_due_ms();
+  return s;
+}
+
+ActionRecord fromProto(const v1::NodeAction& in) {
+  ActionRecord a;
+  a.id = in.id();
+  a.recorded_ms = in.recorded_ms();
+  a.sweep_id = in.sweep_id();
+  a.node = in.node();
+  a.action = in.action();
+  a.outcome = in.outcome();
+  a.actuator = in.actuator();
+  a.reason = in.reason();
+  a.detail = in.detail();
+  return a;
+}
+
 }  // namespace gdrmesh::convert

@@ -5,6 +5,7 @@
 #include "common/limits.h"
 #include "common/units.h"
 #include "convert.h"
+#include "coordinator/encoding/sweep_json.h"
 
 namespace gdrmesh::convert {
 namespace {
@@ -381,6 +382,31 @@ Suspect fromProto(const v1::Suspect& in) {
   return s;
 }
 
+namespace {
+
+// A spec that no longer validates, as it was sent: what a report prints of it (its pattern,
+// direction, test template, sizes, hosts and config), unchecked.
+SweepSpec specAsSent(const v1::SweepSpec& in) {
+  SweepSpec s;
+  if (in.pattern().empty()) {
+    s.pattern_from_config = true;
+  } else if (auto p = parseSweepPattern(in.pattern())) {
+    s.pattern = *p;
+  }
+  if (auto d = parseSweepDirection(in.direction())) s.direction = *d;
+  s.test = fromProto(in.test());
+  if (in.test().message_size() == 0) s.test.message_size = kDefaultMessageSize;
+  if (in.test().iterations() == 0) s.test.iterations = kDefaultIterations;
+  s.sizes.assign(in.sizes().begin(), in.sizes().end());
+  s.config_yaml = in.config_yaml();
+  s.hosts.assign(in.hosts().begin(), in.hosts().end());
+  s.exclude.assign(in.exclude().begin(), in.exclude().end());
+  s.name = in.name();
+  return s;
+}
+
+}  // namespace
+
 SweepReportData fromProto(const v1::SweepReport& in, std::string* spec_error) {
   SweepReportData r;
   r.progress = fromProto(in.progress());
@@ -389,9 +415,7 @@ SweepReportData fromProto(const v1::SweepReport& in, std::string* spec_error) {
     r.spec = std::move(spec).value();
   } else {
     if (spec_error) *spec_error = spec.status().message();
-    if (auto p = parseSweepPattern(in.spec().pattern())) r.spec.pattern = *p;
-    r.spec.config_yaml = in.spec().config_yaml();
-    r.spec.hosts.assign(in.spec().hosts().begin(), in.spec().hosts().end());
+    r.spec = specAsSent(in.spec());
   }
   for (const auto& x : in.results()) r.results.push_back(convert::fromProto(x));
   for (const auto& x : in.verdicts()) r.verdicts.push_back(fromProto(x));
@@ -406,7 +430,7 @@ SweepReportData fromProto(const v1::SweepReport& in, std::string* spec_error) {
     SweepPart part;
     part.index = x.index();
     auto s = fromProto(x.spec());
-    if (s.ok()) part.spec = std::move(s).value();
+    part.spec = s.ok() ? std::move(s).value() : specAsSent(x.spec());
     part.plan_begin = x.plan_begin();
     part.planned = x.planned();
     part.planned_known = x.planned_known();
@@ -427,6 +451,20 @@ SweepReportData fromProto(const v1::SweepReport& in, std::string* spec_error) {
       f.worst_hosts.push_back({h.host(), h.median(), h.pairs()});
     r.figures.push_back(std::move(f));
   }
+  for (const auto& x : in.links()) {
+    LinkVerdictRecord l;
+    l.sweep_id = r.progress.id;
+    l.link = x.link();
+    l.switch_name = x.switch_name();
+    l.switch_guid = x.switch_guid();
+    l.port = static_cast<int>(x.port());
+    l.remote_name = x.remote_name();
+    l.remote_guid = x.remote_guid();
+    l.remote_port = static_cast<int>(x.remote_port());
+    l.verdict = x.verdict();
+    l.evidence.assign(x.evidence().begin(), x.evidence().end());
+    r.links.push_back(std::move(l));
+  }
   return r;
 }
 
@@ -445,6 +483,22 @@ Result<SweepSpec> ProtoJsonSweepCodec::decode(const std::string& text) const {
   auto st = google::protobuf::util::JsonStringToMessage(text, &p);
   if (!st.ok()) return invalidArgument("stored sweep spec: " + std::string(st.message()));
   return fromProto(p);
+}
+
+std::string StoredSweepCodec::encode(const SweepSpec& spec) const {
+  return toJson(spec).dump();
+}
+
+Result<SweepSpec> StoredSweepCodec::decode(const std::string& text) const {
+  auto domain = sweepSpecFromJsonText(text);
+  if (domain.ok()) return domain;
+  // A row of an older build: protobuf's JSON mapping.
+  auto old = ProtoJsonSweepCodec().decode(text);
+  if (old.ok()) return old;
+  return invalidArgument("stored sweep spec: neither the domain encoding (" +
+                             domain.status().message() + ") nor protobuf's JSON mapping (" +
+                             old.status().message() + ")",
+                         "the row is damaged: run the sweep again");
 }
 
 }  // namespace gdrmesh::convert

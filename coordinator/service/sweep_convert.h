@@ -30,8 +30,19 @@ PairVerdict fromProto(const v1::PairVerdict& in);
 Suspect fromProto(const v1::Suspect& in);
 SweepReportData fromProto(const v1::SweepReport& in, std::string* spec_error);
 
-// SweepCodec on the wire format's JSON: a stored spec reads like the API.
+// SweepCodec on protobuf's JSON mapping of v1.SweepSpec: how builds before the domain encoding
+// stored specs (and what the wire fuzzers feed). Read by StoredSweepCodec for those rows.
 class ProtoJsonSweepCodec final : public SweepCodec {
+ public:
+  std::string encode(const SweepSpec& spec) const override;
+  Result<SweepSpec> decode(const std::string& text) const override;
+};
+
+// The stored spec of a sweep: written in the domain encoding (coordinator/encoding/sweep_json.h,
+// docs/json.md), the form `sweep show -o json` prints; read in it, or in protobuf's JSON mapping
+// for the rows older builds wrote (ProtoJsonSweepCodec), so that renaming a proto field never
+// changes how a stored row reads.
+class StoredSweepCodec final : public SweepCodec {
  public:
   std::string encode(const SweepSpec& spec) const override;
   Result<SweepSpec> decode(const std::string& text) const override;

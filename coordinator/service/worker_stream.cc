@@ -4,7 +4,6 @@
 // coordinator/service/.
 #include "coordinator/service/worker_stream.h"
 
-#include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -245,9 +244,7 @@ class WorkerStream final
     WorkerRecord rec;
     rec.name = name_;
     rec.hostname = reg.inventory().hostname();
-    google::protobuf::util::JsonPrintOptions jopt;
-    jopt.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(reg.inventory(), &rec.inventory_json, jopt);
+    rec.inventory_json = convert::storedInventoryJson(convert::fromProto(reg.inventory()));
     rec.first_seen_ms = w.connected_ms;
     rec.last_seen_ms = w.connected_ms;
     Status st = store_.upsertWorker(rec);

@@ -458,7 +458,7 @@ class Generator {
   std::vector<std::string> hosts_;
   std::vector<int> bad_;
   ClusterConfig config_;
-  convert::ProtoJsonSweepCodec codec_;
+  convert::StoredSweepCodec codec_;
   int64_t rows_ = 0;
   int sweeps_ = 0;
   double insert_s_ = 0;

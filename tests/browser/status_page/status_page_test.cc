@@ -646,9 +646,8 @@ TEST_F(StatusPageTest, SweepReportHasAMatrixKeyedByWorkerAndNic) {
   EXPECT_EQ(j["progress"]["id"], "sw-done");
   EXPECT_EQ(j["progress"]["verdict"], "FAIL");
   EXPECT_EQ(j["verdicts"].size(), 4u);
-  EXPECT_EQ(j["verdict_counts"]["PASS"], 2);
-  EXPECT_EQ(j["verdict_counts"]["FAIL"], 1);
-  EXPECT_EQ(j["verdict_counts"]["SKIP"], 1);
+  // The shared encoding (docs/json.md): {pass, fail, skip}, as `gdrmesh sweeps -o json`.
+  EXPECT_EQ(j["verdict_counts"], json({{"pass", 2}, {"fail", 1}, {"skip", 1}}));
   ASSERT_EQ(j["suspects"].size(), 2u);
   EXPECT_EQ(j["suspects"][0]["name"], "gpu-b/mlx5_0");
   EXPECT_EQ(j["suspects"][0]["evidence"][0], "failed with 1 of 1 partners");
@@ -676,8 +675,12 @@ TEST_F(StatusPageTest, SweepReportHasAMatrixKeyedByWorkerAndNic) {
   EXPECT_EQ(j["parts"][0]["pattern"], "all-pairs");
   EXPECT_EQ(j["parts"][0]["sizes"], json({1 << 20, 8 << 20}));
   EXPECT_EQ(j["parts"][0]["iterations"], 50);
-  EXPECT_EQ(j["parts"][0]["initiator"], json({{"memory", "cuda"}, {"reg", "dmabuf"}, {"gpu", 0}}));
-  EXPECT_EQ(j["parts"][0]["target"], json({{"memory", "host"}, {"reg", "auto"}}));
+  EXPECT_EQ(
+      j["parts"][0]["initiator"],
+      json({{"worker", ""}, {"device", ""}, {"memory", "cuda"}, {"gpu", 0}, {"reg", "dmabuf"}}));
+  EXPECT_EQ(
+      j["parts"][0]["target"],
+      json({{"worker", ""}, {"device", ""}, {"memory", "host"}, {"gpu", -1}, {"reg", "auto"}}));
   EXPECT_EQ(j["parts"][0]["planned"], 4);
 
   j = getJson("/api/sweeps/sw-done?verdicts=failed");

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "cli/output.h"
+#include "cli/sweep_output.h"
 #include "common/capabilities.h"
+#include "coordinator/service/history_convert.h"
 
 namespace gdrmesh::cli {
 namespace {
@@ -99,25 +101,24 @@ TEST(Csv, ResultsHaveAHeaderAndOneRowEachWithEveryField) {
   EXPECT_EQ(fields[0], fields[2]);
 }
 
-TEST(Csv, MessagesFlattenInFieldOrder) {
-  v1::SweepProgress a;
-  a.set_id("s-1");
-  a.set_state("finished");
-  a.set_name("nightly, rack \"r1\"");
-  v1::SweepProgress b;
-  b.set_id("s-2");
-  const std::string csv = messagesCsv({&a, &b}, v1::SweepProgress::default_instance());
-  EXPECT_EQ(csv.rfind("id,state,pattern,name,", 0), 0u) << csv;
-  EXPECT_THAT(csv, HasSubstr("\r\ns-1,finished,,\"nightly, rack \"\"r1\"\"\","));
-  EXPECT_THAT(csv, HasSubstr("\r\ns-2,,,,"));
-  v1::PairVerdict v;
-  v.set_src("h1");
-  v.add_reasons("slow");
-  v.add_reasons("errors");
-  EXPECT_THAT(messagesCsv({&v}, v1::PairVerdict::default_instance()), HasSubstr("slow; errors"));
+TEST(Csv, RecordsFlattenInTheEncodingsOrder) {
+  SweepProgress a;
+  a.id = "s-1";
+  a.state = SweepState::kFinished;
+  a.name = "nightly, rack \"r1\"";
+  SweepProgress b;
+  b.id = "s-2";
+  const std::string csv = recordsCsv({toJson(a), toJson(b)}, toJson(SweepProgress{}));
+  EXPECT_EQ(csv.rfind("id,state,pattern,name,created,created_ms,", 0), 0u) << csv;
+  EXPECT_THAT(csv, HasSubstr("\r\ns-1,finished,,\"nightly, rack \"\"r1\"\"\",,0,"));
+  EXPECT_THAT(csv, HasSubstr("\r\ns-2,queued,,,"));
+  EXPECT_THAT(csv, HasSubstr(",verdict_counts.pass,verdict_counts.fail,verdict_counts.skip,"));
+  PairVerdict v;
+  v.src = "h1";
+  v.reasons = {"slow", "errors"};
+  EXPECT_THAT(recordsCsv({toJson(v)}, toJson(PairVerdict{})), HasSubstr("slow; errors"));
   // No records: the header alone.
-  EXPECT_EQ(messagesCsv({}, v1::ScheduleInfo::default_instance()).rfind("name,cron,timezone,", 0),
-            0u);
+  EXPECT_EQ(recordsCsv({}, toJson(ScheduleSummary{})).rfind("name,cron,timezone,", 0), 0u);
 }
 
 TEST(HistoryTable, ShowsTimeRunTestDirectionFigureStatusPathAndReason) {
@@ -140,7 +141,7 @@ TEST(HistoryTable, ShowsTimeRunTestDirectionFigureStatusPathAndReason) {
   EXPECT_THAT(historyTable({}), HasSubstr("no results"));
 }
 
-v1::CompareSweepsResponse comparison() {
+v1::CompareSweepsResponse wireComparison() {
   v1::CompareSweepsResponse c;
   c.set_a("s-old");
   c.set_b("s-new");
@@ -172,6 +173,11 @@ v1::CompareSweepsResponse comparison() {
   n->set_unit("us");
   n->set_b_status(v1::TEST_STATUS_PASSED);
   return c;
+}
+
+// Converted as `gdrmesh compare` converts the reply: once, then printed.
+SweepComparison comparison() {
+  return convert::fromProto(wireComparison());
 }
 
 TEST(CompareTable, RowsThenASummaryLine) {

@@ -6,8 +6,23 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "cli/sweep_output.h"
+#include "coordinator/service/history_convert.h"
+#include "coordinator/service/sweep_convert.h"
+
 namespace gdrmesh::cli {
 namespace {
+
+// The samples are wire messages, converted as the commands convert them: once, then printed.
+SweepProgress dom(const v1::SweepProgress& p) {
+  return convert::fromProto(p);
+}
+SweepReportData dom(const v1::SweepReport& r) {
+  return convert::fromProto(r, nullptr);
+}
+ScheduleSummary dom(const v1::ScheduleInfo& s) {
+  return convert::fromProto(s);
+}
 
 v1::SweepProgress progress(const std::string& state, uint32_t done, uint32_t total) {
   v1::SweepProgress p;
@@ -35,7 +50,7 @@ TEST(ProgressLine, RunningWithEta) {
   p.set_elapsed_seconds(62);
   p.set_eta_seconds(130);
   EXPECT_EQ(
-      progressLine(p),
+      progressLine(dom(p)),
       "sweep s-20261122-0001 running  412/1023 ran  3 not verified  elapsed 1m02s  ETA 2m10s");
 }
 
@@ -44,28 +59,28 @@ TEST(ProgressLine, FinishedShowsVerdictNotEta) {
   p.set_eta_seconds(0);
   p.set_tests_skipped(2);
   p.set_verdict("FAIL");
-  EXPECT_EQ(progressLine(p),
+  EXPECT_EQ(progressLine(dom(p)),
             "sweep s-1 finished  10/10 ran  0 not verified  2 skipped  elapsed 0s  verdict FAIL");
   auto c = progress("cancelled", 3, 10);
   c.set_reason("cancelled by user");
-  EXPECT_NE(progressLine(c).find("(cancelled by user)"), std::string::npos);
+  EXPECT_NE(progressLine(dom(c)).find("(cancelled by user)"), std::string::npos);
 }
 
 TEST(ProgressThrottle, FirstEveryFivePercentAndStateChanges) {
   ProgressThrottle t;
-  EXPECT_TRUE(t.shouldPrint(progress("queued", 0, 100)));
-  EXPECT_TRUE(t.shouldPrint(progress("running", 0, 100)));  // state change
-  EXPECT_FALSE(t.shouldPrint(progress("running", 1, 100)));
-  EXPECT_FALSE(t.shouldPrint(progress("running", 4, 100)));
-  EXPECT_TRUE(t.shouldPrint(progress("running", 5, 100)));
-  EXPECT_FALSE(t.shouldPrint(progress("running", 9, 100)));
-  EXPECT_TRUE(t.shouldPrint(progress("running", 23, 100)));  // jumps print once
-  EXPECT_FALSE(t.shouldPrint(progress("running", 24, 100)));
-  EXPECT_TRUE(t.shouldPrint(progress("finished", 100, 100)));
-  EXPECT_FALSE(t.shouldPrint(progress("finished", 100, 100)));
+  EXPECT_TRUE(t.shouldPrint(dom(progress("queued", 0, 100))));
+  EXPECT_TRUE(t.shouldPrint(dom(progress("running", 0, 100))));  // state change
+  EXPECT_FALSE(t.shouldPrint(dom(progress("running", 1, 100))));
+  EXPECT_FALSE(t.shouldPrint(dom(progress("running", 4, 100))));
+  EXPECT_TRUE(t.shouldPrint(dom(progress("running", 5, 100))));
+  EXPECT_FALSE(t.shouldPrint(dom(progress("running", 9, 100))));
+  EXPECT_TRUE(t.shouldPrint(dom(progress("running", 23, 100))));  // jumps print once
+  EXPECT_FALSE(t.shouldPrint(dom(progress("running", 24, 100))));
+  EXPECT_TRUE(t.shouldPrint(dom(progress("finished", 100, 100))));
+  EXPECT_FALSE(t.shouldPrint(dom(progress("finished", 100, 100))));
   ProgressThrottle empty;  // no tests planned yet: no division by zero
-  EXPECT_TRUE(empty.shouldPrint(progress("running", 0, 0)));
-  EXPECT_FALSE(empty.shouldPrint(progress("running", 0, 0)));
+  EXPECT_TRUE(empty.shouldPrint(dom(progress("running", 0, 0))));
+  EXPECT_FALSE(empty.shouldPrint(dom(progress("running", 0, 0))));
 }
 
 v1::SweepReport sampleReport() {
@@ -103,7 +118,7 @@ v1::SweepReport sampleReport() {
 }
 
 TEST(SweepReportText, FailingVerdictsAndRankedSuspects) {
-  std::string text = sweepReportText(sampleReport(), ReportOptions{});
+  std::string text = sweepReportText(dom(sampleReport()), ReportOptions{});
   EXPECT_NE(text.find("verdict FAIL"), std::string::npos) << text;
   EXPECT_NE(text.find("note      hosts with unequal NIC counts"), std::string::npos) << text;
   EXPECT_NE(text.find("failing verdicts (1 of 2)"), std::string::npos) << text;
@@ -114,7 +129,7 @@ TEST(SweepReportText, FailingVerdictsAndRankedSuspects) {
   ASSERT_NE(nic, std::string::npos) << text;
   ASSERT_NE(host, std::string::npos) << text;
   EXPECT_NE(text.find("- failed with 5 of 7 partners"), std::string::npos) << text;
-  std::string all = sweepReportText(sampleReport(), ReportOptions{true, false});
+  std::string all = sweepReportText(dom(sampleReport()), ReportOptions{true, false});
   EXPECT_NE(all.find("190.50 Gb/s"), std::string::npos) << all;
 }
 
@@ -125,11 +140,11 @@ TEST(SweepReportText, CountsCoverVerdictsNotFetched) {
   r.mutable_verdict_counts()->set_pass(523'700);
   r.mutable_verdict_counts()->set_fail(76);
   r.set_verdicts_matching(76);
-  std::string text = sweepReportText(r, ReportOptions{});
+  std::string text = sweepReportText(dom(r), ReportOptions{});
   EXPECT_NE(text.find("failing verdicts (76 of 523776)"), std::string::npos) << text;
   EXPECT_NE(text.find("below the class minimum"), std::string::npos) << text;
   r.clear_verdicts();  // --verdicts none
-  text = sweepReportText(r, ReportOptions{});
+  text = sweepReportText(dom(r), ReportOptions{});
   EXPECT_NE(text.find("failing verdicts (76 of 523776)"), std::string::npos) << text;
   EXPECT_NE(text.find("not fetched"), std::string::npos) << text;
 }
@@ -139,15 +154,15 @@ TEST(SweepReportText, CountsCoverVerdictsNotFetched) {
 TEST(SweepReportText, TestWordsNeverContradictTheVerdict) {
   v1::SweepReport r = sampleReport();
   r.mutable_progress()->set_tests_failed(0);
-  const std::string text = sweepReportText(r, ReportOptions{});
+  const std::string text = sweepReportText(dom(r), ReportOptions{});
   EXPECT_NE(text.find("tests     3/3 ran: 3 data verified, 0 not verified, 0 skipped"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("verdicts  1 PASS, 1 FAIL, 0 SKIP: verdict FAIL"), std::string::npos) << text;
   EXPECT_EQ(text.find("passed"), std::string::npos) << text;
   EXPECT_EQ(text.find(" failed,"), std::string::npos) << text;
-  EXPECT_EQ(sweepsTable({r.progress()}).find("FAILED"), std::string::npos);
-  EXPECT_NE(sweepsTable({r.progress()}).find("NOT VERIFIED"), std::string::npos);
+  EXPECT_EQ(sweepsTable({dom(r.progress())}).find("FAILED"), std::string::npos);
+  EXPECT_NE(sweepsTable({dom(r.progress())}).find("NOT VERIFIED"), std::string::npos);
 }
 
 // Numbers even when every verdict passes: min, median, max over pairs, worst pairs and hosts.
@@ -169,7 +184,7 @@ TEST(SweepReportText, FiguresOverPairs) {
   auto* h = f->add_worst_hosts();
   h->set_host("h3");
   h->set_median(182);
-  const std::string text = sweepReportText(r, ReportOptions{});
+  const std::string text = sweepReportText(dom(r), ReportOptions{});
   EXPECT_NE(text.find("figures over pairs"), std::string::npos) << text;
   EXPECT_NE(text.find("read  bw    1MiB  6      180.25 Gb/s  190.50 Gb/s  195.00 Gb/s  "
                       "h1/mlx5_0->h3/mlx5_1 180.25  h3 182.00"),
@@ -199,7 +214,7 @@ TEST(SweepReportText, LinksWorstFirstWithBothEndsAndEvidence) {
   add("leaf01", 5, "spine01", 2, "slow_pairs", "3 of 4 slow pairs crossed it");
   add("leaf02", 3, "spine01", 3, "errors", "1,234 symbol errors on leaf02[3] during round 0");
   add("leaf02", 4, "spine02", 2, "not_covered", "no test of the sweep crossed it");
-  const std::string text = sweepReportText(r, ReportOptions{});
+  const std::string text = sweepReportText(dom(r), ReportOptions{});
   EXPECT_NE(text.find("links (4: 2 not ok, 1 ok, 1 not covered; worst first)"), std::string::npos)
       << text;
   const size_t errors = text.find(
@@ -214,7 +229,7 @@ TEST(SweepReportText, LinksWorstFirstWithBothEndsAndEvidence) {
   EXPECT_NE(text.find("(the 2 ok and not covered links: --verdicts all lists them)"),
             std::string::npos)
       << text;
-  const std::string all = sweepReportText(r, ReportOptions{true, false});
+  const std::string all = sweepReportText(dom(r), ReportOptions{true, false});
   const size_t all_errors = all.find("\nerrors ");
   const size_t uncovered = all.find("\nnot_covered  leaf02[4] <-> spine02[2]");
   const size_t ok = all.find("\nok ");
@@ -242,7 +257,7 @@ TEST(SweepReportText, AcceptanceRunListsItsSweeps) {
     p->set_planned(6);
     p->set_planned_known(true);
   }
-  const std::string text = sweepReportText(r, ReportOptions{});
+  const std::string text = sweepReportText(dom(r), ReportOptions{});
   EXPECT_NE(text.find("what ran: the config's 2 sweeps"), std::string::npos) << text;
   EXPECT_NE(text.find("1  all-pairs  one        write bw 4KiB,1MiB  50 iters  host -> host  6"),
             std::string::npos)
@@ -251,7 +266,7 @@ TEST(SweepReportText, AcceptanceRunListsItsSweeps) {
   v1::SweepReport plain = sampleReport();
   plain.mutable_spec()->set_pattern("all-pairs");
   *plain.add_parts()->mutable_spec() = plain.spec();
-  EXPECT_EQ(sweepReportText(plain, ReportOptions{}).find("what ran"), std::string::npos);
+  EXPECT_EQ(sweepReportText(dom(plain), ReportOptions{}).find("what ran"), std::string::npos);
 }
 
 // `gdrmesh workers` shows the labels that --select matches, in the table, JSON and CSV.
@@ -295,7 +310,7 @@ TEST(SweepsTable, AFailSweepShowsItsFailingVerdicts) {
   ok.set_id("s-2");
   ok.set_verdict("PASS");
   ok.mutable_verdict_counts()->set_pass(6);
-  const std::string t = sweepsTable({p, ok});
+  const std::string t = sweepsTable({dom(p), dom(ok)});
   EXPECT_NE(t.find("FAIL (2 of 6)"), std::string::npos) << t;
   EXPECT_NE(t.find("6/6"), std::string::npos) << t;
   EXPECT_EQ(t.find("PASS ("), std::string::npos) << t;
@@ -311,7 +326,7 @@ TEST(SchedulesTable, LocalAndUtcTimes) {
   s.set_next_run_ms(1'700'000'000'000);  // 2023-11-14T22:13:20Z
   s.set_last_state("missed");
   s.set_missed(2);
-  std::string t = schedulesTable({s}, 1'700'000'000'000 - 3'600'000);
+  std::string t = schedulesTable({dom(s)}, 1'700'000'000'000 - 3'600'000);
   EXPECT_NE(t.find("2023-11-14 22:13 UTC (in 1h00m)"), std::string::npos) << t;
   EXPECT_NE(t.find("2023-11-14T22:13:20Z"), std::string::npos) << t;
   EXPECT_NE(t.find("missed"), std::string::npos) << t;
@@ -331,19 +346,33 @@ TEST(SchedulesTable, ReasonsAndTheSweepsOwnEnd) {
   started.set_last_sweep_id("s-1");
   started.set_last_sweep_state("finished");
   started.set_last_sweep_verdict("FAIL");
-  const std::string t = schedulesTable({failed, started}, 0);
+  const std::string t = schedulesTable({dom(failed), dom(started)}, 0);
   EXPECT_NE(t.find("REASON"), std::string::npos) << t;
   EXPECT_NE(t.find("starting the sweep failed: no workers online"), std::string::npos) << t;
   EXPECT_NE(t.find("finished FAIL"), std::string::npos) << t;
   EXPECT_EQ(t.find("started"), std::string::npos) << t;
 }
 
-TEST(ProtoJson, FieldNamesAsInTheProtoAndZeroFieldsPresent) {
+// Issue #19: `sweeps -o json` printed protobuf's JSON mapping ("created_ms": "0", "OP_WRITE");
+// it prints the domain encoding shared with the API: integers as numbers, lower-case names.
+TEST(JsonText, SweepDocumentsAreTheSharedEncoding) {
   auto p = progress("running", 0, 5);
-  std::string j = protoJson(p);
+  p.set_created_ms(1'700'000'000'000);
+  const std::string j = jsonText(toJson(dom(p)));
   EXPECT_NE(j.find("\"tests_total\": 5"), std::string::npos) << j;
   EXPECT_NE(j.find("\"tests_failed\": 0"), std::string::npos) << j;
-  EXPECT_NE(j.find("\"created_ms\": \"0\""), std::string::npos) << j;
+  EXPECT_NE(j.find("\"created_ms\": 1700000000000"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"created\": \"2023-11-14T22:13:20"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"verdict_counts\": {\n    \"pass\": 0"), std::string::npos) << j;
+  v1::SweepReport r = sampleReport();
+  r.mutable_verdicts(0)->set_op(v1::OP_WRITE);
+  r.mutable_verdicts(0)->set_mode(v1::MODE_LATENCY);
+  const std::string doc = jsonText(toJson(dom(r)));
+  EXPECT_EQ(doc.find("OP_"), std::string::npos) << doc;
+  EXPECT_EQ(doc.find("\"65536\""), std::string::npos) << doc;
+  EXPECT_NE(doc.find("\"op\": \"write\""), std::string::npos) << doc;
+  EXPECT_NE(doc.find("\"mode\": \"lat\""), std::string::npos) << doc;
+  EXPECT_NE(doc.find("\"message_size\": 65536"), std::string::npos) << doc;
 }
 
 }  // namespace

@@ -193,3 +193,90 @@ TEST(ConvertReport, SweepIdRequestPages) {
 
 }  // namespace
 }  // namespace gdrmesh
+
+namespace gdrmesh {
+namespace {
+
+Inventory fullInventory() {
+  Inventory in;
+  in.hostname = "h1";
+  in.worker_version = "1.2.3";
+  in.kernel_release = "6.1.0-18-amd64";
+  in.transports = {"emulated", "verbs"};
+  in.notes = {"peermem: module not loaded"};
+  in.preflight.push_back({"gpudirect.peermem", "peermem", "WARN", "not loaded", "modprobe"});
+  TransportCapabilities c;
+  c.transport = TransportKind::kVerbs;
+  c.bandwidth_ops = {Op::kWrite, Op::kWriteImm};
+  c.latency_ops = {Op::kRead};
+  c.memory = {MemoryKind::kHost, MemoryKind::kCuda};
+  c.reg_paths = {RegPath::kHost, RegPath::kDmabuf};
+  c.max_message_size = uint64_t{1} << 31;
+  c.max_inline = 4096;
+  c.rdma_cm = true;
+  c.end_signal = true;
+  in.capabilities.push_back(c);
+  Nic nic;
+  nic.name = "mlx5_0";
+  nic.numa_node = 1;
+  nic.node_guid = "0x1001";
+  NicPort port;
+  port.state = "ACTIVE";
+  port.rate_gbps = 400;
+  port.lid = 7;
+  port.gids.push_back({3, "fe80:0000:0000:0000:0000:0000:0000:0001", "RoCE v2"});
+  nic.ports.push_back(port);
+  in.nics.push_back(nic);
+  Gpu g;
+  g.index = 0;
+  g.memory_bytes = uint64_t{85899345920};
+  g.compute_capability_major = 9;
+  g.compute_capability_minor = 0;
+  g.nearest_nic = "mlx5_0";
+  g.nearest_class = "PIX";
+  in.gpus.push_back(g);
+  return in;
+}
+
+// Issue #19: the stored inventory was protobuf's JSON mapping of the wire message. It is the
+// domain encoding now (what `workers -o json` prints), read back whole.
+TEST(StoredInventory, DomainEncodingRoundTrips) {
+  const Inventory in = fullInventory();
+  const std::string text = convert::storedInventoryJson(in);
+  EXPECT_NE(text.find("\"memory_bytes\":85899345920"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"transport\":\"verbs\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("TRANSPORT_"), std::string::npos) << text;
+  auto back = convert::inventoryFromStoredJson(text);
+  ASSERT_TRUE(back.ok()) << back.status().toString();
+  EXPECT_EQ(convert::storedInventoryJson(*back), text);
+  EXPECT_EQ(back->gpus[0].nearest_class, "PIX");
+  EXPECT_EQ(back->gpus[0].compute_capability_major, 9);
+  EXPECT_TRUE(back->capabilities[0].end_signal);
+  EXPECT_EQ(back->nics[0].ports[0].gids[0].index, 3);
+}
+
+// A row an older build wrote (protobuf's JSON mapping: 64-bit integers as strings, proto enum
+// names, zero fields left out) still reads.
+TEST(StoredInventory, OldProtobufJsonRowsStillRead) {
+  const std::string old_row =
+      R"({"hostname":"h1","nics":[{"name":"mlx5_0","numa_node":1,"ports":[{"port":1,)"
+      R"("state":"ACTIVE","rate_gbps":400}]}],"gpus":[{"index":0,"memory_bytes":"85899345920",)"
+      R"("cc_major":9,"nearest_nic":"mlx5_0"}],"transports":["TRANSPORT_VERBS"],)"
+      R"("capabilities":[{"transport":"TRANSPORT_VERBS","bandwidth_ops":["OP_WRITE"]}]})";
+  auto inv = convert::inventoryFromStoredJson(old_row);
+  ASSERT_TRUE(inv.ok()) << inv.status().toString();
+  EXPECT_EQ(inv->hostname, "h1");
+  EXPECT_EQ(inv->transports, std::vector<std::string>{"verbs"});
+  ASSERT_EQ(inv->gpus.size(), 1u);
+  EXPECT_EQ(inv->gpus[0].memory_bytes, uint64_t{85899345920});
+  EXPECT_EQ(inv->gpus[0].compute_capability_major, 9);
+  ASSERT_EQ(inv->capabilities.size(), 1u);
+  EXPECT_EQ(inv->capabilities[0].transport, TransportKind::kVerbs);
+  EXPECT_EQ(inv->capabilities[0].bandwidth_ops, std::vector<Op>{Op::kWrite});
+  EXPECT_EQ(inv->nics[0].ports[0].rate_gbps, 400);
+  EXPECT_FALSE(convert::inventoryFromStoredJson("{\"hostname\": 7}").ok());
+  EXPECT_FALSE(convert::inventoryFromStoredJson("not json").ok());
+}
+
+}  // namespace
+}  // namespace gdrmesh
