@@ -187,7 +187,7 @@ fi
 stored=$(grep -o 'report stored ([0-9]* verdicts) in [0-9]* ms, aggregates in [0-9]* ms' \
   "$dir/coord.log" | tail -1 || true)
 [[ -n "$stored" ]] && echo "end of the sweep in the coordinator: $stored"
-judged=$(grep -o 'judged [0-9]* ms after its tests ended.* ms, every result stored after [0-9]* ms' \
+judged=$(grep -o 'judged [0-9]* ms after its tests ended.*, every result stored after [0-9]* ms' \
   "$dir/coord.log" | tail -1 || true)
 [[ -n "$judged" ]] && echo "the sweep's end in the coordinator: $judged"
 [[ -s "$dir/threads.txt" ]] && cat "$dir/threads.txt"
