@@ -932,7 +932,20 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, std::optional<Fi
   // In plan order, as the store reads them back: `sweep judge` over the stored rows gives the
   // same verdicts in the same order.
   JudgeRows& rows = s->rows;
+  // Where the judge's time goes, in the log (at 1,024 hosts it decides when the verdict shows).
+  std::string phases;
+  Clock::TimePoint phase_start = deps_.clock.now();
+  const auto phase = [&](const char* name) {
+    const Clock::TimePoint now = deps_.clock.now();
+    phases +=
+        std::string(phases.empty() ? "" : ", ") + name + " " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - phase_start).count()) +
+        " ms";
+    phase_start = now;
+  };
   rows.sortByPlanIndex();
+  phase("sort");
   Result<JudgeRows> baseline = JudgeRows{};
   JudgeVerdicts verdicts;
   OutlierFindings outliers;
@@ -947,7 +960,9 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, std::optional<Fi
     if (baseline.ok()) *baseline = JudgeRows{};
     outliers = findOutliers(rows, s->config.outliers);
   }
+  phase("thresholds and outliers");
   Localisation located = localiseSweep(rows, verdicts);
+  phase("localiser");
   std::vector<std::string> fabric_notes;
   std::vector<DirectedLink> never;
   std::vector<BlamedLink> blamed = fabricEnd(*s, rows, verdicts, &fabric_notes, &never);
@@ -958,6 +973,7 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, std::optional<Fi
     const auto lldp_notes = lldpSweepNotes(*options_.lldp_fabric, rows, verdicts);
     fabric_notes.insert(fabric_notes.end(), lldp_notes.begin(), lldp_notes.end());
   }
+  phase("fabric");
   SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, s->config, located.noise_rows);
   // A link with errors or slow pairs fails the sweep (docs/fabric.md); its reason goes first.
   judgeSweepLinks(links, &judged);
@@ -965,6 +981,9 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, std::optional<Fi
   // The report's figures as its rows will read back, summed up once: served from memory until
   // the rows are stored, then stored with them.
   std::vector<FigureSummary> figures = reportFigures(rows);
+  phase("verdict and figures");
+  sweepRunLog(deps_.clock)
+      .info("sweep " + s->id + ": judge's phases: " + phases, {{"sweep", s->id}});
   MutexLock lock(board_.mu);
   s->figures = std::move(figures);
   s->verdicts = std::move(verdicts);

@@ -190,6 +190,8 @@ stored=$(grep -o 'report stored ([0-9]* verdicts) in [0-9]* ms, aggregates in [0
 judged=$(grep -o 'judged [0-9]* ms after its tests ended.*, every result stored after [0-9]* ms' \
   "$dir/coord.log" | tail -1 || true)
 [[ -n "$judged" ]] && echo "the sweep's end in the coordinator: $judged"
+phases=$(grep -o "judge's phases: .*" "$dir/coord.log" | tail -1 || true)
+[[ -n "$phases" ]] && echo "the $phases"
 [[ -s "$dir/threads.txt" ]] && cat "$dir/threads.txt"
 if [[ -s "$dir/perf.txt" ]]; then
   awk -v t="$tests" '/syscalls:sys_enter_/ { gsub(",", "", $1); sub("syscalls:sys_enter_", "", $2);
