@@ -927,23 +927,35 @@ std::vector<Suspect> SweepRunner::counterEnd(const LiveSweep& s,
           j.link_suspects.end()};
 }
 
+namespace {
+
+// The judge's phases one after another, as "name N ms, ..." for the log.
+class JudgePhaseLog {
+ public:
+  explicit JudgePhaseLog(Clock& clock) : clock_(clock), start_(clock.now()) {}
+  void operator()(const char* name) {
+    const Clock::TimePoint now = clock_.now();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
+    text_ += std::string(text_.empty() ? "" : ", ") + name + " " + std::to_string(ms) + " ms";
+    start_ = now;
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  Clock& clock_;
+  Clock::TimePoint start_;
+  std::string text_;
+};
+
+}  // namespace
+
 void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, std::optional<FirstJudgement> first,
                            SweepEnding* ending) {
   // In plan order, as the store reads them back: `sweep judge` over the stored rows gives the
   // same verdicts in the same order.
   JudgeRows& rows = s->rows;
   // Where the judge's time goes, in the log (at 1,024 hosts it decides when the verdict shows).
-  std::string phases;
-  Clock::TimePoint phase_start = deps_.clock.now();
-  const auto phase = [&](const char* name) {
-    const Clock::TimePoint now = deps_.clock.now();
-    phases +=
-        std::string(phases.empty() ? "" : ", ") + name + " " +
-        std::to_string(
-            std::chrono::duration_cast<std::chrono::milliseconds>(now - phase_start).count()) +
-        " ms";
-    phase_start = now;
-  };
+  JudgePhaseLog phase(deps_.clock);
   rows.sortByPlanIndex();
   phase("sort");
   Result<JudgeRows> baseline = JudgeRows{};
@@ -983,7 +995,7 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, std::optional<Fi
   std::vector<FigureSummary> figures = reportFigures(rows);
   phase("verdict and figures");
   sweepRunLog(deps_.clock)
-      .info("sweep " + s->id + ": judge's phases: " + phases, {{"sweep", s->id}});
+      .info("sweep " + s->id + ": judge's phases: " + phase.text(), {{"sweep", s->id}});
   MutexLock lock(board_.mu);
   s->figures = std::move(figures);
   s->verdicts = std::move(verdicts);
