@@ -186,6 +186,39 @@ Status parseSweepResultsCursor(const std::string& text, ResultQuery* q) {
 
 }  // namespace
 
+// Declared in sweep_run.h: the run's judge and `sweep judge` read a baseline alike.
+Result<JudgeRows> sweepBaselineRows(SweepStore& sweeps, ResultStore& results,
+                                    const std::string& baseline, const std::string& except_id) {
+  constexpr uint32_t kBaselinePage = 10000;
+  if (baseline.empty()) return JudgeRows{};
+  std::string id = baseline;
+  if (baseline == "previous") {
+    auto list = sweeps.listSweeps(20, "finished");
+    if (!list.ok()) return list.status();
+    id.clear();
+    for (const auto& s : *list) {
+      if (s.id != except_id) {
+        id = s.id;
+        break;
+      }
+    }
+    if (id.empty()) return JudgeRows{};
+  }
+  // A page at a time: only the compact rows of a large baseline are ever held together.
+  JudgeRows rows;
+  ResultQuery q;
+  q.run_id = id;
+  q.limit = kBaselinePage;
+  for (;;) {
+    GDR_ASSIGN_OR_RETURN(std::vector<TestResult> page, results.queryResults(q));
+    for (const auto& r : page) rows.add(r);
+    if (page.size() < kBaselinePage) break;
+    q.before_started_ms = page.back().started_ms;
+    q.before_id = page.back().id;
+  }
+  return rows;
+}
+
 Status SweepReports::awaitResults(const std::string& id) {
   // A sweep is judged while the writer stores its last results: they are read once every one
   // is stored.
