@@ -122,6 +122,19 @@ RoundCounterDeltas roundCounterDeltas(const SweepFabric& fabric, const std::stri
     const fabric::Node* sw = f.nodeByGuid(p.port.guid);
     const size_t rows_before = out.rows.size();
     const std::string* unchanged = nullptr;  // a counter read both times that did not move
+    // A row of this port's cable for `counter` (its change filled in by the caller).
+    const auto row_of = [&](const std::string& counter) {
+      LinkCounterRecord r;
+      r.sweep_id = sweep_id;
+      r.round = round;
+      r.switch_name = sw != nullptr ? sw->name : fabric::guidHex(p.port.guid);
+      r.switch_guid = p.port.guid;
+      r.port = p.port.port;
+      r.link = cable.name;
+      r.counter = counter;
+      r.seconds = seconds;
+      return r;
+    };
     for (const auto& [name, after_value] : p.values) {
       const fabric::CounterKind* kind = fabric::counterKind(name);
       auto bv = b->values.find(name);
@@ -134,32 +147,15 @@ RoundCounterDeltas roundCounterDeltas(const SweepFabric& fabric, const std::stri
         if (unchanged == nullptr || name == fabric::kSymbolErrorCounter) unchanged = &name;
         continue;
       }
-      LinkCounterRecord r;
-      r.sweep_id = sweep_id;
-      r.round = round;
-      r.switch_name = sw != nullptr ? sw->name : fabric::guidHex(p.port.guid);
-      r.switch_guid = p.port.guid;
-      r.port = p.port.port;
-      r.link = cable.name;
-      r.counter = name;
+      LinkCounterRecord r = row_of(name);
       r.delta = d.value;
       r.at_least = d.at_least;
-      r.seconds = seconds;
       out.rows.push_back(std::move(r));
     }
     if (out.rows.size() == rows_before && unchanged != nullptr) {
       // Read, and nothing moved: one row of 0, so that a sweep resumed after a restart knows the
       // port was read (its cable is judged ok, as without the restart).
-      LinkCounterRecord r;
-      r.sweep_id = sweep_id;
-      r.round = round;
-      r.switch_name = sw != nullptr ? sw->name : fabric::guidHex(p.port.guid);
-      r.switch_guid = p.port.guid;
-      r.port = p.port.port;
-      r.link = cable.name;
-      r.counter = *unchanged;
-      r.seconds = seconds;
-      out.rows.push_back(std::move(r));
+      out.rows.push_back(row_of(*unchanged));
     }
   }
   return out;
