@@ -10,6 +10,7 @@ from pathlib import Path
 out = Path(sys.argv[1])
 failures = []
 WORKERS = {f"w{i}": f"rxw{i}" for i in range(1, 5)}  # worker -> its only NIC (--nic)
+STATUSES = ("PASSED", "FAILED", "SKIPPED", "ERROR")  # docs/json.md
 SLOW = "w3"  # netem delay on vw3 in the degraded sweep
 
 
@@ -61,17 +62,19 @@ def check_results(name, report):
         tid = r.get("test_id")
         ini, tgt = r["initiator"], r["target"]
         pairs.add(frozenset((ini["worker"], tgt["worker"])))
-        check(r["transport"] == "TRANSPORT_VERBS", f"{name} {tid}: transport {r['transport']}")
+        check(r["transport"] == "verbs", f"{name} {tid}: transport {r['transport']}")
+        # docs/json.md: one vocabulary; an unknown status must fail, not skip the checks below
+        check(r["status"] in STATUSES, f"{name} {tid}: status {r['status']!r} not in {STATUSES}")
         for side in (ini, tgt):
             check(WORKERS.get(side["worker"]) == side["nic"],
                   f"{name} {tid}: {endpoint(side)} is not that worker's own NIC")
             check(side["gid_index"] >= 0, f"{name} {tid}: {endpoint(side)} has no GID index")
         integ = r["integrity"]
-        if r["status"] == "TEST_STATUS_PASSED":
+        if r["status"] == "PASSED":
             check(integ["checked"] and int(integ["wrong_bytes"]) == 0 and
                   int(integ["bytes_checked"]) > 0, f"{name} {tid}: integrity {integ}")
             check(r["path_mtu"] == 1024, f"{name} {tid}: path MTU {r['path_mtu']}, want 1024")
-            bw = (r.get("measurement") or {}).get("bw") or {}
+            bw = (r.get("measurement") or {}).get("bandwidth") or {}
             check(bw.get("avg_gbps", 0) > 0, f"{name} {tid}: no bandwidth figure")
         check(r["gpudirect"] is False, f"{name} {tid}: gpudirect claimed with host memory")
     want = {frozenset(p) for p in
@@ -89,7 +92,7 @@ if healthy is not None:
     check(p["state"] == "finished", f"healthy: state {p['state']}")
     results = check_results("healthy", healthy)
     for r in results:
-        check(r["status"] == "TEST_STATUS_PASSED", f"healthy {r['test_id']}: {r['status']}: "
+        check(r["status"] == "PASSED", f"healthy {r['test_id']}: {r['status']}: "
               f"{r.get('reason')}")
     for v in healthy["verdicts"]:
         check(v["verdict"] == "PASS", f"healthy: {v['src']} -> {v['dst']} {v['verdict']}: "
