@@ -291,11 +291,13 @@ Status addSweepWorkers(const SweepArgs& a, pb::SweepSpec* spec) {
   GDR_RETURN_IF_ERROR(checkNames(a.hosts, "--hosts"));
   GDR_RETURN_IF_ERROR(checkNames(a.exclude, "--exclude"));
   for (const auto& h : a.hosts) spec->add_hosts(trim(h));
-  for (const auto& h : a.exclude) {
-    if (std::find(a.hosts.begin(), a.hosts.end(), h) != a.hosts.end()) {
+  // Compared as sent, trimmed: `--hosts "a, b" --exclude b` names b in both.
+  for (const auto& raw : a.exclude) {
+    const std::string h = trim(raw);
+    if (std::find(spec->hosts().begin(), spec->hosts().end(), h) != spec->hosts().end()) {
       return invalidArgument("--exclude: '" + h + "' is also in --hosts", "keep it in one list");
     }
-    spec->add_exclude(trim(h));
+    spec->add_exclude(h);
   }
   for (const auto& sel : a.select) {
     auto eq = sel.find('=');
