@@ -157,48 +157,36 @@ bool simulateRequested(const SimulateArgs& a) {
   return a.simulate->count() > 0 || a.file->count() > 0 || !a.fabric_file.empty();
 }
 
-int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
-                        const std::vector<std::string>& labels, const TlsArgs& tls) {
-  const ComponentLog log("worker", nullptr, "--simulate");
-  SimConfig c;
-  auto parsed = parseWorkerLabels(labels);
-  if (!parsed.ok()) {
-    log.error(parsed.status().toString());
-    return kExitUsage;
-  }
-  c.labels = std::move(*parsed);
-  if (!a.config_file.empty()) {
-    Status st = loadSimConfigFile(a.config_file, &c);
-    if (!st.ok()) {
-      log.error(st.toString());
-      return kExitUsage;
-    }
-  }
+namespace {
+
+// The workers' configuration from the arguments: --label, --sim-config, then the flags given
+// over it, --sim-fault, --sim-fabric and --coordinator. Errors name the flag.
+Status simConfigFromArgs(const SimulateArgs& a, const std::string& coordinator,
+                         const std::vector<std::string>& labels, SimConfig& c) {
+  GDR_ASSIGN_OR_RETURN(c.labels, parseWorkerLabels(labels));
+  if (!a.config_file.empty()) GDR_RETURN_IF_ERROR(loadSimConfigFile(a.config_file, &c));
   if (a.simulate->count() > 0) c.count = a.config.count;
   for (const auto& [opt, apply] : a.overrides) {
     if (opt->count() > 0) apply(c);
   }
   for (const auto& spec : a.faults) {
-    auto f = parseSimFault(spec);
-    if (!f.ok()) {
-      log.error(f.status().toString());
-      return kExitUsage;
-    }
-    c.faults.push_back(*f);
+    GDR_ASSIGN_OR_RETURN(SimFault f, parseSimFault(spec));
+    c.faults.push_back(f);
   }
-  if (!a.fabric_file.empty()) {
-    Status st = useSimFabric(a, c);
-    if (!st.ok()) {
-      log.error(st.toString());
-      return kExitUsage;
-    }
-  }
+  if (!a.fabric_file.empty()) GDR_RETURN_IF_ERROR(useSimFabric(a, c));
   if (!coordinator.empty()) c.coordinator = coordinator;
+  return Status();
+}
+
+// The simulator's TLS material into `c`. A simulator certificate registers only workers named
+// after it (PREFIX-*), which --sim-fabric's host names are not. Logs why and returns false when
+// refused (a usage error).
+bool applySimulatorTls(const TlsArgs& tls, SimConfig& c, const ComponentLog& log) {
   CertInfo cert;
   auto creds = resolveTls(tls, {PeerRole::kSimulator}, &cert);
   if (!creds.ok()) {
     log.error(creds.status().toString());
-    return kExitUsage;
+    return false;
   }
   if (*creds && c.fabric) {
     log.error(
@@ -206,43 +194,47 @@ int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
         "certificate allows only " +
         cert.identity.name +
         "-* names (fix: run fabric simulations with --insecure on a loopback coordinator)");
-    return kExitUsage;
+    return false;
   }
   if (*creds && cert.identity.name != c.name_prefix) {
     log.error("--name-prefix " + c.name_prefix + ": the simulator certificate is for '" +
               cert.identity.name + "', which may only register workers named " +
               cert.identity.name + "-* (fix: --name-prefix " + cert.identity.name +
               ", or `gdrmesh certs issue --role simulator --name " + c.name_prefix + "`)");
-    return kExitUsage;
+    return false;
   }
   c.tls = *creds;
-  Status valid = validateSimConfig(c);
-  if (!valid.ok()) {
-    log.error(valid.toString());
-    return kExitUsage;
-  }
-  raiseFileLimit(c);
+  return true;
+}
 
-  blockTerminationSignals();
-  SimulatedWorkers sims(c);
-  {
-    char figures[160];
-    std::snprintf(figures, sizeof(figures),
-                  "%d NIC(s), %d GPU(s) each; runs take %.0f ms and report %.1f Gb/s, %.2f us",
-                  c.nics, c.gpus, c.test_ms, c.bandwidth_gbps, c.latency_us);
-    ComponentLog("worker", nullptr, "--simulate " + std::to_string(c.count))
-        .info(sims.names().front() + " .. " + sims.names().back() + " -> " + c.coordinator + "; " +
-                  figures + " (simulated: no bytes move)",
-              {{"workers", c.count}, {"coordinator", c.coordinator}});
-  }
+// The start line (names, coordinator, the figures every run reports) and one line per fault.
+void logSimulationStart(const SimulatedWorkers& sims, const SimConfig& c, const ComponentLog& log) {
+  char figures[160];
+  std::snprintf(figures, sizeof(figures),
+                "%d NIC(s), %d GPU(s) each; runs take %.0f ms and report %.1f Gb/s, %.2f us",
+                c.nics, c.gpus, c.test_ms, c.bandwidth_gbps, c.latency_us);
+  ComponentLog("worker", nullptr, "--simulate " + std::to_string(c.count))
+      .info(sims.names().front() + " .. " + sims.names().back() + " -> " + c.coordinator + "; " +
+                figures + " (simulated: no bytes move)",
+            {{"workers", c.count}, {"coordinator", c.coordinator}});
   for (const auto& f : c.faults) log.info("fault: " + f.text);
-  const auto t0 = std::chrono::steady_clock::now();
-  Status st = sims.start();
-  if (!st.ok()) {
-    log.error(st.toString());
-    return kExitUsage;
-  }
+}
 
+// "N/M online, ... dropped" and the last stream error: the figures of the workers now.
+void logSimulationFigures(const SimStats& s, int count, const ComponentLog& log) {
+  log.info(std::to_string(s.online) + "/" + std::to_string(count) + " online, " +
+               std::to_string(s.commands) + " commands, " + std::to_string(s.replies) +
+               " replies, " + std::to_string(s.unanswered) + " unanswered (mute), " +
+               std::to_string(s.dropped) + " dropped" +
+               (s.last_error.empty() ? "" : "; last error: " + s.last_error),
+           {{"online", s.online}, {"commands", s.commands}, {"dropped", s.dropped}});
+}
+
+// Follows the started workers until SIGINT or SIGTERM: a line once all have registered (how
+// long it took from `t0`), then one whenever the figures change. kExitUsage when the
+// coordinator refused every worker, else kExitOk once they are stopped.
+int followSimulatedWorkers(SimulatedWorkers& sims, int count,
+                           std::chrono::steady_clock::time_point t0, const ComponentLog& log) {
   Mutex mu;
   std::condition_variable cv;
   bool stop = false;
@@ -252,39 +244,62 @@ int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
     cv.notify_all();
   });
 
-  // Progress: once all have registered, then a line whenever the figures change.
   bool all_in = false;
   SimStats last;
   UniqueLock lock(mu);
   while (!stop) {
     cv.wait_for(lock.native(), all_in ? std::chrono::seconds(10) : std::chrono::milliseconds(200));
     SimStats s = sims.stats();
-    if (!all_in && s.ever_registered == c.count) {
+    if (!all_in && s.ever_registered == count) {
       all_in = true;
       const double took =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       char secs[32];
       std::snprintf(secs, sizeof(secs), "%.2f", took);
-      log.info(std::to_string(c.count) + " workers registered in " + secs + " s",
-               {{"workers", c.count}, {"seconds", took}});
+      log.info(std::to_string(count) + " workers registered in " + secs + " s",
+               {{"workers", count}, {"seconds", took}});
     }
-    if (s.refused == c.count) {
+    if (s.refused == count) {
       log.error("the coordinator refused every worker: " + s.last_error);
       return kExitUsage;
     }
     if (all_in && (s.online != last.online || s.commands != last.commands)) {
-      log.info(std::to_string(s.online) + "/" + std::to_string(c.count) + " online, " +
-                   std::to_string(s.commands) + " commands, " + std::to_string(s.replies) +
-                   " replies, " + std::to_string(s.unanswered) + " unanswered (mute), " +
-                   std::to_string(s.dropped) + " dropped" +
-                   (s.last_error.empty() ? "" : "; last error: " + s.last_error),
-               {{"online", s.online}, {"commands", s.commands}, {"dropped", s.dropped}});
+      logSimulationFigures(s, count, log);
     }
     last = s;
   }
   lock.unlock();
   sims.stop();
   return kExitOk;
+}
+
+}  // namespace
+
+int runSimulatedWorkers(const SimulateArgs& a, const std::string& coordinator,
+                        const std::vector<std::string>& labels, const TlsArgs& tls) {
+  const ComponentLog log("worker", nullptr, "--simulate");
+  SimConfig c;
+  if (Status st = simConfigFromArgs(a, coordinator, labels, c); !st.ok()) {
+    log.error(st.toString());
+    return kExitUsage;
+  }
+  if (!applySimulatorTls(tls, c, log)) return kExitUsage;
+  if (Status valid = validateSimConfig(c); !valid.ok()) {
+    log.error(valid.toString());
+    return kExitUsage;
+  }
+  raiseFileLimit(c);
+
+  blockTerminationSignals();
+  SimulatedWorkers sims(c);
+  logSimulationStart(sims, c, log);
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = sims.start();
+  if (!st.ok()) {
+    log.error(st.toString());
+    return kExitUsage;
+  }
+  return followSimulatedWorkers(sims, c.count, t0, log);
 }
 
 }  // namespace gdrmesh::cli

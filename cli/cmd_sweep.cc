@@ -288,128 +288,144 @@ CLI::App* idCommand(CLI::App* parent, const char* name, const char* help,
   return cmd;
 }
 
+// `sweep run`: the options of a sweep (pattern, workers, sizes, judging) and of its test.
+void registerSweepRun(CLI::App* sweep, Action* action) {
+  auto* cmd = sweep->add_subcommand(
+      "run", "Start a sweep of pair tests over the cluster and follow it to its verdict");
+  auto o = std::make_shared<ClientOptions>();
+  auto a = std::make_shared<RunArgs>();
+  addClientOptions(cmd, o.get(), true);
+  auto& s = a->sweep;
+  cmd->add_option("--pattern", s.pattern,
+                  "pairs | all-pairs | rails | loopback | random | cover | bisection (cover "
+                  "and bisection need the coordinator's --fabric)")
+      ->required();
+  cmd->add_option("PAIRS", s.pairs, "for --pattern pairs: SRC:DST, each WORKER[/NIC]");
+  cmd->add_option("--pairs-file", s.pairs_file, "file of pairs, one SRC:DST per line");
+  cmd->add_option("--direction", s.direction,
+                  "one (A->B) | both (A->B and B->A) | bidir (one bidirectional test)")
+      ->capture_default_str();
+  // Given or not is kept apart from its value: `--rounds 0` is refused, not taken as unset.
+  auto rounds = std::make_shared<uint32_t>(0);
+  auto* rounds_opt =
+      cmd->add_option("--rounds", *rounds, "--pattern random: matchings, 1..100000 (default 3)");
+  cmd->add_option("--seed", s.seed, "--pattern random: seed (default chosen and recorded)");
+  cmd->add_option("--hosts", s.hosts, "only these workers (a,b,c; default every online one)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  cmd->add_option("--exclude", s.exclude, "never these workers (a,b)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  cmd->add_option("--select", s.select, "label selector KEY=VALUE (repeatable; all must match)")
+      ->allow_extra_args(false);
+  auto* sizes = cmd->add_option("--sizes", s.sizes, "message sizes: 4KiB,1MiB (overrides --size)")
+                    ->delimiter(',')
+                    ->allow_extra_args(false);
+  auto* range = cmd->add_option("--sweep-sizes", s.sweep_sizes,
+                                "message sizes: powers of two over MIN..MAX, e.g. 2..8MiB");
+  sizes->excludes(range);
+  cmd->add_option("--max-concurrency", s.max_concurrency,
+                  "pair tests in flight at once (0: limited by NICs and GPUs only)");
+  cmd->add_option("--retries", s.retries,
+                  "retries of transient errors (never of integrity failures)")
+      ->capture_default_str();
+  cmd->add_option("--config", s.config, "cluster config (YAML): thresholds and host classes");
+  cmd->add_option("--baseline", s.baseline, "compare with this sweep id, or `previous`");
+  cmd->add_flag("--no-localise", s.no_localise,
+                "do not retest failing pairs with known-good partners");
+  cmd->add_flag("--queue", s.queue, "wait behind a running sweep instead of being refused");
+  cmd->add_option("--name", s.name, "free text stored with the sweep");
+  cmd->add_flag("--detach", s.detach, "print the sweep id and return; the sweep goes on");
+  cmd->add_flag("--results", a->results, "also print every result at the end");
+  addVerdictsOption(cmd, &a->verdicts, "failed");
+  addTestOptions(cmd, &a->test);
+  cmd->callback([action, o, a, rounds, rounds_opt] {
+    if (rounds_opt->count() > 0) a->sweep.rounds = *rounds;
+    *action = [o, a] { return runSweep(*o, *a); };
+  });
+}
+
+void registerSweepFollow(CLI::App* sweep, Action* action) {
+  std::shared_ptr<ClientOptions> o;
+  std::shared_ptr<std::string> id;
+  auto* cmd = idCommand(sweep, "follow", "Follow a running sweep to its verdict", &o, &id, true);
+  auto results = std::make_shared<bool>(false);
+  auto verdicts = std::make_shared<std::string>();
+  cmd->add_flag("--results", *results, "also print every result at the end");
+  addVerdictsOption(cmd, verdicts.get(), "failed");
+  cmd->callback([action, o, id, results, verdicts] {
+    *action = [o, id, results, verdicts] { return runFollow(*o, *id, *results, *verdicts); };
+  });
+}
+
+void registerSweepCancel(CLI::App* sweep, Action* action) {
+  std::shared_ptr<ClientOptions> o;
+  std::shared_ptr<std::string> id;
+  auto* cmd = idCommand(sweep, "cancel", "Cancel a queued or running sweep", &o, &id);
+  cmd->callback([action, o, id] { *action = [o, id] { return runCancel(*o, *id); }; });
+}
+
+void registerSweepShow(CLI::App* sweep, Action* action) {
+  std::shared_ptr<ClientOptions> o;
+  std::shared_ptr<std::string> id;
+  auto* cmd = idCommand(sweep, "show",
+                        "Show a sweep: state, verdicts, suspects (-o csv: one row per verdict)", &o,
+                        &id, true);
+  auto a = std::make_shared<ShowArgs>();
+  cmd->add_flag("--results", a->results, "also print every result");
+  cmd->add_flag("--matrix", a->matrix,
+                "also draw the hosts x hosts matrix (per rail), coloured on a terminal");
+  cmd->add_option("--max-hosts", a->max_hosts,
+                  "--matrix: draw all hosts up to this many, else only those with failures, "
+                  "skips or suspects (at most 128)")
+      ->capture_default_str();
+  addVerdictsOption(cmd, &a->verdicts, "failed (all with --matrix)");
+  cmd->callback([action, o, id, a] { *action = [o, id, a] { return runShow(*o, *id, *a); }; });
+}
+
+void registerSweepJudge(CLI::App* sweep, Action* action) {
+  auto* cmd = sweep->add_subcommand(
+      "judge", "Judge a stored sweep again (another config or baseline) and print the verdicts");
+  auto o = std::make_shared<ClientOptions>();
+  auto a = std::make_shared<JudgeArgs>();
+  addClientOptions(cmd, o.get());
+  cmd->add_option("ID", a->id, "sweep id")->required();
+  cmd->add_option("--config", a->config, "cluster config (YAML); default the sweep's own");
+  cmd->add_option("--baseline", a->baseline, "compare with this sweep id, or `previous`");
+  addVerdictsOption(cmd, &a->verdicts, "all");
+  cmd->callback([action, o, a] { *action = [o, a] { return runJudge(*o, *a); }; });
+}
+
+// `gdrmesh sweeps`: the list of sweeps.
+void registerSweepsList(CLI::App& app, Action* action) {
+  auto* cmd = app.add_subcommand("sweeps", "List sweeps, newest first");
+  auto o = std::make_shared<ClientOptions>();
+  auto limit = std::make_shared<uint32_t>(20);
+  addClientOptions(cmd, o.get(), true);
+  cmd->add_option("--limit", *limit, "rows (0: the coordinator's default)")->capture_default_str();
+  cmd->callback([action, o, limit] { *action = [o, limit] { return runSweeps(*o, *limit); }; });
+}
+
+// `gdrmesh schedules`: the scheduled sweeps.
+void registerSchedulesList(CLI::App& app, Action* action) {
+  auto* cmd = app.add_subcommand("schedules", "List scheduled sweeps: next run, last run");
+  auto o = std::make_shared<ClientOptions>();
+  addClientOptions(cmd, o.get(), true);
+  cmd->callback([action, o] { *action = [o] { return runSchedules(*o); }; });
+}
+
 }  // namespace
 
 void registerSweepCommands(CLI::App& app, Action* action) {
   auto* sweep = app.add_subcommand("sweep", "Run, follow, cancel, show and judge sweeps");
   sweep->require_subcommand(1);
-  {
-    auto* cmd = sweep->add_subcommand(
-        "run", "Start a sweep of pair tests over the cluster and follow it to its verdict");
-    auto o = std::make_shared<ClientOptions>();
-    auto a = std::make_shared<RunArgs>();
-    addClientOptions(cmd, o.get(), true);
-    auto& s = a->sweep;
-    cmd->add_option("--pattern", s.pattern,
-                    "pairs | all-pairs | rails | loopback | random | cover | bisection (cover "
-                    "and bisection need the coordinator's --fabric)")
-        ->required();
-    cmd->add_option("PAIRS", s.pairs, "for --pattern pairs: SRC:DST, each WORKER[/NIC]");
-    cmd->add_option("--pairs-file", s.pairs_file, "file of pairs, one SRC:DST per line");
-    cmd->add_option("--direction", s.direction,
-                    "one (A->B) | both (A->B and B->A) | bidir (one bidirectional test)")
-        ->capture_default_str();
-    // Given or not is kept apart from its value: `--rounds 0` is refused, not taken as unset.
-    auto rounds = std::make_shared<uint32_t>(0);
-    auto* rounds_opt =
-        cmd->add_option("--rounds", *rounds, "--pattern random: matchings, 1..100000 (default 3)");
-    cmd->add_option("--seed", s.seed, "--pattern random: seed (default chosen and recorded)");
-    cmd->add_option("--hosts", s.hosts, "only these workers (a,b,c; default every online one)")
-        ->delimiter(',')
-        ->allow_extra_args(false);
-    cmd->add_option("--exclude", s.exclude, "never these workers (a,b)")
-        ->delimiter(',')
-        ->allow_extra_args(false);
-    cmd->add_option("--select", s.select, "label selector KEY=VALUE (repeatable; all must match)")
-        ->allow_extra_args(false);
-    auto* sizes = cmd->add_option("--sizes", s.sizes, "message sizes: 4KiB,1MiB (overrides --size)")
-                      ->delimiter(',')
-                      ->allow_extra_args(false);
-    auto* range = cmd->add_option("--sweep-sizes", s.sweep_sizes,
-                                  "message sizes: powers of two over MIN..MAX, e.g. 2..8MiB");
-    sizes->excludes(range);
-    cmd->add_option("--max-concurrency", s.max_concurrency,
-                    "pair tests in flight at once (0: limited by NICs and GPUs only)");
-    cmd->add_option("--retries", s.retries,
-                    "retries of transient errors (never of integrity failures)")
-        ->capture_default_str();
-    cmd->add_option("--config", s.config, "cluster config (YAML): thresholds and host classes");
-    cmd->add_option("--baseline", s.baseline, "compare with this sweep id, or `previous`");
-    cmd->add_flag("--no-localise", s.no_localise,
-                  "do not retest failing pairs with known-good partners");
-    cmd->add_flag("--queue", s.queue, "wait behind a running sweep instead of being refused");
-    cmd->add_option("--name", s.name, "free text stored with the sweep");
-    cmd->add_flag("--detach", s.detach, "print the sweep id and return; the sweep goes on");
-    cmd->add_flag("--results", a->results, "also print every result at the end");
-    addVerdictsOption(cmd, &a->verdicts, "failed");
-    addTestOptions(cmd, &a->test);
-    cmd->callback([action, o, a, rounds, rounds_opt] {
-      if (rounds_opt->count() > 0) a->sweep.rounds = *rounds;
-      *action = [o, a] { return runSweep(*o, *a); };
-    });
-  }
-  {
-    std::shared_ptr<ClientOptions> o;
-    std::shared_ptr<std::string> id;
-    auto* cmd = idCommand(sweep, "follow", "Follow a running sweep to its verdict", &o, &id, true);
-    auto results = std::make_shared<bool>(false);
-    auto verdicts = std::make_shared<std::string>();
-    cmd->add_flag("--results", *results, "also print every result at the end");
-    addVerdictsOption(cmd, verdicts.get(), "failed");
-    cmd->callback([action, o, id, results, verdicts] {
-      *action = [o, id, results, verdicts] { return runFollow(*o, *id, *results, *verdicts); };
-    });
-  }
-  {
-    std::shared_ptr<ClientOptions> o;
-    std::shared_ptr<std::string> id;
-    auto* cmd = idCommand(sweep, "cancel", "Cancel a queued or running sweep", &o, &id);
-    cmd->callback([action, o, id] { *action = [o, id] { return runCancel(*o, *id); }; });
-  }
-  {
-    std::shared_ptr<ClientOptions> o;
-    std::shared_ptr<std::string> id;
-    auto* cmd = idCommand(sweep, "show",
-                          "Show a sweep: state, verdicts, suspects (-o csv: one row per verdict)",
-                          &o, &id, true);
-    auto a = std::make_shared<ShowArgs>();
-    cmd->add_flag("--results", a->results, "also print every result");
-    cmd->add_flag("--matrix", a->matrix,
-                  "also draw the hosts x hosts matrix (per rail), coloured on a terminal");
-    cmd->add_option("--max-hosts", a->max_hosts,
-                    "--matrix: draw all hosts up to this many, else only those with failures, "
-                    "skips or suspects (at most 128)")
-        ->capture_default_str();
-    addVerdictsOption(cmd, &a->verdicts, "failed (all with --matrix)");
-    cmd->callback([action, o, id, a] { *action = [o, id, a] { return runShow(*o, *id, *a); }; });
-  }
-  {
-    auto* cmd = sweep->add_subcommand(
-        "judge", "Judge a stored sweep again (another config or baseline) and print the verdicts");
-    auto o = std::make_shared<ClientOptions>();
-    auto a = std::make_shared<JudgeArgs>();
-    addClientOptions(cmd, o.get());
-    cmd->add_option("ID", a->id, "sweep id")->required();
-    cmd->add_option("--config", a->config, "cluster config (YAML); default the sweep's own");
-    cmd->add_option("--baseline", a->baseline, "compare with this sweep id, or `previous`");
-    addVerdictsOption(cmd, &a->verdicts, "all");
-    cmd->callback([action, o, a] { *action = [o, a] { return runJudge(*o, *a); }; });
-  }
-  {
-    auto* cmd = app.add_subcommand("sweeps", "List sweeps, newest first");
-    auto o = std::make_shared<ClientOptions>();
-    auto limit = std::make_shared<uint32_t>(20);
-    addClientOptions(cmd, o.get(), true);
-    cmd->add_option("--limit", *limit, "rows (0: the coordinator's default)")
-        ->capture_default_str();
-    cmd->callback([action, o, limit] { *action = [o, limit] { return runSweeps(*o, *limit); }; });
-  }
-  {
-    auto* cmd = app.add_subcommand("schedules", "List scheduled sweeps: next run, last run");
-    auto o = std::make_shared<ClientOptions>();
-    addClientOptions(cmd, o.get(), true);
-    cmd->callback([action, o] { *action = [o] { return runSchedules(*o); }; });
-  }
+  registerSweepRun(sweep, action);
+  registerSweepFollow(sweep, action);
+  registerSweepCancel(sweep, action);
+  registerSweepShow(sweep, action);
+  registerSweepJudge(sweep, action);
+  registerSweepsList(app, action);
+  registerSchedulesList(app, action);
 }
 
 }  // namespace gdrmesh::cli

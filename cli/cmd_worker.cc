@@ -3,7 +3,10 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,33 +52,51 @@ void configureWorkerLog(const WorkerArgs& a) {
   routeGrpcLog("worker");
 }
 
-int runWorker(const WorkerArgs& a) {
-  const ComponentLog startup_log("worker");
+// What the arguments give before the host is read: the TLS material, the name the certificate
+// carries ("" with --insecure) and the labels.
+struct WorkerCredentials {
+  std::optional<TlsMaterial> tls;
+  std::string cert_name;
+  std::map<std::string, std::string> labels;
+};
+
+// --tls-dir/--insecure, --name against the certificate, --label and --cpu, checked. Logs why
+// and returns nullopt when one is refused (a usage error).
+std::optional<WorkerCredentials> checkWorkerArgs(const WorkerArgs& a, const ComponentLog& log) {
   CertInfo cert;
   auto tls = resolveTls(a.tls, {PeerRole::kWorker}, &cert);
   if (!tls.ok()) {
-    startup_log.error(tls.status().toString());
-    return kExitUsage;
+    log.error(tls.status().toString());
+    return std::nullopt;
   }
   if (*tls && !a.name.empty() && a.name != cert.identity.name) {
-    startup_log.error("--name " + a.name + ": this worker's certificate is for '" +
-                      cert.identity.name +
-                      "', and the coordinator only accepts that name from it (fix: drop --name, "
-                      "or issue a certificate with `gdrmesh certs issue --role worker --name " +
-                      a.name + "`)");
-    return kExitUsage;
+    log.error("--name " + a.name + ": this worker's certificate is for '" + cert.identity.name +
+              "', and the coordinator only accepts that name from it (fix: drop --name, "
+              "or issue a certificate with `gdrmesh certs issue --role worker --name " +
+              a.name + "`)");
+    return std::nullopt;
   }
   auto labels = parseWorkerLabels(a.labels);
   if (!labels.ok()) {
-    startup_log.error(labels.status().toString());
-    return kExitUsage;
+    log.error(labels.status().toString());
+    return std::nullopt;
   }
   if (a.cpu >= 0) {
     if (Status st = verbs::checkCpuOverride(a.cpu, verbs::allowedCpus()); !st.ok()) {
-      startup_log.error(st.toString());
-      return kExitUsage;
+      log.error(st.toString());
+      return std::nullopt;
     }
   }
+  WorkerCredentials out;
+  out.tls = std::move(*tls);
+  if (out.tls) out.cert_name = cert.identity.name;
+  out.labels = std::move(*labels);
+  return out;
+}
+
+// This host as the worker offers it (--no-verbs, --no-cuda, --nic ...). Logs why and returns
+// nullptr when a --nic is not on this host.
+std::unique_ptr<WorkerSetup> setUpOfferedHost(const WorkerArgs& a, const ComponentLog& log) {
   WorkerSetupOptions so;
   so.cpu = a.cpu;
   so.enable_verbs = !a.no_verbs;
@@ -88,24 +109,19 @@ int runWorker(const WorkerArgs& a) {
     bool found = false;
     for (const auto& n : setup->inventory.nics) found = found || n.name == want;
     if (!found) {
-      startup_log.error("--nic " + want + ": no such NIC on this host" +
-                        (setup->notes.empty() ? "" : " (see `gdrmesh doctor --local`)"));
-      return kExitUsage;
+      log.error("--nic " + want + ": no such NIC on this host" +
+                (setup->notes.empty() ? "" : " (see `gdrmesh doctor --local`)"));
+      return nullptr;
     }
   }
-  WorkerOptions wo;
-  wo.coordinator = a.coordinator;
-  // With TLS the name is the certificate's: a worker's identity is its certificate.
-  wo.name = !a.name.empty() ? a.name : *tls ? cert.identity.name : setup->inventory.hostname;
-  wo.tls = *tls;
-  wo.data_host = a.data_host;
-  wo.labels = std::move(*labels);
-  WorkerSetup* raw = setup.get();
-  wo.topo_class = [raw](int gpu, const std::string& nic) { return raw->topoClass(gpu, nic); };
-  wo.nearest_nic = [raw](int gpu) { return raw->nearestNicOf(gpu); };
-  wo.nic_numa = [raw](const std::string& nic) { return raw->nicNuma(nic); };
+  return setup;
+}
+
+// The fabric readers the coordinator may ask this worker for: lldpd's neighbours (RoCE) and,
+// where the fabric module is built, InfiniBand discovery and port counters (docs/fabric.md).
+void addFabricReaders(const WorkerArgs& a, WorkerOptions* wo) {
   // `gdrmesh fabric discover --worker NAME --lldp` (RoCE, docs/fabric.md): lldpd's neighbours.
-  wo.read_lldp = [root = a.sysfs_root, socket = a.lldp_socket](const fabric::DiscoverRequest& r) {
+  wo->read_lldp = [root = a.sysfs_root, socket = a.lldp_socket](const fabric::DiscoverRequest& r) {
     fabric::LldpReadOptions o;
     o.sysfs_root = root;
     o.socket = socket;
@@ -115,7 +131,7 @@ int runWorker(const WorkerArgs& a) {
 #ifdef GDRMESH_HAVE_FABRIC_DISCOVERY
   // `gdrmesh fabric discover --worker NAME` (docs/fabric.md); without the module the worker
   // answers that it has none.
-  wo.discover_fabric = [](const fabric::DiscoverRequest& r) {
+  wo->discover_fabric = [](const fabric::DiscoverRequest& r) {
     fabric::DiscoverOptions o;
     o.ca = r.ca;
     o.ca_port = r.ca_port;
@@ -123,10 +139,26 @@ int runWorker(const WorkerArgs& a) {
     o.read_lfts = r.read_lfts;
     return fabric::discoverFabric(o);
   };
-  wo.read_port_counters = [](const fabric::CounterReadRequest& r) {
+  wo->read_port_counters = [](const fabric::CounterReadRequest& r) {
     return fabric::readPortCounters(r);
   };
 #endif
+}
+
+// The agent's options: its name, the address its data transport listens on, the host's
+// topology answers and the fabric readers. `setup` outlives the agent.
+WorkerOptions workerOptionsFor(const WorkerArgs& a, WorkerCredentials creds, WorkerSetup* setup) {
+  WorkerOptions wo;
+  wo.coordinator = a.coordinator;
+  // With TLS the name is the certificate's: a worker's identity is its certificate.
+  wo.name = !a.name.empty() ? a.name : creds.tls ? creds.cert_name : setup->inventory.hostname;
+  wo.tls = std::move(creds.tls);
+  wo.data_host = a.data_host;
+  wo.labels = std::move(creds.labels);
+  wo.topo_class = [setup](int gpu, const std::string& nic) { return setup->topoClass(gpu, nic); };
+  wo.nearest_nic = [setup](int gpu) { return setup->nearestNicOf(gpu); };
+  wo.nic_numa = [setup](const std::string& nic) { return setup->nicNuma(nic); };
+  addFabricReaders(a, &wo);
   if (wo.data_host.empty()) {
     // Loopback coordinators mean a single-host setup; otherwise listen on the host's name.
     const bool loopback = a.coordinator.rfind("127.", 0) == 0 ||
@@ -134,15 +166,30 @@ int runWorker(const WorkerArgs& a) {
                           a.coordinator.rfind("[::1]", 0) == 0;
     wo.data_host = loopback ? "127.0.0.1" : setup->inventory.hostname;
   }
-  const ComponentLog log("worker", nullptr, wo.name, {{"worker", wo.name}});
+  return wo;
+}
+
+// What this worker offers (NICs, GPUs, transports) and why something is missing.
+void logWorkerInventory(const ComponentLog& log, const WorkerSetup& setup) {
   std::string transports;
-  for (const auto& t : setup->inventory.transports) transports += " " + t;
-  log.info(std::to_string(setup->inventory.nics.size()) + " NIC(s), " +
-               std::to_string(setup->inventory.gpus.size()) + " GPU(s), transports:" + transports,
-           {{"nics", setup->inventory.nics.size()},
-            {"gpus", setup->inventory.gpus.size()},
-            {"transports", setup->inventory.transports}});
-  for (const auto& n : setup->notes) log.info("note: " + n);
+  for (const auto& t : setup.inventory.transports) transports += " " + t;
+  log.info(std::to_string(setup.inventory.nics.size()) + " NIC(s), " +
+               std::to_string(setup.inventory.gpus.size()) + " GPU(s), transports:" + transports,
+           {{"nics", setup.inventory.nics.size()},
+            {"gpus", setup.inventory.gpus.size()},
+            {"transports", setup.inventory.transports}});
+  for (const auto& n : setup.notes) log.info("note: " + n);
+}
+
+int runWorker(const WorkerArgs& a) {
+  const ComponentLog startup_log("worker");
+  auto creds = checkWorkerArgs(a, startup_log);
+  if (!creds) return kExitUsage;
+  auto setup = setUpOfferedHost(a, startup_log);
+  if (!setup) return kExitUsage;
+  const WorkerOptions wo = workerOptionsFor(a, std::move(*creds), setup.get());
+  const ComponentLog log("worker", nullptr, wo.name, {{"worker", wo.name}});
+  logWorkerInventory(log, *setup);
 
   blockTerminationSignals();
   WorkerAgent agent(wo, setup->inventory, *setup->sessions);

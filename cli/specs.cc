@@ -221,20 +221,23 @@ Result<std::vector<std::string>> parsePairsFile(const std::string& text, const s
   return out;
 }
 
-Result<pb::SweepSpec> buildSweepSpec(const SweepArgs& a, const TestOptions& t,
-                                     const std::string& pairs_file_text,
-                                     const std::string& config_text) {
+namespace {
+
+// --pattern: one of the planner's patterns.
+Status checkSweepPattern(const std::string& pattern) {
   static const std::vector<std::string> kPatterns{"pairs",  "all-pairs", "rails",    "loopback",
                                                   "random", "cover",     "bisection"};
-  if (std::find(kPatterns.begin(), kPatterns.end(), a.pattern) == kPatterns.end()) {
+  if (std::find(kPatterns.begin(), kPatterns.end(), pattern) == kPatterns.end()) {
     return invalidArgument(
-        "--pattern: '" + a.pattern +
+        "--pattern: '" + pattern +
             "' is not one of pairs, all-pairs, rails, loopback, random, cover, bisection",
         "e.g. --pattern all-pairs");
   }
-  pb::SweepSpec spec;
-  spec.set_pattern(a.pattern);
+  return Status();
+}
 
+// PAIRS and --pairs-file: given exactly when the pattern is `pairs`.
+Status addSweepPairs(const SweepArgs& a, const std::string& pairs_file_text, pb::SweepSpec* spec) {
   std::vector<std::string> pairs;
   for (const auto& p : a.pairs) {
     GDR_RETURN_IF_ERROR(checkPair(p, "PAIRS"));
@@ -252,8 +255,12 @@ Result<pb::SweepSpec> buildSweepSpec(const SweepArgs& a, const TestOptions& t,
     return invalidArgument("PAIRS/--pairs-file: only used by --pattern pairs",
                            "drop them, or use --pattern pairs");
   }
-  for (const auto& p : pairs) spec.add_pairs(p);
+  for (const auto& p : pairs) spec->add_pairs(p);
+  return Status();
+}
 
+// --direction, and --rounds/--seed of --pattern random.
+Status addSweepDirectionAndRounds(const SweepArgs& a, const TestOptions& t, pb::SweepSpec* spec) {
   if (a.direction != "one" && a.direction != "both" && a.direction != "bidir") {
     return invalidArgument("--direction: '" + a.direction + "' is not one of one, both, bidir",
                            "one: A->B; both: A->B and B->A; bidir: one bidirectional test");
@@ -262,7 +269,7 @@ Result<pb::SweepSpec> buildSweepSpec(const SweepArgs& a, const TestOptions& t,
     return invalidArgument("--direction bidir: applies to bandwidth tests",
                            "use --direction both with --mode lat");
   }
-  spec.set_direction(a.direction);
+  spec->set_direction(a.direction);
   if (a.pattern != "random" && (a.rounds || a.seed != 0)) {
     return invalidArgument("--rounds/--seed: only used by --pattern random",
                            "drop them, or use --pattern random");
@@ -273,18 +280,24 @@ Result<pb::SweepSpec> buildSweepSpec(const SweepArgs& a, const TestOptions& t,
                                  std::to_string(kMaxRandomRounds),
                              "give the number of random matchings, or leave --rounds out for 3");
     }
-    spec.set_random_rounds(*a.rounds);
+    spec->set_random_rounds(*a.rounds);
   }
-  spec.set_seed(a.seed);
+  spec->set_seed(a.seed);
+  return Status();
+}
 
+// Which workers take part: --hosts, --exclude (never one of --hosts) and --select KEY=VALUE.
+Status addSweepWorkers(const SweepArgs& a, pb::SweepSpec* spec) {
   GDR_RETURN_IF_ERROR(checkNames(a.hosts, "--hosts"));
   GDR_RETURN_IF_ERROR(checkNames(a.exclude, "--exclude"));
-  for (const auto& h : a.hosts) spec.add_hosts(trim(h));
-  for (const auto& h : a.exclude) {
-    if (std::find(a.hosts.begin(), a.hosts.end(), h) != a.hosts.end()) {
+  for (const auto& h : a.hosts) spec->add_hosts(trim(h));
+  // Compared as sent, trimmed: `--hosts "a, b" --exclude b` names b in both.
+  for (const auto& raw : a.exclude) {
+    const std::string h = trim(raw);
+    if (std::find(spec->hosts().begin(), spec->hosts().end(), h) != spec->hosts().end()) {
       return invalidArgument("--exclude: '" + h + "' is also in --hosts", "keep it in one list");
     }
-    spec.add_exclude(trim(h));
+    spec->add_exclude(h);
   }
   for (const auto& sel : a.select) {
     auto eq = sel.find('=');
@@ -292,9 +305,14 @@ Result<pb::SweepSpec> buildSweepSpec(const SweepArgs& a, const TestOptions& t,
       return invalidArgument("--select: '" + sel + "' is not KEY=VALUE",
                              "e.g. --select rack=r12 (labels come from `gdrmesh worker --label`)");
     }
-    spec.add_select(sel);
+    spec->add_select(sel);
   }
+  return Status();
+}
 
+// The test template every pair runs (no worker named: the pattern chooses them), and the
+// message sizes of --sizes or --sweep-sizes.
+Status addSweepTest(const SweepArgs& a, const TestOptions& t, pb::SweepSpec* spec) {
   GDR_ASSIGN_OR_RETURN(PairTestSpec test, toPairTestSpec(t));
   if (!a.sizes.empty() && !a.sweep_sizes.empty()) {
     return invalidArgument("--sizes and --sweep-sizes: give one of them");
@@ -305,12 +323,25 @@ Result<pb::SweepSpec> buildSweepSpec(const SweepArgs& a, const TestOptions& t,
   } else if (!a.sweep_sizes.empty()) {
     GDR_ASSIGN_OR_RETURN(sizes, parseSizeRange(a.sweep_sizes, "--sweep-sizes"));
   }
-  convert::toProto(test, spec.mutable_test());
-  // The template names no worker: the pattern chooses them.
-  spec.mutable_test()->mutable_initiator()->clear_worker();
-  spec.mutable_test()->mutable_target()->clear_worker();
-  for (uint64_t s : sizes) spec.add_sizes(s);
+  convert::toProto(test, spec->mutable_test());
+  spec->mutable_test()->mutable_initiator()->clear_worker();
+  spec->mutable_test()->mutable_target()->clear_worker();
+  for (uint64_t s : sizes) spec->add_sizes(s);
+  return Status();
+}
 
+}  // namespace
+
+Result<pb::SweepSpec> buildSweepSpec(const SweepArgs& a, const TestOptions& t,
+                                     const std::string& pairs_file_text,
+                                     const std::string& config_text) {
+  GDR_RETURN_IF_ERROR(checkSweepPattern(a.pattern));
+  pb::SweepSpec spec;
+  spec.set_pattern(a.pattern);
+  GDR_RETURN_IF_ERROR(addSweepPairs(a, pairs_file_text, &spec));
+  GDR_RETURN_IF_ERROR(addSweepDirectionAndRounds(a, t, &spec));
+  GDR_RETURN_IF_ERROR(addSweepWorkers(a, &spec));
+  GDR_RETURN_IF_ERROR(addSweepTest(a, t, &spec));
   spec.set_max_concurrency(a.max_concurrency);
   spec.set_retries(a.retries);
   spec.set_config_yaml(config_text);

@@ -390,6 +390,23 @@ TEST(BuildSweepSpec, RoundsZeroIsRefusedWithTheRange) {
   EXPECT_TRUE(buildSweepSpec(a, TestOptions{}, "", "").ok());
 }
 
+// Names are sent trimmed ("a, b" gives " b"), so a name in both lists is found trimmed too:
+// `--hosts "a, b" --exclude b` was sent as hosts a,b excluding b instead of refused.
+TEST(BuildSweepSpec, ANameInHostsAndExcludeIsRefusedWhateverItsSpaces) {
+  for (const auto& [hosts, exclude] :
+       std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>>{
+           {{"a", " b"}, {"b"}}, {{"a", "b"}, {"b "}}, {{" b\t"}, {" b "}}}) {
+    SweepArgs a;
+    a.pattern = "all-pairs";
+    a.hosts = hosts;
+    a.exclude = exclude;
+    auto s = buildSweepSpec(a, TestOptions{}, "", "");
+    ASSERT_FALSE(s.ok()) << "--hosts " << hosts.back() << " --exclude " << exclude.back();
+    EXPECT_EQ(s.status().message(), "--exclude: 'b' is also in --hosts");
+    EXPECT_EQ(s.status().fix(), "keep it in one list");
+  }
+}
+
 TEST(SinglePairSweep, OnePairTheSizesAndNoLocalisation) {
   v1::RunTestRequest req;
   req.mutable_initiator()->set_worker("a");
