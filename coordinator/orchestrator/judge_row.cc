@@ -92,19 +92,66 @@ std::string JudgeRows::topologyOf(const JudgeRow& r) const {
   return out;
 }
 
+namespace {
+
+// Rows of one plan index (a resumed or repeated test) are ordered by test id.
+bool beforeInPlan(const JudgeRows& rows, const JudgeRow& x, const JudgeRow& y) {
+  if (x.plan_index != y.plan_index) return x.plan_index < y.plan_index;
+  return rows.testId(x) < rows.testId(y);
+}
+
+}  // namespace
+
+// A sweep's plan indexes are dense (0 to the plan's size; -1 for a row without one): the rows
+// are placed by counting them, then moved along the permutation's cycles. At 1,024 hosts a
+// comparison sort into a second vector took 150 ms and 58 MB more at the end of the sweep
+// (issue #19); the end's second call finds the rows sorted and returns.
 void JudgeRows::sortByPlanIndex() {
-  std::vector<size_t> order(rows_.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [this](size_t a, size_t b) {
-    const JudgeRow& x = rows_[a];
-    const JudgeRow& y = rows_[b];
-    if (x.plan_index != y.plan_index) return x.plan_index < y.plan_index;
-    return testId(x) < testId(y);
-  });
-  std::vector<JudgeRow> sorted;
-  sorted.reserve(rows_.size());
-  for (size_t i : order) sorted.push_back(rows_[i]);
-  rows_ = std::move(sorted);
+  const size_t n = rows_.size();
+  auto before = [this](const JudgeRow& x, const JudgeRow& y) { return beforeInPlan(*this, x, y); };
+  if (std::is_sorted(rows_.begin(), rows_.end(), before)) return;
+  const auto [lo, hi] = std::minmax_element(
+      rows_.begin(), rows_.end(),
+      [](const JudgeRow& x, const JudgeRow& y) { return x.plan_index < y.plan_index; });
+  const int64_t first_index = lo->plan_index;
+  const auto span = static_cast<size_t>(int64_t{hi->plan_index} - first_index + 1);
+  std::vector<uint32_t> order(n);  // order[k]: the row that goes to position k
+  if (span > 2 * n + 1024) {       // sparse indexes: not worth a table
+    std::iota(order.begin(), order.end(), uint32_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return before(rows_[a], rows_[b]); });
+  } else {
+    std::vector<uint32_t> next(span + 1, 0);
+    for (const JudgeRow& r : rows_) ++next[static_cast<size_t>(r.plan_index - first_index) + 1];
+    std::partial_sum(next.begin(), next.end(), next.begin());
+    for (size_t i = 0; i < n; ++i) {
+      order[next[static_cast<size_t>(rows_[i].plan_index - first_index)]++] =
+          static_cast<uint32_t>(i);
+    }
+    for (size_t b = 0, e = 0; b < n; b = e) {  // ties by test id
+      for (e = b + 1; e < n && rows_[order[e]].plan_index == rows_[order[b]].plan_index;) ++e;
+      if (e - b > 1) {
+        std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(b),
+                         order.begin() + static_cast<std::ptrdiff_t>(e),
+                         [&](uint32_t x, uint32_t y) { return before(rows_[x], rows_[y]); });
+      }
+    }
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (order[k] == k) continue;
+    JudgeRow held = rows_[k];
+    size_t j = k;
+    for (;;) {
+      const size_t from = order[j];
+      order[j] = static_cast<uint32_t>(j);
+      if (from == k) {
+        rows_[j] = held;
+        break;
+      }
+      rows_[j] = rows_[from];
+      j = from;
+    }
+  }
 }
 
 const std::string& JudgeVerdicts::firstReason(size_t row) const {

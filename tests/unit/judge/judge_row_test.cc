@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "coordinator/orchestrator/judge.h"
 #include "coordinator/orchestrator/localiser.h"
@@ -136,6 +140,38 @@ TEST(JudgeRows, SortByPlanIndexKeepsEachRowWhole) {
   EXPECT_EQ(rows.str(rows[2].target.worker), "h2");
   EXPECT_EQ(rows.testId(rows[3]), "t-c");
   EXPECT_DOUBLE_EQ(rows[3].bw_avg_gbps, 30);
+}
+
+// The rows in plan order whatever order they came in: dense indexes (placed by counting), sparse
+// ones (a comparison sort), repeated indexes ordered by test id, rows without an index first;
+// each the order a stable sort by (plan index, test id) gives, every row whole.
+TEST(JudgeRows, SortByPlanIndexIsTheStableOrderOfIndexThenTestId) {
+  for (const int64_t stride : {1, 100000}) {
+    std::vector<TestResult> results;
+    for (int i = 0; i < 300; ++i) {
+      TestResult r = row("t-" + std::to_string((i * 7919) % 1000), "h" + std::to_string(i % 13),
+                         "h" + std::to_string(i % 17 + 20), i);
+      r.plan_index = static_cast<int32_t>(((i * 37) % 101 - 1) * stride);  // repeats; -1 some
+      if (r.plan_index < 0) r.plan_index = -1;
+      results.push_back(r);
+    }
+    std::vector<TestResult> want = results;
+    std::stable_sort(want.begin(), want.end(), [](const TestResult& x, const TestResult& y) {
+      return std::tie(x.plan_index, x.test_id) < std::tie(y.plan_index, y.test_id);
+    });
+    JudgeRows rows;
+    for (const auto& r : results) rows.add(r);
+    rows.sortByPlanIndex();
+    ASSERT_EQ(rows.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      EXPECT_EQ(rows.testId(rows[k]), want[k].test_id) << "stride " << stride << " row " << k;
+      EXPECT_EQ(rows[k].plan_index, want[k].plan_index);
+      EXPECT_DOUBLE_EQ(rows[k].bw_avg_gbps, want[k].measurement.bw.avg_gbps);
+      EXPECT_EQ(rows.str(rows[k].initiator.worker), want[k].initiator.worker);
+    }
+    rows.sortByPlanIndex();  // sorted already: unchanged
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(rows.testId(rows[k]), want[k].test_id);
+  }
 }
 
 void expectSame(const PairVerdict& a, const PairVerdict& b) {
