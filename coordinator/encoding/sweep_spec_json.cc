@@ -1,6 +1,7 @@
 // A sweep's spec in the domain encoding (sweep_json.h): printed inside reports and stored with
 // the sweep, and read back from the store.
 #include <string>
+#include <utility>
 
 #include "common/json_fields.h"
 #include "coordinator/encoding/sweep_json.h"
