@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "common/json_fields.h"
 #include "common/units.h"
 
 namespace gdrmesh {
@@ -88,102 +89,77 @@ json toJson(const Inventory& inv) {
 
 namespace {
 
-// Reads the fields of one object of the inventory; the first missing or mistyped field is the
-// error, named by its path.
-class InventoryReader {
- public:
-  InventoryReader(const json& j, std::string where, Status* error)
-      : j_(j), where_(std::move(where)), error_(error) {}
+using InventoryFields = JsonFields<json>;
 
-  const json* field(const char* name, bool (json::*is)() const noexcept, const char* type) {
-    if (!error_->ok()) return nullptr;
-    if (!j_.is_object()) {
-      fail(where_, "is not a JSON object");
-      return nullptr;
-    }
-    auto it = j_.find(name);
-    if (it == j_.end()) {
-      fail(where_ + "." + name, "is missing");
-      return nullptr;
-    }
-    if (!((*it).*is)()) {
-      fail(where_ + "." + name, std::string("is not ") + type);
-      return nullptr;
-    }
-    return &*it;
-  }
-  std::string text(const char* name) {
-    const json* v = field(name, &json::is_string, "a string");
-    return v ? v->get<std::string>() : std::string();
-  }
-  int64_t integer(const char* name) {
-    const json* v = field(name, &json::is_number_integer, "an integer");
-    return v ? v->get<int64_t>() : 0;
-  }
-  uint64_t count(const char* name) {
-    const json* v = field(name, &json::is_number_unsigned, "a number >= 0");
-    return v ? v->get<uint64_t>() : 0;
-  }
-  double number(const char* name) {
-    const json* v = field(name, &json::is_number, "a number");
-    return v ? v->get<double>() : 0;
-  }
-  bool flag(const char* name) {
-    const json* v = field(name, &json::is_boolean, "true or false");
-    return v ? v->get<bool>() : false;
-  }
-  std::vector<std::string> texts(const char* name) {
-    std::vector<std::string> out;
-    for (const json& x : items(name)) {
-      if (!x.is_string()) {
-        fail(where_ + "." + name, "holds an element that is not a string");
-        return {};
-      }
-      out.push_back(x.get<std::string>());
-    }
-    return out;
-  }
-  // The elements of an array (empty when it is missing: the error says so).
-  const json& items(const char* name) {
-    static const json kEmpty = json::array();
-    const json* v = field(name, &json::is_array, "an array");
-    return v ? *v : kEmpty;
-  }
-  // Names read back with `parse`; an unknown one is the error.
-  template <typename T, typename Parse>
-  std::vector<T> names(const char* name, Parse parse) {
-    std::vector<T> out;
-    for (const std::string& t : texts(name)) {
-      auto v = parse(t);
-      if (!v) {
-        fail(where_ + "." + name, "holds '" + t + "', not one of its names");
-        return {};
-      }
-      out.push_back(*v);
-    }
-    return out;
-  }
-  std::string path(const char* name, size_t i) const {
-    return where_ + "." + name + "[" + std::to_string(i) + "]";
-  }
-  void fail(const std::string& what, const std::string& why) {
-    if (error_->ok()) {
-      *error_ = invalidArgument("inventory JSON: " + what + " " + why,
-                                "write it with the domain encoding (docs/json.md)");
-    }
-  }
+TransportCapabilities inventoryCapabilityFromJson(InventoryFields& c) {
+  TransportCapabilities t;
+  t.transport = c.named(
+      "transport", [](const std::string& s) { return parseTransportKind(s); }, "a transport");
+  t.bandwidth_ops = c.names("bandwidth_ops", [](const std::string& s) { return parseOp(s); });
+  t.latency_ops = c.names("latency_ops", [](const std::string& s) { return parseOp(s); });
+  t.memory = c.names("memory", [](const std::string& s) { return parseMemoryKind(s); });
+  t.reg_paths = c.names("reg_paths", [](const std::string& s) { return parseRegPath(s); });
+  t.max_message_size = c.count("max_message_size");
+  t.max_inline = c.count32("max_inline");
+  t.rdma_cm = c.flag("rdma_cm");
+  t.gid_index = c.flag("gid_index");
+  t.bidirectional = c.flag("bidirectional");
+  t.end_signal = c.flag("end_signal");
+  return t;
+}
 
- private:
-  const json& j_;
-  std::string where_;
-  Status* error_;
-};
+NicPort inventoryPortFromJson(InventoryFields& p) {
+  NicPort port;
+  port.port = p.integer("port");
+  port.state = p.text("state");
+  port.link_layer = p.text("link_layer");
+  port.rate_gbps = p.number("rate_gbps");
+  port.active_mtu = p.integer("active_mtu");
+  port.max_mtu = p.integer("max_mtu");
+  port.lid = p.count32("lid");
+  port.netdev = p.text("netdev");
+  p.each("gids", [&](InventoryFields& e) {
+    port.gids.push_back({e.integer("index"), e.text("gid"), e.text("type")});
+  });
+  return port;
+}
+
+Nic inventoryNicFromJson(InventoryFields& n) {
+  Nic nic;
+  nic.name = n.text("name");
+  nic.pci_bus_id = n.text("pci_bus_id");
+  nic.numa_node = n.integer("numa_node");
+  nic.node_guid = n.text("node_guid");
+  nic.fw_version = n.text("fw_version");
+  n.each("ports", [&](InventoryFields& p) { nic.ports.push_back(inventoryPortFromJson(p)); });
+  return nic;
+}
+
+Gpu inventoryGpuFromJson(InventoryFields& g) {
+  Gpu gpu;
+  gpu.index = g.integer("index");
+  gpu.name = g.text("name");
+  gpu.uuid = g.text("uuid");
+  gpu.pci_bus_id = g.text("pci_bus_id");
+  gpu.memory_bytes = g.count("memory_bytes");
+  gpu.numa_node = g.integer("numa_node");
+  gpu.dma_buf_supported = g.flag("dma_buf_supported");
+  gpu.gpu_direct_rdma_supported = g.flag("gpu_direct_rdma_supported");
+  const std::string cc = g.text("compute_capability");  // "8.0"
+  if (g.ok() && std::sscanf(cc.c_str(), "%d.%d", &gpu.compute_capability_major,
+                            &gpu.compute_capability_minor) != 2) {
+    g.fail(g.path("compute_capability"), "'" + cc + "' is not MAJOR.MINOR");
+  }
+  gpu.nearest_nic = g.text("nearest_nic");
+  gpu.nearest_class = g.text("nearest_class");
+  return gpu;
+}
 
 }  // namespace
 
 Result<Inventory> inventoryFromJson(const json& j) {
   Status error = Status::okStatus();
-  InventoryReader r(j, "inventory", &error);
+  InventoryFields r(j, "inventory", "inventory JSON", &error);
   Inventory inv;
   inv.hostname = r.text("hostname");
   inv.worker_version = r.text("worker_version");
@@ -192,88 +168,15 @@ Result<Inventory> inventoryFromJson(const json& j) {
   inv.kernel_release = r.text("kernel_release");
   inv.nvidia_driver_version = r.text("nvidia_driver_version");
   inv.transports = r.texts("transports");
-  const json& caps = r.items("capabilities");
-  for (size_t i = 0; i < caps.size(); ++i) {
-    InventoryReader c(caps[i], r.path("capabilities", i), &error);
-    TransportCapabilities t;
-    const std::string transport = c.text("transport");
-    auto kind = parseTransportKind(transport);
-    if (!kind && error.ok())
-      c.fail(r.path("capabilities", i) + ".transport", "'" + transport + "' is not a transport");
-    t.transport = kind.value_or(TransportKind::kEmulated);
-    t.bandwidth_ops = c.names<Op>("bandwidth_ops", [](const std::string& s) { return parseOp(s); });
-    t.latency_ops = c.names<Op>("latency_ops", [](const std::string& s) { return parseOp(s); });
-    t.memory =
-        c.names<MemoryKind>("memory", [](const std::string& s) { return parseMemoryKind(s); });
-    t.reg_paths =
-        c.names<RegPath>("reg_paths", [](const std::string& s) { return parseRegPath(s); });
-    t.max_message_size = c.count("max_message_size");
-    t.max_inline = static_cast<uint32_t>(c.count("max_inline"));
-    t.rdma_cm = c.flag("rdma_cm");
-    t.gid_index = c.flag("gid_index");
-    t.bidirectional = c.flag("bidirectional");
-    t.end_signal = c.flag("end_signal");
-    inv.capabilities.push_back(std::move(t));
-  }
+  r.each("capabilities",
+         [&](InventoryFields& c) { inv.capabilities.push_back(inventoryCapabilityFromJson(c)); });
   inv.notes = r.texts("notes");
-  const json& checks = r.items("preflight");
-  for (size_t i = 0; i < checks.size(); ++i) {
-    InventoryReader c(checks[i], r.path("preflight", i), &error);
+  r.each("preflight", [&](InventoryFields& c) {
     inv.preflight.push_back(
         {c.text("id"), c.text("title"), c.text("status"), c.text("detail"), c.text("remediation")});
-  }
-  const json& nics = r.items("nics");
-  for (size_t i = 0; i < nics.size(); ++i) {
-    InventoryReader n(nics[i], r.path("nics", i), &error);
-    Nic nic;
-    nic.name = n.text("name");
-    nic.pci_bus_id = n.text("pci_bus_id");
-    nic.numa_node = static_cast<int>(n.integer("numa_node"));
-    nic.node_guid = n.text("node_guid");
-    nic.fw_version = n.text("fw_version");
-    const json& ports = n.items("ports");
-    for (size_t k = 0; k < ports.size(); ++k) {
-      InventoryReader p(ports[k], n.path("ports", k), &error);
-      NicPort port;
-      port.port = static_cast<int>(p.integer("port"));
-      port.state = p.text("state");
-      port.link_layer = p.text("link_layer");
-      port.rate_gbps = p.number("rate_gbps");
-      port.active_mtu = static_cast<int>(p.integer("active_mtu"));
-      port.max_mtu = static_cast<int>(p.integer("max_mtu"));
-      port.lid = static_cast<uint32_t>(p.count("lid"));
-      port.netdev = p.text("netdev");
-      const json& gids = p.items("gids");
-      for (size_t g = 0; g < gids.size(); ++g) {
-        InventoryReader e(gids[g], p.path("gids", g), &error);
-        port.gids.push_back({static_cast<int>(e.integer("index")), e.text("gid"), e.text("type")});
-      }
-      nic.ports.push_back(std::move(port));
-    }
-    inv.nics.push_back(std::move(nic));
-  }
-  const json& gpus = r.items("gpus");
-  for (size_t i = 0; i < gpus.size(); ++i) {
-    InventoryReader g(gpus[i], r.path("gpus", i), &error);
-    Gpu gpu;
-    gpu.index = static_cast<int>(g.integer("index"));
-    gpu.name = g.text("name");
-    gpu.uuid = g.text("uuid");
-    gpu.pci_bus_id = g.text("pci_bus_id");
-    gpu.memory_bytes = g.count("memory_bytes");
-    gpu.numa_node = static_cast<int>(g.integer("numa_node"));
-    gpu.dma_buf_supported = g.flag("dma_buf_supported");
-    gpu.gpu_direct_rdma_supported = g.flag("gpu_direct_rdma_supported");
-    const std::string cc = g.text("compute_capability");  // "8.0"
-    if (std::sscanf(cc.c_str(), "%d.%d", &gpu.compute_capability_major,
-                    &gpu.compute_capability_minor) != 2 &&
-        error.ok()) {
-      g.fail(r.path("gpus", i) + ".compute_capability", "'" + cc + "' is not MAJOR.MINOR");
-    }
-    gpu.nearest_nic = g.text("nearest_nic");
-    gpu.nearest_class = g.text("nearest_class");
-    inv.gpus.push_back(std::move(gpu));
-  }
+  });
+  r.each("nics", [&](InventoryFields& n) { inv.nics.push_back(inventoryNicFromJson(n)); });
+  r.each("gpus", [&](InventoryFields& g) { inv.gpus.push_back(inventoryGpuFromJson(g)); });
   if (!error.ok()) return error;
   return inv;
 }

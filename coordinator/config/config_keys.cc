@@ -2,6 +2,7 @@
 
 namespace gdrmesh {
 
+// Over 80 lines as a table: one line per key of the config, no logic (issue #19).
 const std::vector<ConfigKey>& clusterConfigKeys() {
   static const std::vector<ConfigKey> kKeys = {
       {"(top level)", "sweeps", "list of sweeps: what `gdrmesh accept` runs, in order"},

@@ -1,9 +1,9 @@
 // A sweep's spec in the domain encoding (sweep_json.h): printed inside reports and stored with
 // the sweep, and read back from the store.
-#include <limits>
-#include <type_traits>
+#include <string>
 #include <utility>
 
+#include "common/json_fields.h"
 #include "coordinator/encoding/sweep_json.h"
 
 namespace gdrmesh {
@@ -21,124 +21,22 @@ EndpointSelector specSelectorFromText(const std::string& s) {
   return e;
 }
 
-// Reads the fields of one object; the first missing or mistyped field is the error.
-class SpecReader {
- public:
-  SpecReader(const OrderedJson& j, std::string where) : j_(j), where_(std::move(where)) {}
+using SpecFields = JsonFields<OrderedJson>;
 
-  const OrderedJson* field(const char* name, bool (OrderedJson::*is)() const noexcept,
-                           const char* type) {
-    if (!error_.ok()) return nullptr;
-    if (!j_.is_object()) {
-      fail(where_.empty() ? "the document" : where_, "is not a JSON object");
-      return nullptr;
-    }
-    auto it = j_.find(name);
-    if (it == j_.end()) {
-      fail(path(name), "is missing");
-      return nullptr;
-    }
-    if (!((*it).*is)()) {
-      fail(path(name), std::string("is not ") + type);
-      return nullptr;
-    }
-    return &*it;
-  }
-  std::string text(const char* name) {
-    const auto* v = field(name, &OrderedJson::is_string, "a string");
-    return v ? v->get<std::string>() : std::string();
-  }
-  uint64_t count(const char* name) {
-    const auto* v = field(name, &OrderedJson::is_number_unsigned, "a number >= 0");
-    return v ? v->get<uint64_t>() : 0;
-  }
-  uint32_t count32(const char* name) {
-    const uint64_t v = count(name);
-    if (v > std::numeric_limits<uint32_t>::max()) fail(path(name), "is too large");
-    return static_cast<uint32_t>(v);
-  }
-  int integer(const char* name) {
-    const auto* v = field(name, &OrderedJson::is_number_integer, "an integer");
-    if (!v) return 0;
-    const int64_t x = v->get<int64_t>();
-    if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max()) {
-      fail(path(name), "is out of range");
-      return 0;
-    }
-    return static_cast<int>(x);
-  }
-  double number(const char* name) {
-    const auto* v = field(name, &OrderedJson::is_number, "a number");
-    return v ? v->get<double>() : 0;
-  }
-  bool flag(const char* name) {
-    const auto* v = field(name, &OrderedJson::is_boolean, "true or false");
-    return v ? v->get<bool>() : false;
-  }
-  std::vector<std::string> texts(const char* name) {
-    std::vector<std::string> out;
-    const auto* v = field(name, &OrderedJson::is_array, "an array");
-    if (!v) return out;
-    for (const auto& x : *v) {
-      if (!x.is_string()) {
-        fail(path(name), "holds an element that is not a string");
-        return {};
-      }
-      out.push_back(x.get<std::string>());
-    }
-    return out;
-  }
-  // An enum by its documented name: `parse` returns an optional.
-  template <typename Parse>
-  auto named(const char* name, Parse parse) -> std::decay_t<decltype(*parse(std::string()))> {
-    const std::string t = text(name);
-    auto v = parse(t);
-    if (!error_.ok()) return {};
-    if (!v) {
-      fail(path(name), "'" + t + "' is not one of its names");
-      return {};
-    }
-    return *v;
-  }
-  std::string path(const char* name) const { return where_.empty() ? name : where_ + "." + name; }
-  void fail(const std::string& what, const std::string& why) {
-    if (error_.ok()) {
-      error_ = invalidArgument("sweep spec JSON: " + what + " " + why,
-                               "write it with the domain encoding (docs/json.md)");
-    }
-  }
-  void take(const Status& st) {
-    if (error_.ok() && !st.ok()) error_ = st;
-  }
-  const Status& error() const { return error_; }
-
- private:
-  const OrderedJson& j_;
-  std::string where_;
-  Status error_ = Status::okStatus();
-};
-
-EndpointSelector specSelectorFromJson(SpecReader& parent, const char* name) {
+EndpointSelector specSelectorFromJson(SpecFields r) {
   EndpointSelector e;
-  const auto* v = parent.field(name, &OrderedJson::is_object, "an object");
-  if (!v) return e;
-  SpecReader r(*v, parent.path(name));
   e.worker = r.text("worker");
   e.device = r.text("device");
   e.memory = r.named("memory", [](const std::string& s) { return parseMemoryKind(s); });
   e.gpu = r.integer("gpu");
   e.reg = r.named("reg", [](const std::string& s) { return parseRegPath(s); });
-  parent.take(r.error());
   return e;
 }
 
-PairTestSpec specTestFromJson(SpecReader& parent) {
+PairTestSpec specTestFromJson(SpecFields r) {
   PairTestSpec t;
-  const auto* v = parent.field("test", &OrderedJson::is_object, "an object");
-  if (!v) return t;
-  SpecReader r(*v, "test");
-  t.initiator = specSelectorFromJson(r, "initiator");
-  t.target = specSelectorFromJson(r, "target");
+  t.initiator = specSelectorFromJson(r.object("initiator"));
+  t.target = specSelectorFromJson(r.object("target"));
   t.op = r.named("op", [](const std::string& s) { return parseOp(s); });
   t.mode = r.named("mode", [](const std::string& s) { return parseMode(s); });
   t.message_size = r.count("message_size");
@@ -147,9 +45,9 @@ PairTestSpec specTestFromJson(SpecReader& parent) {
   t.num_qps = r.count32("num_qps");
   t.tx_depth = r.count32("tx_depth");
   const std::string transport = r.text("transport");
-  if (!transport.empty()) {
+  if (!transport.empty()) {  // "": none chosen
     auto k = parseTransportKind(transport);
-    if (!k) r.fail("test.transport", "'" + transport + "' is not a transport");
+    if (!k) r.fail(r.path("transport"), "'" + transport + "' is not a transport");
     t.transport = k;
   }
   t.gid_index = r.integer("gid_index");
@@ -160,13 +58,9 @@ PairTestSpec specTestFromJson(SpecReader& parent) {
   t.cq_moderation = r.count32("cq_moderation");
   t.timeout_seconds = r.number("timeout_seconds");
   t.run_id = r.text("run_id");
-  if (const auto* f = r.field("fault", &OrderedJson::is_object, "an object")) {
-    SpecReader fr(*f, "test.fault");
-    t.fault.corrupt_bytes = fr.count("corrupt_bytes");
-    t.fault.invalidate_remote_key = fr.flag("invalidate_remote_key");
-    r.take(fr.error());
-  }
-  parent.take(r.error());
+  SpecFields fault = r.object("fault");
+  t.fault.corrupt_bytes = fault.count("corrupt_bytes");
+  t.fault.invalidate_remote_key = fault.flag("invalidate_remote_key");
   return t;
 }
 
@@ -233,9 +127,10 @@ OrderedJson toJson(const SweepSpec& s) {
 
 Result<SweepSpec> sweepSpecFromJson(const OrderedJson& j) {
   SweepSpec s;
-  SpecReader r(j, "");
+  Status error = Status::okStatus();
+  SpecFields r(j, "", "sweep spec JSON", &error);
   const std::string pattern = r.text("pattern");
-  if (r.error().ok()) {
+  if (r.ok()) {
     if (pattern.empty()) {
       s.pattern_from_config = true;
     } else if (auto p = parseSweepPattern(pattern)) {
@@ -258,25 +153,9 @@ Result<SweepSpec> sweepSpecFromJson(const OrderedJson& j) {
   s.seed = r.count("seed");
   s.hosts = r.texts("hosts");
   s.exclude = r.texts("exclude");
-  if (const auto* sel = r.field("select", &OrderedJson::is_object, "an object")) {
-    for (const auto& [k, v] : sel->items()) {
-      if (!v.is_string()) {
-        r.fail("select." + k, "is not a string");
-        break;
-      }
-      s.select[k] = v.get<std::string>();
-    }
-  }
-  s.test = specTestFromJson(r);
-  if (const auto* sizes = r.field("sizes", &OrderedJson::is_array, "an array")) {
-    for (const auto& z : *sizes) {
-      if (!z.is_number_unsigned()) {
-        r.fail("sizes", "holds an element that is not a number >= 0");
-        break;
-      }
-      s.sizes.push_back(z.get<uint64_t>());
-    }
-  }
+  s.select = r.textMap("select");
+  s.test = specTestFromJson(r.object("test"));
+  s.sizes = r.counts("sizes");
   s.max_concurrency = r.count32("max_concurrency");
   s.retries = r.count32("retries");
   s.config_yaml = r.text("config_yaml");
@@ -284,7 +163,7 @@ Result<SweepSpec> sweepSpecFromJson(const OrderedJson& j) {
   s.queue = r.flag("queue");
   s.localise = r.flag("localise");
   s.baseline = r.text("baseline");
-  if (!r.error().ok()) return r.error();
+  if (!error.ok()) return error;
   return s;
 }
 

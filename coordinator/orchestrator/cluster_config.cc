@@ -69,85 +69,101 @@ bool ClusterConfig::hasThresholds() const {
   return false;
 }
 
+namespace {
+
+// A check of the expected inventory: PASS, or FAIL with the fix.
+PreflightCheck expectedCheck(const std::string& id, const std::string& title, bool ok,
+                             const std::string& detail, const std::string& fix) {
+  PreflightCheck c;
+  c.id = id;
+  c.title = title;
+  c.status = ok ? "PASS" : "FAIL";
+  c.detail = detail;
+  if (!ok) c.remediation = fix;
+  return c;
+}
+
+// UNKNOWN: no host class matches `worker`, or its class `hc` expects nothing.
+PreflightCheck noExpectationCheck(const HostClass* hc, const std::string& worker) {
+  PreflightCheck c;
+  c.id = "expect.class";
+  c.title = "expected inventory";
+  c.status = "UNKNOWN";
+  c.detail = hc == nullptr ? "no host class of the config matches " + worker
+                           : "host class '" + hc->name + "' expects nothing";
+  c.remediation =
+      "add a host class with `expect:` (gpus, nics, nic_rate_gbps, transports) "
+      "to the config (docs/config.md)";
+  return c;
+}
+
+// Every NIC port ACTIVE at `rate_gbps` or more. `cls` ends the detail (" (host class 'x')").
+PreflightCheck nicRateCheck(const Inventory& inv, double rate_gbps, const std::string& cls) {
+  std::string slow;
+  int ports = 0;
+  for (const auto& n : inv.nics) {
+    for (const auto& p : n.ports) {
+      ++ports;
+      if (p.state != "ACTIVE" || p.rate_gbps < rate_gbps) {
+        slow += (slow.empty() ? "" : ", ") + n.name + "/" + std::to_string(p.port) + " " + p.state +
+                " " + std::to_string(static_cast<int>(p.rate_gbps)) + " Gb/s";
+      }
+    }
+  }
+  const bool ok = ports > 0 && slow.empty();
+  return expectedCheck(
+      "expect.nic_rate", "NIC ports at rate", ok,
+      ports == 0 ? "no NIC ports to check" + cls
+                 : (ok ? "every port ACTIVE at >= " : "below ") +
+                       std::to_string(static_cast<int>(rate_gbps)) + " Gb/s" +
+                       (ok ? "" : ": " + slow) + cls,
+      "check cables and the switch port (`ibstat`, `ethtool`); a degraded link fails "
+      "acceptance");
+}
+
+// Transport `t` usable, or why not (the worker's note on it).
+PreflightCheck transportCheck(const Inventory& inv, const std::string& t, const std::string& cls) {
+  const bool have =
+      std::find(inv.transports.begin(), inv.transports.end(), t) != inv.transports.end();
+  std::string why;
+  for (const auto& n : inv.notes) {
+    if (n.rfind(t, 0) == 0) why = ": " + n;
+  }
+  return expectedCheck("expect.transport." + t, "transport " + t + " usable", have,
+                       (have ? "usable" : "not usable" + why) + cls,
+                       "see the worker's notes (`gdrmesh workers --notes`) for why");
+}
+
+}  // namespace
+
 std::vector<PreflightCheck> checkExpectedInventory(const ClusterConfig& config,
                                                    const std::string& worker,
                                                    const std::map<std::string, std::string>& labels,
                                                    const Inventory& inv) {
-  std::vector<PreflightCheck> out;
-  auto add = [&](const std::string& id, const std::string& title, bool ok,
-                 const std::string& detail, const std::string& fix) {
-    PreflightCheck c;
-    c.id = id;
-    c.title = title;
-    c.status = ok ? "PASS" : "FAIL";
-    c.detail = detail;
-    if (!ok) c.remediation = fix;
-    out.push_back(std::move(c));
-  };
   const HostClass* hc = config.classOf(worker, labels);
   const bool expects =
       hc != nullptr && (hc->expect.gpus || hc->expect.nics || hc->expect.nic_rate_gbps ||
                         !hc->expect.transports.empty());
-  if (!expects) {
-    PreflightCheck c;
-    c.id = "expect.class";
-    c.title = "expected inventory";
-    c.status = "UNKNOWN";
-    c.detail = hc == nullptr ? "no host class of the config matches " + worker
-                             : "host class '" + hc->name + "' expects nothing";
-    c.remediation =
-        "add a host class with `expect:` (gpus, nics, nic_rate_gbps, transports) "
-        "to the config (docs/config.md)";
-    out.push_back(std::move(c));
-    return out;
-  }
+  if (!expects) return {noExpectationCheck(hc, worker)};
+  std::vector<PreflightCheck> out;
   const std::string cls = " (host class '" + hc->name + "')";
   const auto& e = hc->expect;
   if (e.gpus) {
     const int have = static_cast<int>(inv.gpus.size());
-    add("expect.gpus", "GPUs present", have >= *e.gpus,
+    out.push_back(expectedCheck(
+        "expect.gpus", "GPUs present", have >= *e.gpus,
         std::to_string(have) + " of " + std::to_string(*e.gpus) + " expected GPUs visible" + cls,
-        "check `nvidia-smi` and the NVIDIA driver; a missing GPU fails acceptance");
+        "check `nvidia-smi` and the NVIDIA driver; a missing GPU fails acceptance"));
   }
   if (e.nics) {
     const int have = static_cast<int>(inv.nics.size());
-    add("expect.nics", "RDMA NICs present", have >= *e.nics,
-        std::to_string(have) + " of " + std::to_string(*e.nics) + " expected RDMA NICs visible" +
-            cls,
-        "check `ibv_devices` and the NIC's RDMA driver (mlx5_ib)");
+    out.push_back(expectedCheck("expect.nics", "RDMA NICs present", have >= *e.nics,
+                                std::to_string(have) + " of " + std::to_string(*e.nics) +
+                                    " expected RDMA NICs visible" + cls,
+                                "check `ibv_devices` and the NIC's RDMA driver (mlx5_ib)"));
   }
-  if (e.nic_rate_gbps) {
-    std::string slow;
-    int ports = 0;
-    for (const auto& n : inv.nics) {
-      for (const auto& p : n.ports) {
-        ++ports;
-        if (p.state != "ACTIVE" || p.rate_gbps < *e.nic_rate_gbps) {
-          slow += (slow.empty() ? "" : ", ") + n.name + "/" + std::to_string(p.port) + " " +
-                  p.state + " " + std::to_string(static_cast<int>(p.rate_gbps)) + " Gb/s";
-        }
-      }
-    }
-    const bool ok = ports > 0 && slow.empty();
-    add("expect.nic_rate", "NIC ports at rate", ok,
-        ports == 0 ? "no NIC ports to check" + cls
-                   : (ok ? "every port ACTIVE at >= " : "below ") +
-                         std::to_string(static_cast<int>(*e.nic_rate_gbps)) + " Gb/s" +
-                         (ok ? "" : ": " + slow) + cls,
-        "check cables and the switch port (`ibstat`, `ethtool`); a degraded link fails "
-        "acceptance");
-  }
-  for (const auto& t : e.transports) {
-    const bool have =
-        std::find(inv.transports.begin(), inv.transports.end(), t) != inv.transports.end();
-    std::string why;
-    for (const auto& n : inv.notes) {
-      if (n.rfind(t, 0) == 0) why = ": " + n;
-    }
-    add("expect.transport." + t, "transport " + t + " usable", have,
-        (have ? "usable" : "not usable" + why) + cls,
-        "see the worker's notes (`gdrmesh workers --notes`) for why");
-  }
+  if (e.nic_rate_gbps) out.push_back(nicRateCheck(inv, *e.nic_rate_gbps, cls));
+  for (const auto& t : e.transports) out.push_back(transportCheck(inv, t, cls));
   return out;
 }
 

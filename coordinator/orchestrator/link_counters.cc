@@ -205,35 +205,40 @@ std::vector<CounterExcess> judgeCounters(const std::vector<LinkCounterRecord>& r
   return out;
 }
 
-LinkJudgement judgeLinks(const SweepFabric& fabric, const std::string& sweep_id,
-                         const std::set<DirectedLink>& read,
-                         const std::vector<CounterExcess>& excess,
-                         const std::vector<BlamedLink>& blamed,
-                         const std::vector<DirectedLink>& never) {
-  const fabric::Fabric& f = fabric.fabric();
-  struct Verdict {
-    CableEnds cable;
-    bool errors = false;
-    bool slow = false;
-    bool not_covered = false;
-    std::vector<std::string> evidence;
-  };
-  std::map<std::string, Verdict> by_cable;
-  auto verdict_of = [&](uint64_t guid, int port) -> Verdict& {
+namespace {
+
+// What the sweep found on one cable: counter errors, slow pairs blamed on it, no test over it.
+struct CableFindings {
+  CableEnds cable;
+  bool errors = false;
+  bool slow = false;
+  bool not_covered = false;
+  std::vector<std::string> evidence;
+};
+
+// The findings by cable name: every cable read, over a threshold, blamed, or (an inter-switch
+// cable) crossed by no test in either direction.
+std::map<std::string, CableFindings> cableFindings(const fabric::Fabric& f,
+                                                   const std::set<DirectedLink>& read,
+                                                   const std::vector<CounterExcess>& excess,
+                                                   const std::vector<BlamedLink>& blamed,
+                                                   const std::vector<DirectedLink>& never) {
+  std::map<std::string, CableFindings> by_cable;
+  auto findings_of = [&](uint64_t guid, int port) -> CableFindings& {
     CableEnds c = cableOf(f, guid, port);
-    Verdict& v = by_cable[c.name];
+    CableFindings& v = by_cable[c.name];
     v.cable = std::move(c);
     return v;
   };
-  for (const DirectedLink& l : read) verdict_of(l.guid, l.port);
+  for (const DirectedLink& l : read) findings_of(l.guid, l.port);
   for (const CounterExcess& e : excess) {
-    Verdict& v = verdict_of(e.row.switch_guid, e.row.port);
+    CableFindings& v = findings_of(e.row.switch_guid, e.row.port);
     v.errors = true;
     v.evidence.push_back(e.text);
   }
   for (const BlamedLink& b : blamed) {
     if (b.links.empty()) continue;
-    Verdict& v = verdict_of(b.links.front().guid, b.links.front().port);
+    CableFindings& v = findings_of(b.links.front().guid, b.links.front().port);
     v.slow = true;
     for (const auto& line : b.suspect.evidence) v.evidence.push_back(line);
   }
@@ -243,43 +248,55 @@ LinkJudgement judgeLinks(const SweepFabric& fabric, const std::string& sweep_id,
   for (const DirectedLink& l : never) {
     const CableEnds c = cableOf(f, l.guid, l.port);
     if (never_directions[c.name] < 2 || by_cable.count(c.name) != 0) continue;
-    Verdict& v = verdict_of(l.guid, l.port);
+    CableFindings& v = findings_of(l.guid, l.port);
     v.not_covered = true;
     v.evidence.push_back("no test of the sweep crossed it, in either direction");
   }
-  LinkJudgement out;
-  std::vector<Suspect> counter_suspects;
-  for (auto& [name, v] : by_cable) {
-    LinkVerdictRecord r;
-    r.sweep_id = sweep_id;
-    r.link = name;
-    r.switch_name = v.cable.a_name;
-    r.switch_guid = v.cable.a_guid;
-    r.port = v.cable.a_port;
-    r.remote_name = v.cable.b_name;
-    r.remote_guid = v.cable.b_guid;
-    r.remote_port = v.cable.b_port;
-    r.verdict = v.errors && v.slow ? fabric::kLinkErrorsSlowPairs
-                : v.errors         ? fabric::kLinkErrors
-                : v.slow           ? fabric::kLinkSlowPairs
-                : v.not_covered    ? fabric::kLinkNotCovered
-                                   : fabric::kLinkOk;
-    r.evidence = v.evidence;
-    out.verdicts.push_back(r);
-    if (!v.errors) continue;
-    Suspect s;
-    s.kind = "link";
-    s.name = name;
-    s.score = 0.9;
-    for (const CounterExcess& e : excess) {
-      if (cableOf(f, e.row.switch_guid, e.row.port).name == name) s.evidence.push_back(e.text);
-    }
-    s.evidence.push_back("ends: " + counterEndName(f, v.cable.a_guid, v.cable.a_port) + " and " +
-                         counterEndName(f, v.cable.b_guid, v.cable.b_port));
-    counter_suspects.push_back(std::move(s));
+  return by_cable;
+}
+
+LinkVerdictRecord cableVerdict(const std::string& sweep_id, const std::string& name,
+                               const CableFindings& v) {
+  LinkVerdictRecord r;
+  r.sweep_id = sweep_id;
+  r.link = name;
+  r.switch_name = v.cable.a_name;
+  r.switch_guid = v.cable.a_guid;
+  r.port = v.cable.a_port;
+  r.remote_name = v.cable.b_name;
+  r.remote_guid = v.cable.b_guid;
+  r.remote_port = v.cable.b_port;
+  r.verdict = v.errors && v.slow ? fabric::kLinkErrorsSlowPairs
+              : v.errors         ? fabric::kLinkErrors
+              : v.slow           ? fabric::kLinkSlowPairs
+              : v.not_covered    ? fabric::kLinkNotCovered
+                                 : fabric::kLinkOk;
+  r.evidence = v.evidence;
+  return r;
+}
+
+// The suspect of a cable whose counters went over a threshold: the excesses, then its ends
+// (always the last line of its evidence).
+Suspect counterSuspect(const fabric::Fabric& f, const std::string& name, const CableEnds& cable,
+                       const std::vector<CounterExcess>& excess) {
+  Suspect s;
+  s.kind = "link";
+  s.name = name;
+  s.score = 0.9;
+  for (const CounterExcess& e : excess) {
+    if (cableOf(f, e.row.switch_guid, e.row.port).name == name) s.evidence.push_back(e.text);
   }
-  // link_blame's suspects: where the counters also name the cable, one suspect with both kinds
-  // of evidence and the higher score.
+  s.evidence.push_back("ends: " + counterEndName(f, cable.a_guid, cable.a_port) + " and " +
+                       counterEndName(f, cable.b_guid, cable.b_port));
+  return s;
+}
+
+// link_blame's suspects, then the counters' others: where the counters also name a blamed
+// cable, one suspect with both kinds of evidence and the higher score.
+std::vector<Suspect> mergedLinkSuspects(const fabric::Fabric& f,
+                                        const std::vector<BlamedLink>& blamed,
+                                        std::vector<Suspect> counter_suspects) {
+  std::vector<Suspect> out;
   for (const BlamedLink& b : blamed) {
     Suspect s = b.suspect;
     const std::string cable = b.links.empty()
@@ -289,12 +306,31 @@ LinkJudgement judgeLinks(const SweepFabric& fabric, const std::string& sweep_id,
                            [&](const Suspect& c) { return c.name == cable; });
     if (it != counter_suspects.end()) {
       s.score = std::max(s.score, it->score);
+      // Its evidence but the ends, which the blame's evidence names already.
       s.evidence.insert(s.evidence.end(), it->evidence.begin(), it->evidence.end() - 1);
       counter_suspects.erase(it);
     }
-    out.link_suspects.push_back(std::move(s));
+    out.push_back(std::move(s));
   }
-  for (auto& s : counter_suspects) out.link_suspects.push_back(std::move(s));
+  for (auto& s : counter_suspects) out.push_back(std::move(s));
+  return out;
+}
+
+}  // namespace
+
+LinkJudgement judgeLinks(const SweepFabric& fabric, const std::string& sweep_id,
+                         const std::set<DirectedLink>& read,
+                         const std::vector<CounterExcess>& excess,
+                         const std::vector<BlamedLink>& blamed,
+                         const std::vector<DirectedLink>& never) {
+  const fabric::Fabric& f = fabric.fabric();
+  LinkJudgement out;
+  std::vector<Suspect> counter_suspects;
+  for (const auto& [name, v] : cableFindings(f, read, excess, blamed, never)) {
+    out.verdicts.push_back(cableVerdict(sweep_id, name, v));
+    if (v.errors) counter_suspects.push_back(counterSuspect(f, name, v.cable, excess));
+  }
+  out.link_suspects = mergedLinkSuspects(f, blamed, std::move(counter_suspects));
   std::stable_sort(out.verdicts.begin(), out.verdicts.end(),
                    [](const LinkVerdictRecord& a, const LinkVerdictRecord& b) {
                      return fabric::linkVerdictSeverity(a.verdict) >

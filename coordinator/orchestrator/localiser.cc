@@ -106,19 +106,11 @@ std::string joined(const std::vector<std::string>& sorted, size_t limit = 8) {
   return out;
 }
 
-// `has_row`: false for rows made from a verdict alone (no result to retest from).
-Analysis analyse(const JudgeRows& rows, const JudgeVerdicts& verdicts,
-                 const std::vector<bool>* has_row = nullptr) {
-  Analysis an;
-  an.rows = &rows;
-  an.verdicts = &verdicts;
-  const size_t n = rows.strings().size();
-  an.partners.resize(n);
-  an.failed_with.resize(n);
-  an.passes.resize(n);
-  an.strong.resize(n);
-  an.known_good.resize(n);
-  std::vector<bool> seen(n);
+// The judged tests into an.tests and an.retests (skipped ones left out). `has_row`: false for
+// rows made from a verdict alone (no result to retest from).
+void sortJudgedTests(Analysis& an, const std::vector<bool>* has_row) {
+  const JudgeRows& rows = *an.rows;
+  const JudgeVerdicts& verdicts = *an.verdicts;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (verdicts.kind[i] == VerdictKind::kSkip) continue;
     const JudgeRow& r = rows[i];
@@ -130,6 +122,12 @@ Analysis analyse(const JudgeRows& rows, const JudgeVerdicts& verdicts,
     j.has_row = has_row == nullptr || (*has_row)[i];
     (r.retest ? an.retests : an.tests).push_back(j);
   }
+}
+
+// Each host's partners, those it failed with, its passes and loopback failures, from the sweep
+// tests; returns the hosts seen in them.
+std::vector<bool> tallyPartners(Analysis& an) {
+  std::vector<bool> seen(an.partners.size());
   for (const auto& j : an.tests) {
     if (j.loopback()) {
       if (j.failed) {
@@ -153,19 +151,29 @@ Analysis analyse(const JudgeRows& rows, const JudgeVerdicts& verdicts,
   }
   for (auto& p : an.partners) settle(p);
   for (auto& f : an.failed_with) settle(f);
-  for (uint32_t host = 0; host < n; ++host) {
+  return seen;
+}
+
+// The strong suspects: hosts that failed with two partners or more, and either with at least
+// half of their partners or as a star: most of the partners a host failed with failed with
+// nobody else (a host that fails now and then with many partners, each of whom is fine with
+// everyone else).
+void markStrongSuspects(Analysis& an) {
+  for (uint32_t host = 0; host < an.failed_with.size(); ++host) {
     const auto& failed = an.failed_with[host];
     if (failed.size() < 2) continue;
-    // With at least half of its partners; or a star: most of the partners it failed with
-    // failed with nobody else (a host that fails now and then with many partners, each of
-    // whom is fine with everyone else).
     size_t only_with_it = 0;
     for (const uint32_t p : failed) only_with_it += an.failed_with[p].size() == 1 ? 1 : 0;
     if (2 * failed.size() >= an.partners[host].size() || 2 * only_with_it > failed.size()) {
       an.strong[host] = true;
     }
   }
-  for (uint32_t host = 0; host < n; ++host) {
+}
+
+// The known-good hosts: seen, passed a test, no loopback failure, not a strong suspect, and
+// every partner they failed with is one.
+void markKnownGood(Analysis& an, const std::vector<bool>& seen) {
+  for (uint32_t host = 0; host < seen.size(); ++host) {
     if (!seen[host] || an.passes[host] == 0 || an.loopback_failures.count(host) ||
         an.strong[host]) {
       continue;
@@ -174,6 +182,11 @@ Analysis analyse(const JudgeRows& rows, const JudgeVerdicts& verdicts,
     for (const auto& partner : an.failed_with[host]) explained = explained && an.strong[partner];
     if (explained) an.known_good[host] = true;
   }
+}
+
+// Each retest's outcome: to the failing sweep test it repeats, or to the host it examined (the
+// side that is not known-good); a retest of neither kind tells nothing.
+void assignRetests(Analysis& an) {
   for (const auto& j : an.retests) {
     // A repeat of a failing sweep test: its outcome belongs to that test, not to a host.
     bool repeat = false;
@@ -182,7 +195,7 @@ Analysis analyse(const JudgeRows& rows, const JudgeVerdicts& verdicts,
     for (size_t t = 0; t < an.tests.size(); ++t) {
       const Judged& s = an.tests[t];
       if (!s.failed || an.strong[s.a.host] || an.strong[s.b.host] ||
-          !isRepeatOf(rows[j.row], rows[s.row])) {
+          !isRepeatOf((*an.rows)[j.row], (*an.rows)[s.row])) {
         continue;
       }
       an.repeats[t].push_back({0, !j.failed, j.row});
@@ -196,6 +209,25 @@ Analysis analyse(const JudgeRows& rows, const JudgeVerdicts& verdicts,
     const Side& good = a_good ? j.a : j.b;
     an.retested[examined.host].push_back({good.host, !j.failed, j.row});
   }
+}
+
+// `has_row`: false for rows made from a verdict alone (no result to retest from).
+Analysis analyse(const JudgeRows& rows, const JudgeVerdicts& verdicts,
+                 const std::vector<bool>* has_row = nullptr) {
+  Analysis an;
+  an.rows = &rows;
+  an.verdicts = &verdicts;
+  const size_t n = rows.strings().size();  // hosts are string ids
+  an.partners.resize(n);
+  an.failed_with.resize(n);
+  an.passes.resize(n);
+  an.strong.resize(n);
+  an.known_good.resize(n);
+  sortJudgedTests(an, has_row);
+  const std::vector<bool> seen = tallyPartners(an);
+  markStrongSuspects(an);
+  markKnownGood(an, seen);
+  assignRetests(an);
   return an;
 }
 

@@ -63,29 +63,11 @@ fabric::Endpoint fabricEndpointOf(const fabric::Node* n) {
   return {n, n->ports.size() == 1 ? n->ports.data() : nullptr};
 }
 
-}  // namespace
-
-RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& match,
-                            const std::vector<bool>* only) const {
-  RowPaths out;
-  out.known.assign(rows.size(), false);
-  out.forward.resize(rows.size());
-  out.reverse.resize(rows.size());
-  out.forward_links.resize(rows.size());
-  out.reverse_links.resize(rows.size());
-  // (worker, nic) string ids -> the HCA port a test on it is traced from, looked up once each.
-  std::unordered_map<uint64_t, fabric::Endpoint> endpoints;
-  auto endpoint_of = [&](uint32_t worker, uint32_t nic) {
-    const uint64_t key = (static_cast<uint64_t>(worker) << 32) | nic;
-    auto it = endpoints.find(key);
-    if (it == endpoints.end()) {
-      it =
-          endpoints
-              .emplace(key, fabricEndpointOf(match.hcaFor(index_, rows.str(worker), rows.str(nic))))
-              .first;
-    }
-    return it->second;
-  };
+// Rows of the same (initiator worker, nic, target worker, nic) share their paths: each row's
+// first row of its pair (sorted keys, stable: the first in row order); -1 for a row left out by
+// `only` or whose workers are not both matched.
+std::vector<int64_t> firstRowsOfPairs(const JudgeRows& rows, const fabric::HostMatch& match,
+                                      const std::vector<bool>* only) {
   // Whether a worker (by string id) is matched, looked up once each.
   std::vector<signed char> matched(rows.strings().size(), -1);
   auto is_matched = [&](uint32_t worker) {
@@ -93,8 +75,6 @@ RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& matc
     if (m < 0) m = match.matched(rows.str(worker)) ? 1 : 0;
     return m == 1;
   };
-  // Rows of the same (initiator worker, nic, target worker, nic) share their paths: each row's
-  // first row of its pair (sorted keys, stable: the first in row order), -1 when unmatched.
   struct PairKey {
     uint64_t initiator, target;  // (worker id << 32) | nic id
     uint32_t row;
@@ -118,27 +98,76 @@ RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& matc
         k > 0 && keys[k].initiator == keys[k - 1].initiator && keys[k].target == keys[k - 1].target;
     first_of[keys[k].row] = same ? first_of[keys[k - 1].row] : keys[k].row;
   }
+  return first_of;
+}
+
+// The HCA port a test on (worker, nic) (string ids of the rows) is traced from, looked up once
+// each.
+class PathEndpointCache {
+ public:
+  PathEndpointCache(const fabric::FabricIndex& index, const fabric::HostMatch& match,
+                    const JudgeRows& rows)
+      : index_(index), match_(match), rows_(rows) {}
+
+  fabric::Endpoint of(uint32_t worker, uint32_t nic) {
+    const uint64_t key = (static_cast<uint64_t>(worker) << 32) | nic;
+    auto it = endpoints_.find(key);
+    if (it == endpoints_.end()) {
+      const fabric::Node* hca = match_.hcaFor(index_, rows_.str(worker), rows_.str(nic));
+      it = endpoints_.emplace(key, fabricEndpointOf(hca)).first;
+    }
+    return it->second;
+  }
+
+ private:
+  const fabric::FabricIndex& index_;
+  const fabric::HostMatch& match_;
+  const JudgeRows& rows_;
+  std::unordered_map<uint64_t, fabric::Endpoint> endpoints_;
+};
+
+// Traces row `i`'s paths, both directions, into `out`; false when either fails (the first such
+// failure is out->first_error).
+bool traceRowPaths(const fabric::FabricIndex& index, const JudgeRows& rows, size_t i,
+                   PathEndpointCache& endpoints, RowPaths* out) {
+  const JudgeRow& r = rows[i];
+  const fabric::Endpoint a = endpoints.of(r.initiator.worker, r.initiator.nic);
+  const fabric::Endpoint b = endpoints.of(r.target.worker, r.target.nic);
+  auto fwd = fabric::tracePath(index, a, b);
+  auto rev = fwd.ok() ? fabric::tracePath(index, b, a) : fwd;
+  if (!fwd.ok() || !rev.ok()) {
+    if (out->first_error.empty()) {
+      out->first_error = rows.str(r.initiator.worker) + " -> " + rows.str(r.target.worker) + ": " +
+                         (fwd.ok() ? rev.status() : fwd.status()).message();
+    }
+    return false;
+  }
+  out->forward[i] = std::move(*fwd);
+  out->reverse[i] = std::move(*rev);
+  out->forward_links[i] = interSwitchLinks(out->forward[i]);
+  out->reverse_links[i] = interSwitchLinks(out->reverse[i]);
+  return true;
+}
+
+}  // namespace
+
+RowPaths SweepFabric::paths(const JudgeRows& rows, const fabric::HostMatch& match,
+                            const std::vector<bool>* only) const {
+  RowPaths out;
+  out.known.assign(rows.size(), false);
+  out.forward.resize(rows.size());
+  out.reverse.resize(rows.size());
+  out.forward_links.resize(rows.size());
+  out.reverse_links.resize(rows.size());
+  const std::vector<int64_t> first_of = firstRowsOfPairs(rows, match, only);
+  PathEndpointCache endpoints(index_, match, rows);
   std::vector<char> traced(rows.size(), 0);  // by first row: both directions traced
   for (size_t i = 0; i < rows.size(); ++i) {
     if (first_of[i] < 0) continue;
-    const JudgeRow& r = rows[i];
     const auto first = static_cast<size_t>(first_of[i]);
     if (first == i) {
-      const fabric::Endpoint a = endpoint_of(r.initiator.worker, r.initiator.nic);
-      const fabric::Endpoint b = endpoint_of(r.target.worker, r.target.nic);
-      auto fwd = fabric::tracePath(index_, a, b);
-      auto rev = fwd.ok() ? fabric::tracePath(index_, b, a) : fwd;
-      if (fwd.ok() && rev.ok()) {
-        traced[i] = 1;
-        out.forward[i] = std::move(*fwd);
-        out.reverse[i] = std::move(*rev);
-        out.forward_links[i] = interSwitchLinks(out.forward[i]);
-        out.reverse_links[i] = interSwitchLinks(out.reverse[i]);
-      } else if (out.first_error.empty()) {
-        out.first_error = rows.str(r.initiator.worker) + " -> " + rows.str(r.target.worker) + ": " +
-                          (fwd.ok() ? rev.status() : fwd.status()).message();
-      }
-    } else if (traced[first] != 0) {
+      traced[i] = traceRowPaths(index_, rows, i, endpoints, &out) ? 1 : 0;
+    } else if (traced[first] != 0) {  // the paths of its pair's first row
       out.forward[i] = out.forward[first];
       out.reverse[i] = out.reverse[first];
       out.forward_links[i] = out.forward_links[first];

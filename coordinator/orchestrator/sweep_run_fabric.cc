@@ -223,24 +223,15 @@ RowPaths SweepRunner::rowPaths(
   return out;
 }
 
-std::vector<BlamedLink> SweepRunner::fabricEnd(const LiveSweep& s, const JudgeRows& rows,
-                                               const JudgeVerdicts& verdicts,
-                                               std::vector<std::string>* notes,
-                                               std::vector<DirectedLink>* never) {
-  const std::shared_ptr<const SweepFabric> now = fabricNow();
-  if (!now) return {};
-  const SweepFabric& fab = *now;
-  const std::vector<WorkerStatus> workers = deps_.workers.list();
-  const fabric::HostMatch match = fab.match(workers);
-  const std::string matched = fabric::describeMatch(match, workers.size());
-  notes->push_back(matched);
-  if (!match.workers_without_hca.empty() || !match.hcas_without_worker.empty() ||
-      !match.problems.empty()) {
-    sweepFabricLog(deps_.clock).warn("sweep " + s.id + ": " + matched, {{"sweep", s.id}});
-  }
-  std::vector<std::pair<std::shared_ptr<const SweepFabric>, size_t>> used;
-  std::vector<PathHopRecord> hops;
-  const RowPaths paths = rowPaths(s, rows, now, &used, &hops);
+namespace {
+
+// The snapshots a sweep's paths were traced through, and how many tests each.
+using UsedFabrics = std::vector<std::pair<std::shared_ptr<const SweepFabric>, size_t>>;
+
+// The notes on the paths: the snapshots they were traced through when the tables changed during
+// the sweep, and the tests between matched workers that have none.
+void pathNotes(const UsedFabrics& used, const RowPaths& paths, const SweepFabric& current,
+               std::vector<std::string>* notes) {
   if (used.size() > 1) {
     std::string line =
         "fabric: the tables changed during the sweep (a newer snapshot was stored);"
@@ -256,53 +247,84 @@ std::vector<BlamedLink> SweepRunner::fabricEnd(const LiveSweep& s, const JudgeRo
     for (const auto& u : used) sources += (sources.empty() ? "" : ", ") + u.first->source();
     notes->push_back("fabric: " + std::to_string(paths.untraced) +
                      " tests between matched workers have no path in the LFTs of " +
-                     (sources.empty() ? fab.source() : sources) + " (first: " + paths.first_error +
+                     (sources.empty() ? current.source() : sources) +
+                     " (first: " + paths.first_error +
                      "); rediscover the fabric (`gdrmesh fabric discover --save`)");
   }
-  if (options_.paths != nullptr) {
-    // In batches of about 10,000 hops, each its own short transaction.
-    size_t from = 0;
-    while (from < hops.size()) {
-      size_t to = std::min(hops.size(), from + 10000);
-      while (to < hops.size() && hops[to].test_id == hops[to - 1].test_id) ++to;
-      std::vector<PathHopRecord> batch(hops.begin() + static_cast<std::ptrdiff_t>(from),
-                                       hops.begin() + static_cast<std::ptrdiff_t>(to));
-      Status st = options_.paths->putTestPaths(batch);
-      if (!st.ok()) {
-        notes->push_back("fabric: the tests' paths were not stored: " + st.toString());
-        break;
-      }
-      from = to;
+}
+
+// The tests' hops into `store`, in batches of about 10,000 hops (a test's hops in one batch),
+// each its own short transaction; a failed write is a note and ends the writing.
+void storeTestPaths(TestPathStore& store, const std::vector<PathHopRecord>& hops,
+                    std::vector<std::string>* notes) {
+  size_t from = 0;
+  while (from < hops.size()) {
+    size_t to = std::min(hops.size(), from + 10000);
+    while (to < hops.size() && hops[to].test_id == hops[to - 1].test_id) ++to;
+    std::vector<PathHopRecord> batch(hops.begin() + static_cast<std::ptrdiff_t>(from),
+                                     hops.begin() + static_cast<std::ptrdiff_t>(to));
+    Status st = store.putTestPaths(batch);
+    if (!st.ok()) {
+      notes->push_back("fabric: the tests' paths were not stored: " + st.toString());
+      break;
     }
+    from = to;
   }
+}
+
+// A bisection round's tests ran at once: a note per round of their summed bandwidth against the
+// fabric's bound.
+void bisectionNotes(const LiveSweep& s, const JudgeRows& rows, std::vector<std::string>* notes) {
+  struct RoundSum {
+    size_t tests = 0;
+    double gbps = 0;
+    bool bidirectional = false;
+  };
+  std::map<int, RoundSum> sums;
+  for (const JudgeRow& r : rows) {
+    if (r.retest || !r.has_bandwidth || r.plan_index < 0 ||
+        static_cast<size_t>(r.plan_index) >= s.plan.size()) {
+      continue;
+    }
+    const auto k = static_cast<size_t>(r.plan_index);
+    if (s.bisection_rounds.count(s.plan.round(k)) == 0) continue;
+    RoundSum& sum = sums[s.plan.round(k)];
+    ++sum.tests;
+    sum.gbps += r.bw_avg_gbps;
+    sum.bidirectional = sum.bidirectional || s.plan.bidirectional(k);
+  }
+  for (const auto& [round, sum] : sums) {
+    notes->push_back(SweepFabric::bisectionNote(round, sum.tests, sum.gbps, s.bisection_gbps,
+                                                sum.bidirectional));
+  }
+}
+
+}  // namespace
+
+std::vector<BlamedLink> SweepRunner::fabricEnd(const LiveSweep& s, const JudgeRows& rows,
+                                               const JudgeVerdicts& verdicts,
+                                               std::vector<std::string>* notes,
+                                               std::vector<DirectedLink>* never) {
+  const std::shared_ptr<const SweepFabric> now = fabricNow();
+  if (!now) return {};
+  const SweepFabric& fab = *now;
+  const std::vector<WorkerStatus> workers = deps_.workers.list();
+  const fabric::HostMatch match = fab.match(workers);
+  const std::string matched = fabric::describeMatch(match, workers.size());
+  notes->push_back(matched);
+  if (!match.workers_without_hca.empty() || !match.hcas_without_worker.empty() ||
+      !match.problems.empty()) {
+    sweepFabricLog(deps_.clock).warn("sweep " + s.id + ": " + matched, {{"sweep", s.id}});
+  }
+  UsedFabrics used;
+  std::vector<PathHopRecord> hops;
+  const RowPaths paths = rowPaths(s, rows, now, &used, &hops);
+  pathNotes(used, paths, fab, notes);
+  if (options_.paths != nullptr) storeTestPaths(*options_.paths, hops, notes);
   const FabricCoverage coverage = fab.coverage(rows, paths);
   for (auto& line : fab.coverageNotes(coverage)) notes->push_back(std::move(line));
   *never = coverage.never;
-  // A bisection round's tests ran at once: their summed bandwidth against the fabric's bound.
-  if (!s.bisection_rounds.empty()) {
-    struct RoundSum {
-      size_t tests = 0;
-      double gbps = 0;
-      bool bidirectional = false;
-    };
-    std::map<int, RoundSum> sums;
-    for (const JudgeRow& r : rows) {
-      if (r.retest || !r.has_bandwidth || r.plan_index < 0 ||
-          static_cast<size_t>(r.plan_index) >= s.plan.size()) {
-        continue;
-      }
-      const auto k = static_cast<size_t>(r.plan_index);
-      if (s.bisection_rounds.count(s.plan.round(k)) == 0) continue;
-      RoundSum& sum = sums[s.plan.round(k)];
-      ++sum.tests;
-      sum.gbps += r.bw_avg_gbps;
-      sum.bidirectional = sum.bidirectional || s.plan.bidirectional(k);
-    }
-    for (const auto& [round, sum] : sums) {
-      notes->push_back(SweepFabric::bisectionNote(round, sum.tests, sum.gbps, s.bisection_gbps,
-                                                  sum.bidirectional));
-    }
-  }
+  if (!s.bisection_rounds.empty()) bisectionNotes(s, rows, notes);
   return blameLinks(rows, verdicts, paths, fab);
 }
 

@@ -59,11 +59,8 @@ Status checkHosts(const char* field, const google::protobuf::RepeatedPtrField<st
   return {};
 }
 
-}  // namespace
-
-Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
-  const SweepLimits lim;
-  SweepSpec s;
+// The pattern, or none when the config's `sweeps:` say what to run.
+Status sweepPatternFromProto(const v1::SweepSpec& in, SweepSpec* s) {
   if (in.pattern().empty()) {
     if (in.config_yaml().empty()) {
       return invalidArgument(
@@ -71,15 +68,19 @@ Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
           "use --pattern pairs|all-pairs|rails|loopback|random|cover|bisection, or give a "
           "config whose `sweeps:` say what to run");
     }
-    s.pattern_from_config = true;
-  } else {
-    auto p = parseSweepPattern(in.pattern());
-    if (!p) {
-      return invalidArgument("pattern: '" + cleanText(in.pattern(), 80) + "' is not a pattern",
-                             "use pairs, all-pairs, rails, loopback, random, cover or bisection");
-    }
-    s.pattern = *p;
+    s->pattern_from_config = true;
+    return {};
   }
+  auto p = parseSweepPattern(in.pattern());
+  if (!p) {
+    return invalidArgument("pattern: '" + cleanText(in.pattern(), 80) + "' is not a pattern",
+                           "use pairs, all-pairs, rails, loopback, random, cover or bisection");
+  }
+  s->pattern = *p;
+  return {};
+}
+
+Status sweepPairsFromProto(const v1::SweepSpec& in, const SweepLimits& lim, SweepSpec* s) {
   if (static_cast<size_t>(in.pairs_size()) > lim.pairs) {
     return invalidArgument("pairs: " + std::to_string(in.pairs_size()) + " pairs, at most " +
                                std::to_string(lim.pairs),
@@ -87,19 +88,24 @@ Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
   }
   for (const auto& pr : in.pairs()) {
     GDR_ASSIGN_OR_RETURN(auto pair, parsePair(pr, lim));
-    s.pairs.push_back(std::move(pair));
+    s->pairs.push_back(std::move(pair));
   }
-  if (s.pattern == SweepPattern::kPairs && !s.pattern_from_config && s.pairs.empty()) {
+  if (s->pattern == SweepPattern::kPairs && !s->pattern_from_config && s->pairs.empty()) {
     return invalidArgument("pairs: the pairs pattern needs at least one SRC:DST",
                            "e.g. gdrmesh sweep run --pattern pairs h1:h2 h3:h4");
   }
+  return {};
+}
+
+// The direction, and the random pattern's rounds and seed.
+Status sweepDirectionFromProto(const v1::SweepSpec& in, const SweepLimits& lim, SweepSpec* s) {
   if (!in.direction().empty()) {
     auto d = parseSweepDirection(in.direction());
     if (!d) {
       return invalidArgument("direction: '" + cleanText(in.direction(), 80) +
                              "' is not one of one, both, bidir");
     }
-    s.direction = *d;
+    s->direction = *d;
   }
   if (in.has_random_rounds() &&
       (in.random_rounds() < 1 || in.random_rounds() > lim.random_rounds)) {
@@ -107,16 +113,21 @@ Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
                                " is out of range 1.." + std::to_string(lim.random_rounds),
                            "give the number of random matchings, or leave it out for 3");
   }
-  if (in.has_random_rounds()) s.random_rounds = in.random_rounds();
-  s.seed = in.seed();
+  if (in.has_random_rounds()) s->random_rounds = in.random_rounds();
+  s->seed = in.seed();
+  return {};
+}
+
+// The hosts it runs on: named, excluded, selected by label.
+Status sweepHostsFromProto(const v1::SweepSpec& in, const SweepLimits& lim, SweepSpec* s) {
   GDR_RETURN_IF_ERROR(checkHosts("hosts", in.hosts(), lim));
   GDR_RETURN_IF_ERROR(checkHosts("exclude", in.exclude(), lim));
   if (static_cast<size_t>(in.select_size()) > lim.selectors) {
     return invalidArgument("select: " + std::to_string(in.select_size()) + " selectors, at most " +
                            std::to_string(lim.selectors));
   }
-  s.hosts.assign(in.hosts().begin(), in.hosts().end());
-  s.exclude.assign(in.exclude().begin(), in.exclude().end());
+  s->hosts.assign(in.hosts().begin(), in.hosts().end());
+  s->exclude.assign(in.exclude().begin(), in.exclude().end());
   for (const auto& sel : in.select()) {
     auto eq = sel.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -125,19 +136,24 @@ Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
     }
     GDR_RETURN_IF_ERROR(checkText("select: key", sel.substr(0, eq), lim.label_key));
     GDR_RETURN_IF_ERROR(checkText("select: value", sel.substr(eq + 1), lim.label_value));
-    s.select[sel.substr(0, eq)] = sel.substr(eq + 1);
+    s->select[sel.substr(0, eq)] = sel.substr(eq + 1);
   }
-  s.test = fromProto(in.test());
-  if (in.test().message_size() == 0) s.test.message_size = kDefaultMessageSize;
-  if (in.test().iterations() == 0) s.test.iterations = kDefaultIterations;
-  s.test.warmup_iterations =
+  return {};
+}
+
+// The test each pair runs (its defaults filled in) and the message sizes it runs at.
+Status sweepTestFromProto(const v1::SweepSpec& in, const SweepLimits& lim, SweepSpec* s) {
+  s->test = fromProto(in.test());
+  if (in.test().message_size() == 0) s->test.message_size = kDefaultMessageSize;
+  if (in.test().iterations() == 0) s->test.iterations = kDefaultIterations;
+  s->test.warmup_iterations =
       in.test().warmup_iterations() == 0 ? kDefaultWarmupIterations : in.test().warmup_iterations();
   if (static_cast<size_t>(in.sizes_size()) > lim.sizes) {
     return invalidArgument("sizes: at most " + std::to_string(lim.sizes) + " sizes");
   }
-  s.sizes.assign(in.sizes().begin(), in.sizes().end());
+  s->sizes.assign(in.sizes().begin(), in.sizes().end());
   const PairTestLimits test_limits;
-  for (uint64_t sz : s.sizes) {
+  for (uint64_t sz : s->sizes) {
     if (sz == 0) return invalidArgument("sizes: a size of 0", "sizes must be > 0");
     if (sz > test_limits.max_message_size) {
       return invalidArgument("sizes: " + formatSize(sz) + " is above the largest message size " +
@@ -145,7 +161,12 @@ Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
                              "give sizes up to " + formatSize(test_limits.max_message_size));
     }
   }
-  s.max_concurrency = in.max_concurrency();
+  return {};
+}
+
+// How it runs: concurrency, retries, the config, its name, queueing, localising, baseline.
+Status sweepRunFromProto(const v1::SweepSpec& in, const SweepLimits& lim, SweepSpec* s) {
+  s->max_concurrency = in.max_concurrency();
   if (in.retries() > lim.retries) {
     return invalidArgument("retries: must be in 0.." + std::to_string(lim.retries));
   }
@@ -156,13 +177,28 @@ Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
   }
   GDR_RETURN_IF_ERROR(checkText("name", in.name(), lim.text));
   GDR_RETURN_IF_ERROR(checkText("baseline", in.baseline(), lim.text));
-  s.retries = in.retries();
-  s.config_yaml = in.config_yaml();
-  s.name = in.name();
-  s.queue = in.queue();
-  s.localise = in.localise();
-  s.baseline = in.baseline();
+  s->retries = in.retries();
+  s->config_yaml = in.config_yaml();
+  s->name = in.name();
+  s->queue = in.queue();
+  s->localise = in.localise();
+  s->baseline = in.baseline();
+  return {};
+}
+
+}  // namespace
+
+Result<SweepSpec> fromProto(const v1::SweepSpec& in) {
+  const SweepLimits lim;
+  SweepSpec s;
+  GDR_RETURN_IF_ERROR(sweepPatternFromProto(in, &s));
+  GDR_RETURN_IF_ERROR(sweepPairsFromProto(in, lim, &s));
+  GDR_RETURN_IF_ERROR(sweepDirectionFromProto(in, lim, &s));
+  GDR_RETURN_IF_ERROR(sweepHostsFromProto(in, lim, &s));
+  GDR_RETURN_IF_ERROR(sweepTestFromProto(in, lim, &s));
+  GDR_RETURN_IF_ERROR(sweepRunFromProto(in, lim, &s));
   if (!s.pattern_from_config) {
+    // The test's settings as each pair runs them (the workers are placeholders).
     PairTestSpec probe = s.test;
     probe.initiator.worker = probe.target.worker = "x";
     GDR_RETURN_IF_ERROR(validatePairTestSpec(probe, PairTestLimits{}));

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -401,41 +402,50 @@ bool atFileSizeLimit(const std::string& path) {
   return false;
 }
 
-}  // namespace
-
-Status SqliteStore::error(const Conn& c, int rc, const std::string& what) const {
-  const int primary = rc & 0xff;
-  const std::string msg = sqlite3_errmsg(c.db.get());
-  const int sys = sqlite3_system_errno(c.db.get());
-  const std::string detail =
-      what + ": " + msg + " [" + sqlite3_errstr(rc) + ", code " + std::to_string(rc) + "]";
+// The errors whose cause is the file system under database `path`, whatever SQLite's code
+// (`primary`) says of them: writes refused, the file-size limit, a full disk. `sys`: the
+// errno SQLite saw; `detail`: SQLite's own words. None for any other error.
+std::optional<Status> sqliteFileSystemError(const std::string& path, int primary, int sys,
+                                            const std::string& detail) {
   if (primary == SQLITE_IOERR && (sys == EPERM || sys == EROFS || sys == EACCES ||
-                                  (path_ != ":memory:" && writeRefused(path_)))) {
+                                  (path != ":memory:" && writeRefused(path)))) {
     // A write refused by the file system: read-only mount, immutable file, no permission.
     return Status(Code::kPermissionDenied,
-                  "cannot write database " + path_ + " (" + detail +
+                  "cannot write database " + path + " (" + detail +
                       (sys != 0 ? std::string(": ") + std::strerror(sys) : std::string()) +
                       "; the file system refuses writes)",
-                  "give the coordinator's user write access to " + path_ +
+                  "give the coordinator's user write access to " + path +
                       " and its directory (a read-only mount or an immutable file: mount it "
                       "read-write, chattr -i), or pass --db another file");
   }
-  if (primary == SQLITE_IOERR &&
-      (sys == EFBIG || (path_ != ":memory:" && atFileSizeLimit(path_)))) {
+  if (primary == SQLITE_IOERR && (sys == EFBIG || (path != ":memory:" && atFileSizeLimit(path)))) {
     // Over the process's file-size limit (RLIMIT_FSIZE): the coordinator ignores SIGXFSZ, so
     // the write fails here instead of killing it.
     return Status(Code::kResourceExhausted,
-                  "database " + path_ + " reached the coordinator's file-size limit (" + detail +
+                  "database " + path + " reached the coordinator's file-size limit (" + detail +
                       ": " + std::strerror(EFBIG) + ")",
                   "raise the coordinator's file-size limit (ulimit -f unlimited; LimitFSIZE= in "
                   "its systemd unit), or move the database (--db); the failed write was rolled "
                   "back");
   }
   if (primary == SQLITE_FULL || (primary == SQLITE_IOERR && sys == ENOSPC)) {
-    return Status(Code::kResourceExhausted, "database disk is full: " + path_ + " (" + detail + ")",
-                  "free space on the filesystem that holds " + path_ +
+    return Status(Code::kResourceExhausted, "database disk is full: " + path + " (" + detail + ")",
+                  "free space on the filesystem that holds " + path +
                       " (df -h), or move the database (--db); the failed write was rolled back");
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// The file system's errors first, then one case per SQLite primary code.
+Status SqliteStore::error(const Conn& c, int rc, const std::string& what) const {
+  const int primary = rc & 0xff;
+  const std::string msg = sqlite3_errmsg(c.db.get());
+  const int sys = sqlite3_system_errno(c.db.get());
+  const std::string detail =
+      what + ": " + msg + " [" + sqlite3_errstr(rc) + ", code " + std::to_string(rc) + "]";
+  if (auto st = sqliteFileSystemError(path_, primary, sys, detail)) return *st;
   switch (primary) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:

@@ -134,5 +134,112 @@ TEST(JsonTest, LatencyAndCountersWhenPresent) {
   EXPECT_EQ(j["port_counters"]["xmit_bytes"], 123);
 }
 
+// An inventory of every part (a capability, a NIC with a port and a GID, a GPU) in the domain
+// encoding, for the reader's tests.
+nlohmann::json inventoryDocument() {
+  Inventory in;
+  in.hostname = "h1";
+  in.transports = {"verbs"};
+  TransportCapabilities c;
+  c.transport = TransportKind::kVerbs;
+  c.bandwidth_ops = {Op::kWrite};
+  c.max_inline = 256;
+  in.capabilities.push_back(c);
+  Nic nic;
+  nic.name = "mlx5_0";
+  nic.numa_node = 1;
+  NicPort port;
+  port.port = 1;
+  port.state = "ACTIVE";
+  port.rate_gbps = 400;
+  port.lid = 7;
+  port.gids.push_back({3, "fe80::1", "RoCE v2"});
+  nic.ports.push_back(port);
+  in.nics.push_back(nic);
+  Gpu g;
+  g.compute_capability_major = 9;
+  in.gpus.push_back(g);
+  return toJson(in);
+}
+
+// The reader's error for `j` (empty when it reads).
+std::string inventoryError(const nlohmann::json& j) {
+  auto inv = inventoryFromJson(j);
+  return inv.ok() ? std::string() : inv.status().message();
+}
+
+TEST(InventoryFromJson, ReadsBackWhatToJsonWrote) {
+  const nlohmann::json j = inventoryDocument();
+  auto inv = inventoryFromJson(j);
+  ASSERT_TRUE(inv.ok()) << inv.status().toString();
+  EXPECT_EQ(toJson(*inv), j);
+}
+
+// Every error names the field by its path and what was expected of it.
+TEST(InventoryFromJson, ErrorsNameTheFieldAndWhatWasExpected) {
+  const std::string prefix = "inventory JSON: ";
+  EXPECT_EQ(inventoryError(nlohmann::json::array()), prefix + "inventory is not a JSON object");
+  nlohmann::json j = inventoryDocument();
+  j.erase("hostname");
+  EXPECT_EQ(inventoryError(j), prefix + "inventory.hostname is missing");
+  j = inventoryDocument();
+  j["transports"] = {"verbs", 3};
+  EXPECT_EQ(inventoryError(j),
+            prefix + "inventory.transports holds an element that is not a string");
+  j = inventoryDocument();
+  j["capabilities"][0]["transport"] = "TRANSPORT_VERBS";
+  EXPECT_EQ(inventoryError(j),
+            prefix + "inventory.capabilities[0].transport 'TRANSPORT_VERBS' is not a transport");
+  j = inventoryDocument();
+  j["capabilities"][0]["bandwidth_ops"] = {"write", "OP_READ"};
+  EXPECT_EQ(inventoryError(j), prefix +
+                                   "inventory.capabilities[0].bandwidth_ops holds 'OP_READ', not "
+                                   "one of its names");
+  j = inventoryDocument();
+  j["capabilities"][0]["max_message_size"] = "65536";
+  EXPECT_EQ(inventoryError(j),
+            prefix + "inventory.capabilities[0].max_message_size is not a number >= 0");
+  j = inventoryDocument();
+  j["nics"][0]["ports"][0]["rate_gbps"] = "400";
+  EXPECT_EQ(inventoryError(j), prefix + "inventory.nics[0].ports[0].rate_gbps is not a number");
+  j = inventoryDocument();
+  j["nics"][0]["ports"][0]["gids"][0]["index"] = 1.5;
+  EXPECT_EQ(inventoryError(j),
+            prefix + "inventory.nics[0].ports[0].gids[0].index is not an integer");
+  j = inventoryDocument();
+  j["nics"][0]["ports"] = nlohmann::json::object();
+  EXPECT_EQ(inventoryError(j), prefix + "inventory.nics[0].ports is not an array");
+  j = inventoryDocument();
+  j["gpus"][0] = "GPU 0";
+  EXPECT_EQ(inventoryError(j), prefix + "inventory.gpus[0] is not a JSON object");
+  j = inventoryDocument();
+  j["gpus"][0]["dma_buf_supported"] = 1;
+  EXPECT_EQ(inventoryError(j), prefix + "inventory.gpus[0].dma_buf_supported is not true or false");
+  j = inventoryDocument();
+  j["gpus"][0]["compute_capability"] = "9";
+  EXPECT_EQ(inventoryError(j),
+            prefix + "inventory.gpus[0].compute_capability '9' is not MAJOR.MINOR");
+  // The first error is the one reported.
+  j = inventoryDocument();
+  j.erase("worker_version");
+  j["gpus"][0].erase("name");
+  EXPECT_EQ(inventoryError(j), prefix + "inventory.worker_version is missing");
+}
+
+// Issue #19: a number beyond its field's type was cut to fit (a NUMA node of 2^32 + 1 read back
+// as 1); it is an error naming the field.
+TEST(InventoryFromJson, NumbersBeyondTheirFieldsTypeAreErrors) {
+  const std::string prefix = "inventory JSON: ";
+  nlohmann::json j = inventoryDocument();
+  j["nics"][0]["numa_node"] = (int64_t{1} << 32) + 1;
+  EXPECT_EQ(inventoryError(j), prefix + "inventory.nics[0].numa_node is out of range");
+  j = inventoryDocument();
+  j["nics"][0]["ports"][0]["lid"] = (uint64_t{1} << 32) + 7;
+  EXPECT_EQ(inventoryError(j), prefix + "inventory.nics[0].ports[0].lid is too large");
+  j = inventoryDocument();
+  j["capabilities"][0]["max_inline"] = uint64_t{1} << 40;
+  EXPECT_EQ(inventoryError(j), prefix + "inventory.capabilities[0].max_inline is too large");
+}
+
 }  // namespace
 }  // namespace gdrmesh

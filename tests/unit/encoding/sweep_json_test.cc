@@ -217,6 +217,59 @@ TEST(SweepSpecJson, RefusesOtherFormsNamingTheField) {
   EXPECT_FALSE(sweepSpecFromJsonText("not json").ok());
 }
 
+// The reader's error for `j` (empty when it reads).
+std::string specError(const OrderedJson& j) {
+  auto s = sweepSpecFromJson(j);
+  return s.ok() ? std::string() : s.status().message();
+}
+
+// Every error names the field by its path and what was expected of it.
+TEST(SweepSpecJson, ErrorsNameTheFieldAndWhatWasExpected) {
+  const std::string prefix = "sweep spec JSON: ";
+  EXPECT_EQ(specError(OrderedJson::array()), prefix + "the document is not a JSON object");
+  OrderedJson j = toJson(richSpec());
+  j["pairs"] = {"h1h2"};
+  EXPECT_EQ(specError(j), prefix + "pairs 'h1h2' is not SRC:DST");
+  j = toJson(richSpec());
+  j["pattern"] = "mesh";
+  EXPECT_EQ(specError(j), prefix + "pattern 'mesh' is not a pattern");
+  j = toJson(richSpec());
+  j["select"]["rack"] = 12;
+  EXPECT_EQ(specError(j), prefix + "select.rack is not a string");
+  j = toJson(richSpec());
+  j["sizes"] = {4096, -1};
+  EXPECT_EQ(specError(j), prefix + "sizes holds an element that is not a number >= 0");
+  j = toJson(richSpec());
+  j["hosts"] = "h1";
+  EXPECT_EQ(specError(j), prefix + "hosts is not an array");
+  j = toJson(richSpec());
+  j["test"].erase("initiator");
+  EXPECT_EQ(specError(j), prefix + "test.initiator is missing");
+  j = toJson(richSpec());
+  j["test"]["initiator"]["memory"] = "gpu";
+  EXPECT_EQ(specError(j), prefix + "test.initiator.memory 'gpu' is not one of its names");
+  j = toJson(richSpec());
+  j["test"]["target"]["gpu"] = int64_t{1} << 40;
+  EXPECT_EQ(specError(j), prefix + "test.target.gpu is out of range");
+  j = toJson(richSpec());
+  j["test"]["num_qps"] = uint64_t{1} << 33;
+  EXPECT_EQ(specError(j), prefix + "test.num_qps is too large");
+  j = toJson(richSpec());
+  j["test"]["transport"] = "rdma";
+  EXPECT_EQ(specError(j), prefix + "test.transport 'rdma' is not a transport");
+  j = toJson(richSpec());
+  j["test"]["fault"] = true;
+  EXPECT_EQ(specError(j), prefix + "test.fault is not an object");
+  j = toJson(richSpec());
+  j["test"]["fault"].erase("corrupt_bytes");
+  EXPECT_EQ(specError(j), prefix + "test.fault.corrupt_bytes is missing");
+  // The first error is the one reported.
+  j = toJson(richSpec());
+  j["test"]["op"] = 3;
+  j["baseline"] = 3;
+  EXPECT_EQ(specError(j), prefix + "test.op is not a string");
+}
+
 TEST(CsvTable, ColumnsInTheEncodingsOrderNestedAndJoined) {
   Suspect s{"nic", "h1/mlx5_0", 0.5, {"a", "b"}};
   const auto t = csvTable({toJson(s)}, toJson(Suspect{}));
