@@ -70,20 +70,20 @@ int runAccept(const ClientOptions& o, const AcceptArgs& a) {
   pb::SweepReport report;
   bool fetched = false;
   rc = followAndFetch(o, *stub, started.id(), true, pb::VERDICTS_ALL, &report, &fetched);
+  // The wire report in domain types, once: JUnit, the JSON document and the text come from it.
+  SweepReportData data = convert::fromProto(report, nullptr);
+  std::string lost;
   if (!fetched) {
     // Still leave CI a document that fails, saying why.
-    *report.mutable_progress() = started;
-    report.mutable_progress()->set_state("unknown");
-    report.mutable_progress()->set_reason(
-        rc == kExitInterrupted
-            ? "the CLI stopped following (interrupted); the sweep goes on"
-            : "the CLI lost the sweep's progress (exit " + std::to_string(rc) + ")");
+    data.progress = convert::fromProto(started);
+    lost = rc == kExitInterrupted
+               ? "the CLI stopped following (interrupted); the sweep goes on"
+               : "the CLI lost the sweep's progress (exit " + std::to_string(rc) + ")";
   }
-  // The wire report in domain types, once: the JSON document and the text come from it.
-  const SweepReportData data = convert::fromProto(report, nullptr);
   bool written = true;
   if (!a.junit.empty()) {
-    written &= writeFile(a.junit, renderJUnit(junitFromReport(report, o.coordinator)), "--junit");
+    written &=
+        writeFile(a.junit, renderJUnit(junitFromReport(data, o.coordinator, lost)), "--junit");
   }
   if (!a.report.empty() && fetched) {
     written &= writeFile(a.report, jsonText(toJson(data)) + "\n", "--report");

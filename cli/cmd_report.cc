@@ -1,6 +1,6 @@
 // `gdrmesh report SWEEP_ID --format html|md [--out FILE]`: the acceptance report of one sweep
-// (cli/report), from GetSweep and ListWorkers. The wire messages are converted once here; the
-// renderers see domain types only.
+// (cli/report), from GetSweep and ListWorkers. The wire messages are converted once here, where
+// they are asked for; the view, the matrix and the renderers see domain types only.
 #include "cli/cmd_report.h"
 
 #include <unistd.h>
@@ -10,18 +10,19 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli/control.h"
 #include "cli/report/acceptance_report.h"
 #include "cli/report/matrix.h"
 #include "common/units.h"
-#include "convert.h"
 #include "coordinator/config/config_yaml.h"
 #include "coordinator/service/sweep_convert.h"
 
 namespace gdrmesh::cli {
 
-SweepView sweepView(const pb::SweepReport& report, const std::vector<pb::WorkerInfo>& workers) {
+SweepView sweepView(SweepReportData data, std::vector<WorkerStatus> workers) {
   SweepView v;
-  v.data = convert::fromProto(report, &v.spec_error);
+  v.data = std::move(data);
+  v.workers = std::move(workers);
   if (!v.data.spec.config_yaml.empty()) {
     auto cfg = parseClusterConfig(v.data.spec.config_yaml, "the sweep's stored config");
     if (cfg.ok()) {
@@ -30,20 +31,7 @@ SweepView sweepView(const pb::SweepReport& report, const std::vector<pb::WorkerI
       v.config_error = cfg.status().message();
     }
   }
-  for (const auto& w : workers) v.workers.push_back(convert::fromProto(w));
   return v;
-}
-
-std::vector<pb::WorkerInfo> listWorkersQuietly(pb::ControlService::Stub& stub, std::string* error) {
-  grpc::ClientContext ctx;
-  setDeadline(&ctx, 30);
-  pb::ListWorkersResponse resp;
-  auto st = stub.ListWorkers(&ctx, pb::ListWorkersRequest(), &resp);
-  if (!st.ok()) {
-    if (error) *error = st.error_message();
-    return {};
-  }
-  return {resp.workers().begin(), resp.workers().end()};
 }
 
 std::string sweepMatrixText(const SweepView& view, size_t max_hosts, bool colour) {
@@ -109,13 +97,14 @@ int runReport(const ReportArgs& a) {
                  "\"no stored inventory\"\n",
                  workers_error.c_str());
   }
-  SweepView view = sweepView(resp, workers);
+  std::string spec_error;  // the stored spec no longer validates
+  SweepView view = sweepView(convert::fromProto(resp, &spec_error), std::move(workers));
   report::ReportInput in;
   in.sweep = std::move(view.data);
   in.workers = std::move(view.workers);
   in.config = view.config.get();
   in.config_error = view.config_error;
-  if (!view.spec_error.empty()) in.sweep.notes.push_back("stored spec: " + view.spec_error);
+  if (!spec_error.empty()) in.sweep.notes.push_back("stored spec: " + spec_error);
   in.generated_ms = nowUnixMs();
   in.max_matrix_hosts = a.max_hosts;
   const std::string text = a.format == "md" ? report::renderMarkdown(in) : report::renderHtml(in);
@@ -129,10 +118,9 @@ int runReport(const ReportArgs& a) {
     if (!w.fix().empty()) std::fprintf(stderr, "  fix: %s\n", w.fix().c_str());
     return kExitUsage;
   }
+  const SweepProgress& p = in.sweep.progress;
   std::fprintf(stderr, "report of sweep %s (%s, verdict %s) written to %s\n", a.id.c_str(),
-               a.format.c_str(),
-               resp.progress().verdict().empty() ? resp.progress().state().c_str()
-                                                 : resp.progress().verdict().c_str(),
+               a.format.c_str(), p.verdict.empty() ? toString(p.state) : p.verdict.c_str(),
                a.out.c_str());
   return kExitOk;
 }

@@ -1,5 +1,6 @@
-// What `gdrmesh report` and `gdrmesh sweep show --matrix` share: the wire report converted once
-// to domain types, with the sweep's config parsed and the workers' stored inventories.
+// What `gdrmesh report` and `gdrmesh sweep show --matrix` share: a sweep's report in domain types
+// (the command converts GetSweep's and ListWorkers' answers once, where it calls them), with the
+// sweep's config parsed and the workers' stored inventories. No protobuf here.
 #pragma once
 
 #include <cstddef>
@@ -7,27 +8,21 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli.h"
-#include "cli/control.h"
+#include "common/inventory.h"
 #include "coordinator/orchestrator/cluster_config.h"
-#include "coordinator/orchestrator/sweep_manager.h"
+#include "coordinator/orchestrator/sweep_reports.h"
 
 namespace gdrmesh::cli {
 
 struct SweepView {
   SweepReportData data;
-  std::string spec_error;                 // the stored spec no longer validates
   std::unique_ptr<ClusterConfig> config;  // nullptr: the sweep has no config (or a bad one)
   std::string config_error;
   std::vector<WorkerStatus> workers;  // ListWorkers; empty when it failed
-  std::string workers_error;
 };
 
-// Converts `report` (and the ListWorkers answer, `workers`) into a SweepView.
-SweepView sweepView(const pb::SweepReport& report, const std::vector<pb::WorkerInfo>& workers);
-
-// Asks ListWorkers; on failure returns an empty list and sets `error`.
-std::vector<pb::WorkerInfo> listWorkersQuietly(pb::ControlService::Stub& stub, std::string* error);
+// The view of a report and the workers (listWorkersQuietly): parses the sweep's stored config.
+SweepView sweepView(SweepReportData data, std::vector<WorkerStatus> workers);
 
 // The terminal matrix of a sweep (cli/report/matrix.h).
 std::string sweepMatrixText(const SweepView& view, size_t max_hosts, bool colour);

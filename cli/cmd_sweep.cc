@@ -176,7 +176,7 @@ int runShow(const ClientOptions& o, const std::string& id, const ShowArgs& a) {
   if (a.matrix) {
     // Labels pick host classes, whose thresholds are the cells' references.
     auto workers = listWorkersQuietly(*stub, nullptr);
-    SweepView view = sweepView(resp, workers);
+    SweepView view = sweepView(convert::fromProto(resp, nullptr), std::move(workers));
     std::string provisional;
     if (view.data.verdicts.empty() && resp.progress().tests_done() > 0) {
       // A running sweep stores its verdicts at its end: the coordinator judges the results

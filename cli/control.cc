@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/sync/mutex.h"
 #include "common/units.h"
+#include "convert.h"
 #include "coordinator/service/sweep_convert.h"
 #include "security/grpc_tls.h"
 
@@ -167,6 +168,21 @@ int reportRpcError(const ClientOptions& o, const std::string& rpc, const grpc::S
   }
   std::fprintf(stderr, "%s\n", f.message.c_str());
   return f.exit_code;
+}
+
+std::vector<WorkerStatus> listWorkersQuietly(pb::ControlService::Stub& stub, std::string* error) {
+  grpc::ClientContext ctx;
+  setDeadline(&ctx, 30);
+  pb::ListWorkersResponse resp;
+  auto st = stub.ListWorkers(&ctx, pb::ListWorkersRequest(), &resp);
+  if (!st.ok()) {
+    if (error != nullptr) *error = st.error_message();
+    return {};
+  }
+  std::vector<WorkerStatus> out;
+  out.reserve(static_cast<size_t>(resp.workers_size()));
+  for (const auto& w : resp.workers()) out.push_back(convert::fromProto(w));
+  return out;
 }
 
 Result<std::string> readTextFile(const std::string& path, const std::string& flag) {

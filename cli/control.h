@@ -57,6 +57,10 @@ RpcFailure classifyRpcFailure(const std::string& coordinator, const std::string&
 int reportRpcError(const ClientOptions& o, const std::string& rpc, const grpc::Status& st,
                    const std::vector<std::string>& named_workers = {});
 
+// Asks ListWorkers and converts the answer; on failure returns an empty list and sets `error`
+// (when not nullptr).
+std::vector<WorkerStatus> listWorkersQuietly(pb::ControlService::Stub& stub, std::string* error);
+
 // Reads a whole file; the error names `flag` and the path.
 Result<std::string> readTextFile(const std::string& path, const std::string& flag);
 

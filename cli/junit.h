@@ -1,7 +1,8 @@
 // JUnit XML for CI systems (`gdrmesh accept --junit FILE`): one <testsuite> per sweep (each
-// sweep of an acceptance run's config: SweepReport.parts), one <testcase> per pair and message
-// size, of class gdrmesh.<that sweep's pattern>. The document model is plain structs so the writer
-// is tested on its own; junitFromReport() fills it from a sweep report.
+// sweep of an acceptance run's config: SweepReportData::parts), one <testcase> per pair and
+// message size, of class gdrmesh.<that sweep's pattern>. The document model is plain structs so
+// the writer is tested on its own; junitFromReport() fills it from a sweep report in domain types
+// (the command converts the wire report once; nothing here sees protobuf).
 #pragma once
 
 #include <string>
@@ -9,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "gdrmesh/v1/gdrmesh.pb.h"
+#include "coordinator/orchestrator/sweep_reports.h"
 
 namespace gdrmesh::cli {
 
@@ -43,7 +44,11 @@ std::string renderJUnit(const std::vector<JUnitSuite>& suites);
 // from a coordinator that sends no parts, one suite per run (results grouped by run_id). Cases
 // are matched with their verdicts by test id. A case "sweep verdict" fails when the sweep did
 // not finish with verdict PASS, so the document fails exactly when `gdrmesh accept` does.
-std::vector<JUnitSuite> junitFromReport(const v1::SweepReport& report,
-                                        const std::string& coordinator);
+// `lost`: why the CLI has no report of the sweep (it stopped following, or lost the sweep's
+// progress); `report` then holds the progress as the sweep started, its state reads "unknown"
+// and the sweep verdict fails with `lost` as its reason. "" for a report that was fetched.
+std::vector<JUnitSuite> junitFromReport(const SweepReportData& report,
+                                        const std::string& coordinator,
+                                        const std::string& lost = "");
 
 }  // namespace gdrmesh::cli

@@ -6,6 +6,7 @@
 #include "common/fabric/fabric.h"
 #include "common/json.h"
 #include "common/units.h"
+#include "coordinator/orchestrator/figure_json.h"
 
 namespace gdrmesh {
 namespace {
@@ -116,23 +117,7 @@ OrderedJson toJson(const LinkVerdictRecord& l) {
 }
 
 OrderedJson toJson(const FigureSummary& f) {
-  OrderedJson worst = OrderedJson::array();
-  for (const auto& w : f.worst)
-    worst.push_back({{"src", w.src}, {"dst", w.dst}, {"value", w.value}});
-  OrderedJson hosts = OrderedJson::array();
-  for (const auto& h : f.worst_hosts) {
-    hosts.push_back({{"host", h.host}, {"median", h.median}, {"pairs", h.pairs}});
-  }
-  return {{"op", toString(f.op)},
-          {"mode", toString(f.mode)},
-          {"message_size", f.message_size},
-          {"unit", f.unit},
-          {"pairs", f.pairs},
-          {"min", f.min},
-          {"median", f.median},
-          {"max", f.max},
-          {"worst", std::move(worst)},
-          {"worst_hosts", std::move(hosts)}};
+  return figureJson(f);
 }
 
 OrderedJson toJson(const SweepPart& part) {

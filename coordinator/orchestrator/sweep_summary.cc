@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/stats.h"
+#include "coordinator/orchestrator/figure_json.h"
 
 namespace gdrmesh {
 
@@ -183,24 +184,30 @@ std::vector<FigureSummary> summariseFigures(const std::vector<PairVerdict>& verd
   return acc.result(keep);
 }
 
-std::string figuresJson(const std::vector<FigureSummary>& figures) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const FigureSummary& f : figures) {
-    nlohmann::json worst = nlohmann::json::array(), hosts = nlohmann::json::array();
-    for (const FigurePair& p : f.worst) worst.push_back({p.src, p.dst, p.value});
-    for (const FigureHost& h : f.worst_hosts) hosts.push_back({h.host, h.median, h.pairs});
-    out.push_back({{"op", toString(f.op)},
-                   {"mode", toString(f.mode)},
-                   {"size", f.message_size},
-                   {"unit", f.unit},
-                   {"pairs", f.pairs},
-                   {"min", f.min},
-                   {"median", f.median},
-                   {"max", f.max},
-                   {"worst", std::move(worst)},
-                   {"worst_hosts", std::move(hosts)}});
+nlohmann::ordered_json figureJson(const FigureSummary& f) {
+  nlohmann::ordered_json worst = nlohmann::ordered_json::array();
+  for (const auto& w : f.worst)
+    worst.push_back({{"src", w.src}, {"dst", w.dst}, {"value", w.value}});
+  nlohmann::ordered_json hosts = nlohmann::ordered_json::array();
+  for (const auto& h : f.worst_hosts) {
+    hosts.push_back({{"host", h.host}, {"median", h.median}, {"pairs", h.pairs}});
   }
-  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return {{"op", toString(f.op)},
+          {"mode", toString(f.mode)},
+          {"message_size", f.message_size},
+          {"unit", f.unit},
+          {"pairs", f.pairs},
+          {"min", f.min},
+          {"median", f.median},
+          {"max", f.max},
+          {"worst", std::move(worst)},
+          {"worst_hosts", std::move(hosts)}};
+}
+
+std::string figuresJson(const std::vector<FigureSummary>& figures) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const FigureSummary& f : figures) out.push_back(figureJson(f));
+  return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 namespace {
@@ -210,25 +217,57 @@ double figureNumber(const nlohmann::json& j) {
   return j.is_number() ? j.get<double>() : std::numeric_limits<double>::quiet_NaN();
 }
 
+// One of worst[]: {src, dst, value}, or [src, dst, value] as rows stored before the shared
+// encoding have it; false for anything else.
+bool figurePairFromJson(const nlohmann::json& p, FigurePair* out) {
+  if (p.is_object() && p.value("src", nlohmann::json()).is_string() &&
+      p.value("dst", nlohmann::json()).is_string()) {
+    *out = {p["src"].get<std::string>(), p["dst"].get<std::string>(),
+            figureNumber(p.value("value", nlohmann::json()))};
+    return true;
+  }
+  if (p.is_array() && p.size() == 3 && p[0].is_string() && p[1].is_string()) {
+    *out = {p[0].get<std::string>(), p[1].get<std::string>(), figureNumber(p[2])};
+    return true;
+  }
+  return false;
+}
+
+// One of worst_hosts[]: {host, median, pairs}, or [host, median, pairs] as older rows have it.
+bool figureHostFromJson(const nlohmann::json& h, FigureHost* out) {
+  if (h.is_object() && h.value("host", nlohmann::json()).is_string() &&
+      h.value("pairs", nlohmann::json()).is_number_unsigned()) {
+    *out = {h["host"].get<std::string>(), figureNumber(h.value("median", nlohmann::json())),
+            h["pairs"].get<uint32_t>()};
+    return true;
+  }
+  if (h.is_array() && h.size() == 3 && h[0].is_string() && h[2].is_number_unsigned()) {
+    *out = {h[0].get<std::string>(), figureNumber(h[1]), h[2].get<uint32_t>()};
+    return true;
+  }
+  return false;
+}
+
+// The shared encoding (figureJson), or the compact form reports were stored in before it
+// ("size" for message_size, worst pairs and hosts as arrays): both read the same.
 FigureSummary figureFromJson(const nlohmann::json& f) {
   FigureSummary s;
   s.op = parseOp(f.value("op", "")).value_or(Op::kWrite);
   s.mode = parseMode(f.value("mode", "")).value_or(Mode::kBandwidth);
-  s.message_size = f.value("size", uint64_t{0});
+  s.message_size = f.contains("message_size") ? f.value("message_size", uint64_t{0})
+                                              : f.value("size", uint64_t{0});
   s.unit = f.value("unit", "");
   s.pairs = f.value("pairs", uint32_t{0});
   s.min = figureNumber(f.value("min", nlohmann::json()));
   s.median = figureNumber(f.value("median", nlohmann::json()));
   s.max = figureNumber(f.value("max", nlohmann::json()));
   for (const auto& p : f.value("worst", nlohmann::json::array())) {
-    if (p.is_array() && p.size() == 3 && p[0].is_string() && p[1].is_string()) {
-      s.worst.push_back({p[0].get<std::string>(), p[1].get<std::string>(), figureNumber(p[2])});
-    }
+    FigurePair pair;
+    if (figurePairFromJson(p, &pair)) s.worst.push_back(std::move(pair));
   }
   for (const auto& h : f.value("worst_hosts", nlohmann::json::array())) {
-    if (h.is_array() && h.size() == 3 && h[0].is_string() && h[2].is_number_unsigned()) {
-      s.worst_hosts.push_back({h[0].get<std::string>(), figureNumber(h[1]), h[2].get<uint32_t>()});
-    }
+    FigureHost host;
+    if (figureHostFromJson(h, &host)) s.worst_hosts.push_back(std::move(host));
   }
   return s;
 }

@@ -31,7 +31,7 @@ Suspect fromProto(const v1::Suspect& in);
 SweepReportData fromProto(const v1::SweepReport& in, std::string* spec_error);
 
 // SweepCodec on protobuf's JSON mapping of v1.SweepSpec: how builds before the domain encoding
-// stored specs (and what the wire fuzzers feed). Read by StoredSweepCodec for those rows.
+// stored specs. Read by StoredSweepCodec for those rows (the fuzzers check that they still are).
 class ProtoJsonSweepCodec final : public SweepCodec {
  public:
   std::string encode(const SweepSpec& spec) const override;

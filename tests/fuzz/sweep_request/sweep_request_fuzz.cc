@@ -5,7 +5,9 @@
 //   - a spec that converts must be within every limit (SweepLimits, PairTestLimits for the
 //     template at every size) and name only valid workers;
 //   - it must survive the round trips the coordinator makes with it: domain -> wire -> domain
-//     (the same wire message again) and the stored JSON form (ProtoJsonSweepCodec);
+//     (the same wire message again) and the stored form (StoredSweepCodec: the domain encoding,
+//     the same spec again), and a row an older build stored (protobuf's JSON mapping,
+//     ProtoJsonSweepCodec) must still read as the same spec;
 //   - its plan (when small enough to make per input) keeps rounds in range, grouped as the
 //     planner documents, and never puts a worker into two tests of one round (all-pairs, random).
 #include <google/protobuf/util/message_differencer.h>
@@ -95,10 +97,13 @@ void checkRoundTrips(const gdrmesh::SweepSpec& s) {
   gdrmesh::v1::SweepSpec wire2;
   gdrmesh::convert::toProto(*again, &wire2);
   if (!MessageDifferencer::Equals(wire, wire2)) std::abort();
-  const gdrmesh::convert::ProtoJsonSweepCodec codec;
-  const std::string text = codec.encode(s);
-  auto decoded = codec.decode(text);
-  if (!decoded.ok() || codec.encode(*decoded) != text) std::abort();
+  const gdrmesh::convert::StoredSweepCodec stored;
+  const std::string text = stored.encode(s);
+  auto decoded = stored.decode(text);
+  if (!decoded.ok() || stored.encode(*decoded) != text) std::abort();
+  // What an older build stored of the same spec reads as the same spec.
+  auto old_row = stored.decode(gdrmesh::convert::ProtoJsonSweepCodec().encode(s));
+  if (!old_row.ok() || stored.encode(*old_row) != text) std::abort();
 }
 
 void checkPlan(const gdrmesh::SweepSpec& s) {

@@ -63,56 +63,50 @@ TEST(RenderJUnit, CountsAndElements) {
   EXPECT_EQ(count(xml, "</testsuite>"), 1u);
 }
 
-v1::TestResult result(const std::string& id, const std::string& dst, v1::TestStatus status) {
-  v1::TestResult r;
-  r.set_test_id(id);
-  r.set_run_id("s-9");
-  r.set_started_ms(1000);
-  r.set_finished_ms(3500);
-  r.set_op(v1::OP_WRITE);
-  r.set_mode(v1::MODE_BANDWIDTH);
-  r.set_transport(v1::TRANSPORT_VERBS);
-  r.mutable_initiator()->set_worker("h1");
-  r.mutable_initiator()->set_nic("mlx5_0");
-  r.mutable_initiator()->set_memory(v1::MEMORY_KIND_CUDA);
-  r.mutable_initiator()->set_reg_path(v1::REG_PATH_DMABUF);
-  r.mutable_target()->set_worker(dst);
-  r.mutable_target()->set_nic("mlx5_0");
-  r.mutable_target()->set_memory(v1::MEMORY_KIND_CUDA);
-  r.mutable_target()->set_reg_path(v1::REG_PATH_DMABUF);
-  r.set_message_size(65536);
-  r.set_status(status);
-  r.mutable_measurement()->mutable_bw()->set_avg_gbps(12.5);
+TestResult result(const std::string& id, const std::string& dst, TestStatus status) {
+  TestResult r;
+  r.test_id = id;
+  r.run_id = "s-9";
+  r.started_ms = 1000;
+  r.finished_ms = 3500;
+  r.op = Op::kWrite;
+  r.mode = Mode::kBandwidth;
+  r.transport = TransportKind::kVerbs;
+  r.initiator.worker = "h1";
+  r.target.worker = dst;
+  for (EndpointRecord* e : {&r.initiator, &r.target}) {
+    e->nic = "mlx5_0";
+    e->memory = MemoryKind::kCuda;
+    e->reg_path = RegPath::kDmabuf;
+  }
+  r.message_size = 65536;
+  r.status = status;
+  r.measurement.has_bandwidth = true;
+  r.measurement.bw.avg_gbps = 12.5;
   return r;
 }
 
 TEST(JUnitFromReport, CasesPerPairAndSizeWithVerdicts) {
-  v1::SweepReport rep;
-  auto* p = rep.mutable_progress();
-  p->set_id("s-9");
-  p->set_pattern("all-pairs");
-  p->set_state("finished");
-  p->set_verdict("FAIL");
-  p->set_started_ms(1'700'000'000'000);
-  *rep.add_results() = result("t1", "h2", v1::TEST_STATUS_PASSED);
-  auto failed = result("t2", "h3", v1::TEST_STATUS_FAILED);
-  failed.set_reason("integrity: 12 bytes wrong <at 0x40>");
-  *rep.add_results() = failed;
-  auto skipped = result("t3", "h4", v1::TEST_STATUS_SKIPPED);
-  skipped.set_reason("verbs not available on h4");
-  *rep.add_results() = skipped;
-  auto* v = rep.add_verdicts();
-  v->set_test_id("t2");
-  v->set_verdict("FAIL");
-  v->set_src("h1/mlx5_0");
-  v->set_dst("h3/mlx5_0");
-  v->set_message_size(65536);
-  v->add_reasons("bw 12.50 Gb/s below 180 Gb/s (class PIX)");
-  auto* s = rep.add_suspects();
-  s->set_kind("host");
-  s->set_name("h3");
-  s->set_score(0.8);
-  s->add_evidence("failed with 3 of 3 partners");
+  SweepReportData rep;
+  rep.progress.id = "s-9";
+  rep.progress.pattern = "all-pairs";
+  rep.progress.state = SweepState::kFinished;
+  rep.progress.verdict = "FAIL";
+  rep.progress.started_ms = 1'700'000'000'000;
+  rep.results.push_back(result("t1", "h2", TestStatus::kPassed));
+  rep.results.push_back(result("t2", "h3", TestStatus::kFailed));
+  rep.results.back().reason = "integrity: 12 bytes wrong <at 0x40>";
+  rep.results.push_back(result("t3", "h4", TestStatus::kSkipped));
+  rep.results.back().reason = "verbs not available on h4";
+  PairVerdict v;
+  v.test_id = "t2";
+  v.verdict = VerdictKind::kFail;
+  v.src = "h1/mlx5_0";
+  v.dst = "h3/mlx5_0";
+  v.message_size = 65536;
+  v.reasons = {"bw 12.50 Gb/s below 180 Gb/s (class PIX)"};
+  rep.verdicts.push_back(v);
+  rep.suspects.push_back(Suspect{"host", "h3", 0.8, {"failed with 3 of 3 partners"}});
 
   auto suites = junitFromReport(rep, "coord:7070");
   ASSERT_EQ(suites.size(), 1u);
@@ -149,19 +143,17 @@ TEST(JUnitFromReport, CasesPerPairAndSizeWithVerdicts) {
 }
 
 TEST(JUnitFromReport, PassingSweepHasNoFailuresAndRunsBecomeSuites) {
-  v1::SweepReport rep;
-  rep.mutable_progress()->set_id("s-2");
-  rep.mutable_progress()->set_state("finished");
-  rep.mutable_progress()->set_verdict("PASS");
-  auto a = result("t1", "h2", v1::TEST_STATUS_PASSED);
-  a.set_run_id("s-2/0");
-  auto b = result("t2", "h2", v1::TEST_STATUS_PASSED);
-  b.set_run_id("s-2/1");
-  auto c = result("t3", "h2", v1::TEST_STATUS_PASSED);  // the same pair again in run 1
-  c.set_run_id("s-2/1");
-  *rep.add_results() = a;
-  *rep.add_results() = b;
-  *rep.add_results() = c;
+  SweepReportData rep;
+  rep.spec.pattern_from_config = true;
+  rep.progress.id = "s-2";
+  rep.progress.state = SweepState::kFinished;
+  rep.progress.verdict = "PASS";
+  for (const auto& [id, run] : {std::pair<const char*, const char*>{"t1", "s-2/0"},
+                                {"t2", "s-2/1"},
+                                {"t3", "s-2/1"}}) {  // t3: the same pair again in run 1
+    rep.results.push_back(result(id, "h2", TestStatus::kPassed));
+    rep.results.back().run_id = run;
+  }
   auto suites = junitFromReport(rep, "c:1");
   ASSERT_EQ(suites.size(), 3u);  // the sweep's own (verdict) + two runs
   EXPECT_EQ(suites[0].name, "s-2 config");
@@ -176,36 +168,36 @@ TEST(JUnitFromReport, PassingSweepHasNoFailuresAndRunsBecomeSuites) {
 // Issue #22: an acceptance run gave one <testsuite> with classname gdrmesh.config; the README
 // promises one per sweep of the config, classname gdrmesh.<its pattern>.
 TEST(JUnitFromReport, OneSuitePerSweepOfTheConfig) {
-  v1::SweepReport rep;
-  auto* p = rep.mutable_progress();
-  p->set_id("s-7");
-  p->set_pattern("config");
-  p->set_state("finished");
-  p->set_verdict("PASS");
-  const std::pair<const char*, v1::Op> kParts[] = {{"all-pairs", v1::OP_WRITE},
-                                                   {"loopback", v1::OP_READ}};
+  SweepReportData rep;
+  rep.progress.id = "s-7";
+  rep.progress.pattern = "config";
+  rep.progress.state = SweepState::kFinished;
+  rep.progress.verdict = "PASS";
+  const std::pair<SweepPattern, Op> kParts[] = {{SweepPattern::kAllPairs, Op::kWrite},
+                                                {SweepPattern::kLoopback, Op::kRead}};
   for (const auto& [pattern, op] : kParts) {
-    auto* part = rep.add_parts();
-    part->set_index(static_cast<uint32_t>(rep.parts_size() - 1));
-    part->mutable_spec()->set_pattern(pattern);
-    part->mutable_spec()->mutable_test()->set_op(op);
-    part->mutable_spec()->mutable_test()->set_mode(v1::MODE_BANDWIDTH);
-    part->mutable_spec()->add_sizes(65536);
-    part->set_plan_begin(rep.parts_size() == 1 ? 0 : 2);
-    part->set_planned(2);
-    part->set_planned_known(true);
+    SweepPart part;
+    part.index = static_cast<uint32_t>(rep.parts.size());
+    part.spec.pattern = pattern;
+    part.spec.test.op = op;
+    part.spec.test.mode = Mode::kBandwidth;
+    part.spec.sizes = {65536};
+    part.plan_begin = rep.parts.empty() ? 0 : 2;
+    part.planned = 2;
+    part.planned_known = true;
+    rep.parts.push_back(part);
   }
   for (int i = 0; i < 4; ++i) {
-    auto r = result("t" + std::to_string(i), "h" + std::to_string(i + 2), v1::TEST_STATUS_PASSED);
-    r.set_run_id("s-7");
-    r.set_plan_index(i);
-    if (i >= 2) r.set_op(v1::OP_READ);
-    *rep.add_results() = r;
+    auto r = result("t" + std::to_string(i), "h" + std::to_string(i + 2), TestStatus::kPassed);
+    r.run_id = "s-7";
+    r.plan_index = i;
+    if (i >= 2) r.op = Op::kRead;
+    rep.results.push_back(r);
   }
-  auto retest = result("t9", "h9", v1::TEST_STATUS_PASSED);  // beyond the plan: by its shape
-  retest.set_plan_index(7);
-  retest.set_op(v1::OP_READ);
-  *rep.add_results() = retest;
+  auto retest = result("t9", "h9", TestStatus::kPassed);  // beyond the plan: by its shape
+  retest.plan_index = 7;
+  retest.op = Op::kRead;
+  rep.results.push_back(retest);
 
   auto suites = junitFromReport(rep, "c:1");
   ASSERT_EQ(suites.size(), 2u);
@@ -222,10 +214,10 @@ TEST(JUnitFromReport, OneSuitePerSweepOfTheConfig) {
 }
 
 TEST(JUnitFromReport, UnfinishedSweepFailsWithItsReason) {
-  v1::SweepReport rep;
-  rep.mutable_progress()->set_id("s-3");
-  rep.mutable_progress()->set_state("cancelled");
-  rep.mutable_progress()->set_reason("cancelled by alice");
+  SweepReportData rep;
+  rep.progress.id = "s-3";
+  rep.progress.state = SweepState::kCancelled;
+  rep.progress.reason = "cancelled by alice";
   auto suites = junitFromReport(rep, "c:1");
   ASSERT_EQ(suites.size(), 1u);
   ASSERT_EQ(suites[0].cases.size(), 1u);
@@ -233,29 +225,56 @@ TEST(JUnitFromReport, UnfinishedSweepFailsWithItsReason) {
   EXPECT_EQ(suites[0].cases[0].message, "sweep cancelled: cancelled by alice");
 }
 
+// A sweep the CLI lost (it stopped following, or its progress stream failed) still gives CI a
+// document that fails: its state reads "unknown" and the sweep verdict says why.
+TEST(JUnitFromReport, ALostSweepReadsUnknownAndFailsSayingWhy) {
+  SweepReportData rep;
+  rep.spec.pattern_from_config = true;
+  rep.progress.id = "s-4";
+  rep.progress.state = SweepState::kRunning;
+  rep.progress.reason = "not this";
+  auto suites =
+      junitFromReport(rep, "c:1", "the CLI stopped following (interrupted); the sweep goes on");
+  ASSERT_EQ(suites.size(), 1u);
+  EXPECT_EQ(suites[0].name, "s-4 config");
+  ASSERT_EQ(suites[0].cases.size(), 1u);
+  EXPECT_EQ(suites[0].cases[0].outcome, JUnitCase::Outcome::kFail);
+  EXPECT_EQ(suites[0].cases[0].message,
+            "sweep unknown: the CLI stopped following (interrupted); the sweep goes on");
+  EXPECT_EQ(suites[0].cases[0].detail.rfind("sweep s-4 unknown, tests ", 0), 0u)
+      << suites[0].cases[0].detail;
+  bool state_unknown = false;
+  for (const auto& [k, val] : suites[0].properties)
+    state_unknown |= k == "state" && val == "unknown";
+  EXPECT_TRUE(state_unknown);
+}
+
 // Issue #20: a sweep on a discovered fabric with a fabric reader gives a `fabric` suite, one case
 // per link with a verdict; a link with errors over their threshold fails, naming both ends.
 TEST(JUnitFromReport, AFabricSuiteWithACasePerLinkAndAFailureForABadOne) {
-  v1::SweepReport rep;
-  rep.mutable_progress()->set_id("s-9");
-  rep.mutable_progress()->set_state("finished");
-  rep.mutable_progress()->set_verdict("PASS");
-  auto* bad = rep.add_links();
-  bad->set_link("leaf07[12] <-> spine02[7]");
-  bad->set_switch_name("leaf07");
-  bad->set_switch_guid(0x1007);
-  bad->set_port(12);
-  bad->set_remote_name("spine02");
-  bad->set_remote_guid(0x2002);
-  bad->set_remote_port(7);
-  bad->set_verdict("errors");
-  bad->add_evidence("1,234 symbol errors on leaf07[12] during round 1 = 4,442/h (threshold 120/h)");
-  auto* ok = rep.add_links();
-  ok->set_link("leaf01[3] <-> spine01[1]");
-  ok->set_verdict("ok");
-  auto* uncovered = rep.add_links();
-  uncovered->set_link("leaf02[4] <-> spine02[2]");
-  uncovered->set_verdict("not_covered");
+  SweepReportData rep;
+  rep.progress.id = "s-9";
+  rep.progress.state = SweepState::kFinished;
+  rep.progress.verdict = "PASS";
+  LinkVerdictRecord bad;
+  bad.link = "leaf07[12] <-> spine02[7]";
+  bad.switch_name = "leaf07";
+  bad.switch_guid = 0x1007;
+  bad.port = 12;
+  bad.remote_name = "spine02";
+  bad.remote_guid = 0x2002;
+  bad.remote_port = 7;
+  bad.verdict = "errors";
+  bad.evidence = {"1,234 symbol errors on leaf07[12] during round 1 = 4,442/h (threshold 120/h)"};
+  rep.links.push_back(bad);
+  LinkVerdictRecord ok;
+  ok.link = "leaf01[3] <-> spine01[1]";
+  ok.verdict = "ok";
+  rep.links.push_back(ok);
+  LinkVerdictRecord uncovered;
+  uncovered.link = "leaf02[4] <-> spine02[2]";
+  uncovered.verdict = "not_covered";
+  rep.links.push_back(uncovered);
   auto suites = junitFromReport(rep, "c:1");
   ASSERT_EQ(suites.size(), 2u);
   const JUnitSuite& fab = suites[1];

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "coordinator/orchestrator/figure_json.h"
 #include "coordinator/orchestrator/sweep_report_rows.h"
 #include "coordinator/orchestrator/sweep_summary.h"
 
@@ -113,6 +114,49 @@ TEST(SweepReportRows, FiguresRoundTripExactlyThroughTheirDocument) {
   FigureAccumulator acc;
   for (const auto& v : verdicts) acc.add(v);
   EXPECT_EQ(figuresJson(acc.result()), figuresJson(want));
+}
+
+// Issue #19 (D4): a stored report keeps its figures in the one encoding `-o json` prints and the
+// API serves (figureJson), not in a compact form of its own.
+TEST(SweepReportRows, FiguresAreStoredInTheSharedEncoding) {
+  std::vector<PairVerdict> verdicts;
+  for (int i = 0; i < 12; ++i) verdicts.push_back(verdict(i));
+  const std::vector<FigureSummary> figures = summariseFigures(verdicts);
+  ASSERT_GT(figures.size(), 1u);
+  nlohmann::ordered_json want = nlohmann::ordered_json::array();
+  for (const auto& f : figures) want.push_back(figureJson(f));
+  EXPECT_EQ(figuresJson(figures), want.dump());
+  EXPECT_NE(figuresJson(figures).find(R"("message_size":)"), std::string::npos);
+}
+
+// The rows builds before the shared encoding stored ("size", worst pairs and hosts as arrays,
+// null for a figure that was not finite) still read.
+TEST(SweepReportRows, FiguresStoredInTheOlderCompactFormStillRead) {
+  const auto got =
+      figuresFromJson(R"([{"max":30.5,"median":20.25,"min":null,"mode":"bw","op":"read","pairs":3,)"
+                      R"("size":65536,"unit":"Gb/s","worst":[["h1/mlx5_0","h2/mlx5_0",10.125]],)"
+                      R"("worst_hosts":[["h2",15.5,2]]}])");
+  ASSERT_TRUE(got.has_value());
+  ASSERT_EQ(got->size(), 1u);
+  const FigureSummary& f = got->front();
+  EXPECT_EQ(f.op, Op::kRead);
+  EXPECT_EQ(f.mode, Mode::kBandwidth);
+  EXPECT_EQ(f.message_size, 65536u);
+  EXPECT_EQ(f.unit, "Gb/s");
+  EXPECT_EQ(f.pairs, 3u);
+  EXPECT_TRUE(std::isnan(f.min));
+  EXPECT_EQ(f.median, 20.25);
+  EXPECT_EQ(f.max, 30.5);
+  ASSERT_EQ(f.worst.size(), 1u);
+  EXPECT_EQ(f.worst[0].src, "h1/mlx5_0");
+  EXPECT_EQ(f.worst[0].dst, "h2/mlx5_0");
+  EXPECT_EQ(f.worst[0].value, 10.125);
+  ASSERT_EQ(f.worst_hosts.size(), 1u);
+  EXPECT_EQ(f.worst_hosts[0].host, "h2");
+  EXPECT_EQ(f.worst_hosts[0].median, 15.5);
+  EXPECT_EQ(f.worst_hosts[0].pairs, 2u);
+  // Read back and stored again, it is in the shared encoding.
+  EXPECT_EQ(figuresJson(*got), "[" + figureJson(f).dump() + "]");
 }
 
 TEST(SweepReportRows, TextThatIsNotAFiguresDocumentIsNone) {
