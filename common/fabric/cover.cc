@@ -156,7 +156,8 @@ CoverPaths readCoverPaths(const CoverGraph& g) {
 // pairwise disjoint need a path each: ceil(those links / h) rounds. Greedy as coverTablesBound.
 // Sets *why to the leaf that needs the most.
 int coverSourceBound(const CoverGraph& g, const CoverPaths& c, std::string* why) {
-  const size_t slots = c.n == 0 ? 0 : c.uncovered.size() / c.n;
+  if (c.n == 0) return 0;  // no endpoint: no path
+  const size_t slots = c.uncovered.size() / c.n;
   std::vector<int> hosts_on(slots, 0);
   std::vector<int> leaf_of_slot(slots, -1);
   for (size_t a = 0; a < c.n; ++a) {
