@@ -274,7 +274,7 @@ std::shared_ptr<grpc::Channel> coordinatorChannel(const WorkerOptions& options) 
 }
 
 // The stream's first message: this worker's name, labels and inventory.
-pb::WorkerMessage registration(const WorkerOptions& options, const Inventory& inventory) {
+pb::WorkerMessage registrationMessage(const WorkerOptions& options, const Inventory& inventory) {
   pb::WorkerMessage reg;
   reg.mutable_register_()->set_name(options.name);
   reg.mutable_register_()->set_protocol_version(1);
@@ -405,7 +405,7 @@ Status WorkerAgent::serveOnce(bool* registered) {
 
   Stream stream(stub->Connect(&ctx));
   pb::CoordinatorMessage first;
-  if (!stream.write(registration(options_, inventory_)) || !stream.read(&first) ||
+  if (!stream.write(registrationMessage(options_, inventory_)) || !stream.read(&first) ||
       !first.has_registered()) {
     return registrationFailure(options_, stream.finish());
   }
