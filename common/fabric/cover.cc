@@ -433,31 +433,37 @@ class CoverGreedy {
   // covered. A host with no uncovered link out of its leaf or into it has nothing to gain and
   // is not looked at (most hosts, once the first rounds are done).
   void takeGreedyPairs() {
+    // The inner loop reads locals, not members: the compiler keeps them in registers.
+    const size_t hosts = g_.eps.size();
+    const char* busy = busy_.data();
+    const int* uncovered = paths_.uncovered.data();
+    int longest = longest_;
     for (size_t a : order_) {
       if (left_ == 0) break;
-      if (busy_[a] != 0) continue;
+      if (busy[a] != 0) continue;
       const size_t slot_a =
           static_cast<size_t>(paths_.slot_of[static_cast<size_t>(g_.eps[a].leaf)]);
       if (from_slot_[slot_a] == 0 && to_host_[a] == 0) continue;
       size_t best = a;
       int best_gain = 0;
-      for (size_t b = 0; b < g_.eps.size(); ++b) {
-        if (b == a || busy_[b] != 0) continue;
+      for (size_t b = 0; b < hosts; ++b) {
+        if (b == a || busy[b] != 0) continue;
         const size_t there = paths_.path(a, b);
         const size_t back = paths_.path(b, a);
-        longest_ = std::max(longest_, paths_.length(there) + paths_.length(back));
+        longest = std::max(longest, paths_.length(there) + paths_.length(back));
         // The uncovered links of both paths bound the gain: most pairs need no closer look.
-        if (paths_.uncovered[there] + paths_.uncovered[back] <= best_gain) continue;
+        if (uncovered[there] + uncovered[back] <= best_gain) continue;
         const int gained = gain(there, back);
         if (gained > best_gain) {
           best_gain = gained;
           best = b;
-          if (gained == longest_) break;  // all of the longest path pair is new: cannot do better
+          if (gained == longest) break;  // all of the longest path pair is new: cannot do better
         }
       }
       if (best_gain == 0) continue;
       take(a, best, best_gain);
     }
+    longest_ = longest;
   }
 
   // New links a pair would cover: both directions, a link on both paths counted once.
@@ -485,17 +491,25 @@ class CoverGreedy {
                       eb.port->lid, gained});
   }
 
-  // Covers a link: it no longer counts on the paths that cross it.
+  // Covers a link: it no longer counts on the paths that cross it. (The arrays are read
+  // through locals: the counts are stored as int, which the compiler must assume may alias
+  // the uint32_t path ids otherwise.)
   void cover(int id) {
     auto& c = covered_[static_cast<size_t>(id)];
     if (c != 0) return;
     c = 1;
     --left_;
-    for (uint32_t i = paths_.by_link[static_cast<size_t>(id)];
-         i < paths_.by_link[static_cast<size_t>(id) + 1]; ++i) {
-      --paths_.uncovered[paths_.crossing[i]];
-      --from_slot_[paths_.crossing[i] / paths_.n];
-      --to_host_[paths_.crossing[i] % paths_.n];
+    const uint32_t* crossing = paths_.crossing.data();
+    int* uncovered = paths_.uncovered.data();
+    int* from_slot = from_slot_.data();
+    int* to_host = to_host_.data();
+    const size_t n = paths_.n;
+    const uint32_t end = paths_.by_link[static_cast<size_t>(id) + 1];
+    for (uint32_t i = paths_.by_link[static_cast<size_t>(id)]; i < end; ++i) {
+      const uint32_t p = crossing[i];
+      --uncovered[p];
+      --from_slot[p / n];
+      --to_host[p % n];
     }
   }
 
