@@ -156,7 +156,8 @@ CoverPaths readCoverPaths(const CoverGraph& g) {
 // pairwise disjoint need a path each: ceil(those links / h) rounds. Greedy as coverTablesBound.
 // Sets *why to the leaf that needs the most.
 int coverSourceBound(const CoverGraph& g, const CoverPaths& c, std::string* why) {
-  const size_t slots = c.n == 0 ? 0 : c.uncovered.size() / c.n;
+  if (c.n == 0) return 0;  // no endpoint: no path
+  const size_t slots = c.uncovered.size() / c.n;
   std::vector<int> hosts_on(slots, 0);
   std::vector<int> leaf_of_slot(slots, -1);
   for (size_t a = 0; a < c.n; ++a) {
@@ -308,6 +309,238 @@ int coverTablesBound(const CoverGraph& g) {
   return bound;
 }
 
+// CoverPlan::leaf_bound: per leaf, up-links over live hosts.
+int coverLeafBound(const CoverGraph& g) {
+  std::vector<int> hosts_on(g.sw.size(), 0);
+  for (const auto& e : g.eps) ++hosts_on[static_cast<size_t>(e.leaf)];
+  int bound = 0;
+  for (size_t i = 0; i < g.sw.size(); ++i) {
+    if (hosts_on[i] == 0) continue;
+    int up = 0;
+    for (int id : g.link_id[i]) up += id >= 0 ? 1 : 0;
+    bound = std::max(bound, (up + hosts_on[i] - 1) / hosts_on[i]);
+  }
+  return bound;
+}
+
+// The hosts in OpenSM's order (CoverOptions::ca_order), each in its place (kCoverNoHost: a
+// DUMMY place, a LID of no host here, or a host already placed). Empty without an order.
+constexpr size_t kCoverNoHost = ~size_t{0};
+const std::vector<size_t> kCoverNoSeed;
+
+std::vector<size_t> coverSeededOrder(const CoverGraph& g, const std::vector<uint16_t>& ca_order) {
+  std::vector<size_t> seeded;
+  if (ca_order.empty()) return seeded;
+  std::unordered_map<uint16_t, size_t> by_lid;
+  for (size_t i = 0; i < g.eps.size(); ++i) by_lid.emplace(g.eps[i].port->lid, i);
+  std::vector<char> listed(g.eps.size(), 0);
+  for (uint16_t lid : ca_order) {
+    auto it = by_lid.find(lid);
+    const bool place = it != by_lid.end() && listed[it->second] == 0;
+    if (place) listed[it->second] = 1;
+    seeded.push_back(place ? it->second : kCoverNoHost);
+  }
+  return seeded;
+}
+
+// Per directed link, the one host whose traffic alone crosses it, or -1 (shared, or none).
+std::vector<int> coverOnlyTo(const CoverGraph& g, const CoverPaths& paths) {
+  std::vector<int> only_to(g.links.size(), -1);
+  for (size_t id = 0; id < g.links.size(); ++id) {
+    for (uint32_t i = paths.by_link[id]; i < paths.by_link[id + 1]; ++i) {
+      const int d = static_cast<int>(paths.crossing[i] % paths.n);
+      if (i == paths.by_link[id]) {
+        only_to[id] = d;
+      } else if (only_to[id] != d) {
+        only_to[id] = -1;
+        break;
+      }
+    }
+  }
+  return only_to;
+}
+
+// The greedy, round by round: which links are covered so far, and the counts that bound what a
+// pair can still gain. Unroutable links count as covered from the start: no pair can load them.
+class CoverGreedy {
+ public:
+  CoverGreedy(const CoverGraph& g, CoverPaths& paths, const std::vector<char>& routable)
+      : g_(g),
+        paths_(paths),
+        covered_(g.links.size(), 0),
+        only_to_(coverOnlyTo(g, paths)),
+        from_slot_(paths.uncovered.size() / paths.n, 0),
+        to_host_(paths.n, 0),
+        order_(g.eps.size()),
+        own_(g.eps.size()),
+        busy_(g.eps.size(), 0) {
+    for (size_t id = 0; id < g.links.size(); ++id) {
+      if (routable[id] != 0) {
+        ++left_;
+      } else {
+        covered_[id] = 1;
+      }
+    }
+    for (size_t p = 0; p < paths.uncovered.size(); ++p) {
+      from_slot_[p / paths.n] += paths.uncovered[p];
+      to_host_[p % paths.n] += paths.uncovered[p];
+    }
+  }
+
+  size_t left() const { return left_; }
+  const std::vector<char>& covered() const { return covered_; }
+
+  // The next round: the pairs of `seeded` first (OpenSM's order, the first round only), then
+  // the greedy. Empty when no free pair adds a link.
+  std::vector<CoverPair> nextRound(const std::vector<size_t>& seeded) {
+    orderByOwnLinks();
+    std::fill(busy_.begin(), busy_.end(), 0);
+    round_.clear();
+    takeSeededPairs(seeded);
+    takeGreedyPairs();
+    return std::move(round_);
+  }
+
+ private:
+  // A link only traffic to one host crosses (after a fault minhop's tables have many) is loaded
+  // only by a test with that host, which is in one test a round: each round, the hosts with the
+  // most such links left choose their partners first, so no round spends them on other work.
+  void orderByOwnLinks() {
+    std::fill(own_.begin(), own_.end(), 0);
+    for (size_t id = 0; id < g_.links.size(); ++id) {
+      if (covered_[id] == 0 && only_to_[id] >= 0) ++own_[static_cast<size_t>(only_to_[id])];
+    }
+    std::iota(order_.begin(), order_.end(), size_t{0});
+    std::stable_sort(order_.begin(), order_.end(),
+                     [&](size_t x, size_t y) { return own_[x] > own_[y]; });
+  }
+
+  // OpenSM's compute-node order: host i with host i + m/2, a shift under which ftree's routes
+  // do not share a link (Zahavi), so on a full tree this one round loads every link. Pairs that
+  // would load nothing new are left to the greedy.
+  void takeSeededPairs(const std::vector<size_t>& seeded) {
+    if (seeded.size() < 2) return;
+    const size_t half = seeded.size() / 2;
+    for (size_t i = 0; i < half; ++i) {
+      const size_t a = seeded[i], b = seeded[i + half];
+      if (a == kCoverNoHost || b == kCoverNoHost) continue;
+      const int gained = gain(paths_.path(a, b), paths_.path(b, a));
+      if (gained > 0) take(a, b, gained);
+    }
+  }
+
+  // Each free host in turn takes the free partner whose two paths cross the most links not yet
+  // covered. A host with no uncovered link out of its leaf or into it has nothing to gain and
+  // is not looked at (most hosts, once the first rounds are done).
+  void takeGreedyPairs() {
+    // The inner loop reads locals, not members: the compiler keeps them in registers.
+    const size_t hosts = g_.eps.size();
+    const char* busy = busy_.data();
+    const int* uncovered = paths_.uncovered.data();
+    int longest = longest_;
+    for (size_t a : order_) {
+      if (left_ == 0) break;
+      if (busy[a] != 0) continue;
+      const size_t slot_a =
+          static_cast<size_t>(paths_.slot_of[static_cast<size_t>(g_.eps[a].leaf)]);
+      if (from_slot_[slot_a] == 0 && to_host_[a] == 0) continue;
+      size_t best = a;
+      int best_gain = 0;
+      for (size_t b = 0; b < hosts; ++b) {
+        if (b == a || busy[b] != 0) continue;
+        const size_t there = paths_.path(a, b);
+        const size_t back = paths_.path(b, a);
+        longest = std::max(longest, paths_.length(there) + paths_.length(back));
+        // The uncovered links of both paths bound the gain: most pairs need no closer look.
+        if (uncovered[there] + uncovered[back] <= best_gain) continue;
+        const int gained = gain(there, back);
+        if (gained > best_gain) {
+          best_gain = gained;
+          best = b;
+          if (gained == longest) break;  // all of the longest path pair is new: cannot do better
+        }
+      }
+      if (best_gain == 0) continue;
+      take(a, best, best_gain);
+    }
+    longest_ = longest;
+  }
+
+  // New links a pair would cover: both directions, a link on both paths counted once.
+  int gain(size_t there, size_t back) const {
+    const int* t0 = paths_.links.data() + paths_.offset[there];
+    const int* t1 = paths_.links.data() + paths_.offset[there + 1];
+    int gained = 0;
+    for (const int* t = t0; t != t1; ++t) gained += covered_[static_cast<size_t>(*t)] == 0 ? 1 : 0;
+    for (uint32_t i = paths_.offset[back]; i < paths_.offset[back + 1]; ++i) {
+      const int id = paths_.links[i];
+      if (covered_[static_cast<size_t>(id)] == 0 && std::find(t0, t1, id) == t1) ++gained;
+    }
+    return gained;
+  }
+
+  // Puts the pair in this round and covers the links of both its paths.
+  void take(size_t a, size_t b, int gained) {
+    busy_[a] = busy_[b] = 1;
+    for (size_t p : {paths_.path(a, b), paths_.path(b, a)}) {
+      for (uint32_t i = paths_.offset[p]; i < paths_.offset[p + 1]; ++i) cover(paths_.links[i]);
+    }
+    const auto& ea = g_.eps[a];
+    const auto& eb = g_.eps[b];
+    round_.push_back({ea.node->name, eb.node->name, ea.port->number, eb.port->number, ea.port->lid,
+                      eb.port->lid, gained});
+  }
+
+  // Covers a link: it no longer counts on the paths that cross it. (The arrays are read
+  // through locals: the counts are stored as int, which the compiler must assume may alias
+  // the uint32_t path ids otherwise.)
+  void cover(int id) {
+    auto& c = covered_[static_cast<size_t>(id)];
+    if (c != 0) return;
+    c = 1;
+    --left_;
+    const uint32_t* crossing = paths_.crossing.data();
+    int* uncovered = paths_.uncovered.data();
+    int* from_slot = from_slot_.data();
+    int* to_host = to_host_.data();
+    const size_t n = paths_.n;
+    const uint32_t end = paths_.by_link[static_cast<size_t>(id) + 1];
+    for (uint32_t i = paths_.by_link[static_cast<size_t>(id)]; i < end; ++i) {
+      const uint32_t p = crossing[i];
+      --uncovered[p];
+      --from_slot[p / n];
+      --to_host[p % n];
+    }
+  }
+
+  const CoverGraph& g_;
+  CoverPaths& paths_;
+  std::vector<char> covered_;
+  size_t left_ = 0;  // routable links not yet covered
+  const std::vector<int> only_to_;
+  // Uncovered links on the paths out of each leaf slot and into each host.
+  std::vector<int> from_slot_;
+  std::vector<int> to_host_;
+  std::vector<size_t> order_;  // this round's order of the hosts (orderByOwnLinks)
+  std::vector<int> own_;       // per host: uncovered links only its traffic crosses
+  std::vector<char> busy_;     // per host: already in this round
+  std::vector<CoverPair> round_;
+  int longest_ = 0;  // the most links a pair's two paths have had: a pair reaching it is taken
+};
+
+// CoverPlan::unroutable and ::uncovered, by name.
+void listMissedCoverLinks(const Fabric& f, const CoverGraph& g, const std::vector<char>& routable,
+                          const std::vector<char>& covered, CoverPlan* plan) {
+  for (size_t id = 0; id < g.links.size(); ++id) {
+    const auto& [s, port] = g.links[id];
+    if (routable[id] == 0) {
+      plan->unroutable.push_back(directedLinkName(f, g.sw[static_cast<size_t>(s)]->guid, port));
+    } else if (covered[id] == 0) {
+      plan->uncovered.push_back(directedLinkName(f, g.sw[static_cast<size_t>(s)]->guid, port));
+    }
+  }
+}
+
 }  // namespace
 
 Result<std::vector<uint16_t>> parseFtreeCaOrder(const std::string& text) {
@@ -367,163 +600,23 @@ Result<CoverPlan> planCover(const Fabric& f, const CoverOptions& opts) {
     return failedPrecondition("the snapshot has no LFTs",
                               "discover without --no-lfts (paths come from the LFTs)");
   }
-  // The lower bound: per leaf, up-links over live hosts.
-  std::vector<int> hosts_on(g.sw.size(), 0);
-  for (const auto& e : g.eps) ++hosts_on[static_cast<size_t>(e.leaf)];
-  for (size_t i = 0; i < g.sw.size(); ++i) {
-    if (hosts_on[i] == 0) continue;
-    int up = 0;
-    for (int id : g.link_id[i]) up += id >= 0 ? 1 : 0;
-    plan.leaf_bound = std::max(plan.leaf_bound, (up + hosts_on[i] - 1) / hosts_on[i]);
-  }
+  plan.leaf_bound = coverLeafBound(g);
   plan.tables_bound = coverTablesBound(g);
   CoverPaths paths = readCoverPaths(g);
   plan.source_bound = coverSourceBound(g, paths, &plan.source_bound_why);
   plan.lower_bound = std::max({plan.leaf_bound, plan.tables_bound, plan.source_bound});
 
   const std::vector<char> routable = routableLinks(g);
-  // Unroutable links count as done: no pair can load them; they are listed apart.
-  std::vector<char> covered(g.links.size(), 0);
-  size_t left = 0;  // routable links not yet covered
-  for (size_t id = 0; id < g.links.size(); ++id) {
-    plan.routable += routable[id] != 0 ? 1 : 0;
-    if (routable[id] == 0) covered[id] = 1;
-  }
-  left = plan.routable;
-  // Uncovered links on the paths out of each leaf slot and into each host: a host with neither
-  // has nothing to gain and is not looked at (most hosts, once the first rounds are done).
-  std::vector<int> from_slot(paths.uncovered.size() / paths.n, 0);
-  std::vector<int> to_host(paths.n, 0);
-  for (size_t p = 0; p < paths.uncovered.size(); ++p) {
-    from_slot[p / paths.n] += paths.uncovered[p];
-    to_host[p % paths.n] += paths.uncovered[p];
-  }
-  // Covers a link: it no longer counts on the paths that cross it.
-  auto cover = [&](int id) {
-    auto& c = covered[static_cast<size_t>(id)];
-    if (c != 0) return;
-    c = 1;
-    --left;
-    for (uint32_t i = paths.by_link[static_cast<size_t>(id)];
-         i < paths.by_link[static_cast<size_t>(id) + 1]; ++i) {
-      --paths.uncovered[paths.crossing[i]];
-      --from_slot[paths.crossing[i] / paths.n];
-      --to_host[paths.crossing[i] % paths.n];
-    }
-  };
-  // New links a pair would cover: both directions, a link on both paths counted once.
-  auto gain = [&](size_t there, size_t back) {
-    const int* t0 = paths.links.data() + paths.offset[there];
-    const int* t1 = paths.links.data() + paths.offset[there + 1];
-    int gained = 0;
-    for (const int* t = t0; t != t1; ++t) gained += covered[static_cast<size_t>(*t)] == 0 ? 1 : 0;
-    for (uint32_t i = paths.offset[back]; i < paths.offset[back + 1]; ++i) {
-      const int id = paths.links[i];
-      if (covered[static_cast<size_t>(id)] == 0 && std::find(t0, t1, id) == t1) ++gained;
-    }
-    return gained;
-  };
-  // A link only traffic to one host crosses (after a fault minhop's tables have many) is loaded
-  // only by a test with that host, which is in one test a round: each round, the hosts with the
-  // most such links left choose their partners first, so no round spends them on other work.
-  std::vector<int> only_to(g.links.size(), -1);
-  for (size_t id = 0; id < g.links.size(); ++id) {
-    for (uint32_t i = paths.by_link[id]; i < paths.by_link[id + 1]; ++i) {
-      const int d = static_cast<int>(paths.crossing[i] % paths.n);
-      if (i == paths.by_link[id]) {
-        only_to[id] = d;
-      } else if (only_to[id] != d) {
-        only_to[id] = -1;
-        break;
-      }
-    }
-  }
-  // The hosts in OpenSM's order, where given, each in its place (kNoHost: a DUMMY place, a LID
-  // of no host here, or a host already placed).
-  constexpr size_t kNoHost = ~size_t{0};
-  std::vector<size_t> seeded;
-  if (!opts.ca_order.empty()) {
-    std::unordered_map<uint16_t, size_t> by_lid;
-    for (size_t i = 0; i < g.eps.size(); ++i) by_lid.emplace(g.eps[i].port->lid, i);
-    std::vector<char> listed(g.eps.size(), 0);
-    for (uint16_t lid : opts.ca_order) {
-      auto it = by_lid.find(lid);
-      const bool place = it != by_lid.end() && listed[it->second] == 0;
-      if (place) listed[it->second] = 1;
-      seeded.push_back(place ? it->second : kNoHost);
-    }
-  }
-  std::vector<size_t> order(g.eps.size());
-  std::vector<int> own(g.eps.size());
-  int longest = 0;  // the most links a pair's two paths have had: a pair reaching it is taken
-  while (left > 0 && static_cast<int>(plan.rounds.size()) < opts.max_rounds) {
-    std::fill(own.begin(), own.end(), 0);
-    for (size_t id = 0; id < g.links.size(); ++id) {
-      if (covered[id] == 0 && only_to[id] >= 0) ++own[static_cast<size_t>(only_to[id])];
-    }
-    std::iota(order.begin(), order.end(), size_t{0});
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t x, size_t y) { return own[x] > own[y]; });
-    std::vector<char> busy(g.eps.size(), 0);
-    std::vector<CoverPair> round;
-    auto take = [&](size_t a, size_t b, int gained) {
-      busy[a] = busy[b] = 1;
-      for (size_t p : {paths.path(a, b), paths.path(b, a)}) {
-        for (uint32_t i = paths.offset[p]; i < paths.offset[p + 1]; ++i) cover(paths.links[i]);
-      }
-      const auto& ea = g.eps[a];
-      const auto& eb = g.eps[b];
-      round.push_back({ea.node->name, eb.node->name, ea.port->number, eb.port->number, ea.port->lid,
-                       eb.port->lid, gained});
-    };
-    // OpenSM's compute-node order: host i with host i + m/2, a shift under which ftree's routes
-    // do not share a link (Zahavi), so on a full tree this one round loads every link. Pairs that
-    // would load nothing new are left to the greedy.
-    if (plan.rounds.empty() && seeded.size() >= 2) {
-      const size_t half = seeded.size() / 2;
-      for (size_t i = 0; i < half; ++i) {
-        const size_t a = seeded[i], b = seeded[i + half];
-        if (a == kNoHost || b == kNoHost) continue;
-        const int gained = gain(paths.path(a, b), paths.path(b, a));
-        if (gained > 0) take(a, b, gained);
-      }
-    }
-    for (size_t a : order) {
-      if (left == 0) break;
-      if (busy[a] != 0) continue;
-      const size_t slot_a = static_cast<size_t>(paths.slot_of[static_cast<size_t>(g.eps[a].leaf)]);
-      if (from_slot[slot_a] == 0 && to_host[a] == 0) continue;
-      size_t best = a;
-      int best_gain = 0;
-      for (size_t b = 0; b < g.eps.size(); ++b) {
-        if (b == a || busy[b] != 0) continue;
-        const size_t there = paths.path(a, b);
-        const size_t back = paths.path(b, a);
-        longest = std::max(longest, paths.length(there) + paths.length(back));
-        // The uncovered links of both paths bound the gain: most pairs need no closer look.
-        if (paths.uncovered[there] + paths.uncovered[back] <= best_gain) continue;
-        const int gained = gain(there, back);
-        if (gained > best_gain) {
-          best_gain = gained;
-          best = b;
-          if (gained == longest) break;  // all of the longest path pair is new: cannot do better
-        }
-      }
-      if (best_gain == 0) continue;
-      take(a, best, best_gain);
-    }
+  CoverGreedy greedy(g, paths, routable);
+  plan.routable = greedy.left();
+  const std::vector<size_t> seeded = coverSeededOrder(g, opts.ca_order);
+  while (greedy.left() > 0 && static_cast<int>(plan.rounds.size()) < opts.max_rounds) {
+    std::vector<CoverPair> round = greedy.nextRound(plan.rounds.empty() ? seeded : kCoverNoSeed);
     if (round.empty()) break;  // nothing more can be covered
     plan.rounds.push_back(std::move(round));
   }
-  plan.covered = plan.routable - left;
-  for (size_t id = 0; id < g.links.size(); ++id) {
-    const auto& [s, port] = g.links[id];
-    if (routable[id] == 0) {
-      plan.unroutable.push_back(directedLinkName(f, g.sw[static_cast<size_t>(s)]->guid, port));
-    } else if (covered[id] == 0) {
-      plan.uncovered.push_back(directedLinkName(f, g.sw[static_cast<size_t>(s)]->guid, port));
-    }
-  }
+  plan.covered = plan.routable - greedy.left();
+  listMissedCoverLinks(f, g, routable, greedy.covered(), &plan);
   return plan;
 }
 

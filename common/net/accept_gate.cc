@@ -122,6 +122,40 @@ socklen_t lengthOf(const sockaddr_storage& a) {
 
 // A non-blocking listening socket bound to `addr` (no SO_REUSEPORT: a second server on the same
 // port must fail, not share it). [::] also serves IPv4.
+// Every IP address of options.listen ("HOST:PORT", "[V6]:PORT"), each endpoint once; an empty
+// HOST is every interface, as gRPC reads it.
+Result<std::vector<sockaddr_storage>> resolveListenAddrs(const std::string& listen) {
+  std::string host;
+  std::string port;
+  if (Status st = splitHostPort(listen, &host, &port); !st.ok()) return st;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  const bool any = host.empty();
+  addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(any ? "::" : host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0 && any) rc = ::getaddrinfo("0.0.0.0", port.c_str(), &hints, &res);
+  if (rc != 0) {
+    return invalidArgument("listen address '" + listen + "': " + gai_strerror(rc),
+                           "give a local address or a name that resolves to one");
+  }
+  std::vector<sockaddr_storage> addrs;
+  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
+    sockaddr_storage a{};
+    std::memcpy(&a, ai->ai_addr, ai->ai_addrlen);
+    bool dup = false;
+    for (const auto& b : addrs) dup = dup || sameEndpoint(a, b);
+    if (!dup) addrs.push_back(a);
+  }
+  ::freeaddrinfo(res);
+  if (addrs.empty()) {
+    return invalidArgument("listen address '" + listen + "' has no IP address");
+  }
+  return addrs;
+}
+
 Result<int> bindListener(const sockaddr_storage& addr, int backlog) {
   int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return unavailable("socket: " + errnoText(errno));
@@ -199,77 +233,12 @@ AcceptGate::~AcceptGate() {
 }
 
 Result<int> AcceptGate::open() {
-  std::string host;
-  std::string port;
-  if (Status st = splitHostPort(options_.listen, &host, &port); !st.ok()) return st;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  // An empty host is every interface, as gRPC reads it.
-  const bool any = host.empty();
-  addrinfo* res = nullptr;
-  int rc = ::getaddrinfo(any ? "::" : host.c_str(), port.c_str(), &hints, &res);
-  if (rc != 0 && any) rc = ::getaddrinfo("0.0.0.0", port.c_str(), &hints, &res);
-  if (rc != 0) {
-    return invalidArgument("listen address '" + options_.listen + "': " + gai_strerror(rc),
-                           "give a local address or a name that resolves to one");
-  }
-  std::vector<sockaddr_storage> addrs;
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6) continue;
-    sockaddr_storage a{};
-    std::memcpy(&a, ai->ai_addr, ai->ai_addrlen);
-    bool dup = false;
-    for (const auto& b : addrs) dup = dup || sameEndpoint(a, b);
-    if (!dup) addrs.push_back(a);
-  }
-  ::freeaddrinfo(res);
-  if (addrs.empty()) {
-    return invalidArgument("listen address '" + options_.listen + "' has no IP address");
-  }
+  GDR_ASSIGN_OR_RETURN(const std::vector<sockaddr_storage> addrs,
+                       resolveListenAddrs(options_.listen));
   // Port 0 on several addresses: the port the first one got, on all (tried a few times).
   Status last;
   for (int attempt = 0; attempt < 5 && listeners_.empty(); ++attempt) {
-    int chosen = portOf(addrs[0]);
-    std::vector<Listener> bound;
-    last = Status();
-    for (const auto& a : addrs) {
-      Listener l;
-      l.addr = a;
-      if (chosen != 0) setPort(l.addr, chosen);
-      l.len = lengthOf(l.addr);
-      auto fd = bindListener(l.addr, options_.backlog);
-      if (!fd.ok()) {
-        // An address family this host lacks (no IPv6 for localhost) is skipped if another binds.
-        if (fd.status().message().find(errnoText(EADDRNOTAVAIL)) != std::string::npos ||
-            fd.status().message().find(errnoText(EAFNOSUPPORT)) != std::string::npos) {
-          if (last.ok()) last = fd.status();
-          continue;
-        }
-        last = fd.status();
-        bound.push_back(l);  // marks the failure below
-        bound.back().fd = -1;
-        break;
-      }
-      l.fd = *fd;
-      sockaddr_storage got{};
-      socklen_t len = sizeof(got);
-      ::getsockname(l.fd, reinterpret_cast<sockaddr*>(&got), &len);
-      chosen = portOf(got);
-      setPort(l.addr, chosen);
-      bound.push_back(l);
-    }
-    const bool failed = bound.empty() || std::any_of(bound.begin(), bound.end(),
-                                                     [](const Listener& l) { return l.fd < 0; });
-    if (!failed) {
-      listeners_ = std::move(bound);
-      port_ = chosen;
-      break;
-    }
-    for (auto& l : bound) {
-      if (l.fd >= 0) ::close(l.fd);
-    }
+    if (bindAllOnce(addrs, &last)) break;
     if (portOf(addrs[0]) != 0) break;  // a fixed port: trying again changes nothing
   }
   if (listeners_.empty()) {
@@ -287,6 +256,49 @@ Result<int> AcceptGate::open() {
       options_.max_pending_per_source > 0 ? options_.max_pending_per_source : b.per_source;
   max_per_source_ = std::min(max_per_source_, max_pending_);
   return port_;
+}
+
+bool AcceptGate::bindAllOnce(const std::vector<sockaddr_storage>& addrs, Status* why) {
+  int chosen = portOf(addrs[0]);
+  std::vector<Listener> bound;
+  *why = Status();
+  for (const auto& a : addrs) {
+    Listener l;
+    l.addr = a;
+    if (chosen != 0) setPort(l.addr, chosen);
+    l.len = lengthOf(l.addr);
+    auto fd = bindListener(l.addr, options_.backlog);
+    if (!fd.ok()) {
+      // An address family this host lacks (no IPv6 for localhost) is skipped if another binds.
+      if (fd.status().message().find(errnoText(EADDRNOTAVAIL)) != std::string::npos ||
+          fd.status().message().find(errnoText(EAFNOSUPPORT)) != std::string::npos) {
+        if (why->ok()) *why = fd.status();
+        continue;
+      }
+      *why = fd.status();
+      bound.push_back(l);  // marks the failure below
+      bound.back().fd = -1;
+      break;
+    }
+    l.fd = *fd;
+    sockaddr_storage got{};
+    socklen_t len = sizeof(got);
+    ::getsockname(l.fd, reinterpret_cast<sockaddr*>(&got), &len);
+    chosen = portOf(got);
+    setPort(l.addr, chosen);
+    bound.push_back(l);
+  }
+  const bool failed = bound.empty() || std::any_of(bound.begin(), bound.end(),
+                                                   [](const Listener& l) { return l.fd < 0; });
+  if (!failed) {
+    listeners_ = std::move(bound);
+    port_ = chosen;
+    return true;
+  }
+  for (auto& l : bound) {
+    if (l.fd >= 0) ::close(l.fd);
+  }
+  return false;
 }
 
 void AcceptGate::start() {

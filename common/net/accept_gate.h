@@ -116,6 +116,9 @@ class AcceptGate {
     Clock::TimePoint deadline;
   };
 
+  // Binds every address on one port (the first one's, or the one the first got for port 0):
+  // true with listeners_ and port_ set; false with every descriptor closed and *why the error.
+  bool bindAllOnce(const std::vector<sockaddr_storage>& addrs, Status* why);
   void loop();
   void acceptFrom(Listener& l, Clock::TimePoint now, bool& harvested);
   bool outOfDescriptors(Listener& l, Clock::TimePoint now, int accept_errno);

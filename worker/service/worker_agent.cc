@@ -75,42 +75,138 @@ bool isControl(pb::CoordinatorCommand::CommandCase c) {
   return c == pb::CoordinatorCommand::kPrepare || c == pb::CoordinatorCommand::kRelease;
 }
 
+// A prepare: the session's spec completed from this worker (its data address, the GPU's nearest
+// NIC, the NIC's NUMA node), and the local endpoint's description in the reply.
+Status executePrepare(const WorkerOptions& options, SessionManager& sessions,
+                      const pb::PrepareRequest& req, pb::CommandReply* reply) {
+  SessionSpec spec = specFromProto(req.spec(), options.data_host, options.numa_node);
+  // GPU tests default to the GPU's nearest NIC; host buffers go to the NIC's node.
+  if (spec.transport == TransportKind::kVerbs && spec.endpoint.device.empty() &&
+      spec.memory == MemoryKind::kCuda && options.nearest_nic) {
+    spec.endpoint.device = options.nearest_nic(spec.gpu);
+  }
+  if (spec.numa_node < 0 && options.nic_numa) {
+    spec.numa_node = options.nic_numa(spec.endpoint.device);
+  }
+  PrepareExtras extras;
+  if (req.has_peer()) extras.peer = fromProto(req.peer());
+  if (req.has_arm()) extras.arm = fromProto(req.arm());
+  auto r = sessions.prepare(spec, extras);
+  if (r.ok()) {
+    // The transport's description plus what the records show: where the buffer is, the
+    // registration path used, the GPU and its PCIe path class to the NIC.
+    EndpointDesc d = std::move(r->desc);
+    d.buffer = r->buffer;
+    d.reg_path = r->reg_path;
+    d.gpu = req.spec().gpu();
+    if (options.topo_class) {
+      d.topo_class = options.topo_class(d.gpu, d.nic() ? d.nic()->device : std::string());
+    }
+    toProto(d, reply->mutable_prepare()->mutable_local());
+  }
+  return r.status();
+}
+
+Status executeStart(SessionManager& sessions, const pb::StartRequest& req,
+                    pb::CommandReply* reply) {
+  StartSpec ss;
+  ss.peer = fromProto(req.peer());
+  ss.run = fromProto(req.run());
+  ss.verify = req.verify();
+  ss.verify_length = req.verify_length();
+  auto r = sessions.start(req.test_id(), ss);
+  if (r.ok()) toProto(*r, reply->mutable_start());
+  return r.status();
+}
+
+Status executeFinish(SessionManager& sessions, const pb::FinishRequest& req,
+                     pb::CommandReply* reply) {
+  FinishSpec fs;
+  fs.verify = req.verify();
+  fs.verify_length = req.verify_length();
+  if (req.timeout_seconds() > 0) fs.timeout_seconds = req.timeout_seconds();
+  auto r = sessions.finish(req.test_id(), fs);
+  if (r.ok()) toProto(*r, reply->mutable_finish());
+  return r.status();
+}
+
+// RoCE: lldpd's neighbours of this worker's NICs; a NIC without one is in the answer.
+Status readLldpInto(const WorkerOptions& options, const fabric::DiscoverRequest& d,
+                    pb::DiscoverFabricReply* out) {
+  if (!options.read_lldp) {
+    return unimplemented("worker " + options.name + " cannot ask lldpd (a simulated worker)",
+                         "ask a real worker on a RoCE host");
+  }
+  fabric::LldpHost h = options.read_lldp(d);
+  h.host = options.name;
+  if (!h.status.ok() && h.nics.empty()) return h.status;
+  out->set_lldp_json(fabric::toJson(h).dump());
+  return {};
+}
+
+// InfiniBand: the subnet's snapshot, discovered through this worker's port.
+Status discoverIbInto(const WorkerOptions& options, const fabric::DiscoverRequest& d,
+                      pb::DiscoverFabricReply* out) {
+  if (!options.discover_fabric) {
+    return unimplemented(
+        "worker " + options.name + " was built without InfiniBand fabric discovery",
+        "install libibnetdisc-dev libibmad-dev libibumad-dev and rebuild the "
+        "worker (GDRMESH_FABRIC=ON)");
+  }
+  // libibmad keeps global state: one management query at a time on this worker.
+  MutexLock lock(fabricMutex());
+  auto f = options.discover_fabric(d);
+  if (f.ok()) out->set_snapshot_json(fabric::toJson(*f).dump());
+  return f.status();
+}
+
+// The command succeeds whenever it ran; the discovery's own outcome (no device, no module, a
+// switch that did not answer) is the reply's `discovery`.
+void executeDiscoverFabric(const WorkerOptions& options, const pb::DiscoverFabricRequest& req,
+                           pb::CommandReply* reply) {
+  fabric::DiscoverRequest d;
+  d.ca = req.ca();
+  d.ca_port = static_cast<int>(req.ca_port());
+  d.timeout_ms = req.timeout_ms() == 0 ? 500 : static_cast<int>(req.timeout_ms());
+  d.read_lfts = !req.no_lfts();
+  d.lldp = req.lldp();
+  auto* out = reply->mutable_discover_fabric();
+  const Status ds = d.lldp ? readLldpInto(options, d, out) : discoverIbInto(options, d, out);
+  toProto(ds, out->mutable_discovery());
+}
+
+// As discovery: the command succeeds whenever it ran; the read's outcome is `reading`, a port
+// that did not answer its own status.
+void executeReadPortCounters(const WorkerOptions& options, const pb::ReadPortCountersRequest& in,
+                             pb::CommandReply* reply) {
+  const fabric::CounterReadRequest req = convert::fromProto(in);
+  fabric::CounterReadOutcome outcome;
+  if (!options.read_port_counters) {
+    outcome.status =
+        unimplemented("worker " + options.name + " was built without the InfiniBand fabric module",
+                      "install libibnetdisc-dev libibmad-dev libibumad-dev and rebuild the worker "
+                      "(GDRMESH_FABRIC=ON), or name another worker as fabric_reader");
+  } else {
+    MutexLock lock(fabricMutex());
+    auto r = options.read_port_counters(req);
+    if (r.ok()) {
+      outcome = std::move(r).value();
+    } else {
+      outcome.status = r.status();
+    }
+  }
+  convert::toProto(outcome, reply->mutable_read_port_counters());
+}
+
 // Runs one command on the SessionManager and fills the reply (status included).
 void execute(const WorkerOptions& options, SessionManager& sessions,
              const pb::CoordinatorCommand& cmd, pb::CommandReply* reply) {
   reply->set_request_id(cmd.request_id());
   Status st;
   switch (cmd.command_case()) {
-    case pb::CoordinatorCommand::kPrepare: {
-      const auto& req = cmd.prepare();
-      SessionSpec spec = specFromProto(req.spec(), options.data_host, options.numa_node);
-      // GPU tests default to the GPU's nearest NIC; host buffers go to the NIC's node.
-      if (spec.transport == TransportKind::kVerbs && spec.endpoint.device.empty() &&
-          spec.memory == MemoryKind::kCuda && options.nearest_nic) {
-        spec.endpoint.device = options.nearest_nic(spec.gpu);
-      }
-      if (spec.numa_node < 0 && options.nic_numa) {
-        spec.numa_node = options.nic_numa(spec.endpoint.device);
-      }
-      PrepareExtras extras;
-      if (req.has_peer()) extras.peer = fromProto(req.peer());
-      if (req.has_arm()) extras.arm = fromProto(req.arm());
-      auto r = sessions.prepare(spec, extras);
-      if (r.ok()) {
-        // The transport's description plus what the records show: where the buffer is, the
-        // registration path used, the GPU and its PCIe path class to the NIC.
-        EndpointDesc d = std::move(r->desc);
-        d.buffer = r->buffer;
-        d.reg_path = r->reg_path;
-        d.gpu = req.spec().gpu();
-        if (options.topo_class) {
-          d.topo_class = options.topo_class(d.gpu, d.nic() ? d.nic()->device : std::string());
-        }
-        toProto(d, reply->mutable_prepare()->mutable_local());
-      }
-      st = r.status();
+    case pb::CoordinatorCommand::kPrepare:
+      st = executePrepare(options, sessions, cmd.prepare(), reply);
       break;
-    }
     case pb::CoordinatorCommand::kConnect: {
       auto r = sessions.connect(cmd.connect().test_id(), fromProto(cmd.connect().peer()));
       if (r.ok()) reply->mutable_connect()->set_path_mtu(*r);
@@ -136,92 +232,18 @@ void execute(const WorkerOptions& options, SessionManager& sessions,
       sessions.release(cmd.release().test_id());
       reply->mutable_release();
       break;
-    case pb::CoordinatorCommand::kStart: {
-      const auto& req = cmd.start();
-      StartSpec ss;
-      ss.peer = fromProto(req.peer());
-      ss.run = fromProto(req.run());
-      ss.verify = req.verify();
-      ss.verify_length = req.verify_length();
-      auto r = sessions.start(req.test_id(), ss);
-      if (r.ok()) toProto(*r, reply->mutable_start());
-      st = r.status();
+    case pb::CoordinatorCommand::kStart:
+      st = executeStart(sessions, cmd.start(), reply);
       break;
-    }
-    case pb::CoordinatorCommand::kFinish: {
-      const auto& req = cmd.finish();
-      FinishSpec fs;
-      fs.verify = req.verify();
-      fs.verify_length = req.verify_length();
-      if (req.timeout_seconds() > 0) fs.timeout_seconds = req.timeout_seconds();
-      auto r = sessions.finish(req.test_id(), fs);
-      if (r.ok()) toProto(*r, reply->mutable_finish());
-      st = r.status();
+    case pb::CoordinatorCommand::kFinish:
+      st = executeFinish(sessions, cmd.finish(), reply);
       break;
-    }
-    case pb::CoordinatorCommand::kDiscoverFabric: {
-      // The command succeeds whenever it ran; the discovery's own outcome (no device, no
-      // module, a switch that did not answer) is the reply's `discovery`.
-      const auto& req = cmd.discover_fabric();
-      fabric::DiscoverRequest d;
-      d.ca = req.ca();
-      d.ca_port = static_cast<int>(req.ca_port());
-      d.timeout_ms = req.timeout_ms() == 0 ? 500 : static_cast<int>(req.timeout_ms());
-      d.read_lfts = !req.no_lfts();
-      d.lldp = req.lldp();
-      auto* out = reply->mutable_discover_fabric();
-      Status ds;
-      if (d.lldp) {
-        // RoCE: lldpd's neighbours of this worker's NICs; a NIC without one is in the answer.
-        if (!options.read_lldp) {
-          ds = unimplemented("worker " + options.name + " cannot ask lldpd (a simulated worker)",
-                             "ask a real worker on a RoCE host");
-        } else {
-          fabric::LldpHost h = options.read_lldp(d);
-          h.host = options.name;
-          if (!h.status.ok() && h.nics.empty()) {
-            ds = h.status;
-          } else {
-            out->set_lldp_json(fabric::toJson(h).dump());
-          }
-        }
-      } else if (!options.discover_fabric) {
-        ds = unimplemented(
-            "worker " + options.name + " was built without InfiniBand fabric discovery",
-            "install libibnetdisc-dev libibmad-dev libibumad-dev and rebuild the "
-            "worker (GDRMESH_FABRIC=ON)");
-      } else {
-        // libibmad keeps global state: one management query at a time on this worker.
-        MutexLock lock(fabricMutex());
-        auto f = options.discover_fabric(d);
-        if (f.ok()) out->set_snapshot_json(fabric::toJson(*f).dump());
-        ds = f.status();
-      }
-      toProto(ds, out->mutable_discovery());
+    case pb::CoordinatorCommand::kDiscoverFabric:
+      executeDiscoverFabric(options, cmd.discover_fabric(), reply);
       break;
-    }
-    case pb::CoordinatorCommand::kReadPortCounters: {
-      // As discovery: the command succeeds whenever it ran; the read's outcome is `reading`,
-      // a port that did not answer its own status.
-      const fabric::CounterReadRequest req = convert::fromProto(cmd.read_port_counters());
-      fabric::CounterReadOutcome outcome;
-      if (!options.read_port_counters) {
-        outcome.status = unimplemented(
-            "worker " + options.name + " was built without the InfiniBand fabric module",
-            "install libibnetdisc-dev libibmad-dev libibumad-dev and rebuild the worker "
-            "(GDRMESH_FABRIC=ON), or name another worker as fabric_reader");
-      } else {
-        MutexLock lock(fabricMutex());
-        auto r = options.read_port_counters(req);
-        if (r.ok()) {
-          outcome = std::move(r).value();
-        } else {
-          outcome.status = r.status();
-        }
-      }
-      convert::toProto(outcome, reply->mutable_read_port_counters());
+    case pb::CoordinatorCommand::kReadPortCounters:
+      executeReadPortCounters(options, cmd.read_port_counters(), reply);
       break;
-    }
     case pb::CoordinatorCommand::COMMAND_NOT_SET:
       st = unimplemented("unknown command from coordinator",
                          "upgrade this worker to the coordinator's version");
@@ -239,6 +261,62 @@ std::shared_ptr<pb::CoordinatorCommand> finishAfterPrepare(const pb::Coordinator
   fin->set_request_id(cmd.prepare().finish_request_id());
   *fin->mutable_finish() = cmd.prepare().finish();
   return fin;
+}
+
+// The channel to the coordinator: keepalives, so that a dead coordinator is noticed while idle.
+std::shared_ptr<grpc::Channel> coordinatorChannel(const WorkerOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  return grpc::CreateCustomChannel(options.coordinator, channelCredentials(options.tls), args);
+}
+
+// The stream's first message: this worker's name, labels and inventory.
+pb::WorkerMessage registrationMessage(const WorkerOptions& options, const Inventory& inventory) {
+  pb::WorkerMessage reg;
+  reg.mutable_register_()->set_name(options.name);
+  reg.mutable_register_()->set_protocol_version(1);
+  for (const auto& [key, value] : options.labels) {
+    (*reg.mutable_register_()->mutable_labels())[key] = value;
+  }
+  convert::toProto(inventory, reg.mutable_register_()->mutable_inventory());
+  return reg;
+}
+
+// Why registering failed, from the stream's end: a refusal (retrying cannot fix it:
+// kInvalidArgument, kPermissionDenied) or an unreachable coordinator (kUnavailable).
+Status registrationFailure(const WorkerOptions& options, const grpc::Status& gs) {
+  if (gs.error_code() == grpc::StatusCode::ALREADY_EXISTS ||
+      gs.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+    return invalidArgument("coordinator refused registration: " + gs.error_message());
+  }
+  if (gs.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+    // The certificate does not allow this name: retrying cannot fix it.
+    return Status(Code::kPermissionDenied,
+                  "coordinator refused registration: " + gs.error_message());
+  }
+  const std::string hint = tlsFailureHint(gs.error_message(), options.tls.has_value());
+  return unavailable("coordinator " + options.coordinator + " unreachable: " +
+                     (gs.ok() ? std::string("stream closed") : gs.error_message()) +
+                     (hint.empty() ? "" : " (" + hint + ")"));
+}
+
+// The answer to a command its pool has no room for: RESOURCE_EXHAUSTED at once.
+pb::WorkerMessage poolFullReply(const std::string& worker, const pb::CoordinatorCommand& cmd,
+                                const CommandPool& pool) {
+  pb::WorkerMessage out;
+  auto* reply = out.mutable_reply();
+  reply->set_request_id(cmd.request_id());
+  const Status refused(
+      Code::kResourceExhausted,
+      "worker " + worker + ": " + commandName(cmd.command_case()) +
+          " refused: " + std::to_string(pool.queued()) + " commands already wait for " +
+          std::to_string(pool.threads()) + " busy command threads",
+      "lower the number of concurrent tests on this worker (sweep max_concurrency)");
+  toProto(refused, reply->mutable_status());
+  return out;
 }
 
 }  // namespace
@@ -310,14 +388,7 @@ Status WorkerAgent::run() {
 }
 
 Status WorkerAgent::serveOnce(bool* registered) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  auto channel =
-      grpc::CreateCustomChannel(options_.coordinator, channelCredentials(options_.tls), args);
-  auto stub = pb::WorkerService::NewStub(channel);
+  auto stub = pb::WorkerService::NewStub(coordinatorChannel(options_));
   grpc::ClientContext ctx;
   {
     MutexLock lock(mu_);
@@ -333,29 +404,10 @@ Status WorkerAgent::serveOnce(bool* registered) {
   } clear{this};
 
   Stream stream(stub->Connect(&ctx));
-  pb::WorkerMessage reg;
-  reg.mutable_register_()->set_name(options_.name);
-  reg.mutable_register_()->set_protocol_version(1);
-  for (const auto& [key, value] : options_.labels) {
-    (*reg.mutable_register_()->mutable_labels())[key] = value;
-  }
-  convert::toProto(inventory_, reg.mutable_register_()->mutable_inventory());
   pb::CoordinatorMessage first;
-  if (!stream.write(reg) || !stream.read(&first) || !first.has_registered()) {
-    grpc::Status gs = stream.finish();
-    if (gs.error_code() == grpc::StatusCode::ALREADY_EXISTS ||
-        gs.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
-      return invalidArgument("coordinator refused registration: " + gs.error_message());
-    }
-    if (gs.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
-      // The certificate does not allow this name: retrying cannot fix it.
-      return Status(Code::kPermissionDenied,
-                    "coordinator refused registration: " + gs.error_message());
-    }
-    const std::string hint = tlsFailureHint(gs.error_message(), options_.tls.has_value());
-    return unavailable("coordinator " + options_.coordinator + " unreachable: " +
-                       (gs.ok() ? std::string("stream closed") : gs.error_message()) +
-                       (hint.empty() ? "" : " (" + hint + ")"));
+  if (!stream.write(registrationMessage(options_, inventory_)) || !stream.read(&first) ||
+      !first.has_registered()) {
+    return registrationFailure(options_, stream.finish());
   }
   *registered = true;
   workerAgentLog(options_.name)
@@ -363,14 +415,22 @@ Status WorkerAgent::serveOnce(bool* registered) {
   const int hb_ms = first.registered().heartbeat_interval_ms() > 0
                         ? static_cast<int>(first.registered().heartbeat_interval_ms())
                         : options_.heartbeat_ms;
+  serveCommands(stream, hb_ms);
+  grpc::Status gs = stream.finish();
+  if (stopping_.load()) return {};
+  return unavailable("stream to coordinator ended: " +
+                     (gs.ok() ? std::string("closed by coordinator") : gs.error_message()));
+}
 
+void WorkerAgent::serveCommands(Stream& stream, int heartbeat_ms) {
   std::atomic<bool> done{false};
   Mutex hb_mu;
   std::condition_variable hb_cv;
   std::thread heartbeat([&] {
     UniqueLock lock(hb_mu);
     while (!done.load()) {
-      hb_cv.wait_for(lock.native(), std::chrono::milliseconds(hb_ms), [&] { return done.load(); });
+      hb_cv.wait_for(lock.native(), std::chrono::milliseconds(heartbeat_ms),
+                     [&] { return done.load(); });
       if (done.load()) break;
       pb::WorkerMessage hb;
       hb.mutable_heartbeat()->set_unix_ms(nowUnixMs());
@@ -385,27 +445,14 @@ Status WorkerAgent::serveOnce(bool* registered) {
   // pools are joined below, while `dispatch` is alive.)
   std::function<void(std::shared_ptr<pb::CoordinatorCommand>)> dispatch;
   dispatch = [&](std::shared_ptr<pb::CoordinatorCommand> cmd) {
-    const auto kind = cmd->command_case();
-    CommandPool& pool = isControl(kind) ? control : commands;
+    CommandPool& pool = isControl(cmd->command_case()) ? control : commands;
     const bool queued = pool.submit([this, &stream, &dispatch, cmd] {
       pb::WorkerMessage out;
       execute(options_, sessions_, *cmd, out.mutable_reply());
       stream.write(out);
       if (auto fin = finishAfterPrepare(*cmd, out.reply())) dispatch(std::move(fin));
     });
-    if (!queued) {
-      pb::WorkerMessage out;
-      auto* reply = out.mutable_reply();
-      reply->set_request_id(cmd->request_id());
-      const Status refused(
-          Code::kResourceExhausted,
-          "worker " + options_.name + ": " + commandName(kind) +
-              " refused: " + std::to_string(pool.queued()) + " commands already wait for " +
-              std::to_string(pool.threads()) + " busy command threads",
-          "lower the number of concurrent tests on this worker (sweep max_concurrency)");
-      toProto(refused, reply->mutable_status());
-      stream.write(out);
-    }
+    if (!queued) stream.write(poolFullReply(options_.name, *cmd, pool));
   };
   pb::CoordinatorMessage msg;
   while (stream.read(&msg)) {
@@ -423,10 +470,6 @@ Status WorkerAgent::serveOnce(bool* registered) {
   control.join();
   commands.join();
   sessions_.abortAll();
-  grpc::Status gs = stream.finish();
-  if (stopping_.load()) return {};
-  return unavailable("stream to coordinator ended: " +
-                     (gs.ok() ? std::string("closed by coordinator") : gs.error_message()));
 }
 
 }  // namespace gdrmesh

@@ -93,6 +93,9 @@ class WorkerAgent {
  private:
   class Stream;
   Status serveOnce(bool* registered);
+  // Serves the registered stream's commands until it ends, heartbeating meanwhile; then aborts
+  // every session and joins every thread.
+  void serveCommands(Stream& stream, int heartbeat_ms);
 
   const WorkerOptions options_;
   const Inventory inventory_;

@@ -64,18 +64,115 @@ void splitTarget(const std::string& target, SimFault* f) {
   if (slash != std::string::npos) f->nic = target.substr(slash + 1);
 }
 
+// One --sim-fault spec being parsed: its colon-separated parts (the kind first) and what its
+// errors quote.
+struct SimFaultText {
+  std::vector<std::string> parts;
+  std::string where;  // "--sim-fault 'SPEC'"
+  std::string usage;
+  const std::string& kind() const { return parts[0]; }
+};
+
+// The kinds that apply to a whole worker refuse a NIC.
+Status requireWholeWorker(const SimFaultText& t, const SimFault& f) {
+  if (!f.nic.empty()) {
+    return invalidArgument(t.where + ": " + t.kind() + " applies to a worker", t.usage);
+  }
+  return {};
+}
+
+// slow:WORKER[/NIC]:FACTOR
+Status parseSlowFault(const SimFaultText& t, SimFault* f) {
+  if (t.parts.size() != 3) {
+    return invalidArgument(t.where + ": expected slow:WORKER[/NIC]:FACTOR", t.usage);
+  }
+  GDR_ASSIGN_OR_RETURN(f->factor, parseNumber(t.parts[2], t.where + " FACTOR"));
+  if (f->factor <= 0) {
+    return invalidArgument(t.where + ": FACTOR must be > 0 (0.5 = half speed)");
+  }
+  f->kind = SimFault::Kind::kSlow;
+  return {};
+}
+
+// flap:WORKER:P
+Status parseFlapFault(const SimFaultText& t, SimFault* f) {
+  if (t.parts.size() != 3) return invalidArgument(t.where + ": expected flap:WORKER:P", t.usage);
+  GDR_RETURN_IF_ERROR(requireWholeWorker(t, *f));
+  GDR_ASSIGN_OR_RETURN(f->probability, parseNumber(t.parts[2], t.where + " P"));
+  if (f->probability < 0 || f->probability > 1) {
+    return invalidArgument(t.where + ": P must be within [0, 1]");
+  }
+  f->kind = SimFault::Kind::kFlap;
+  return {};
+}
+
+// link:WORKER[/NIC]:WORKER[/NIC]:FACTOR or glitch:WORKER:WORKER:FACTOR[:N]
+Status parseLinkFault(const SimFaultText& t, SimFault* f) {
+  const bool link = t.kind() == "link";
+  if (link ? t.parts.size() != 4 : t.parts.size() < 4 || t.parts.size() > 5) {
+    return invalidArgument(t.where + (link ? ": expected link:WORKER[/NIC]:WORKER[/NIC]:FACTOR"
+                                           : ": expected glitch:WORKER:WORKER:FACTOR[:N]"),
+                           t.usage);
+  }
+  if (!link) GDR_RETURN_IF_ERROR(requireWholeWorker(t, *f));
+  SimFault peer;
+  splitTarget(t.parts[2], &peer);
+  if (peer.worker.empty() || (t.parts[2].find('/') != std::string::npos && peer.nic.empty()) ||
+      (!link && !peer.nic.empty())) {
+    return invalidArgument(t.where + ": the second end names no worker, or an empty NIC", t.usage);
+  }
+  if (peer.worker == f->worker) {
+    return invalidArgument(t.where + ": both ends are " + f->worker, "name two different workers");
+  }
+  f->peer = peer.worker;
+  f->peer_nic = peer.nic;
+  GDR_ASSIGN_OR_RETURN(f->factor, parseNumber(t.parts[3], t.where + " FACTOR"));
+  if (f->factor <= 0) {
+    return invalidArgument(t.where + ": FACTOR must be > 0 (0.5 = half speed)");
+  }
+  f->after_n = 1;
+  if (t.parts.size() == 5) {
+    GDR_ASSIGN_OR_RETURN(f->after_n, parseCount(t.parts[4], t.where + " N"));
+  }
+  f->kind = link ? SimFault::Kind::kLink : SimFault::Kind::kGlitch;
+  return {};
+}
+
+// mute:WORKER[:AFTER_N]
+Status parseMuteFault(const SimFaultText& t, SimFault* f) {
+  if (t.parts.size() > 3) {
+    return invalidArgument(t.where + ": expected mute:WORKER[:AFTER_N]", t.usage);
+  }
+  GDR_RETURN_IF_ERROR(requireWholeWorker(t, *f));
+  if (t.parts.size() == 3) {
+    GDR_ASSIGN_OR_RETURN(f->after_n, parseCount(t.parts[2], t.where + " AFTER_N"));
+  }
+  f->kind = SimFault::Kind::kMute;
+  return {};
+}
+
+// drop:WORKER:AFTER_N
+Status parseDropFault(const SimFaultText& t, SimFault* f) {
+  if (t.parts.size() != 3) {
+    return invalidArgument(t.where + ": expected drop:WORKER:AFTER_N", t.usage);
+  }
+  GDR_RETURN_IF_ERROR(requireWholeWorker(t, *f));
+  GDR_ASSIGN_OR_RETURN(f->after_n, parseCount(t.parts[2], t.where + " AFTER_N"));
+  f->kind = SimFault::Kind::kDrop;
+  return {};
+}
+
 }  // namespace
 
 Result<SimFault> parseSimFault(std::string_view spec) {
-  const std::string where = "--sim-fault '" + std::string(spec) + "'";
-  const std::string usage =
+  const SimFaultText t{
+      splitColons(spec), "--sim-fault '" + std::string(spec) + "'",
       "use slow:WORKER[/NIC]:FACTOR, fail:WORKER[/NIC], flap:WORKER:P, mute:WORKER[:AFTER_N], "
       "drop:WORKER:AFTER_N, link:WORKER[/NIC]:WORKER[/NIC]:FACTOR, "
-      "glitch:WORKER:WORKER:FACTOR[:N] or port:SWITCH[PORT]:FACTOR (with --sim-fabric)";
-  auto parts = splitColons(spec);
+      "glitch:WORKER:WORKER:FACTOR[:N] or port:SWITCH[PORT]:FACTOR (with --sim-fabric)"};
   SimFault f;
   f.text = std::string(spec);
-  const std::string& kind = parts[0];
+  const std::string& kind = t.kind();
   if (kind == "port") {
     GDR_ASSIGN_OR_RETURN(SimBadPort bad, parseSimBadPort(std::string(spec.substr(5))));
     f.kind = SimFault::Kind::kPort;
@@ -84,74 +181,30 @@ Result<SimFault> parseSimFault(std::string_view spec) {
     f.factor = bad.factor;
     return f;
   }
-  if (parts.size() < 2 || parts[1].empty()) {
-    return invalidArgument(where + ": names no worker", usage);
+  if (t.parts.size() < 2 || t.parts[1].empty()) {
+    return invalidArgument(t.where + ": names no worker", t.usage);
   }
-  splitTarget(parts[1], &f);
-  if (f.worker.empty() || (parts[1].find('/') != std::string::npos && f.nic.empty())) {
-    return invalidArgument(where + ": empty worker or NIC name", usage);
+  splitTarget(t.parts[1], &f);
+  if (f.worker.empty() || (t.parts[1].find('/') != std::string::npos && f.nic.empty())) {
+    return invalidArgument(t.where + ": empty worker or NIC name", t.usage);
   }
-  auto no_nic = [&]() -> Status {
-    if (!f.nic.empty()) return invalidArgument(where + ": " + kind + " applies to a worker", usage);
-    return {};
-  };
   if (kind == "slow") {
-    if (parts.size() != 3)
-      return invalidArgument(where + ": expected slow:WORKER[/NIC]:FACTOR", usage);
-    GDR_ASSIGN_OR_RETURN(f.factor, parseNumber(parts[2], where + " FACTOR"));
-    if (f.factor <= 0) return invalidArgument(where + ": FACTOR must be > 0 (0.5 = half speed)");
-    f.kind = SimFault::Kind::kSlow;
+    GDR_RETURN_IF_ERROR(parseSlowFault(t, &f));
   } else if (kind == "fail") {
-    if (parts.size() != 2) return invalidArgument(where + ": expected fail:WORKER[/NIC]", usage);
+    if (t.parts.size() != 2) {
+      return invalidArgument(t.where + ": expected fail:WORKER[/NIC]", t.usage);
+    }
     f.kind = SimFault::Kind::kFail;
   } else if (kind == "flap") {
-    if (parts.size() != 3) return invalidArgument(where + ": expected flap:WORKER:P", usage);
-    GDR_RETURN_IF_ERROR(no_nic());
-    GDR_ASSIGN_OR_RETURN(f.probability, parseNumber(parts[2], where + " P"));
-    if (f.probability < 0 || f.probability > 1) {
-      return invalidArgument(where + ": P must be within [0, 1]");
-    }
-    f.kind = SimFault::Kind::kFlap;
+    GDR_RETURN_IF_ERROR(parseFlapFault(t, &f));
   } else if (kind == "link" || kind == "glitch") {
-    const bool link = kind == "link";
-    if (link ? parts.size() != 4 : parts.size() < 4 || parts.size() > 5) {
-      return invalidArgument(where + (link ? ": expected link:WORKER[/NIC]:WORKER[/NIC]:FACTOR"
-                                           : ": expected glitch:WORKER:WORKER:FACTOR[:N]"),
-                             usage);
-    }
-    if (!link) GDR_RETURN_IF_ERROR(no_nic());
-    SimFault peer;
-    splitTarget(parts[2], &peer);
-    if (peer.worker.empty() || (parts[2].find('/') != std::string::npos && peer.nic.empty()) ||
-        (!link && !peer.nic.empty())) {
-      return invalidArgument(where + ": the second end names no worker, or an empty NIC", usage);
-    }
-    if (peer.worker == f.worker) {
-      return invalidArgument(where + ": both ends are " + f.worker, "name two different workers");
-    }
-    f.peer = peer.worker;
-    f.peer_nic = peer.nic;
-    GDR_ASSIGN_OR_RETURN(f.factor, parseNumber(parts[3], where + " FACTOR"));
-    if (f.factor <= 0) return invalidArgument(where + ": FACTOR must be > 0 (0.5 = half speed)");
-    f.after_n = 1;
-    if (parts.size() == 5) {
-      GDR_ASSIGN_OR_RETURN(f.after_n, parseCount(parts[4], where + " N"));
-    }
-    f.kind = link ? SimFault::Kind::kLink : SimFault::Kind::kGlitch;
+    GDR_RETURN_IF_ERROR(parseLinkFault(t, &f));
   } else if (kind == "mute") {
-    if (parts.size() > 3) return invalidArgument(where + ": expected mute:WORKER[:AFTER_N]", usage);
-    GDR_RETURN_IF_ERROR(no_nic());
-    if (parts.size() == 3) {
-      GDR_ASSIGN_OR_RETURN(f.after_n, parseCount(parts[2], where + " AFTER_N"));
-    }
-    f.kind = SimFault::Kind::kMute;
+    GDR_RETURN_IF_ERROR(parseMuteFault(t, &f));
   } else if (kind == "drop") {
-    if (parts.size() != 3) return invalidArgument(where + ": expected drop:WORKER:AFTER_N", usage);
-    GDR_RETURN_IF_ERROR(no_nic());
-    GDR_ASSIGN_OR_RETURN(f.after_n, parseCount(parts[2], where + " AFTER_N"));
-    f.kind = SimFault::Kind::kDrop;
+    GDR_RETURN_IF_ERROR(parseDropFault(t, &f));
   } else {
-    return invalidArgument(where + ": unknown fault kind '" + kind + "'", usage);
+    return invalidArgument(t.where + ": unknown fault kind '" + kind + "'", t.usage);
   }
   return f;
 }

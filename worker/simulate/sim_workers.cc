@@ -31,6 +31,24 @@ bool refusal(grpc::StatusCode c) {
          c == grpc::StatusCode::PERMISSION_DENIED;
 }
 
+// Simulated workers have no InfiniBand port and no lldpd: fabric discovery and port counters
+// are answered with that as their outcome (a result, not an error).
+void answerSimFabricQuery(const std::string& worker, const pb::CoordinatorCommand& cmd,
+                          pb::CommandReply* reply) {
+  if (cmd.has_read_port_counters()) {
+    toProto(unimplemented("simulated worker " + worker + " has no InfiniBand port",
+                          "name a real worker on an InfiniBand host as fabric_reader"),
+            reply->mutable_read_port_counters()->mutable_reading());
+    return;
+  }
+  toProto(cmd.discover_fabric().lldp()
+              ? unimplemented("simulated worker " + worker + " cannot ask lldpd",
+                              "ask a real worker on a RoCE host")
+              : unimplemented("simulated worker " + worker + " has no InfiniBand fabric",
+                              "discover the fabric through a real worker on an InfiniBand host"),
+          reply->mutable_discover_fabric()->mutable_discovery());
+}
+
 }  // namespace
 
 class SimStream;
@@ -295,108 +313,109 @@ class SimStream final : public grpc::ClientBidiReactor<pb::WorkerMessage, pb::Co
   // Answers one command now or, for runs, when the simulated run is over.
   void handle(const pb::CoordinatorCommand& cmd) {
     impl_.commands.fetch_add(1, std::memory_order_relaxed);
-    SimWorkerModel& m = w_->model();
-    switch (m.nextCommand()) {
-      case SimWorkerModel::Fate::kDrop:
-        drop_ = true;
-        return;
-      case SimWorkerModel::Fate::kMute:
-        impl_.unanswered.fetch_add(1, std::memory_order_relaxed);
-        return;
-      case SimWorkerModel::Fate::kAnswer:
-        break;
-    }
+    if (!answers(w_->model().nextCommand())) return;
     pb::WorkerMessage out;
     auto* reply = out.mutable_reply();
     reply->set_request_id(cmd.request_id());
-    Status st;
     Clock::TimePoint at = impl_.clock->now();
-    switch (cmd.command_case()) {
-      case pb::CoordinatorCommand::kPrepare: {
-        const auto& p = cmd.prepare();
-        SideSpec spec = fromProto(p.spec());
-        std::optional<RunSpec> arm;
-        if (p.has_arm()) arm = fromProto(p.arm());
-        auto r = p.has_peer() ? m.prepareArmed(spec, fromProto(p.peer()), arm) : m.prepare(spec);
-        if (r.ok()) toProto(*r, reply->mutable_prepare()->mutable_local());
-        st = r.status();
-        if (r.ok() && arm && arm->end_signal && p.has_finish()) {
-          awaitFinish(spec.endpoint.test_id, SimulatedWorkers::Impl::endKey(m.name(), r->rkey),
-                      p.finish(), p.finish_request_id());
-        }
+    const Status st = answer(cmd, reply, &at);
+    toProto(st, reply->mutable_status());
+    sendAt(std::move(out), at);
+  }
+
+  // The model's fate for a command: true to answer it; a dropped one drops the stream, a mute
+  // one is counted unanswered.
+  bool answers(SimWorkerModel::Fate fate) {
+    switch (fate) {
+      case SimWorkerModel::Fate::kDrop:
+        drop_ = true;
+        return false;
+      case SimWorkerModel::Fate::kMute:
+        impl_.unanswered.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      case SimWorkerModel::Fate::kAnswer:
         break;
-      }
+    }
+    return true;
+  }
+
+  // Runs the command on the model and fills the reply but its status, which it returns. *at:
+  // when the answer is due (a run's end; now for the others).
+  Status answer(const pb::CoordinatorCommand& cmd, pb::CommandReply* reply, Clock::TimePoint* at) {
+    SimWorkerModel& m = w_->model();
+    switch (cmd.command_case()) {
+      case pb::CoordinatorCommand::kPrepare:
+        return answerPrepare(cmd.prepare(), reply);
       case pb::CoordinatorCommand::kConnect: {
         auto r = m.connect(cmd.connect().test_id(), fromProto(cmd.connect().peer()));
         if (r.ok()) reply->mutable_connect()->set_path_mtu(*r);
-        st = r.status();
-        break;
+        return r.status();
       }
       case pb::CoordinatorCommand::kRun: {
         auto a = m.run(cmd.run().test_id(), fromProto(cmd.run().spec()));
         if (a.value.ok()) toProto(*a.value, reply->mutable_run()->mutable_measurement());
-        st = a.value.status();
-        at = a.at;
-        break;
+        *at = a.at;
+        return a.value.status();
       }
       case pb::CoordinatorCommand::kVerify: {
         auto r = m.verify(cmd.verify().test_id(), cmd.verify().length());
         if (r.ok()) toProto(*r, reply->mutable_verify()->mutable_integrity());
-        st = r.status();
-        break;
+        return r.status();
       }
       case pb::CoordinatorCommand::kRelease:
         releaseFinish(cmd.release().test_id());
         m.release(cmd.release().test_id());
         reply->mutable_release();
-        break;
-      case pb::CoordinatorCommand::kStart: {
-        const auto& s = cmd.start();
-        auto a = m.start(s.test_id(), fromProto(s.peer()), fromProto(s.run()), s.verify(),
-                         s.verify_length());
-        if (a.value.ok()) toProto(*a.value, reply->mutable_start());
-        st = a.value.status();
-        at = a.at;
-        if (a.value.ok() && s.run().end_signal()) {
-          // The initiator's run ends at `at`: its target hears it over the simulated data path.
-          const EndpointDesc peer = fromProto(s.peer());
-          if (const auto* sim = std::get_if<SimulatedDesc>(&peer.fields)) {
-            impl_.signalEnd(SimulatedWorkers::Impl::endKey(sim->worker, peer.rkey), at);
-          }
-        }
-        break;
-      }
+        return {};
+      case pb::CoordinatorCommand::kStart:
+        return answerStart(cmd.start(), reply, at);
       case pb::CoordinatorCommand::kFinish: {
         const auto& f = cmd.finish();
         auto a = m.finish(f.test_id(), f.verify(), f.verify_length(), f.timeout_seconds());
         if (a.value.ok()) toProto(*a.value, reply->mutable_finish());
-        st = a.value.status();
-        at = a.at;
-        break;
+        *at = a.at;
+        return a.value.status();
       }
       case pb::CoordinatorCommand::kDiscoverFabric:
-        // Simulated workers have no InfiniBand port and no lldpd: a result, not an error.
-        toProto(cmd.discover_fabric().lldp()
-                    ? unimplemented("simulated worker " + m.name() + " cannot ask lldpd",
-                                    "ask a real worker on a RoCE host")
-                    : unimplemented("simulated worker " + m.name() + " has no InfiniBand fabric",
-                                    "discover the fabric through a real worker on an InfiniBand "
-                                    "host"),
-                reply->mutable_discover_fabric()->mutable_discovery());
-        break;
       case pb::CoordinatorCommand::kReadPortCounters:
-        toProto(unimplemented("simulated worker " + m.name() + " has no InfiniBand port",
-                              "name a real worker on an InfiniBand host as fabric_reader"),
-                reply->mutable_read_port_counters()->mutable_reading());
-        break;
+        answerSimFabricQuery(m.name(), cmd, reply);
+        return {};
       default:
-        st = unimplemented("simulated worker " + m.name() + ": unknown command " +
-                               std::to_string(static_cast<int>(cmd.command_case())),
-                           "update the simulated workers to the coordinator's version");
-        break;
+        return unimplemented("simulated worker " + m.name() + ": unknown command " +
+                                 std::to_string(static_cast<int>(cmd.command_case())),
+                             "update the simulated workers to the coordinator's version");
     }
-    toProto(st, reply->mutable_status());
-    sendAt(std::move(out), at);
+  }
+
+  // A prepare; a lean target's finish sent with it waits for its initiator's end signal.
+  Status answerPrepare(const pb::PrepareRequest& p, pb::CommandReply* reply) {
+    SimWorkerModel& m = w_->model();
+    SideSpec spec = fromProto(p.spec());
+    std::optional<RunSpec> arm;
+    if (p.has_arm()) arm = fromProto(p.arm());
+    auto r = p.has_peer() ? m.prepareArmed(spec, fromProto(p.peer()), arm) : m.prepare(spec);
+    if (r.ok()) toProto(*r, reply->mutable_prepare()->mutable_local());
+    if (r.ok() && arm && arm->end_signal && p.has_finish()) {
+      awaitFinish(spec.endpoint.test_id, SimulatedWorkers::Impl::endKey(m.name(), r->rkey),
+                  p.finish(), p.finish_request_id());
+    }
+    return r.status();
+  }
+
+  // A lean initiator's start; with an end signal, its target hears the run's end at *at.
+  Status answerStart(const pb::StartRequest& s, pb::CommandReply* reply, Clock::TimePoint* at) {
+    auto a = w_->model().start(s.test_id(), fromProto(s.peer()), fromProto(s.run()), s.verify(),
+                               s.verify_length());
+    if (a.value.ok()) toProto(*a.value, reply->mutable_start());
+    *at = a.at;
+    if (a.value.ok() && s.run().end_signal()) {
+      // The initiator's run ends at `at`: its target hears it over the simulated data path.
+      const EndpointDesc peer = fromProto(s.peer());
+      if (const auto* sim = std::get_if<SimulatedDesc>(&peer.fields)) {
+        impl_.signalEnd(SimulatedWorkers::Impl::endKey(sim->worker, peer.rkey), a.at);
+      }
+    }
+    return a.value.status();
   }
 
   // Lean target whose prepare carried its finish: answered when the initiator's run ends (the

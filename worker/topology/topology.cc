@@ -32,6 +32,109 @@ std::string numaText(int numa) {
   return numa < 0 ? "N/A" : std::to_string(numa);
 }
 
+// Per GPU or NIC, its PCIe path (nullopt: not in sysfs, its classes are N/A).
+using TopoPaths = std::vector<std::optional<PciPath>>;
+
+// The GPUs, numbered in the order given, with their NUMA node and CPUs; a GPU not in sysfs is
+// a warning.
+TopoPaths addTopoGpus(const std::string& sysfs_root, const std::vector<std::string>& gpus,
+                      TopologyMatrix* m) {
+  TopoPaths paths;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    TopoGpu g;
+    g.index = static_cast<int>(i);
+    g.pci_bus_id = normalizeBusId(gpus[i]);
+    auto path = readPciPath(sysfs_root, g.pci_bus_id);
+    if (path.ok()) {
+      g.numa_node = path->numa_node;
+      g.cpu_affinity = path->local_cpulist;
+      paths.push_back(*path);
+    } else {
+      m->warnings.push_back("GPU" + std::to_string(i) + " " + g.pci_bus_id +
+                            ": not in sysfs, its classes are N/A (" + path.status().message() +
+                            ")");
+      paths.push_back(std::nullopt);
+    }
+    m->gpus.push_back(std::move(g));
+  }
+  return paths;
+}
+
+// The NICs as discovered; one whose PCIe path cannot be read is a warning.
+TopoPaths addTopoNics(const std::string& sysfs_root, const std::vector<Nic>& nics,
+                      TopologyMatrix* m) {
+  TopoPaths paths;
+  for (size_t i = 0; i < nics.size(); ++i) {
+    TopoNic n;
+    n.index = static_cast<int>(i);
+    n.name = nics[i].name;
+    n.pci_bus_id = nics[i].pci_bus_id;
+    n.numa_node = nics[i].numa_node;
+    std::optional<PciPath> path;
+    if (!n.pci_bus_id.empty()) {
+      auto p = readPciPath(sysfs_root, n.pci_bus_id);
+      if (p.ok()) {
+        path = *p;
+      } else {
+        m->warnings.push_back("NIC " + n.name + ": " + p.status().message());
+      }
+    }
+    paths.push_back(path);
+    m->nics.push_back(std::move(n));
+  }
+  return paths;
+}
+
+// The matrices: the path class of every GPU-NIC, GPU-GPU and NIC-NIC pair, and the hops and
+// bridges between each GPU and NIC.
+void classifyTopoPairs(const TopoPaths& gpu_paths, const TopoPaths& nic_paths, TopologyMatrix* m) {
+  auto cls = [](const std::optional<PciPath>& a, const std::optional<PciPath>& b) {
+    return a && b ? classifyPath(*a, *b) : PathClass::kNA;
+  };
+  const size_t ng = m->gpus.size(), nn = m->nics.size();
+  m->gpu_nic.assign(ng, std::vector<PathClass>(nn, PathClass::kNA));
+  m->gpu_nic_hops.assign(ng, std::vector<int>(nn, -1));
+  m->gpu_nic_bridges.assign(ng, std::vector<std::vector<std::string>>(nn));
+  m->gpu_gpu.assign(ng, std::vector<PathClass>(ng, PathClass::kNA));
+  m->nic_nic.assign(nn, std::vector<PathClass>(nn, PathClass::kNA));
+  for (size_t g = 0; g < ng; ++g) {
+    for (size_t h = 0; h < ng; ++h)
+      m->gpu_gpu[g][h] = g == h ? PathClass::kX : cls(gpu_paths[g], gpu_paths[h]);
+    for (size_t n = 0; n < nn; ++n) {
+      m->gpu_nic[g][n] = cls(gpu_paths[g], nic_paths[n]);
+      if (gpu_paths[g] && nic_paths[n]) {
+        m->gpu_nic_hops[g][n] = pathHops(*gpu_paths[g], *nic_paths[n]);
+        m->gpu_nic_bridges[g][n] = bridgesBetween(*gpu_paths[g], *nic_paths[n]);
+      }
+    }
+  }
+  for (size_t a = 0; a < nn; ++a) {
+    for (size_t b = 0; b < nn; ++b)
+      m->nic_nic[a][b] = a == b ? PathClass::kX : cls(nic_paths[a], nic_paths[b]);
+  }
+}
+
+// Per GPU, its best class to any NIC and the NICs of that class, nearest (fewest hops) first.
+void pickNearestNics(TopologyMatrix* m) {
+  for (size_t g = 0; g < m->gpus.size(); ++g) {
+    const auto& row = m->gpu_nic[g];
+    const auto& hops = m->gpu_nic_hops[g];
+    std::vector<size_t> order;
+    for (size_t n = 0; n < m->nics.size(); ++n) {
+      if (row[n] != PathClass::kNA) order.push_back(n);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      if (row[a] != row[b]) return row[a] < row[b];
+      return hops[a] < hops[b];
+    });
+    if (order.empty()) continue;
+    m->gpus[g].best_class = row[order.front()];
+    for (size_t n : order) {
+      if (row[n] == m->gpus[g].best_class) m->gpus[g].nearest_nics.push_back(m->nics[n].name);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> discoverGpuBusIds(const std::string& sysfs_root) {
@@ -54,82 +157,10 @@ Result<TopologyMatrix> discoverTopology(const std::string& sysfs_root,
   TopologyMatrix m;
   std::vector<std::string> gpus = gpu_bus_ids.empty() ? discoverGpuBusIds(sysfs_root) : gpu_bus_ids;
   GDR_ASSIGN_OR_RETURN(std::vector<Nic> nics, discoverNics(sysfs_root));
-
-  std::vector<std::optional<PciPath>> gpu_paths, nic_paths;
-  for (size_t i = 0; i < gpus.size(); ++i) {
-    TopoGpu g;
-    g.index = static_cast<int>(i);
-    g.pci_bus_id = normalizeBusId(gpus[i]);
-    auto path = readPciPath(sysfs_root, g.pci_bus_id);
-    if (path.ok()) {
-      g.numa_node = path->numa_node;
-      g.cpu_affinity = path->local_cpulist;
-      gpu_paths.push_back(*path);
-    } else {
-      m.warnings.push_back("GPU" + std::to_string(i) + " " + g.pci_bus_id +
-                           ": not in sysfs, its classes are N/A (" + path.status().message() + ")");
-      gpu_paths.push_back(std::nullopt);
-    }
-    m.gpus.push_back(std::move(g));
-  }
-  for (size_t i = 0; i < nics.size(); ++i) {
-    TopoNic n;
-    n.index = static_cast<int>(i);
-    n.name = nics[i].name;
-    n.pci_bus_id = nics[i].pci_bus_id;
-    n.numa_node = nics[i].numa_node;
-    std::optional<PciPath> path;
-    if (!n.pci_bus_id.empty()) {
-      auto p = readPciPath(sysfs_root, n.pci_bus_id);
-      if (p.ok()) {
-        path = *p;
-      } else {
-        m.warnings.push_back("NIC " + n.name + ": " + p.status().message());
-      }
-    }
-    nic_paths.push_back(path);
-    m.nics.push_back(std::move(n));
-  }
-
-  auto cls = [](const std::optional<PciPath>& a, const std::optional<PciPath>& b) {
-    return a && b ? classifyPath(*a, *b) : PathClass::kNA;
-  };
-  const size_t ng = m.gpus.size(), nn = m.nics.size();
-  m.gpu_nic.assign(ng, std::vector<PathClass>(nn, PathClass::kNA));
-  m.gpu_nic_hops.assign(ng, std::vector<int>(nn, -1));
-  m.gpu_nic_bridges.assign(ng, std::vector<std::vector<std::string>>(nn));
-  m.gpu_gpu.assign(ng, std::vector<PathClass>(ng, PathClass::kNA));
-  m.nic_nic.assign(nn, std::vector<PathClass>(nn, PathClass::kNA));
-  for (size_t g = 0; g < ng; ++g) {
-    for (size_t h = 0; h < ng; ++h)
-      m.gpu_gpu[g][h] = g == h ? PathClass::kX : cls(gpu_paths[g], gpu_paths[h]);
-    for (size_t n = 0; n < nn; ++n) {
-      m.gpu_nic[g][n] = cls(gpu_paths[g], nic_paths[n]);
-      if (gpu_paths[g] && nic_paths[n]) {
-        m.gpu_nic_hops[g][n] = pathHops(*gpu_paths[g], *nic_paths[n]);
-        m.gpu_nic_bridges[g][n] = bridgesBetween(*gpu_paths[g], *nic_paths[n]);
-      }
-    }
-  }
-  for (size_t a = 0; a < nn; ++a) {
-    for (size_t b = 0; b < nn; ++b)
-      m.nic_nic[a][b] = a == b ? PathClass::kX : cls(nic_paths[a], nic_paths[b]);
-  }
-  for (size_t g = 0; g < ng; ++g) {
-    std::vector<size_t> order;
-    for (size_t n = 0; n < nn; ++n) {
-      if (m.gpu_nic[g][n] != PathClass::kNA) order.push_back(n);
-    }
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      if (m.gpu_nic[g][a] != m.gpu_nic[g][b]) return m.gpu_nic[g][a] < m.gpu_nic[g][b];
-      return m.gpu_nic_hops[g][a] < m.gpu_nic_hops[g][b];
-    });
-    if (order.empty()) continue;
-    m.gpus[g].best_class = m.gpu_nic[g][order.front()];
-    for (size_t n : order) {
-      if (m.gpu_nic[g][n] == m.gpus[g].best_class) m.gpus[g].nearest_nics.push_back(m.nics[n].name);
-    }
-  }
+  const TopoPaths gpu_paths = addTopoGpus(sysfs_root, gpus, &m);
+  const TopoPaths nic_paths = addTopoNics(sysfs_root, nics, &m);
+  classifyTopoPairs(gpu_paths, nic_paths, &m);
+  pickNearestNics(&m);
   return m;
 }
 

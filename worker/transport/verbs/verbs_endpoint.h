@@ -182,6 +182,20 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   Result<Measurement> runLatency(const RunSpec& rs);
   // Both sides' ping-pong; the initiator records one sample per measured iteration.
   Status pingPong(const RunSpec& rs, Watch& watch, std::vector<double>* samples);
+  // pingPong's parts. Each timed loop stays whole: only a post and a poll between two stamps.
+  // RDMA read: the initiator alone, one read at a time. Write with host memory on both sides:
+  // syncCounterByte's exchange through the CQ fixes the byte the counter starts from, and the
+  // initiator restores it afterwards. exchangeLoop: write, write_imm and send.
+  struct LatencyStamps;
+  Status readLoop(const RunSpec& rs, Watch& watch, SendRequest& req, LatencyStamps& stamps);
+  Status syncCounterByte(const RunSpec& rs, Watch& watch, SendRequest& req, uint8_t* base);
+  Status exchangeLoop(const RunSpec& rs, Watch& watch, SendRequest& req, bool poll_memory,
+                      uint8_t base, LatencyStamps& stamps);
+  Status restoreCounterByte(const RunSpec& rs, Watch& watch, SendRequest& req, uint8_t base);
+  // The last byte of the message: the counter the host-memory write ping-pong polls.
+  volatile uint8_t* counterByte(const RunSpec& rs) const {
+    return static_cast<volatile uint8_t*>(buffer_.data()) + (rs.message_size - 1);
+  }
 
   EndpointSpec spec_;
   Buffer& buffer_;

@@ -188,6 +188,7 @@ Status modifyQpError(const std::string& state, int err, const std::string& devic
   return Status(Code::kFailedPrecondition, msg, fix);
 }
 
+// Long (issue #19): one switch over the error statuses of a work completion, a cause each.
 Status completionError(ibv_wc_status status, uint32_t vendor_err, const std::string& what,
                        const std::string& device, uint32_t qpn) {
   std::string msg = what + " on " + device + " qp " + std::to_string(qpn) +
