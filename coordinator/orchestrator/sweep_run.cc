@@ -128,7 +128,8 @@ Result<PlanTable> SweepRunner::planAll(LiveSweep& s, const std::set<std::string>
             "start it with --fabric FILE (a snapshot `gdrmesh fabric discover --save FILE` "
             "wrote), or `fabric: FILE` in its --config");
       }
-      GDR_RETURN_IF_ERROR(fab->coverRounds(workers, &parts[p], notes));
+      GDR_RETURN_IF_ERROR(fab->coverRounds(workers, &parts[p], notes, options_.fabric_ca_order,
+                                           options_.fabric_ca_order_file));
     }
     double bisection_gbps = 0;
     if (parts[p].pattern == SweepPattern::kBisection) {
