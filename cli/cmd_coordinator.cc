@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/control.h"
 #include "cli/fabric_lldp.h"
+#include "common/fabric/cover.h"
 #include "common/fabric/fabric.h"
 #include "common/fabric/host_match.h"
 #include "common/log.h"
@@ -139,8 +140,9 @@ struct CoordinatorArgs {
   std::string command_timeout = "10s";
   std::string register_deadline = "10s";
   std::string config;
-  std::string fabric;       // "": the config's fabric:, else none
-  int retention_days = -1;  // -1: the config's retention.days (else keep everything)
+  std::string fabric;           // "": the config's fabric:, else none
+  std::string fabric_ca_order;  // "": the config's fabric_ca_order:, else none
+  int retention_days = -1;      // -1: the config's retention.days (else keep everything)
   TlsArgs tls;
   bool insecure_allow_remote = false;
   std::string crl;
@@ -184,7 +186,17 @@ struct CoordinatorSetup {
   std::string fabric_file;
   std::string fabric_origin;
   std::map<std::string, std::string> fabric_hosts;
+  // OpenSM's compute-node order (--fabric-ca-order, or the config's fabric_ca_order:).
+  std::string ca_order_file;
+  std::string ca_order_origin;
 };
+
+// A file the config names, relative to the config file's folder, as an operator reads the file.
+std::string besideConfig(const std::string& config, const std::string& name) {
+  std::filesystem::path file(name);
+  if (file.is_relative()) file = std::filesystem::path(config).parent_path() / file;
+  return file.string();
+}
 
 // The log first: every line after this one is in its format (common/log.h). The config's `log:`
 // applies once the config is read, where the command line names no value.
@@ -307,18 +319,21 @@ StartError readConfig(const CoordinatorArgs& a, CoordinatorSetup& s) {
     s.opts.sweeps.counters.reset = cfg->fabric_counters_reset;
     s.opts.sweeps.counters.thresholds = cfg->fabric_thresholds;
     if (!cfg->fabric.empty()) {
-      // Relative to the config file's folder, as an operator reads the file.
-      std::filesystem::path snapshot(cfg->fabric);
-      if (snapshot.is_relative()) {
-        snapshot = std::filesystem::path(a.config).parent_path() / snapshot;
-      }
-      s.fabric_file = snapshot.string();
+      s.fabric_file = besideConfig(a.config, cfg->fabric);
       s.fabric_origin = "--config " + a.config + ": fabric";
+    }
+    if (!cfg->fabric_ca_order.empty()) {
+      s.ca_order_file = besideConfig(a.config, cfg->fabric_ca_order);
+      s.ca_order_origin = "--config " + a.config + ": fabric_ca_order";
     }
   }
   if (!a.fabric.empty()) {  // the command line wins
     s.fabric_file = a.fabric;
     s.fabric_origin = "--fabric";
+  }
+  if (!a.fabric_ca_order.empty()) {
+    s.ca_order_file = a.fabric_ca_order;
+    s.ca_order_origin = "--fabric-ca-order";
   }
   if (a.retention_days >= 0) s.retention.days = static_cast<uint32_t>(a.retention_days);
   if (Status st = validateRetention(s.retention); !st.ok()) {
@@ -381,6 +396,35 @@ StartError readFabric(const ComponentLog& log, CoordinatorSetup& s) {
       std::make_shared<const SweepFabric>(std::move(*f), s.fabric_hosts, s.fabric_file);
   // A newer snapshot a discovery through this coordinator stores replaces it (fabric_source.h).
   s.opts.sweeps.fabric_source = std::make_shared<FabricSource>(s.opts.sweeps.fabric);
+  return std::nullopt;
+}
+
+// OpenSM's compute-node order (--fabric-ca-order or the config's fabric_ca_order:): read and
+// checked at start, only beside an InfiniBand fabric. A `cover` sweep's plan starts from it, as
+// `gdrmesh sweep plan --ca-order` does.
+StartError readCaOrder(const ComponentLog& log, CoordinatorSetup& s) {
+  if (s.ca_order_file.empty()) return std::nullopt;
+  const std::string named = s.ca_order_origin + " " + s.ca_order_file;
+  if (!s.opts.sweeps.fabric) {
+    return named +
+           ": OpenSM's compute-node order needs an InfiniBand fabric (fix: add `fabric: FILE` or "
+           "--fabric FILE, a snapshot `gdrmesh fabric discover --save FILE` wrote)";
+  }
+  std::ifstream in(s.ca_order_file);
+  if (!in) {
+    return named +
+           ": cannot be read (fix: name the opensm-ftree-ca-order.dump OpenSM's ftree writes in "
+           "its log file's folder, /var/log by default)";
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto order = fabric::parseFtreeCaOrder(text.str());
+  if (!order.ok()) return named + ": " + order.status().toString();
+  const std::string msg = "fabric: cover sweeps start from OpenSM's compute-node order " +
+                          s.ca_order_file + " (" + std::to_string(order->size()) + " nodes)";
+  announceCoordinator(log, coordinatorPrefixed(msg), msg, {{"ca_order", s.ca_order_file}});
+  s.opts.sweeps.fabric_ca_order = std::move(*order);
+  s.opts.sweeps.fabric_ca_order_file = s.ca_order_file;
   return std::nullopt;
 }
 
@@ -593,6 +637,7 @@ int runCoordinator(const CoordinatorArgs& a) {
   if (!e) e = readLimits(a, s);
   if (!e) e = readConfig(a, s);
   if (!e) e = readFabric(startup_log, s);
+  if (!e) e = readCaOrder(startup_log, s);
   // A file over the file-size limit (ulimit -f) is a write error (EFBIG) the store reports and
   // the writer spools and retries, never a signal that kills the coordinator with results
   // answered and not stored. Before any file is opened.
@@ -643,6 +688,10 @@ void registerCoordinator(CLI::App& app, Action* action) {
                   "InfiniBand fabric snapshot (`gdrmesh fabric discover --save FILE`): each "
                   "test's path is stored, slow pairs sharing a link blame it, sweeps report "
                   "link coverage (docs/fabric.md); overrides the config's fabric:");
+  cmd->add_option("--fabric-ca-order", a->fabric_ca_order,
+                  "OpenSM's opensm-ftree-ca-order.dump: `cover` sweeps start from it as `sweep "
+                  "plan --ca-order` does (docs/fabric.md); overrides the config's "
+                  "fabric_ca_order:");
   cmd->add_option("--retention-days", a->retention_days,
                   "delete raw result rows older than N days (0: keep all; per-sweep aggregates "
                   "are kept forever); overrides the config's retention.days")

@@ -14,10 +14,9 @@
 
 #include "cli/cli.h"
 #include "cli/control.h"
+#include "cli/fabric_cli.h"
 #include "cli/fabric_lldp.h"
 #include "cli/output.h"
-#include "common/fabric/bisection.h"
-#include "common/fabric/cover.h"
 #include "common/fabric/discovery.h"
 #include "common/fabric/fabric.h"
 #ifdef GDRMESH_HAVE_FABRIC_DISCOVERY
@@ -25,36 +24,6 @@
 #endif
 
 namespace gdrmesh::cli {
-namespace {
-
-using fabric::Fabric;
-
-struct FabricArgs {
-  std::string output = "table";
-  std::string ca;
-  int ca_port = 0;
-  int timeout_ms = 500;
-  bool no_lfts = false;
-  std::string save;  // --save FILE: also write the JSON snapshot there
-  std::string file, old_file, new_file;
-  std::string switch_name;
-  std::string src, dst;
-  std::string pattern;  // sweep plan
-  int max_rounds = 64;
-  std::string ca_order;  // sweep plan --ca-order: OpenSM's opensm-ftree-ca-order.dump
-  std::string worker;    // discover --worker NAME: through the coordinator
-  double deadline_seconds = 120;
-  uint32_t limit = 20;  // history
-  // discover --lldp (RoCE, cli/fabric_lldp.h)
-  bool lldp = false;
-  std::string lldp_json, lldp_socket, host;
-  std::string sysfs_root = "/";
-};
-
-// A snapshot argument that names a stored snapshot rather than a file.
-bool isStoredSnapshotRef(const std::string& spec) {
-  return spec == "latest" || spec == "previous" || (!spec.empty() && spec[0] == '@');
-}
 
 int fabricFail(const char* cmd, const Status& st) {
   std::fprintf(stderr, "gdrmesh fabric %s: %s\n", cmd, st.message().c_str());
@@ -69,6 +38,34 @@ int fabricFail(const char* cmd, const Status& st) {
     default:
       return kExitFailed;
   }
+}
+
+namespace {
+
+using fabric::Fabric;
+
+struct FabricArgs {
+  std::string output = "table";
+  std::string ca;
+  int ca_port = 0;
+  int timeout_ms = 500;
+  bool no_lfts = false;
+  std::string save;  // --save FILE: also write the JSON snapshot there
+  std::string file, old_file, new_file;
+  std::string switch_name;
+  std::string src, dst;
+  std::string worker;  // discover --worker NAME: through the coordinator
+  double deadline_seconds = 120;
+  uint32_t limit = 20;  // history
+  // discover --lldp (RoCE, cli/fabric_lldp.h)
+  bool lldp = false;
+  std::string lldp_json, lldp_socket, host;
+  std::string sysfs_root = "/";
+};
+
+// A snapshot argument that names a stored snapshot rather than a file.
+bool isStoredSnapshotRef(const std::string& spec) {
+  return spec == "latest" || spec == "previous" || (!spec.empty() && spec[0] == '@');
 }
 
 bool isInterSwitch(const Fabric& f, const fabric::Link& l) {
@@ -551,290 +548,116 @@ int runFabricPath(const FabricArgs& a) {
   return rc;
 }
 
-int runBisectionPlan(const FabricArgs& a, const fabric::Fabric& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  auto plan = fabric::planBisection(f);
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!plan.ok()) return fabricFail("plan", plan.status().withContext("pattern bisection"));
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "bisection: 1 round, %zu pairs across the top level (%zu switches of %d levels) "
-                "between %zu and %zu hosts (%zu of %zu pods); bisection bandwidth %.1f Gb/s per "
-                "direction (top-level links: half A %zu, %.1f Gb/s; half B %zu, %.1f Gb/s; "
-                "signalling rates), planned in %.1f ms",
-                plan->pairs.size(), plan->top.size(), plan->levels, plan->half_a.size(),
-                plan->half_b.size(), plan->pods_a, plan->pods, plan->bound_gbps, plan->top_links_a,
-                plan->top_gbps_a, plan->top_links_b, plan->top_gbps_b, ms);
-  if (a.output == "json") {
-    nlohmann::json pairs = nlohmann::json::array();
-    for (const auto& p : plan->pairs) {
-      pairs.push_back({{"a", p.a},
-                       {"a_port", p.a_port},
-                       {"a_lid", p.a_lid},
-                       {"b", p.b},
-                       {"b_port", p.b_port},
-                       {"b_lid", p.b_lid}});
-    }
-    nlohmann::json rounds = nlohmann::json::array();
-    rounds.push_back(std::move(pairs));
-    nlohmann::json j = {{"pattern", "bisection"},
-                        {"hosts", plan->hosts},
-                        {"levels", plan->levels},
-                        {"top_switches", plan->top},
-                        {"pods", plan->pods},
-                        {"pods_a", plan->pods_a},
-                        {"half_a", plan->half_a},
-                        {"half_b", plan->half_b},
-                        {"sitting_out", plan->sitting_out},
-                        {"top_links_a", plan->top_links_a},
-                        {"top_links_b", plan->top_links_b},
-                        {"top_gbps_a", plan->top_gbps_a},
-                        {"top_gbps_b", plan->top_gbps_b},
-                        {"bisection_gbps", plan->bound_gbps},
-                        {"planning_ms", ms},
-                        {"rounds", std::move(rounds)}};
-    std::cout << j.dump(1) << "\n";
-  } else {
-    std::vector<std::vector<std::string>> rows{{"A", "B"}};
-    for (const auto& p : plan->pairs) {
-      rows.push_back({p.a + "/" + std::to_string(p.a_port), p.b + "/" + std::to_string(p.b_port)});
-    }
-    std::cout << "round 1: " << plan->pairs.size() << " pairs\n" << renderTable(rows) << "\n";
-    for (const auto& h : plan->sitting_out) std::cout << "sits out (no partner): " << h << "\n";
-    std::cout << line << "\n";
-  }
-  return kExitOk;
-}
-
-int runCoverPlan(const FabricArgs& a) {
-  if (a.pattern != "cover" && a.pattern != "bisection") {
-    return fabricFail("plan", invalidArgument("--pattern " + a.pattern +
-                                                  ": `sweep plan` plans cover and bisection",
-                                              "use --pattern cover or bisection --fabric FILE"));
-  }
-  if (a.file.empty()) {
-    return fabricFail(
-        "plan", invalidArgument("--pattern " + a.pattern +
-                                    " is planned from a fabric: --fabric "
-                                    "FILE is missing",
-                                "give --fabric FILE, a snapshot `gdrmesh fabric discover --save "
-                                "FILE` wrote"));
-  }
-  auto eth = loadLldpSnapshotFile(a.file);
-  if (!eth.ok()) return fabricFail("plan", eth.status());
-  if (eth->has_value()) return runLldpPlan(**eth, a.pattern, a.max_rounds, a.output);
-  auto f = fabric::loadFabricFile(a.file);
-  if (!f.ok()) return fabricFail("plan", f.status());
-  if (a.pattern == "bisection") return runBisectionPlan(a, *f);
-  fabric::CoverOptions o;
-  o.max_rounds = a.max_rounds;
-  if (!a.ca_order.empty()) {
-    std::ifstream in(a.ca_order);
-    if (!in) {
-      return fabricFail("plan", invalidArgument("--ca-order " + a.ca_order + ": cannot be read",
-                                                "give the opensm-ftree-ca-order.dump OpenSM "
-                                                "wrote in its log file's directory"));
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto order = fabric::parseFtreeCaOrder(text.str());
-    if (!order.ok())
-      return fabricFail("plan", order.status().withContext("--ca-order " + a.ca_order));
-    o.ca_order = std::move(*order);
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  auto plan = fabric::planCover(*f, o);
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (!plan.ok()) return fabricFail("plan", plan.status());
-  const size_t all_pairs_rounds = plan->hosts % 2 == 0 ? plan->hosts - 1 : plan->hosts;
-  if (a.output == "json") {
-    nlohmann::json rounds = nlohmann::json::array();
-    for (const auto& r : plan->rounds) {
-      nlohmann::json pairs = nlohmann::json::array();
-      for (const auto& p : r) {
-        pairs.push_back({{"a", p.a},
-                         {"a_port", p.a_port},
-                         {"a_lid", p.a_lid},
-                         {"b", p.b},
-                         {"b_port", p.b_port},
-                         {"b_lid", p.b_lid},
-                         {"new_links", p.new_links}});
-      }
-      rounds.push_back(std::move(pairs));
-    }
-    nlohmann::json j = {{"pattern", "cover"},
-                        {"hosts", plan->hosts},
-                        {"directed_links", plan->directed_links},
-                        {"routable", plan->routable},
-                        {"covered", plan->covered},
-                        {"uncovered", plan->uncovered},
-                        {"unroutable", plan->unroutable},
-                        {"lower_bound", plan->lower_bound},
-                        {"leaf_bound", plan->leaf_bound},
-                        {"tables_bound", plan->tables_bound},
-                        {"source_bound", plan->source_bound},
-                        {"source_bound_why", plan->source_bound_why},
-                        {"all_pairs_rounds", all_pairs_rounds},
-                        {"planning_ms", ms},
-                        {"rounds", std::move(rounds)}};
-    std::cout << j.dump(1) << "\n";
-  } else {
-    for (size_t i = 0; i < plan->rounds.size(); ++i) {
-      std::vector<std::vector<std::string>> rows{{"A", "B", "NEW_LINKS"}};
-      for (const auto& p : plan->rounds[i]) {
-        rows.push_back({p.a + "/" + std::to_string(p.a_port), p.b + "/" + std::to_string(p.b_port),
-                        std::to_string(p.new_links)});
-      }
-      std::cout << "round " << i + 1 << ": " << plan->rounds[i].size() << " pairs\n"
-                << renderTable(rows) << "\n";
-    }
-    for (const auto& u : plan->uncovered) std::cout << "not covered: " << u << "\n";
-    if (!plan->uncovered.empty() && plan->lower_bound > a.max_rounds) {
-      // Why the plan stopped short: the tables need more rounds than it was allowed.
-      std::cout << "the tables need at least " << plan->lower_bound << " rounds"
-                << (plan->source_bound == plan->lower_bound ? " (" + plan->source_bound_why + ")"
-                                                            : std::string())
-                << "; --max-rounds " << a.max_rounds << " stopped the plan (fix: --max-rounds "
-                << plan->lower_bound << " or more, or route with OpenSM's ftree told its roots: "
-                << "docs/fabric.md)\n";
-    }
-    for (const auto& u : plan->unroutable) {
-      std::cout << "no route crosses (no test can load it): " << u << "\n";
-    }
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "cover: %zu rounds (lower bound %d; all-pairs %zu) cover %zu of %zu routable "
-                  "directed inter-switch links (%zu in all), %zu hosts, planned in %.1f ms\n",
-                  plan->rounds.size(), plan->lower_bound, all_pairs_rounds, plan->covered,
-                  plan->routable, plan->directed_links, plan->hosts, ms);
-    std::cout << line;
-  }
-  return plan->uncovered.empty() ? kExitOk : kExitFailed;
-}
-
 void addFabricOutput(CLI::App* cmd, FabricArgs* a) {
   cmd->add_option("-o,--output", a->output, "table or json")
       ->check(CLI::IsMember({"table", "json"}));
+}
+
+// `fabric discover`: here, on a worker through the coordinator (--worker), or from LLDP (--lldp).
+void registerFabricDiscover(CLI::App* fab, const std::shared_ptr<FabricArgs>& a, Action* action) {
+  // Its connection options are needed only when it talks to the coordinator (--worker).
+  auto conn = std::make_shared<ClientOptions>();
+  auto* cmd = fab->add_subcommand(
+      "discover",
+      "Walk the subnet from a local InfiniBand port (needs umad access, root), or on a worker "
+      "through the coordinator (--worker)");
+  cmd->add_option("--ca", a->ca, "local HCA to start from (default: the first)");
+  cmd->add_option("--port", a->ca_port, "its port (default: the first active)");
+  cmd->add_option("--timeout-ms", a->timeout_ms, "per management datagram (default 500)")
+      ->check(CLI::Range(1, 60000));
+  cmd->add_flag("--no-lfts", a->no_lfts, "skip the switches' forwarding tables");
+  cmd->add_option("--save", a->save, "also write the JSON snapshot to this file");
+  cmd->add_option("--worker", a->worker,
+                  "discover on this worker through the coordinator, which stores the snapshot "
+                  "and its findings (admin)");
+  cmd->add_option("--deadline", a->deadline_seconds,
+                  "with --worker: seconds the whole discovery may take (default 120)")
+      ->check(CLI::Range(1.0, 3600.0));
+  cmd->add_flag("--lldp", a->lldp,
+                "RoCE: map each RoCE NIC to its switch port from lldpd (an estimate: no "
+                "forwarding tables); --ca names one RDMA device");
+  cmd->add_option("--lldp-json", a->lldp_json,
+                  "with --lldp: read `lldpcli -f json show neighbors details` output from this "
+                  "file instead of running lldpcli");
+  cmd->add_option("--lldp-socket", a->lldp_socket,
+                  "with --lldp: lldpd's control socket (lldpcli -u; default: lldpd's own)");
+  cmd->add_option("--host", a->host, "with --lldp: the host name to report (default: this one)");
+  cmd->add_option("--sysfs-root", a->sysfs_root,
+                  "with --lldp: read the RDMA devices under this root (recorded trees)");
+  addFabricOutput(cmd, a.get());
+  addConnectionOptions(cmd, conn.get(), [a] { return !a->worker.empty(); });
+  cmd->callback(
+      [action, a, conn] { *action = [a, conn] { return runFabricDiscover(*a, *conn); }; });
+}
+
+// `fabric show` and `fabric diff`: files, or stored snapshots through the coordinator.
+void registerFabricShowDiff(CLI::App* fab, const std::shared_ptr<FabricArgs>& a, Action* action) {
+  // Each has its own connection options, needed only for a stored snapshot.
+  auto show_conn = std::make_shared<ClientOptions>();
+  auto diff_conn = std::make_shared<ClientOptions>();
+  auto* show = fab->add_subcommand(
+      "show", "Print a fabric snapshot (a FILE or a stored @ID, latest, previous), or one switch");
+  show->add_option("SNAPSHOT", a->file,
+                   "a file (fabric discover -o json) or a stored snapshot: @ID, latest, previous")
+      ->required();
+  show->add_option("--switch", a->switch_name, "one switch: its ports and its LFT");
+  addFabricOutput(show, a.get());
+  addConnectionOptions(show, show_conn.get(), [a] { return isStoredSnapshotRef(a->file); });
+  show->callback([action, a, show_conn] {
+    *action = [a, show_conn] { return runFabricShow(*a, *show_conn); };
+  });
+  auto* diff =
+      fab->add_subcommand("diff", "What changed between two snapshots (exit 1 when something did)");
+  diff->add_option("OLD", a->old_file, "earlier snapshot: a file, or @ID, latest, previous")
+      ->required();
+  diff->add_option("NEW", a->new_file, "later snapshot: a file, or @ID, latest, previous")
+      ->required();
+  addFabricOutput(diff, a.get());
+  addConnectionOptions(diff, diff_conn.get(), [a] {
+    return isStoredSnapshotRef(a->old_file) || isStoredSnapshotRef(a->new_file);
+  });
+  diff->callback([action, a, diff_conn] {
+    *action = [a, diff_conn] { return runFabricDiff(*a, *diff_conn); };
+  });
+}
+
+// `fabric history` (always through the coordinator) and `fabric path` (a file).
+void registerFabricHistoryPath(CLI::App* fab, const std::shared_ptr<FabricArgs>& a,
+                               Action* action) {
+  auto history_conn = std::make_shared<ClientOptions>();
+  auto* history = fab->add_subcommand(
+      "history", "List the snapshots the coordinator stored (fabric discover --worker)");
+  history->add_option("--limit", a->limit, "newest first (default 20)")
+      ->check(CLI::Range(1, 100000));
+  history->add_option("--worker", a->worker, "only this worker's");
+  addFabricOutput(history, a.get());
+  addConnectionOptions(history, history_conn.get());
+  history->callback([action, a, history_conn] {
+    *action = [a, history_conn] { return runFabricHistory(*a, *history_conn); };
+  });
+  auto* path = fab->add_subcommand(
+      "path", "Hop-by-hop path between two HCA ports, both ways, from the snapshot's LFTs");
+  path->add_option("FILE", a->file, "snapshot (fabric discover -o json)")->required();
+  path->add_option("SRC", a->src, "host: node description or GUID, optionally /PORT")->required();
+  path->add_option("DST", a->dst, "host: node description or GUID, optionally /PORT")->required();
+  addFabricOutput(path, a.get());
+  path->callback([action, a] { *action = [a] { return runFabricPath(*a); }; });
 }
 
 }  // namespace
 
 void registerFabricCommands(CLI::App& app, Action* action) {
   auto a = std::make_shared<FabricArgs>();
-  // Each command that may talk to the coordinator has its own connection options, needed only
-  // when it does (discover --worker; show/diff of a stored snapshot; history always).
-  auto discover_conn = std::make_shared<ClientOptions>();
-  auto show_conn = std::make_shared<ClientOptions>();
-  auto diff_conn = std::make_shared<ClientOptions>();
-  auto history_conn = std::make_shared<ClientOptions>();
   auto* fab = app.add_subcommand(
       "fabric",
       "InfiniBand fabric: discover switches, links and LFTs; show, diff, paths (RoCE: --lldp)");
   fab->require_subcommand(1);
-  {
-    auto* cmd = fab->add_subcommand(
-        "discover",
-        "Walk the subnet from a local InfiniBand port (needs umad access, root), or on a worker "
-        "through the coordinator (--worker)");
-    cmd->add_option("--ca", a->ca, "local HCA to start from (default: the first)");
-    cmd->add_option("--port", a->ca_port, "its port (default: the first active)");
-    cmd->add_option("--timeout-ms", a->timeout_ms, "per management datagram (default 500)")
-        ->check(CLI::Range(1, 60000));
-    cmd->add_flag("--no-lfts", a->no_lfts, "skip the switches' forwarding tables");
-    cmd->add_option("--save", a->save, "also write the JSON snapshot to this file");
-    cmd->add_option("--worker", a->worker,
-                    "discover on this worker through the coordinator, which stores the snapshot "
-                    "and its findings (admin)");
-    cmd->add_option("--deadline", a->deadline_seconds,
-                    "with --worker: seconds the whole discovery may take (default 120)")
-        ->check(CLI::Range(1.0, 3600.0));
-    cmd->add_flag("--lldp", a->lldp,
-                  "RoCE: map each RoCE NIC to its switch port from lldpd (an estimate: no "
-                  "forwarding tables); --ca names one RDMA device");
-    cmd->add_option("--lldp-json", a->lldp_json,
-                    "with --lldp: read `lldpcli -f json show neighbors details` output from this "
-                    "file instead of running lldpcli");
-    cmd->add_option("--lldp-socket", a->lldp_socket,
-                    "with --lldp: lldpd's control socket (lldpcli -u; default: lldpd's own)");
-    cmd->add_option("--host", a->host, "with --lldp: the host name to report (default: this one)");
-    cmd->add_option("--sysfs-root", a->sysfs_root,
-                    "with --lldp: read the RDMA devices under this root (recorded trees)");
-    addFabricOutput(cmd, a.get());
-    addConnectionOptions(cmd, discover_conn.get(), [a] { return !a->worker.empty(); });
-    cmd->callback([action, a, discover_conn] {
-      *action = [a, discover_conn] { return runFabricDiscover(*a, *discover_conn); };
-    });
-  }
-  {
-    auto* cmd = fab->add_subcommand(
-        "show",
-        "Print a fabric snapshot (a FILE or a stored @ID, latest, previous), or one switch");
-    cmd->add_option("SNAPSHOT", a->file,
-                    "a file (fabric discover -o json) or a stored snapshot: @ID, latest, previous")
-        ->required();
-    cmd->add_option("--switch", a->switch_name, "one switch: its ports and its LFT");
-    addFabricOutput(cmd, a.get());
-    addConnectionOptions(cmd, show_conn.get(), [a] { return isStoredSnapshotRef(a->file); });
-    cmd->callback([action, a, show_conn] {
-      *action = [a, show_conn] { return runFabricShow(*a, *show_conn); };
-    });
-  }
-  {
-    auto* cmd = fab->add_subcommand(
-        "diff", "What changed between two snapshots (exit 1 when something did)");
-    cmd->add_option("OLD", a->old_file, "earlier snapshot: a file, or @ID, latest, previous")
-        ->required();
-    cmd->add_option("NEW", a->new_file, "later snapshot: a file, or @ID, latest, previous")
-        ->required();
-    addFabricOutput(cmd, a.get());
-    addConnectionOptions(cmd, diff_conn.get(), [a] {
-      return isStoredSnapshotRef(a->old_file) || isStoredSnapshotRef(a->new_file);
-    });
-    cmd->callback([action, a, diff_conn] {
-      *action = [a, diff_conn] { return runFabricDiff(*a, *diff_conn); };
-    });
-  }
-  {
-    auto* cmd = fab->add_subcommand(
-        "history", "List the snapshots the coordinator stored (fabric discover --worker)");
-    cmd->add_option("--limit", a->limit, "newest first (default 20)")->check(CLI::Range(1, 100000));
-    cmd->add_option("--worker", a->worker, "only this worker's");
-    addFabricOutput(cmd, a.get());
-    addConnectionOptions(cmd, history_conn.get());
-    cmd->callback([action, a, history_conn] {
-      *action = [a, history_conn] { return runFabricHistory(*a, *history_conn); };
-    });
-  }
-  {
-    auto* cmd = fab->add_subcommand(
-        "path", "Hop-by-hop path between two HCA ports, both ways, from the snapshot's LFTs");
-    cmd->add_option("FILE", a->file, "snapshot (fabric discover -o json)")->required();
-    cmd->add_option("SRC", a->src, "host: node description or GUID, optionally /PORT")->required();
-    cmd->add_option("DST", a->dst, "host: node description or GUID, optionally /PORT")->required();
-    addFabricOutput(cmd, a.get());
-    cmd->callback([action, a] { *action = [a] { return runFabricPath(*a); }; });
-  }
+  registerFabricDiscover(fab, a, action);
+  registerFabricShowDiff(fab, a, action);
+  registerFabricHistoryPath(fab, a, action);
   // `gdrmesh sweep plan`: beside `sweep run` (cli/cmd_sweep.cc registers `sweep` first).
   auto sweeps = app.get_subcommands([](CLI::App* c) { return c->get_name() == "sweep"; });
-  if (!sweeps.empty()) {
-    auto* sweep = sweeps.front();
-    auto* cmd = sweep->add_subcommand(
-        "plan",
-        "Print a sweep's rounds and pairs without running it (--pattern cover or bisection)");
-    cmd->add_option("--pattern", a->pattern,
-                    "cover: load every inter-switch link; bisection: half the hosts to the other "
-                    "half across the top level")
-        ->required();
-    cmd->add_option("--fabric", a->file, "fabric snapshot (fabric discover -o json); required");
-    cmd->add_option("--max-rounds", a->max_rounds, "stop after this many rounds (default 64)")
-        ->check(CLI::Range(1, 100000));
-    cmd->add_option("--ca-order", a->ca_order,
-                    "cover: OpenSM's opensm-ftree-ca-order.dump; its order seeds the first round");
-    addFabricOutput(cmd, a.get());
-    cmd->callback([action, a] { *action = [a] { return runCoverPlan(*a); }; });
-  }
+  if (!sweeps.empty()) registerSweepPlan(sweeps.front(), action);
 }
 
 }  // namespace gdrmesh::cli

@@ -181,6 +181,126 @@ int runLldpDiscover(const LldpDiscoverArgs& a) {
   return f.unknown.empty() ? kExitOk : kExitFailed;
 }
 
+namespace {
+
+using LldpPair = std::pair<const fabric::EthLink*, const fabric::EthLink*>;
+
+// The estimated cover of an LLDP snapshot: one NIC per host (its first linked one); goals: every
+// host's switch port in a test, and a test between every two switches (and within each switch
+// with two hosts or more). Greedy, round by round.
+struct LldpCoverRounds {
+  std::vector<const fabric::EthLink*> ends;
+  std::set<std::string> pair_goals, pairs_done, hosts_done;
+  std::vector<std::vector<LldpPair>> rounds;
+  bool complete() const {
+    return pairs_done.size() == pair_goals.size() && hosts_done.size() == ends.size();
+  }
+};
+
+std::string lldpSwitchPair(const fabric::EthLink* a, const fabric::EthLink* b) {
+  return a->chassis_id < b->chassis_id ? a->chassis_id + "|" + b->chassis_id
+                                       : b->chassis_id + "|" + a->chassis_id;
+}
+
+// One round: each free host in turn takes the free partner that adds the most (a new switch
+// pair 2, each end's switch port not yet in a test 1).
+std::vector<LldpPair> planLldpCoverRound(LldpCoverRounds& c) {
+  const auto& ends = c.ends;
+  std::vector<bool> busy(ends.size(), false);
+  std::vector<LldpPair> round;
+  for (size_t i = 0; i < ends.size(); ++i) {
+    if (busy[i]) continue;
+    size_t best = ends.size();
+    int best_gain = 0;
+    for (size_t j = i + 1; j < ends.size(); ++j) {
+      if (busy[j]) continue;
+      const int gain = (c.pairs_done.count(lldpSwitchPair(ends[i], ends[j])) == 0 ? 2 : 0) +
+                       (c.hosts_done.count(ends[i]->host) == 0 ? 1 : 0) +
+                       (c.hosts_done.count(ends[j]->host) == 0 ? 1 : 0);
+      if (gain > best_gain) {
+        best_gain = gain;
+        best = j;
+      }
+    }
+    if (best == ends.size()) continue;
+    busy[i] = busy[best] = true;
+    c.pairs_done.insert(lldpSwitchPair(ends[i], ends[best]));
+    c.hosts_done.insert(ends[i]->host);
+    c.hosts_done.insert(ends[best]->host);
+    round.emplace_back(ends[i], ends[best]);
+  }
+  return round;
+}
+
+LldpCoverRounds planLldpCover(const EthFabric& f, int max_rounds) {
+  LldpCoverRounds c;
+  std::set<std::string> seen_hosts;
+  for (const auto& l : f.links) {
+    if (seen_hosts.insert(l.host).second) c.ends.push_back(&l);
+  }
+  for (size_t i = 0; i < c.ends.size(); ++i) {
+    for (size_t j = i + 1; j < c.ends.size(); ++j) {
+      c.pair_goals.insert(lldpSwitchPair(c.ends[i], c.ends[j]));
+    }
+  }
+  while (static_cast<int>(c.rounds.size()) < max_rounds && !c.complete()) {
+    std::vector<LldpPair> round = planLldpCoverRound(c);
+    if (round.empty()) break;
+    c.rounds.push_back(std::move(round));
+  }
+  return c;
+}
+
+nlohmann::json lldpCoverJson(const EthFabric& f, const LldpCoverRounds& c,
+                             size_t all_pairs_rounds) {
+  nlohmann::json jr = nlohmann::json::array();
+  for (const auto& r : c.rounds) {
+    nlohmann::json pairs = nlohmann::json::array();
+    for (const auto& [a, b] : r) {
+      pairs.push_back({{"a", a->nicName()},
+                       {"a_switch_port", a->switchPortName()},
+                       {"b", b->nicName()},
+                       {"b_switch_port", b->switchPortName()},
+                       {"within_switch", a->chassis_id == b->chassis_id}});
+    }
+    jr.push_back(std::move(pairs));
+  }
+  return {{"pattern", "cover"},
+          {"source", "lldp"},
+          {"estimate", fabric::kLldpEstimate},
+          {"inter_switch_links", "unknown"},
+          {"hosts", c.ends.size()},
+          {"hosts_covered", c.hosts_done.size()},
+          {"switch_pairs", c.pair_goals.size()},
+          {"switch_pairs_covered", c.pairs_done.size()},
+          {"without_neighbour", f.unknown.size()},
+          {"all_pairs_rounds", all_pairs_rounds},
+          {"rounds", std::move(jr)}};
+}
+
+void printLldpCover(const EthFabric& f, const LldpCoverRounds& c, size_t all_pairs_rounds) {
+  for (size_t i = 0; i < c.rounds.size(); ++i) {
+    std::vector<std::vector<std::string>> rows{{"A", "A_SWITCH_PORT", "B", "B_SWITCH_PORT"}};
+    for (const auto& [a, b] : c.rounds[i]) {
+      rows.push_back({a->nicName(), a->switchPortName(), b->nicName(), b->switchPortName()});
+    }
+    std::cout << "round " << i + 1 << ": " << c.rounds[i].size() << " pairs\n"
+              << renderTable(rows) << "\n";
+  }
+  std::cout << "cover (" << fabric::kLldpEstimate << "): " << c.rounds.size()
+            << " rounds (all-pairs " << all_pairs_rounds << ") put " << c.hosts_done.size()
+            << " of " << c.ends.size() << " host switch ports in a test and cross "
+            << c.pairs_done.size() << " of " << c.pair_goals.size()
+            << " switch pairs (within a switch counted as its own pair); which inter-switch "
+               "links carry them is unknown"
+            << (f.unknown.empty() ? std::string()
+                                  : "; " + std::to_string(f.unknown.size()) +
+                                        " NIC ports without an LLDP neighbour are left out")
+            << "\n";
+}
+
+}  // namespace
+
 int runLldpPlan(const EthFabric& f, const std::string& pattern, int max_rounds,
                 const std::string& output) {
   if (pattern != "cover") {
@@ -192,100 +312,14 @@ int runLldpPlan(const EthFabric& f, const std::string& pattern, int max_rounds,
                         "plan --pattern cover on it (host switch ports and switch pairs, an "
                         "estimate), or all-pairs with `sweep run`"));
   }
-  // One NIC per host (its first linked one); goals: every host's switch port in a test, and a
-  // test between every two switches (and within each switch with two hosts or more).
-  std::vector<const fabric::EthLink*> ends;
-  std::set<std::string> seen_hosts;
-  for (const auto& l : f.links) {
-    if (seen_hosts.insert(l.host).second) ends.push_back(&l);
-  }
-  auto switch_pair = [](const fabric::EthLink* a, const fabric::EthLink* b) {
-    return a->chassis_id < b->chassis_id ? a->chassis_id + "|" + b->chassis_id
-                                         : b->chassis_id + "|" + a->chassis_id;
-  };
-  std::set<std::string> pair_goals;
-  for (size_t i = 0; i < ends.size(); ++i) {
-    for (size_t j = i + 1; j < ends.size(); ++j) pair_goals.insert(switch_pair(ends[i], ends[j]));
-  }
-  std::set<std::string> pairs_done, hosts_done;
-  std::vector<std::vector<std::pair<const fabric::EthLink*, const fabric::EthLink*>>> rounds;
-  while (static_cast<int>(rounds.size()) < max_rounds &&
-         (pairs_done.size() < pair_goals.size() || hosts_done.size() < ends.size())) {
-    std::vector<bool> busy(ends.size(), false);
-    std::vector<std::pair<const fabric::EthLink*, const fabric::EthLink*>> round;
-    for (size_t i = 0; i < ends.size(); ++i) {
-      if (busy[i]) continue;
-      size_t best = ends.size();
-      int best_gain = 0;
-      for (size_t j = i + 1; j < ends.size(); ++j) {
-        if (busy[j]) continue;
-        const int gain = (pairs_done.count(switch_pair(ends[i], ends[j])) == 0 ? 2 : 0) +
-                         (hosts_done.count(ends[i]->host) == 0 ? 1 : 0) +
-                         (hosts_done.count(ends[j]->host) == 0 ? 1 : 0);
-        if (gain > best_gain) {
-          best_gain = gain;
-          best = j;
-        }
-      }
-      if (best == ends.size()) continue;
-      busy[i] = busy[best] = true;
-      pairs_done.insert(switch_pair(ends[i], ends[best]));
-      hosts_done.insert(ends[i]->host);
-      hosts_done.insert(ends[best]->host);
-      round.emplace_back(ends[i], ends[best]);
-    }
-    if (round.empty()) break;
-    rounds.push_back(std::move(round));
-  }
-  const size_t all_pairs_rounds = ends.size() % 2 == 0 ? ends.size() - 1 : ends.size();
+  const LldpCoverRounds c = planLldpCover(f, max_rounds);
+  const size_t all_pairs_rounds = c.ends.size() % 2 == 0 ? c.ends.size() - 1 : c.ends.size();
   if (output == "json") {
-    nlohmann::json jr = nlohmann::json::array();
-    for (const auto& r : rounds) {
-      nlohmann::json pairs = nlohmann::json::array();
-      for (const auto& [a, b] : r) {
-        pairs.push_back({{"a", a->nicName()},
-                         {"a_switch_port", a->switchPortName()},
-                         {"b", b->nicName()},
-                         {"b_switch_port", b->switchPortName()},
-                         {"within_switch", a->chassis_id == b->chassis_id}});
-      }
-      jr.push_back(std::move(pairs));
-    }
-    std::cout << nlohmann::json{{"pattern", "cover"},
-                                {"source", "lldp"},
-                                {"estimate", fabric::kLldpEstimate},
-                                {"inter_switch_links", "unknown"},
-                                {"hosts", ends.size()},
-                                {"hosts_covered", hosts_done.size()},
-                                {"switch_pairs", pair_goals.size()},
-                                {"switch_pairs_covered", pairs_done.size()},
-                                {"without_neighbour", f.unknown.size()},
-                                {"all_pairs_rounds", all_pairs_rounds},
-                                {"rounds", std::move(jr)}}
-                     .dump(1)
-              << "\n";
+    std::cout << lldpCoverJson(f, c, all_pairs_rounds).dump(1) << "\n";
   } else {
-    for (size_t i = 0; i < rounds.size(); ++i) {
-      std::vector<std::vector<std::string>> rows{{"A", "A_SWITCH_PORT", "B", "B_SWITCH_PORT"}};
-      for (const auto& [a, b] : rounds[i]) {
-        rows.push_back({a->nicName(), a->switchPortName(), b->nicName(), b->switchPortName()});
-      }
-      std::cout << "round " << i + 1 << ": " << rounds[i].size() << " pairs\n"
-                << renderTable(rows) << "\n";
-    }
-    std::cout << "cover (" << fabric::kLldpEstimate << "): " << rounds.size()
-              << " rounds (all-pairs " << all_pairs_rounds << ") put " << hosts_done.size()
-              << " of " << ends.size() << " host switch ports in a test and cross "
-              << pairs_done.size() << " of " << pair_goals.size()
-              << " switch pairs (within a switch counted as its own pair); which inter-switch "
-                 "links carry them is unknown"
-              << (f.unknown.empty() ? std::string()
-                                    : "; " + std::to_string(f.unknown.size()) +
-                                          " NIC ports without an LLDP neighbour are left out")
-              << "\n";
+    printLldpCover(f, c, all_pairs_rounds);
   }
-  return pairs_done.size() == pair_goals.size() && hosts_done.size() == ends.size() ? kExitOk
-                                                                                    : kExitFailed;
+  return c.complete() ? kExitOk : kExitFailed;
 }
 
 }  // namespace gdrmesh::cli

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
@@ -414,6 +415,110 @@ bool isLldpSnapshot(const json& j) {
   return it != j.end() && it->is_string() && it->get<std::string>() == kLldpFormat;
 }
 
+namespace {
+
+// A snapshot's NICs by (name, port) -> (host, device), from its "hosts" list (a NIC's name is
+// "HOST DEVICE"): links and NICs without a neighbour name their NIC by it.
+using LldpNicIndex = std::map<std::pair<std::string, int>, std::pair<std::string, std::string>>;
+
+Status readLldpSnapshotSwitches(const json& sj, EthFabric& f) {
+  for (size_t i = 0; i < sj.size(); ++i) {
+    const std::string at = "lldp snapshot.switches[" + std::to_string(i) + "]";
+    if (!sj[i].is_object()) return invalidArgument(at + ": must be an object");
+    EthSwitch s;
+    if (auto st = readField(sj[i], "name", at, s.name); !st.ok()) return st;
+    if (auto st = readField(sj[i], "chassis_id", at, s.chassis_id); !st.ok()) return st;
+    if (auto st = readField(sj[i], "chassis_id_type", at, s.chassis_id_type); !st.ok()) return st;
+    if (auto st = readField(sj[i], "ports", at, s.ports); !st.ok()) return st;
+    if (s.chassis_id.empty()) return invalidArgument(at + ".chassis_id: missing");
+    f.switches.push_back(std::move(s));
+  }
+  return Status();
+}
+
+Result<LldpNicIndex> readLldpSnapshotNics(const json& hj) {
+  LldpNicIndex nics;
+  for (size_t i = 0; i < hj.size(); ++i) {
+    const std::string at = "lldp snapshot.hosts[" + std::to_string(i) + "]";
+    if (!hj[i].is_object()) return invalidArgument(at + ": must be an object");
+    std::string name, host, device;
+    int port = 1;
+    if (auto st = readField(hj[i], "name", at, name); !st.ok()) return st;
+    if (auto st = readField(hj[i], "host", at, host); !st.ok()) return st;
+    if (auto st = readField(hj[i], "device", at, device); !st.ok()) return st;
+    if (auto st = readField(hj[i], "port", at, port); !st.ok()) return st;
+    if (host.empty() || device.empty()) return invalidArgument(at + ": host and device missing");
+    nics[{name, port}] = {host, device};
+  }
+  return nics;
+}
+
+Status lldpSnapshotNicOf(const LldpNicIndex& nics, const std::string& name, int port,
+                         const std::string& at, std::string& host, std::string& device) {
+  auto it = nics.find({name, port});
+  if (it == nics.end()) {
+    return invalidArgument(at + ": NIC '" + name + "' port " + std::to_string(port) +
+                           " is not in \"hosts\"");
+  }
+  host = it->second.first;
+  device = it->second.second;
+  return Status();
+}
+
+// One of "links": its NIC end (known from "hosts"), its switch end (known from "switches").
+Result<EthLink> readLldpSnapshotLink(const json& x, const std::string& at, const LldpNicIndex& nics,
+                                     const EthFabric& f) {
+  if (!x.is_object() || !x.contains("host") || !x.contains("switch") || !x["host"].is_object() ||
+      !x["switch"].is_object()) {
+    return invalidArgument(at + ": must be an object with \"host\" and \"switch\" objects");
+  }
+  const json& h = x["host"];
+  const json& s = x["switch"];
+  EthLink l;
+  std::string name;
+  if (auto st = readField(h, "name", at + ".host", name); !st.ok()) return st;
+  if (auto st = readField(h, "port", at + ".host", l.port); !st.ok()) return st;
+  if (auto st = readField(h, "netdev", at + ".host", l.netdev); !st.ok()) return st;
+  if (auto st = lldpSnapshotNicOf(nics, name, l.port, at + ".host", l.host, l.device); !st.ok()) {
+    return st;
+  }
+  if (auto st = readField(s, "name", at + ".switch", l.switch_name); !st.ok()) return st;
+  if (auto st = readField(s, "chassis_id", at + ".switch", l.chassis_id); !st.ok()) return st;
+  if (auto st = readField(s, "port", at + ".switch", l.switch_port); !st.ok()) return st;
+  if (auto st = readField(s, "port_descr", at + ".switch", l.switch_port_descr); !st.ok()) {
+    return st;
+  }
+  if (l.chassis_id.empty()) return invalidArgument(at + ".switch.chassis_id: missing");
+  if (l.switch_port.empty()) return invalidArgument(at + ".switch.port: missing");
+  if (f.switchById(l.chassis_id) == nullptr) {
+    return invalidArgument(at + ".switch.chassis_id: '" + l.chassis_id +
+                           "' is not in \"switches\"");
+  }
+  if (auto st = readField(x, "mfs", at, l.mfs); !st.ok()) return st;
+  if (auto st = readField(x, "pvid", at, l.pvid); !st.ok()) return st;
+  if (auto st = readField(x, "vlans", at, l.vlans); !st.ok()) return st;
+  return l;
+}
+
+Status readLldpSnapshotUnknown(const json& uj, const LldpNicIndex& nics, EthFabric& f) {
+  for (size_t i = 0; i < uj.size(); ++i) {
+    const std::string at = "lldp snapshot.unknown[" + std::to_string(i) + "]";
+    if (!uj[i].is_object()) return invalidArgument(at + ": must be an object");
+    EthUnattached u;
+    std::string name;
+    if (auto st = readField(uj[i], "name", at, name); !st.ok()) return st;
+    if (auto st = readField(uj[i], "port", at, u.port); !st.ok()) return st;
+    if (auto st = readField(uj[i], "netdev", at, u.netdev); !st.ok()) return st;
+    if (auto st = readField(uj[i], "reason", at, u.reason); !st.ok()) return st;
+    if (auto st = readField(uj[i], "fix", at, u.fix); !st.ok()) return st;
+    if (auto st = lldpSnapshotNicOf(nics, name, u.port, at, u.host, u.device); !st.ok()) return st;
+    f.unknown.push_back(std::move(u));
+  }
+  return Status();
+}
+
+}  // namespace
+
 Result<EthFabric> ethFabricFromJson(const json& j) {
   if (!isLldpSnapshot(j)) {
     return invalidArgument(std::string("lldp snapshot: \"format\" must be \"") + kLldpFormat + "\"",
@@ -428,90 +533,16 @@ Result<EthFabric> ethFabricFromJson(const json& j) {
       return invalidArgument(std::string("lldp snapshot.") + key + ": must be an array");
     }
   }
-  const json& sj = j["switches"];
-  for (size_t i = 0; i < sj.size(); ++i) {
-    const std::string at = "lldp snapshot.switches[" + std::to_string(i) + "]";
-    if (!sj[i].is_object()) return invalidArgument(at + ": must be an object");
-    EthSwitch s;
-    if (auto st = readField(sj[i], "name", at, s.name); !st.ok()) return st;
-    if (auto st = readField(sj[i], "chassis_id", at, s.chassis_id); !st.ok()) return st;
-    if (auto st = readField(sj[i], "chassis_id_type", at, s.chassis_id_type); !st.ok()) return st;
-    if (auto st = readField(sj[i], "ports", at, s.ports); !st.ok()) return st;
-    if (s.chassis_id.empty()) return invalidArgument(at + ".chassis_id: missing");
-    f.switches.push_back(std::move(s));
-  }
-  // A NIC's host and device from the hosts list (its name is "HOST DEVICE").
-  std::map<std::pair<std::string, int>, std::pair<std::string, std::string>> nic_by_name;
-  const json& hj = j["hosts"];
-  for (size_t i = 0; i < hj.size(); ++i) {
-    const std::string at = "lldp snapshot.hosts[" + std::to_string(i) + "]";
-    if (!hj[i].is_object()) return invalidArgument(at + ": must be an object");
-    std::string name, host, device;
-    int port = 1;
-    if (auto st = readField(hj[i], "name", at, name); !st.ok()) return st;
-    if (auto st = readField(hj[i], "host", at, host); !st.ok()) return st;
-    if (auto st = readField(hj[i], "device", at, device); !st.ok()) return st;
-    if (auto st = readField(hj[i], "port", at, port); !st.ok()) return st;
-    if (host.empty() || device.empty()) return invalidArgument(at + ": host and device missing");
-    nic_by_name[{name, port}] = {host, device};
-  }
-  auto nic_of = [&nic_by_name](const std::string& name, int port, const std::string& at,
-                               std::string& host, std::string& device) -> Status {
-    auto it = nic_by_name.find({name, port});
-    if (it == nic_by_name.end()) {
-      return invalidArgument(at + ": NIC '" + name + "' port " + std::to_string(port) +
-                             " is not in \"hosts\"");
-    }
-    host = it->second.first;
-    device = it->second.second;
-    return Status();
-  };
+  GDR_RETURN_IF_ERROR(readLldpSnapshotSwitches(j["switches"], f));
+  GDR_ASSIGN_OR_RETURN(const LldpNicIndex nics, readLldpSnapshotNics(j["hosts"]));
   const json& lj = j["links"];
   for (size_t i = 0; i < lj.size(); ++i) {
-    const std::string at = "lldp snapshot.links[" + std::to_string(i) + "]";
-    if (!lj[i].is_object() || !lj[i].contains("host") || !lj[i].contains("switch") ||
-        !lj[i]["host"].is_object() || !lj[i]["switch"].is_object()) {
-      return invalidArgument(at + ": must be an object with \"host\" and \"switch\" objects");
-    }
-    const json& h = lj[i]["host"];
-    const json& s = lj[i]["switch"];
-    EthLink l;
-    std::string name;
-    if (auto st = readField(h, "name", at + ".host", name); !st.ok()) return st;
-    if (auto st = readField(h, "port", at + ".host", l.port); !st.ok()) return st;
-    if (auto st = readField(h, "netdev", at + ".host", l.netdev); !st.ok()) return st;
-    if (auto st = nic_of(name, l.port, at + ".host", l.host, l.device); !st.ok()) return st;
-    if (auto st = readField(s, "name", at + ".switch", l.switch_name); !st.ok()) return st;
-    if (auto st = readField(s, "chassis_id", at + ".switch", l.chassis_id); !st.ok()) return st;
-    if (auto st = readField(s, "port", at + ".switch", l.switch_port); !st.ok()) return st;
-    if (auto st = readField(s, "port_descr", at + ".switch", l.switch_port_descr); !st.ok()) {
-      return st;
-    }
-    if (l.chassis_id.empty()) return invalidArgument(at + ".switch.chassis_id: missing");
-    if (l.switch_port.empty()) return invalidArgument(at + ".switch.port: missing");
-    if (f.switchById(l.chassis_id) == nullptr) {
-      return invalidArgument(at + ".switch.chassis_id: '" + l.chassis_id +
-                             "' is not in \"switches\"");
-    }
-    if (auto st = readField(lj[i], "mfs", at, l.mfs); !st.ok()) return st;
-    if (auto st = readField(lj[i], "pvid", at, l.pvid); !st.ok()) return st;
-    if (auto st = readField(lj[i], "vlans", at, l.vlans); !st.ok()) return st;
+    GDR_ASSIGN_OR_RETURN(
+        EthLink l,
+        readLldpSnapshotLink(lj[i], "lldp snapshot.links[" + std::to_string(i) + "]", nics, f));
     f.links.push_back(std::move(l));
   }
-  const json& uj = j["unknown"];
-  for (size_t i = 0; i < uj.size(); ++i) {
-    const std::string at = "lldp snapshot.unknown[" + std::to_string(i) + "]";
-    if (!uj[i].is_object()) return invalidArgument(at + ": must be an object");
-    EthUnattached u;
-    std::string name;
-    if (auto st = readField(uj[i], "name", at, name); !st.ok()) return st;
-    if (auto st = readField(uj[i], "port", at, u.port); !st.ok()) return st;
-    if (auto st = readField(uj[i], "netdev", at, u.netdev); !st.ok()) return st;
-    if (auto st = readField(uj[i], "reason", at, u.reason); !st.ok()) return st;
-    if (auto st = readField(uj[i], "fix", at, u.fix); !st.ok()) return st;
-    if (auto st = nic_of(name, u.port, at, u.host, u.device); !st.ok()) return st;
-    f.unknown.push_back(std::move(u));
-  }
+  GDR_RETURN_IF_ERROR(readLldpSnapshotUnknown(j["unknown"], nics, f));
   return f;
 }
 

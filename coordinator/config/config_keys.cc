@@ -20,6 +20,9 @@ const std::vector<ConfigKey>& clusterConfigKeys() {
        "InfiniBand fabric snapshot (`gdrmesh fabric discover --save`): paths, link blame, cover"},
       {"(top level)", "fabric_hosts",
        "WORKER: \"node description\" for HCAs not named after their worker or hostname"},
+      {"(top level)", "fabric_ca_order",
+       "OpenSM's opensm-ftree-ca-order.dump: seeds a cover sweep's first round (as `sweep plan "
+       "--ca-order`)"},
       {"(top level)", "fabric_reader",
        "the real worker on an InfiniBand HCA that reads the switch ports' counters around each "
        "round"},

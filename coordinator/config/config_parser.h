@@ -174,7 +174,8 @@ class Parser {
   Status retention(const YAML::Node& r, ClusterConfig& config) const;
   Status log(const YAML::Node& n, ClusterConfig& config) const;
   Status outliers(const YAML::Node& n, OutlierOptions& o) const;
-  // fabric, fabric_hosts, fabric_reader, fabric_counters_reset and fabric_thresholds.
+  // fabric, fabric_hosts, fabric_ca_order, fabric_reader, fabric_counters_reset and
+  // fabric_thresholds.
   Status fabric(const YAML::Node& root, ClusterConfig& config) const;
   Status fabricThresholds(const YAML::Node& n, ClusterConfig& config) const;
 

@@ -317,6 +317,13 @@ Status Parser::fabric(const YAML::Node& root, ClusterConfig& config) const {
     }
     GDR_ASSIGN_OR_RETURN(config.fabric_hosts, labels(n, "fabric_hosts"));
   }
+  if (YAML::Node n = root["fabric_ca_order"]) {
+    GDR_ASSIGN_OR_RETURN(config.fabric_ca_order, string(n, "fabric_ca_order"));
+    if (config.fabric_ca_order.empty()) {
+      return error(n, "fabric_ca_order", "is empty",
+                   "give the opensm-ftree-ca-order.dump OpenSM's ftree writes beside its log");
+    }
+  }
   if (YAML::Node n = root["fabric_reader"]) {
     GDR_ASSIGN_OR_RETURN(config.fabric_reader, string(n, "fabric_reader"));
     if (config.fabric_reader.empty()) {

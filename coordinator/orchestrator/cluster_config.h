@@ -131,6 +131,10 @@ struct ClusterConfig {
   // node description or host name). Read from the coordinator's own --config only.
   std::string fabric;
   std::map<std::string, std::string> fabric_hosts;
+  // OpenSM's compute-node order (`fabric_ca_order:`, the opensm-ftree-ca-order.dump OpenSM's
+  // ftree writes; relative to the config file's folder): seeds a `cover` sweep's first round as
+  // `gdrmesh sweep plan --ca-order` does. Coordinator only.
+  std::string fabric_ca_order;
   // The worker that reads the port counters around each round of a sweep on the fabric
   // (`fabric_reader:`, a real worker on an InfiniBand HCA; "": counters are not read), whether
   // it may reset the error counters after reading (`fabric_counters_reset:`, default false),

@@ -3,7 +3,8 @@
 // coordinator stores (`gdrmesh fabric discover --worker`). Sweeps read it at each test's start
 // and at each round's counter reads, a single test (`gdrmesh test`) at its start, so paths come
 // from the tables of the time the test ran; SweepFabric::source() says which snapshot that was
-// ("fabric.json", "@12").
+// ("fabric.json", "@12"). An adoption outlives a restart: at start, adoptStored() takes the
+// newest stored snapshot a discovery would have adopted again, unless the configured one is newer.
 //
 // Thread contract: thread-safe; current() may run on any thread while replace() runs.
 #pragma once
@@ -12,8 +13,10 @@
 #include <string>
 #include <utility>
 
+#include "common/status.h"
 #include "common/sync/mutex.h"
 #include "coordinator/orchestrator/sweep_fabric.h"
+#include "coordinator/store/store.h"
 
 namespace gdrmesh {
 
@@ -43,6 +46,12 @@ class FabricSource {
     fabric_ = std::make_shared<const SweepFabric>(std::move(next), fabric_->hostMapping(), source);
     return true;
   }
+  // At the coordinator's start: the newest stored snapshot that adopt() took (ok, InfiniBand,
+  // with tables; among the 64 newest ok snapshots) replaces the configured fabric again, unless
+  // the configured one was discovered later (its discovered_ms; an operator who names a newer
+  // file means it). Returns the line to log: which snapshot and why, or why the configured
+  // fabric stays. Errors only from the store. Nothing to do without a current fabric.
+  Result<std::string> adoptStored(FabricHistory& history);
 
  private:
   mutable Mutex mu_;

@@ -298,17 +298,24 @@ std::vector<WorkerStatus> fabricOnlineWorkers(const std::vector<WorkerStatus>& w
 }  // namespace
 
 Status SweepFabric::coverRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
-                                std::vector<std::string>* notes) const {
-  auto plan = fabric::planCover(fabric_);
+                                std::vector<std::string>* notes,
+                                const std::vector<uint16_t>& ca_order,
+                                const std::string& ca_order_file) const {
+  fabric::CoverOptions o;
+  o.ca_order = ca_order;
+  auto plan = fabric::planCover(fabric_, o);
   if (!plan.ok()) return plan.status().withContext("pattern cover: " + source_);
   const std::vector<WorkerStatus> online = fabricOnlineWorkers(workers);
   const fabric::HostMatch m = match(online);
   const size_t missing = fabricRoundsAsWorkers(plan->rounds, m, spec);
-  notes->push_back("cover: " + std::to_string(plan->rounds.size()) + " rounds (lower bound " +
-                   std::to_string(plan->lower_bound) + ") load " + std::to_string(plan->covered) +
-                   " of " + std::to_string(plan->routable) +
-                   " routable directed inter-switch links of " + source_ + " (" +
-                   std::to_string(plan->directed_links) + " in all)");
+  notes->push_back(
+      "cover: " + std::to_string(plan->rounds.size()) + " rounds (lower bound " +
+      std::to_string(plan->lower_bound) + ") load " + std::to_string(plan->covered) + " of " +
+      std::to_string(plan->routable) + " routable directed inter-switch links of " + source_ +
+      " (" + std::to_string(plan->directed_links) + " in all)" +
+      (ca_order.empty()
+           ? std::string()
+           : ", the first round seeded with OpenSM's compute-node order " + ca_order_file));
   if (missing > 0) {
     notes->push_back("cover: " + std::to_string(missing) +
                      " planned pairs left out: an HCA of theirs has no online worker (" +

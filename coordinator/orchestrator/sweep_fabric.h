@@ -81,8 +81,11 @@ class SweepFabric {
   // A `cover` sweep's rounds (common/fabric/cover.h), as the workers matched to the HCAs and
   // their NICs (the node descriptions' second words), into spec->cover_rounds; pairs with an
   // HCA no worker has are left out. `notes` get what the plan covers and what it left out.
+  // `ca_order` (OpenSM's compute-node order, fabric::CoverOptions) seeds the first round; the
+  // note names `ca_order_file`.
   Status coverRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,
-                     std::vector<std::string>* notes) const;
+                     std::vector<std::string>* notes, const std::vector<uint16_t>& ca_order = {},
+                     const std::string& ca_order_file = "") const;
   // A `bisection` sweep's one round (common/fabric/bisection.h) the same way; `bound_gbps` gets
   // the fabric's bisection bandwidth per direction, `notes` the cut and the bound.
   Status bisectionRounds(const std::vector<WorkerStatus>& workers, SweepSpec* spec,

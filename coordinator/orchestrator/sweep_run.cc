@@ -128,7 +128,8 @@ Result<PlanTable> SweepRunner::planAll(LiveSweep& s, const std::set<std::string>
             "start it with --fabric FILE (a snapshot `gdrmesh fabric discover --save FILE` "
             "wrote), or `fabric: FILE` in its --config");
       }
-      GDR_RETURN_IF_ERROR(fab->coverRounds(workers, &parts[p], notes));
+      GDR_RETURN_IF_ERROR(fab->coverRounds(workers, &parts[p], notes, options_.fabric_ca_order,
+                                           options_.fabric_ca_order_file));
     }
     double bisection_gbps = 0;
     if (parts[p].pattern == SweepPattern::kBisection) {
@@ -627,11 +628,13 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, std::optional<Fi
   std::vector<DirectedLink> never;
   std::vector<BlamedLink> blamed = fabricEnd(*s, rows, verdicts, &fabric_notes, &never);
   std::vector<LinkVerdictRecord> links;
-  const std::vector<Suspect> counter_suspects =
-      counterEnd(*s, never, &blamed, &fabric_notes, &links);
+  // Suspects from the fabric: a link's counters, or (RoCE) a host switch port slow pairs share.
+  std::vector<Suspect> fabric_suspects = counterEnd(*s, never, &blamed, &fabric_notes, &links);
   if (options_.lldp_fabric) {
     const auto lldp_notes = lldpSweepNotes(*options_.lldp_fabric, rows, verdicts);
     fabric_notes.insert(fabric_notes.end(), lldp_notes.begin(), lldp_notes.end());
+    fabric_suspects = mergeSuspects(std::move(fabric_suspects),
+                                    lldpSweepSuspects(*options_.lldp_fabric, rows, verdicts));
   }
   phase("fabric");
   SweepVerdict judged = sweepVerdict(rows, verdicts, outliers, s->config, located.noise_rows);
@@ -651,8 +654,8 @@ void SweepRunner::judgeEnd(const std::shared_ptr<LiveSweep>& s, std::optional<Fi
   for (VerdictKind k : s->verdicts.kind) s->verdict_counts.add(k);
   s->suspects = withLinkBlame(mergeSuspects(std::move(located.suspects), outliers.suspects), blamed,
                               rows, s->verdicts);
-  if (!counter_suspects.empty())
-    s->suspects = mergeSuspects(std::move(s->suspects), counter_suspects);
+  if (!fabric_suspects.empty())
+    s->suspects = mergeSuspects(std::move(s->suspects), fabric_suspects);
   if (!baseline.ok()) s->notes.push_back("baseline: " + baseline.status().message());
   for (const std::vector<std::string>* notes :
        {&std::as_const(located.notes), &std::as_const(outliers.notes), &std::as_const(judged.notes),

@@ -75,6 +75,11 @@ struct SweepManagerOptions {
   // test's start (its path is traced through the snapshot current then) and before each round's
   // counter reads.
   std::shared_ptr<FabricSource> fabric_source;
+  // OpenSM's compute-node order (`fabric_ca_order:`, `--fabric-ca-order`; fabric::
+  // parseFtreeCaOrder), read at the coordinator's start: a `cover` sweep's plan starts from it as
+  // `gdrmesh sweep plan --ca-order` does, so both plan the same rounds. Empty: the greedy's alone.
+  std::vector<uint16_t> fabric_ca_order;
+  std::string fabric_ca_order_file;  // named in the plan's note
   // Or a RoCE fabric known from LLDP (sweep_lldp.h): the report's notes estimate which host
   // switch ports the tests touched and name a port that slow pairs share, labelled as estimates.
   std::shared_ptr<const fabric::EthFabric> lldp_fabric;

@@ -196,6 +196,17 @@ void CoordinatorServer::recoverAtStart() {
       registry_.addKnown(std::move(st));
     }
   }
+  // A snapshot that a discovery through the coordinator adopted before the restart is its
+  // fabric again (fabric_source.h), before any sweep resumes or test starts.
+  if (options_.sweeps.fabric_source && options_.fabric_history != nullptr) {
+    auto adopted = options_.sweeps.fabric_source->adoptStored(*options_.fabric_history);
+    if (!adopted.ok()) {
+      coordinatorServerLog(clock_).error("fabric: the stored snapshots could not be read: " +
+                                         adopted.status().toString());
+    } else if (!adopted->empty()) {
+      coordinatorServerLog(clock_).info(*adopted);
+    }
+  }
   // Results a previous coordinator could not store (disk full) come back from the spool, then
   // single tests it was running when it died are recorded as ERROR rows.
   // Neither stops the coordinator (a full disk must not): what fails stays for the next start.

@@ -88,8 +88,12 @@ rc=0
 [[ $rc -eq 2 ]] && grep -q -- "--fabric $work/bad.json: .*fabric discover --save" "$work/bad.log" || {
   cat "$work/bad.log"; fail "a coordinator with --fabric on a bad file: exit $rc"; }
 printf 'thresholds:\n  bandwidth_gbps_min: 50\n' >"$work/cluster.yaml"
+# OpenSM's ftree wrote its compute-node order beside its log: cover sweeps start from it.
+ca_order="$work/opensm-ftree-ca-order.dump"
+[[ -s "$ca_order" ]] || fail "OpenSM wrote no $ca_order"
 "$gdrmesh" coordinator --insecure --listen 127.0.0.1:0 --db "$work/r.db" --port-file "$work/port" \
-  --fabric "$work/fabric.json" --config "$work/cluster.yaml" >"$work/coordinator.log" 2>&1 &
+  --fabric "$work/fabric.json" --fabric-ca-order "$ca_order" --config "$work/cluster.yaml" \
+  >"$work/coordinator.log" 2>&1 &
 coord_pid=$!
 await "coordinator port file within 30 s" 300 test -s "$work/port"
 addr="127.0.0.1:$(cat "$work/port")"
@@ -189,6 +193,30 @@ m = re.match(r"cover: (\d+) rounds .* load (\d+) of (\d+) routable", plan[0]) if
 c = re.match(r"fabric coverage: (\d+) of (\d+) directed", cov[0]) if cov else None
 ok = bool(m and c) and int(m.group(2)) == int(m.group(3)) and int(c.group(1)) >= int(m.group(3))
 ok = ok and int(m.group(1)) <= 2
+ok = ok and any("seeded with OpenSM's compute-node order" in n for n in plan)
 sys.exit(0 if ok else 1)
 PY
+# The sweep ran the pairs `sweep plan --ca-order` plans for the same fabric and order (the workers
+# are named after the hosts; each pair one bidirectional test; the localiser's retests left out).
+"$gdrmesh" sweep plan --pattern cover --fabric "$work/fabric.json" --ca-order "$ca_order" -o json \
+  >"$work/cover-plan.json" || fail "sweep plan --pattern cover --ca-order"
+"$gdrmesh" sweep plan --pattern cover --fabric "$work/fabric.json" -o json \
+  >"$work/cover-greedy.json" || fail "sweep plan --pattern cover"
+cover_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["progress"]["id"])' "$work/cover.json")
+sqlite3 "file:$work/r.db?mode=ro" \
+  "SELECT r.initiator_worker, r.target_worker FROM results r JOIN sweep_verdicts v
+   ON v.sweep_id = r.run_id AND v.test_id = r.test_id WHERE r.run_id = '$cover_id' AND v.retest = 0" \
+  >"$work/cover-ran.txt"
+python3 - "$work/cover-plan.json" "$work/cover-greedy.json" "$work/cover-ran.txt" <<'PY' ||
+import json, sys
+def planned(path):
+    return sorted(tuple(sorted((p["a"].split()[0], p["b"].split()[0])))
+                  for rnd in json.load(open(path))["rounds"] for p in rnd)
+want, greedy = planned(sys.argv[1]), planned(sys.argv[2])
+ran = sorted(tuple(sorted(l.strip().split("|"))) for l in open(sys.argv[3]) if l.strip())
+print("cover sweep: %d tests, the plan with OpenSM's order %d pairs (%s the greedy's own)" %
+      (len(ran), len(want), "same pairs as" if want == greedy else "other pairs than"))
+sys.exit(0 if ran == want else 1)
+PY
+  fail "the cover sweep did not run the pairs of sweep plan --ca-order"
 exit 0

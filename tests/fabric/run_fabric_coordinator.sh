@@ -5,6 +5,8 @@
 # stores the snapshot; a link is unplugged through ibsim's console (Unlink); a second discovery
 # is stored with a link_gone finding; `gdrmesh fabric diff previous latest` names exactly that
 # link by switch and port. A second worker without InfiniBand answers a finding, not an error.
+# Restarted on the same database with the first snapshot as --fabric, the coordinator adopts the
+# newest stored snapshot again and logs which and why.
 #
 #   run_fabric_coordinator.sh GDRMESH GEN_ARGS...
 #
@@ -149,4 +151,22 @@ print("fabric diff previous latest after Unlink %s: %s; stored @%d against @%d: 
          [f["kind"] for f in stored["findings"]], "ok" if ok else "WRONG"))
 sys.exit(0 if ok else 1)
 PY
+
+# 5. A restart keeps the adoption: the coordinator started again on the same database with the
+# first snapshot as its --fabric (discovered before the stored ones) adopts the newest stored
+# snapshot with tables again, and its log says which and why.
+python3 -c 'import json, sys; json.dump(json.load(open(sys.argv[1]))["snapshot"], open(sys.argv[2], "w"))' \
+  "$work/d1.json" "$work/fabric.json"
+latest=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$work/d2.json")
+kill "${pids[0]}"
+wait "${pids[0]}" 2>/dev/null || true
+rm -f "$work/port"
+"$gdrmesh" coordinator --listen 127.0.0.1:0 --db "$work/db" --port-file "$work/port" \
+  --fabric "$work/fabric.json" --insecure >"$work/coord2.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 300); do [[ -s "$work/port" ]] && break; sleep 0.1; done
+[[ -s "$work/port" ]] || { cat "$work/coord2.log"; fail "the restarted coordinator did not start"; }
+grep -q "fabric: snapshot @$latest from $first_host (discovered [^)]*) replaces $work/fabric.json" \
+  "$work/coord2.log" || { cat "$work/coord2.log"; fail "the restart did not adopt @$latest again"; }
+echo "restart: $(grep -o "fabric: snapshot @$latest from [^,]*" "$work/coord2.log" | head -1)"
 exit 0

@@ -74,6 +74,20 @@ TEST(ConfigYaml, FabricAndFabricHostsAreReadAndCheckedNamingTheKey) {
       << empty.status().toString();
 }
 
+// OpenSM's compute-node order for cover sweeps (docs/fabric.md): a file name; empty is refused
+// naming the key and what to give.
+TEST(ConfigYaml, FabricCaOrderIsAFileName) {
+  auto c = parseClusterConfig("fabric: f.json\nfabric_ca_order: opensm-ftree-ca-order.dump\n",
+                              "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_EQ(c->fabric_ca_order, "opensm-ftree-ca-order.dump");
+  auto empty = parseClusterConfig("fabric_ca_order: \"\"\n", "c.yaml");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().toString().find("fabric_ca_order"), std::string::npos);
+  EXPECT_NE(empty.status().toString().find("opensm-ftree-ca-order.dump"), std::string::npos)
+      << empty.status().toString();
+}
+
 TEST(ConfigYaml, EmptyFileIsAnEmptyConfig) {
   auto c = parseClusterConfig("", "empty.yaml");
   ASSERT_TRUE(c.ok());

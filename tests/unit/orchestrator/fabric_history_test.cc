@@ -7,11 +7,15 @@
 #include <gmock/gmock.h>
 
 #include <future>
+#include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "coordinator/orchestrator/fabric_source.h"
+#include "tests/support/fabric_trees.h"
 #include "tests/support/fake_worker_channel.h"
 #include "tests/support/memory_store.h"
 
@@ -149,6 +153,52 @@ TEST_F(FabricHistoryTest, ANarrowLinkIsBelowItsPeersAndNarrowerThanLastTime) {
       EXPECT_THAT(f.message, HasSubstr("1x HDR, its 3 peers between switches 4x HDR"));
     }
   }
+}
+
+// Issue #20: a discovery through the coordinator replaces its fabric (control_fabric.cc adopts
+// the stored snapshot); a restart, a new FabricSource over the same store configured with the
+// same file, adopts that snapshot again, passing over a newer one without tables, and says which
+// and why. A configured file discovered after the snapshot wins.
+TEST_F(FabricHistoryTest, ARestartAdoptsTheSnapshotADiscoveryAdoptedBefore) {
+  Fabric configured = twoLevelTree(2, 2, 2);
+  configured.discovered_ms = clock_.unixMs() - 3'600'000;
+  auto start = [&configured] {
+    return std::make_unique<FabricSource>(std::make_shared<const SweepFabric>(
+        configured, std::map<std::string, std::string>{}, "fabric.json"));
+  };
+  auto before = start();
+  auto nothing = before->adoptStored(store_);
+  ASSERT_TRUE(nothing.ok()) << nothing.status().toString();
+  EXPECT_THAT(*nothing, HasSubstr("fabric.json stays the coordinator's fabric"));
+  EXPECT_EQ(before->current()->source(), "fabric.json");
+
+  Fabric discovered = rerouteLeafUplinks(twoLevelTree(2, 2, 2), 2, 2);
+  discovered.discovered_ms = clock_.unixMs();
+  ASSERT_NE(discovered.switches[0].lft, configured.switches[0].lft);  // other tables
+  auto rec = recorder_.record("h1", found(discovered));
+  ASSERT_TRUE(rec.ok()) << rec.status().toString();
+  const std::string id = "@" + std::to_string(rec->snapshot.id);
+  ASSERT_TRUE(before->adopt(discovered, id));  // as DiscoverFabric does
+  clock_.advance(std::chrono::seconds(60));
+  Fabric no_lfts = discovered;  // discovered with --no-lfts: never adopted
+  for (auto& sw : no_lfts.switches) sw.lft.assign(sw.lft.size(), fabric::kNoRoute);
+  ASSERT_TRUE(recorder_.record("h2", found(no_lfts)).ok());
+
+  auto restarted = start();  // the coordinator starts again with its configured fabric.json
+  auto line = restarted->adoptStored(store_);
+  ASSERT_TRUE(line.ok()) << line.status().toString();
+  EXPECT_EQ(restarted->current()->source(), id) << *line;
+  EXPECT_EQ(restarted->current()->fabric().switches[0].lft, discovered.switches[0].lft);
+  EXPECT_THAT(*line, HasSubstr("snapshot " + id + " from h1"));
+  EXPECT_THAT(*line, HasSubstr("replaces fabric.json"));
+  EXPECT_THAT(*line, HasSubstr("1 newer ok snapshots without tables or unreadable passed over"));
+
+  configured.discovered_ms = clock_.unixMs();  // an operator's newer file
+  auto newer = start();
+  auto kept = newer->adoptStored(store_);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(newer->current()->source(), "fabric.json");
+  EXPECT_THAT(*kept, HasSubstr("is newer than the latest stored snapshot " + id));
 }
 
 TEST(FabricLinksBelowPeers, NoFindingWithoutAMajorityRate) {

@@ -169,13 +169,26 @@ TEST(SweepLldpNotes, CoverageAndASharedPortAreEstimates) {
   JudgeVerdicts v;
   v.kind = {VerdictKind::kFail, VerdictKind::kFail, VerdictKind::kPass};
   auto notes = lldpSweepNotes(f, rows, v);
-  ASSERT_EQ(notes.size(), 2u);
+  ASSERT_EQ(notes.size(), 1u);
   EXPECT_THAT(notes[0], HasSubstr("fabric coverage (estimate: RoCE, no forwarding tables; ECMP "
                                   "hides the path, from LLDP): 3 of 3 host switch ports"));
   EXPECT_THAT(notes[0], HasSubstr("1 stayed within one switch, 2 crossed the fabric"));
-  EXPECT_THAT(notes[1], HasSubstr("fabric suspect (estimate: RoCE, no forwarding tables; ECMP "
-                                  "hides the path): host switch port leaf01[Ethernet1] of h1 "
-                                  "mlx5_0"));
+  // The port both failed tests share is a suspect row (kind switch_port), as a blamed link is:
+  // it explains 2 of 2 failed tests and 2 of its 2 tests failed, score 1. An estimate, says so.
+  auto suspects = lldpSweepSuspects(f, rows, v);
+  ASSERT_EQ(suspects.size(), 1u);
+  EXPECT_EQ(suspects[0].kind, "switch_port");
+  EXPECT_EQ(suspects[0].name, "leaf01[Ethernet1]");
+  EXPECT_DOUBLE_EQ(suspects[0].score, 1.0);
+  ASSERT_EQ(suspects[0].evidence.size(), 2u);
+  EXPECT_EQ(suspects[0].evidence[0],
+            "host switch port leaf01[Ethernet1] of h1 mlx5_0 (estimate: RoCE, no forwarding "
+            "tables; ECMP hides the path)");
+  EXPECT_THAT(suspects[0].evidence[1], HasSubstr("2 of 2 slow or failed tests had an end on "
+                                                 "leaf01[Ethernet1]"));
+  // Nothing failed: no suspect.
+  v.kind = {VerdictKind::kPass, VerdictKind::kPass, VerdictKind::kPass};
+  EXPECT_TRUE(lldpSweepSuspects(f, rows, v).empty());
 }
 
 }  // namespace

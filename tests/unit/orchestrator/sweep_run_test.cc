@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "common/fabric/cover.h"
 #include "common/sync/mutex.h"
 #include "tests/support/fabric_trees.h"
 #include "tests/unit/orchestrator/sweep_rig.h"
@@ -461,6 +463,72 @@ TEST(SweepRun, CoverNeedsAFabricAndRunsTheCoverPlannersRounds) {
   EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
     return n.rfind("fabric coverage: 8 of 8 directed", 0) == 0;
   }));
+}
+
+// The rounds of a plan as sets of unordered pairs "a b" (a < b), round by round.
+using PairRounds = std::vector<std::set<std::string>>;
+std::string unorderedPair(const std::string& a, const std::string& b) {
+  return a < b ? a + " " + b : b + " " + a;
+}
+
+// OpenSM's compute-node order (`fabric_ca_order:`) seeds a `cover` sweep's plan as it seeds
+// `gdrmesh sweep plan --ca-order`: the sweep runs the rounds that planCover gives with the order
+// (the HCAs as their workers), not the greedy's own, and its note names the file.
+TEST(SweepRun, ACoverSweepPlansTheRoundsOfSweepPlanWithOpenSmsCaOrder) {
+  SweepRig rig(16);
+  const fabric::Fabric tree = twoLevelTree(4, 4, 4);  // h01..h16, four to a leaf
+  std::map<std::string, std::string> hosts;           // worker h0 -> HCA host h01 ...
+  std::map<std::string, std::string> worker_of;       // "h01 mlx5_0" -> h0
+  for (int i = 0; i < 16; ++i) {
+    char name[8];
+    std::snprintf(name, sizeof name, "h%02d", i + 1);
+    hosts["h" + std::to_string(i)] = name;
+    worker_of[std::string(name) + " mlx5_0"] = "h" + std::to_string(i);
+  }
+  // The hosts in leaf order (LIDs of h01, h02, ... h16; the tree's LIDs are not): the seed pairs
+  // h01 with h09, a leaf two over, where the greedy alone pairs neighbouring leaves.
+  std::vector<uint16_t> order;
+  for (int h = 1; h <= 16; ++h) order.push_back(static_cast<uint16_t>(100 - h));
+  fabric::CoverOptions with_order;
+  with_order.ca_order = order;
+  auto want = fabric::planCover(tree, with_order);
+  auto greedy = fabric::planCover(tree);
+  ASSERT_TRUE(want.ok() && greedy.ok());
+  auto asWorkers = [&](const fabric::CoverPlan& plan) {
+    PairRounds out;
+    for (const auto& round : plan.rounds) {
+      out.emplace_back();
+      for (const auto& p : round) out.back().insert(unorderedPair(worker_of[p.a], worker_of[p.b]));
+    }
+    return out;
+  };
+  const PairRounds expected = asWorkers(*want);
+  ASSERT_NE(expected, asWorkers(*greedy)) << "the order must change the plan for this test";
+
+  SweepManagerOptions options;
+  options.fabric = std::make_shared<const SweepFabric>(tree, hosts, "tree.json");
+  options.fabric_ca_order = order;
+  options.fabric_ca_order_file = "opensm-ftree-ca-order.dump";
+  RigCoordinator& c = rig.start(options);
+  SweepSpec spec = rigAllPairs();
+  spec.pattern = SweepPattern::kCover;
+  auto planned = c.runner.plan(spec);
+  ASSERT_TRUE(planned.ok()) << planned.status().toString();
+  MutexLock lock(c.board.mu);
+  const LiveSweep& s = **planned;
+  PairRounds ran;
+  for (size_t i = 0; i < s.plan.size(); ++i) {
+    const auto round = static_cast<size_t>(s.plan.round(i));
+    if (ran.size() <= round) ran.resize(round + 1);
+    EXPECT_EQ(s.plan.initiator(i).device, "mlx5_0");
+    ran[round].insert(unorderedPair(s.plan.initiator(i).worker, s.plan.target(i).worker));
+  }
+  EXPECT_EQ(ran, expected);
+  EXPECT_TRUE(std::any_of(s.notes.begin(), s.notes.end(), [](const std::string& n) {
+    return n.rfind("cover: ", 0) == 0 &&
+           n.find("seeded with OpenSM's compute-node order opensm-ftree-ca-order.dump") !=
+               std::string::npos;
+  })) << (s.notes.empty() ? "" : s.notes.front());
 }
 
 // `bisection`: refused without a fabric (naming --fabric and fabric:); with one, the halves are
