@@ -77,7 +77,6 @@ void Executor::start(ExecutorTasks tasks, ExecutorCallbacks callbacks) {
         s.resources.push_back(it->second);
         queues_[it->second].push_back(i);
       }
-      s.resources.shrink_to_fit();
       all.push_back(i);
     }
     remaining_ = slots_.size();
