@@ -138,6 +138,10 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
     return completionFailure(wc, what);
   }
   Status completionFailure(const ibv_wc& wc, const char* what);
+  // A flushed completion only follows the QP's real error, which may wait on the other CQ: polls
+  // both CQs empty and appends the failed completions of QP `qpn` (the endpoint is broken by
+  // then, nothing more is reaped).
+  void drainFailures(uint32_t qpn, std::vector<FailedCompletion>& failed);
   Status pollOne(ibv_cq* cq, ibv_wc* wc, Watch& watch, const char* what) {
     for (;;) {
       int n = ibv_poll_cq(cq, 1, wc);
