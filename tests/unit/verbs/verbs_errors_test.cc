@@ -81,6 +81,31 @@ TEST(VerbsErrors, CompletionErrors) {
             Code::kInvalidArgument);
 }
 
+// A QP in error flushes both its queues; a bidirectional run may reap a flushed send before the
+// receive error that broke the QP (Soft-RoCE selftest, send_bw_64k_bidir under load).
+TEST(VerbsErrors, RootCompletionSkipsFlushes) {
+  auto failed = [](ibv_wc_status st, bool receive) {
+    FailedCompletion f;
+    f.wc.status = st;
+    f.receive = receive;
+    return f;
+  };
+  EXPECT_EQ(rootCompletion({}), nullptr);
+  std::vector<FailedCompletion> v = {
+      failed(IBV_WC_WR_FLUSH_ERR, false), failed(IBV_WC_WR_FLUSH_ERR, false),
+      failed(IBV_WC_LOC_LEN_ERR, true), failed(IBV_WC_REM_ACCESS_ERR, false)};
+  const FailedCompletion* root = rootCompletion(v);
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(root, &v[2]);
+  EXPECT_TRUE(root->receive);
+  std::vector<FailedCompletion> flushes = {failed(IBV_WC_WR_FLUSH_ERR, false),
+                                           failed(IBV_WC_WR_FLUSH_ERR, true)};
+  EXPECT_EQ(rootCompletion(flushes), &flushes[0]);
+  std::vector<FailedCompletion> first = {failed(IBV_WC_REM_INV_REQ_ERR, false),
+                                         failed(IBV_WC_LOC_QP_OP_ERR, true)};
+  EXPECT_EQ(rootCompletion(first), &first[0]);
+}
+
 TEST(VerbsErrors, CallErrorNamesCallDeviceAndFix) {
   Status s = callError("ibv_create_cq(4096)", ENOMEM, "rxe2");
   EXPECT_EQ(s.code(), Code::kResourceExhausted);

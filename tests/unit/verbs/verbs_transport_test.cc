@@ -52,5 +52,20 @@ TEST(VerbsTransport, RejectsBadSpecBeforeTouchingDevices) {
   EXPECT_EQ(t.createEndpoint(spec, **buf, RegPath::kHost).status().code(), Code::kInvalidArgument);
 }
 
+TEST(VerbsTransport, RejectsQpTimeoutBeyond31BeforeTouchingDevices) {
+  auto buf = HostBuffer::allocate(4096);
+  ASSERT_TRUE(buf.ok());
+  VerbsOptions o;
+  o.qp_timeout = 32;  // the QP attribute has 5 bits
+  VerbsTransport t(o);
+  EndpointSpec spec;
+  spec.buffer_size = 4096;
+  auto ep = t.createEndpoint(spec, **buf, RegPath::kHost);
+  ASSERT_FALSE(ep.ok());
+  EXPECT_EQ(ep.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(ep.status().message().find("qp_timeout 32 must be in 0..31"), std::string::npos)
+      << ep.status().toString();
+}
+
 }  // namespace
 }  // namespace gdrmesh

@@ -76,7 +76,7 @@ Status VerbsEndpointImpl::modifyToRtr(ibv_qp* qp, const QpInfo& remote, const ib
 Status VerbsEndpointImpl::modifyToRts(ibv_qp* qp, uint32_t psn) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
+  a.timeout = static_cast<uint8_t>(qp_timeout_);
   a.retry_cnt = 7;
   a.rnr_retry = 7;
   a.sq_psn = psn;

@@ -163,12 +163,41 @@ Status VerbsEndpointImpl::deregisterMr() {
 }
 
 Status VerbsEndpointImpl::completionFailure(const ibv_wc& wc, const char* what) {
+  std::vector<FailedCompletion> failed{{wc, false}};
+  if (wc.status == IBV_WC_WR_FLUSH_ERR) drainFailures(wc.qp_num, failed);
+  const FailedCompletion& root = *rootCompletion(failed);
+  Status cause;
+  if (&root == &failed.front()) {
+    cause = completionError(wc.status, wc.vendor_err, what, dev_, wc.qp_num);
+  } else {
+    // The flush reaped first is only the consequence: report the error that broke the QP.
+    cause = completionError(root.wc.status, root.wc.vendor_err,
+                            root.receive ? "receive" : opName(spec_.op), dev_, root.wc.qp_num)
+                .withContext(std::string("the QP's first error (") + what + " flushed after it)");
+  }
   // A port that went down explains most errors better than the completion status does. The
   // QP's error can arrive before the port's state changes: after a local QP or transport
   // error, wait for the port event.
-  return explainPortDown(ctx_.get(), port_, dev_,
-                         completionError(wc.status, wc.vendor_err, what, dev_, wc.qp_num),
-                         wc.status == IBV_WC_LOC_QP_OP_ERR || wc.status == IBV_WC_RETRY_EXC_ERR);
+  return explainPortDown(
+      ctx_.get(), port_, dev_, cause,
+      root.wc.status == IBV_WC_LOC_QP_OP_ERR || root.wc.status == IBV_WC_RETRY_EXC_ERR);
+}
+
+void VerbsEndpointImpl::drainFailures(uint32_t qpn, std::vector<FailedCompletion>& failed) {
+  for (ibv_cq* cq : {send_cq_.get(), recv_cq_.get()}) {
+    ibv_wc wc[16];
+    // Bounded: at most what the CQ holds (the QP is in error, nothing new is posted).
+    for (int left = cq->cqe + 16; left > 0;) {
+      const int n = ibv_poll_cq(cq, 16, wc);
+      if (n <= 0) break;
+      left -= n;
+      for (int i = 0; i < n; ++i) {
+        if (wc[i].status != IBV_WC_SUCCESS && wc[i].qp_num == qpn) {
+          failed.push_back({wc[i], cq == recv_cq_.get()});
+        }
+      }
+    }
+  }
 }
 
 Result<Measurement> VerbsEndpointImpl::run(const RunSpec& rs) {

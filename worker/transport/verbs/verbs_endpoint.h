@@ -35,13 +35,14 @@ namespace gdrmesh::verbs {
 class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
  public:
   VerbsEndpointImpl(EndpointSpec spec, Buffer& buffer, MrRegistrar& registrar,
-                    std::string sysfs_root, uint32_t max_rd_atomic,
+                    std::string sysfs_root, uint32_t max_rd_atomic, uint32_t qp_timeout,
                     std::shared_ptr<CpuPlacer> placer)
       : spec_(std::move(spec)),
         buffer_(buffer),
         registrar_(registrar),
         sysfs_root_(std::move(sysfs_root)),
         max_rd_atomic_(max_rd_atomic),
+        qp_timeout_(qp_timeout),
         placer_(std::move(placer)) {
     local_.fields.emplace<VerbsDesc>();
   }
@@ -138,6 +139,10 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
     return completionFailure(wc, what);
   }
   Status completionFailure(const ibv_wc& wc, const char* what);
+  // A flushed completion only follows the QP's real error, which may wait on the other CQ: polls
+  // both CQs empty and appends the failed completions of QP `qpn` (the endpoint is broken by
+  // then, nothing more is reaped).
+  void drainFailures(uint32_t qpn, std::vector<FailedCompletion>& failed);
   Status pollOne(ibv_cq* cq, ibv_wc* wc, Watch& watch, const char* what) {
     for (;;) {
       int n = ibv_poll_cq(cq, 1, wc);
@@ -202,6 +207,7 @@ class VerbsEndpointImpl final : public VerbsEndpoint, public FaultInjectable {
   MrRegistrar& registrar_;
   std::string sysfs_root_;
   uint32_t max_rd_atomic_ = 16;
+  uint32_t qp_timeout_ = 14;           // VerbsOptions::qp_timeout (RTS), 0..31
   std::shared_ptr<CpuPlacer> placer_;  // null: not placed (never bound)
   CpuPlacer::Lease cpu_;               // this endpoint's CPU, counted while it lives
   // What this side publishes; its transport part is always a VerbsDesc (localNic()).

@@ -277,4 +277,11 @@ Status completionError(ibv_wc_status status, uint32_t vendor_err, const std::str
   return Status(code, msg, fix);
 }
 
+const FailedCompletion* rootCompletion(const std::vector<FailedCompletion>& failed) {
+  for (const FailedCompletion& f : failed) {
+    if (f.wc.status != IBV_WC_SUCCESS && f.wc.status != IBV_WC_WR_FLUSH_ERR) return &f;
+  }
+  return failed.empty() ? nullptr : &failed.front();
+}
+
 }  // namespace gdrmesh::verbs

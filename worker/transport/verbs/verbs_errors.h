@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "common/types.h"
@@ -34,5 +35,19 @@ Status modifyQpError(const std::string& state, int err, const std::string& devic
 // what was being done, and the cause/fix for the common statuses.
 Status completionError(ibv_wc_status status, uint32_t vendor_err, const std::string& what,
                        const std::string& device, uint32_t qpn);
+
+// A failed work completion and the queue it came from (the opcode of a failed completion is not
+// defined by the verbs API, so the CQ tells a receive from a send).
+struct FailedCompletion {
+  ibv_wc wc{};
+  bool receive = false;
+};
+
+// Of the failed completions of one QP, in the order they were reaped, the one that explains the
+// failure: the first that is not a flush. A QP in the error state flushes every outstanding work
+// request of both its queues (IBV_WC_WR_FLUSH_ERR); the error that put it there can sit on the
+// other CQ, behind the flush the loop happened to reap first (a bidirectional run polls both).
+// nullptr when `failed` is empty; the first entry when all are flushes.
+const FailedCompletion* rootCompletion(const std::vector<FailedCompletion>& failed);
 
 }  // namespace gdrmesh::verbs

@@ -21,6 +21,11 @@ Status VerbsTransport::viable() const {
 Result<std::unique_ptr<VerbsEndpoint>> VerbsTransport::createVerbsEndpoint(const EndpointSpec& spec,
                                                                            Buffer& buffer,
                                                                            RegPath reg) {
+  if (options_.qp_timeout > 31) {
+    return invalidArgument("qp_timeout " + std::to_string(options_.qp_timeout) +
+                               " must be in 0..31 (4.096 us * 2^n; 0: no retransmission timer)",
+                           "use 14 (perftest's default) unless the path cannot lose packets");
+  }
   EndpointSpec use = spec;
   if (!options_.devices.empty()) {
     if (use.device.empty()) {
@@ -36,7 +41,7 @@ Result<std::unique_ptr<VerbsEndpoint>> VerbsTransport::createVerbsEndpoint(const
   }
   auto ep = std::make_unique<verbs::VerbsEndpointImpl>(
       use, buffer, options_.registrar ? *options_.registrar : verbs::systemRegistrar(),
-      options_.sysfs_root, options_.max_rd_atomic, placer_);
+      options_.sysfs_root, options_.max_rd_atomic, options_.qp_timeout, placer_);
   GDR_RETURN_IF_ERROR(ep->init(reg));
   return std::unique_ptr<VerbsEndpoint>(std::move(ep));
 }

@@ -60,6 +60,13 @@ struct VerbsOptions {
   // max_qp_rd_atom and max_qp_init_rd_atom, and negotiated down to the peer's
   // (EndpointDesc::max_rd_atomic, perftest's "OUT"). perftest uses the device maximum.
   uint32_t max_rd_atomic = 16;
+  // Local ACK timeout of the RC QPs (out-of-band mode; rdma_cm sets its own): a request not
+  // acknowledged within 4.096 us * 2^qp_timeout is sent again (perftest -u, default 14, ~67 ms).
+  // 0 turns the retransmission timer off (InfiniBand: infinite), for a path that cannot lose
+  // packets: the Soft-RoCE VM, where a vCPU starved by a loaded host delays ACKs past 67 ms and
+  // Debian 12's rxe corrupts bidirectional runs when it retransmits (tests/softroce/README.md).
+  // 0..31.
+  uint32_t qp_timeout = 14;
   // Non-empty: the only RDMA devices this transport uses (`gdrmesh worker --nic`); an endpoint
   // without a device gets the first, one naming another device is refused.
   std::vector<std::string> devices;
