@@ -170,10 +170,19 @@ struct OutlierGroupSamples {
 
 // Collected by string id, each host's NICs in a short list, then moved into the maps: a tree
 // lookup for each side's host, NIC and NIC set took most of the outliers' 0.2 s at 1,024 hosts
-// (523,776 rows; issue #19).
+// (523,776 rows; issue #19). A NIC's samples are kept only where its host tested several (a
+// copy of every host's samples, 12 MB more at the end of that sweep, otherwise).
 OutlierGroupSamples outlierGroupSamples(const JudgeRows& rows, const std::vector<size_t>& members,
                                         bool latency) {
   OutlierGroupSamples g;
+  std::vector<std::vector<uint32_t>> nic_ids(rows.strings().size());  // per host, in this group
+  for (const size_t i : members) {
+    for (const JudgeSide* me : {&rows[i].initiator, &rows[i].target}) {
+      auto& mine = nic_ids[me->worker];
+      if (me->nic != 0 && std::find(mine.begin(), mine.end(), me->nic) == mine.end())
+        mine.push_back(me->nic);
+    }
+  }
   g.all.reserve(members.size());
   std::vector<Samples> hosts(rows.strings().size());
   std::vector<std::vector<std::pair<uint32_t, Samples>>> nics(rows.strings().size());
@@ -188,10 +197,10 @@ OutlierGroupSamples outlierGroupSamples(const JudgeRows& rows, const std::vector
     for (const auto& [me, peer] :
          {std::pair(&r.initiator, &r.target), std::pair(&r.target, &r.initiator)}) {
       add(hosts[me->worker], x, peer->worker);
-      if (me->nic == 0) continue;
+      if (me->nic == 0 || nic_ids[me->worker].size() < 2) continue;  // compared among several
       auto& mine = nics[me->worker];
-      auto it = std::find_if(mine.begin(), mine.end(),
-                             [&](const auto& n) { return n.first == me->nic; });
+      auto it =
+          std::find_if(mine.begin(), mine.end(), [&](const auto& n) { return n.first == me->nic; });
       if (it == mine.end()) it = mine.emplace(mine.end(), me->nic, Samples{});
       add(it->second, x, peer->worker);
     }
@@ -201,10 +210,7 @@ OutlierGroupSamples outlierGroupSamples(const JudgeRows& rows, const std::vector
       hosts[w].settle();
       g.hosts.emplace_hint(g.hosts.end(), Entity{w, 0}, std::move(hosts[w]));
     }
-    if (nics[w].empty()) continue;
-    std::set<uint32_t>& nics_of = g.nics_of[w];
-    for (const auto& n : nics[w]) nics_of.insert(n.first);
-    if (nics[w].size() < 2) continue;  // NICs are compared only among hosts that tested several
+    if (!nic_ids[w].empty()) g.nics_of[w].insert(nic_ids[w].begin(), nic_ids[w].end());
     for (auto& [nic, samples] : nics[w]) {
       samples.settle();
       g.nics.emplace(Entity{w, nic}, std::move(samples));
