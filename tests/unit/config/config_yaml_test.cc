@@ -77,8 +77,8 @@ TEST(ConfigYaml, FabricAndFabricHostsAreReadAndCheckedNamingTheKey) {
 // OpenSM's compute-node order for cover sweeps (docs/fabric.md): a file name; empty is refused
 // naming the key and what to give.
 TEST(ConfigYaml, FabricCaOrderIsAFileName) {
-  auto c = parseClusterConfig("fabric: f.json\nfabric_ca_order: opensm-ftree-ca-order.dump\n",
-                              "c.yaml");
+  auto c =
+      parseClusterConfig("fabric: f.json\nfabric_ca_order: opensm-ftree-ca-order.dump\n", "c.yaml");
   ASSERT_TRUE(c.ok()) << c.status().toString();
   EXPECT_EQ(c->fabric_ca_order, "opensm-ftree-ca-order.dump");
   auto empty = parseClusterConfig("fabric_ca_order: \"\"\n", "c.yaml");
