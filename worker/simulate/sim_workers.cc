@@ -150,7 +150,7 @@ class SimulatedWorkers::Impl::Worker : public std::enable_shared_from_this<Worke
   void dial();
   void cancel();
   // From the stream's OnDone.
-  void streamEnded(const grpc::Status& st, bool registered, bool dropped);
+  void streamEnded(const grpc::Status& st, bool registered, bool was_dropped);
   void registeredOnce();
 
   Impl& impl() { return impl_; }
@@ -573,21 +573,21 @@ void Worker::registeredOnce() {
   impl_.cv.notify_all();
 }
 
-void Worker::streamEnded(const grpc::Status& st, bool registered, bool dropped) {
+void Worker::streamEnded(const grpc::Status& st, bool registered, bool was_dropped) {
   bool redial = false;
   std::chrono::milliseconds wait{};
   {
     MutexLock lock(impl_.mu);
     if (registered) --impl_.online;
-    if (dropped) ++impl_.dropped;
-    const bool refused = !registered && refusal(st.error_code());
-    if (refused) ++impl_.refused;
-    if (!impl_.stopping && !dropped) {
+    if (was_dropped) ++impl_.dropped;
+    const bool was_refused = !registered && refusal(st.error_code());
+    if (was_refused) ++impl_.refused;
+    if (!impl_.stopping && !was_dropped) {
       impl_.last_error =
           model_.name() + ": " +
           (st.ok() ? std::string("stream closed by the coordinator") : st.error_message());
     }
-    redial = !impl_.stopping && !dropped && !refused && impl_.config.reconnect;
+    redial = !impl_.stopping && !was_dropped && !was_refused && impl_.config.reconnect;
     impl_.cv.notify_all();
   }
   if (!redial) return;
