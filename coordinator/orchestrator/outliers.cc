@@ -199,9 +199,10 @@ OutlierGroupSamples outlierGroupSamples(const JudgeRows& rows, const std::vector
       add(hosts[me->worker], x, peer->worker);
       if (me->nic == 0 || nic_ids[me->worker].size() < 2) continue;  // compared among several
       auto& mine = nics[me->worker];
+      const uint32_t nic = me->nic;  // a lambda may not capture the binding (clang)
       auto it =
-          std::find_if(mine.begin(), mine.end(), [&](const auto& n) { return n.first == me->nic; });
-      if (it == mine.end()) it = mine.emplace(mine.end(), me->nic, Samples{});
+          std::find_if(mine.begin(), mine.end(), [nic](const auto& n) { return n.first == nic; });
+      if (it == mine.end()) it = mine.emplace(mine.end(), nic, Samples{});
       add(it->second, x, peer->worker);
     }
   }
