@@ -480,7 +480,7 @@ TEST(SweepRun, ACoverSweepPlansTheRoundsOfSweepPlanWithOpenSmsCaOrder) {
   std::map<std::string, std::string> hosts;           // worker h0 -> HCA host h01 ...
   std::map<std::string, std::string> worker_of;       // "h01 mlx5_0" -> h0
   for (int i = 0; i < 16; ++i) {
-    char name[8];
+    char name[16];
     std::snprintf(name, sizeof name, "h%02d", i + 1);
     hosts["h" + std::to_string(i)] = name;
     worker_of[std::string(name) + " mlx5_0"] = "h" + std::to_string(i);
