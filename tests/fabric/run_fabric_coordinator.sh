@@ -163,7 +163,8 @@ fabric_reroute "$work" || fail "opensm after Unlink"
   fail "OpenSM routed the tree without ${leaf}[$port] by ${fabric_engine:-nothing}, not ftree"
 rc=0
 "$gdrmesh" fabric discover --worker "$first_host" -o json >"$work/d3.json" 2>"$work/d3.err" || rc=$?
-[[ $rc -eq 0 ]] || fail "discovery after OpenSM routed again exited $rc: $(cat "$work/d3.json" "$work/d3.err")"
+[[ $rc -eq 0 ]] ||
+  fail "discovery after OpenSM routed again exited $rc: $(cat "$work/d3.json" "$work/d3.err")"
 
 # 6. A restart keeps the adoption: the coordinator started again on the same database with the
 # first snapshot as its --fabric (discovered before the stored ones) adopts the newest stored
@@ -199,7 +200,8 @@ for _ in $(seq 1 300); do [[ "$(online)" -ge "$hosts" ]] && break; sleep 0.1; do
 rc=0
 "$gdrmesh" sweep run --pattern cover --direction bidir --size 64KiB --iters 10 -o json \
   >"$work/cover.json" 2>"$work/cover.err" || rc=$?
-[[ $rc -le 1 ]] || fail "sweep run --pattern cover after the restart exited $rc: $(cat "$work/cover.err")"
+[[ $rc -le 1 ]] ||
+  fail "sweep run --pattern cover after the restart exited $rc: $(cat "$work/cover.err")"
 # One Python start reads it all: `sweep show ID -o json`, the stored paths (test_path_hops) and
 # `gdrmesh result` of one of its tests.
 python3 - "$gdrmesh" "$work" "$latest" "$leaf" "$port" <<'PY' ||
