@@ -9,6 +9,8 @@
 #                                it is ready; sets sim_pid, first_host, sim_env, fd 9 (console)
 #   fabric_route WORK            OpenSM's ftree, told the tree's roots; sets fabric_engine
 #                                (GDRMESH_FABRIC_NO_ROOTS=1: without them, to compare by hand)
+#   fabric_reroute WORK          OpenSM's ftree again (after a fault), told the roots fabric_route
+#                                found: a failed cable leaves the top level as it was
 #   fabric_sim_stop              stop the simulator fabric_sim_start started (and only it)
 #
 # The roots (`opensm -a`, root_guid_file): the switches of the top level, ranked from the cables
@@ -77,7 +79,23 @@ fabric_route() {
   local roots=(-a "$work/roots.txt")
   # GDRMESH_FABRIC_NO_ROOTS=1: OpenSM as before the roots were passed (to compare, by hand).
   [[ -n "${GDRMESH_FABRIC_NO_ROOTS:-}" ]] && roots=()
-  "${sim_env[@]}" opensm -o -R ftree "${roots[@]}" -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || {
+  fabric_opensm "$work" "${roots[@]}"
+}
+
+fabric_reroute() {
+  local work="$1"
+  [[ -s "$work/roots.txt" ]] || {
+    echo "no roots: fabric_route must run first"
+    return 1
+  }
+  fabric_opensm "$work" -a "$work/roots.txt"
+}
+
+# One OpenSM sweep (-o: routes, then exits) with ftree and the extra arguments; sets fabric_engine.
+fabric_opensm() {
+  local work="$1"
+  shift
+  "${sim_env[@]}" opensm -o -R ftree "$@" -f "$work/opensm.log" >"$work/opensm.out" 2>&1 || {
     tail -20 "$work/opensm.log"
     echo "opensm failed"
     return 1

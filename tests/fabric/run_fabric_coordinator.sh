@@ -5,8 +5,12 @@
 # stores the snapshot; a link is unplugged through ibsim's console (Unlink); a second discovery
 # is stored with a link_gone finding; `gdrmesh fabric diff previous latest` names exactly that
 # link by switch and port. A second worker without InfiniBand answers a finding, not an error.
+# OpenSM then routes around the unplugged cable and a third discovery stores the new tables.
 # Restarted on the same database with the first snapshot as --fabric, the coordinator adopts the
-# newest stored snapshot again and logs which and why.
+# newest stored snapshot again and logs which and why; a cover sweep of simulated workers named
+# after the fabric's hosts, run after the restart, must be traced through that snapshot's tables:
+# every stored path names it and none crosses the unplugged cable, and the coverage note counts
+# its links (one cable fewer than the file's).
 #
 #   run_fabric_coordinator.sh GDRMESH GEN_ARGS...
 #
@@ -33,7 +37,7 @@ cleanup() {
 trap cleanup EXIT
 fail() {
   echo "FAIL: $*"
-  for f in coord.log worker.log noib.log; do
+  for f in coord.log worker.log noib.log coord2.log sim.log cover.err; do
     echo "--- $f"
     tail -20 "$work/$f" 2>/dev/null || true
   done
@@ -57,13 +61,12 @@ pids+=($!)
 "$gdrmesh" worker --coordinator "$GDRMESH_COORDINATOR" --name noib --no-verbs --no-cuda \
   --insecure >"$work/noib.log" 2>&1 &
 pids+=($!)
+# The number of workers online (no Python start per poll: each costs 0.1-0.3 s here).
 online() {
-  "$gdrmesh" workers -o json 2>/dev/null | python3 -c '
-import json, sys
-print(sum(1 for w in json.load(sys.stdin) if w["state"] == "online"))' 2>/dev/null || echo 0
+  "$gdrmesh" workers -o json 2>/dev/null | grep -c '"state": "online"' || true
 }
-for _ in $(seq 1 300); do [[ "$(online)" == 2 ]] && break; sleep 0.1; done
-[[ "$(online)" == 2 ]] || fail "the workers did not register"
+for _ in $(seq 1 300); do [[ "$(online)" -ge 2 ]] && break; sleep 0.1; done
+[[ "$(online)" -ge 2 ]] || fail "the workers did not register"
 
 # 1. The first discovery through the coordinator: stored, no finding on a healthy tree.
 rc=0
@@ -152,12 +155,24 @@ print("fabric diff previous latest after Unlink %s: %s; stored @%d against @%d: 
 sys.exit(0 if ok else 1)
 PY
 
-# 5. A restart keeps the adoption: the coordinator started again on the same database with the
+# 5. OpenSM routes the fabric again around the unplugged cable (as a subnet manager does after the
+# port goes down); the next discovery stores the new tables: an ok snapshot without findings (the
+# links are those of the one before) with one cable fewer than the first.
+fabric_reroute "$work" || fail "opensm after Unlink"
+[[ "$fabric_engine" == ftree ]] ||
+  fail "OpenSM routed the tree without ${leaf}[$port] by ${fabric_engine:-nothing}, not ftree"
+rc=0
+"$gdrmesh" fabric discover --worker "$first_host" -o json >"$work/d3.json" 2>"$work/d3.err" || rc=$?
+[[ $rc -eq 0 ]] ||
+  fail "discovery after OpenSM routed again exited $rc: $(cat "$work/d3.json" "$work/d3.err")"
+
+# 6. A restart keeps the adoption: the coordinator started again on the same database with the
 # first snapshot as its --fabric (discovered before the stored ones) adopts the newest stored
 # snapshot with tables again, and its log says which and why.
-python3 -c 'import json, sys; json.dump(json.load(open(sys.argv[1]))["snapshot"], open(sys.argv[2], "w"))' \
-  "$work/d1.json" "$work/fabric.json"
-latest=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$work/d2.json")
+latest=$(python3 -c '
+import json, sys
+json.dump(json.load(open(sys.argv[1]))["snapshot"], open(sys.argv[2], "w"))
+print(json.load(open(sys.argv[3]))["id"])' "$work/d1.json" "$work/fabric.json" "$work/d3.json")
 kill "${pids[0]}"
 wait "${pids[0]}" 2>/dev/null || true
 rm -f "$work/port"
@@ -169,4 +184,94 @@ for _ in $(seq 1 300); do [[ -s "$work/port" ]] && break; sleep 0.1; done
 grep -q "fabric: snapshot @$latest from $first_host (discovered [^)]*) replaces $work/fabric.json" \
   "$work/coord2.log" || { cat "$work/coord2.log"; fail "the restart did not adopt @$latest again"; }
 echo "restart: $(grep -o "fabric: snapshot @$latest from [^,]*" "$work/coord2.log" | head -1)"
+
+# 7. A sweep after the restart is traced through the adopted snapshot's tables, not the file's:
+# simulated workers named after the fabric's hosts, a cover sweep. Its stored paths must all name
+# @latest and never cross the unplugged cable (either end), and its coverage note must count the
+# directed inter-switch links of @latest: two fewer than fabric.json's, whose tables still send
+# traffic over that cable, so a coordinator that kept the file fails every one of these checks.
+export GDRMESH_COORDINATOR="127.0.0.1:$(cat "$work/port")"
+hosts=$(grep -c '^Hca' "$work/net")
+"$gdrmesh" worker --simulate "$hosts" --sim-fabric "$work/fabric.json" --sim-bandwidth-gbps 100 \
+  --sim-test-ms 1 --coordinator "$GDRMESH_COORDINATOR" >"$work/sim.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 300); do [[ "$(online)" -ge "$hosts" ]] && break; sleep 0.1; done
+[[ "$(online)" -ge "$hosts" ]] || fail "$hosts simulated workers did not register after the restart"
+rc=0
+"$gdrmesh" sweep run --pattern cover --direction bidir --size 64KiB --iters 10 -o json \
+  >"$work/cover.json" 2>"$work/cover.err" || rc=$?
+[[ $rc -le 1 ]] ||
+  fail "sweep run --pattern cover after the restart exited $rc: $(cat "$work/cover.err")"
+# One Python start reads it all: `sweep show ID -o json`, the stored paths (test_path_hops) and
+# `gdrmesh result` of one of its tests.
+python3 - "$gdrmesh" "$work" "$latest" "$leaf" "$port" <<'PY' ||
+import json, re, sqlite3, subprocess, sys
+gdrmesh, work, latest, leaf, port = sys.argv[1:]
+port = int(port)
+first = work + "/fabric.json"
+sweep = json.load(open(work + "/cover.json"))["progress"]["id"]
+show = json.loads(subprocess.check_output([gdrmesh, "sweep", "show", sweep, "-o", "json"]))
+db = sqlite3.connect("file:%s/db?mode=ro" % work, uri=True)
+rows = db.execute("SELECT test_id, direction, hop, switch_name, in_port, out_port, fabric "
+                  "FROM test_path_hops WHERE sweep_id = ?", (sweep,)).fetchall()
+tests = [r[0] for r in db.execute("SELECT test_id FROM results WHERE run_id = ?", (sweep,))]
+result = json.loads(subprocess.check_output([gdrmesh, "result", tests[0], "-o", "json"])
+                    if tests else "{}")
+src = "@" + latest
+def directed_isls(snap):
+    sw = {s["name"] for s in snap["switches"]}
+    return sum(1 for s in snap["switches"] for p in s["ports"]
+               if p.get("remote", {}).get("node") in sw)
+adopted = json.load(open(work + "/d3.json"))["snapshot"]
+file_snap = json.load(open(first))
+want, file_links = directed_isls(adopted), directed_isls(file_snap)
+# The other end of the unplugged cable, from the first snapshot (the adopted one lacks it).
+far = next((p["remote"]["node"], p["remote"]["port"]) for s in file_snap["switches"]
+           if s["name"] == leaf for p in s["ports"] if p["port"] == port)
+ends = {(leaf, port), far}
+errors = []
+if want != file_links - 2:
+    errors.append("@%s has %d directed inter-switch links, %s %d: not one cable fewer"
+                  % (latest, want, first, file_links))
+notes = show.get("notes", [])
+cov = [n for n in notes if n.startswith("fabric coverage: ") and "carried" in n]
+for n in cov + [n for n in notes if n.startswith("cover: ")]:
+    print("note: " + n)
+m = re.match(r"fabric coverage: (\d+) of (\d+) directed inter-switch links carried tests "
+             r"\((\d+) tests traced through the LFTs of (\S+)\)", cov[0]) if cov else None
+if not m:
+    errors.append("no coverage note")
+else:
+    if m.group(4) != src:
+        errors.append("coverage traced through %s, not %s" % (m.group(4), src))
+    if int(m.group(2)) != want:
+        errors.append("coverage counts %s directed links, @%s has %d (%s %d)"
+                      % (m.group(2), latest, want, first, file_links))
+    if int(m.group(1)) != int(m.group(2)):
+        errors.append("the cover sweep left %d directed links unloaded"
+                      % (int(m.group(2)) - int(m.group(1))))
+traced = {r[0] for r in rows}
+other = sorted({r[6] for r in rows} - {src})
+crossing = sorted({"%s %s hop %s" % (r[0][:8], r[1], r[2]) for r in rows
+                   if (r[3], r[4]) in ends or (r[3], r[5]) in ends})
+if not tests or traced != set(tests):
+    errors.append("paths stored for %d of %d tests" % (len(traced), len(tests)))
+if other:
+    errors.append("paths stored through %s, not only %s" % (other, src))
+if crossing:
+    errors.append("%d hops cross the unplugged %s[%d] <-> %s[%d]: %s"
+                  % (len(crossing), leaf, port, far[0], far[1], crossing[:3]))
+single = {h["fabric"] for h in result.get("fabric_path", [])}
+if single != {src}:
+    errors.append("gdrmesh result shows a path from %s, not %s" % (sorted(single), src))
+for e in errors:
+    print("MISMATCH: " + e)
+print("cover sweep after the restart: %d tests, %d hops stored, through %s; %d hops over "
+      "%s[%d] <-> %s[%d]; coverage counts %s directed links (@%s: %d, %s: %d) -> %s"
+      % (len(tests), len(rows), sorted({r[6] for r in rows}), len(crossing), leaf, port, far[0],
+         far[1], m.group(2) if m else "no", latest, want, first.rsplit("/", 1)[-1], file_links,
+         "ok" if not errors else "WRONG"))
+sys.exit(1 if errors else 0)
+PY
+  fail "the sweep after the restart was not traced through @$latest"
 exit 0
