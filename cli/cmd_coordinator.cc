@@ -441,8 +441,8 @@ void logFabricMatch(const SweepFabric& fabric, WorkerRecords& store, const Compo
   hosts.reserve(known->size());
   for (const WorkerRecord& w : *known) hosts.push_back({w.name, w.hostname});
   const fabric::HostMatch m = fabric::matchHosts(fabric.fabric(), hosts, fabric.hostMapping());
-  const std::string line =
-      fabric::describeMatch(m, hosts.size()) + " (the workers this database knows)";
+  const std::string line = fabric::describeMatch(m, hosts.size()) +
+                           " (the workers this database knows, against " + fabric.source() + ")";
   if (m.workers_without_hca.empty() && m.hcas_without_worker.empty() && m.problems.empty()) {
     log.info(line);
   } else {
@@ -582,7 +582,6 @@ int serve(const CoordinatorArgs& a, CoordinatorSetup& s, DatabaseHolder* holder,
   if (s.opts.sweeps.fabric) {
     s.opts.sweeps.paths = &store;
     s.opts.sweeps.link_counters = &store;
-    logFabricMatch(*s.opts.sweeps.fabric, store, log);
   }
   s.opts.fabric_history = &store;
   CoordinatorServer server(s.opts, store, store, clock);
@@ -590,6 +589,10 @@ int serve(const CoordinatorArgs& a, CoordinatorSetup& s, DatabaseHolder* holder,
   if (!port.ok()) {
     startup_log.error("--listen: " + port.status().toString());
     return kExitUsage;
+  }
+  // After the start: the fabric the sweeps use may be a stored snapshot adopted again.
+  if (s.opts.sweeps.fabric_source) {
+    if (auto current = s.opts.sweeps.fabric_source->current()) logFabricMatch(*current, store, log);
   }
   cleanup.keep();
   announceListening(a, s, *port, holder, startup_log);

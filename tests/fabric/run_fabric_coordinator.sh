@@ -184,6 +184,9 @@ for _ in $(seq 1 300); do [[ -s "$work/port" ]] && break; sleep 0.1; done
 grep -q "fabric: snapshot @$latest from $first_host (discovered [^)]*) replaces $work/fabric.json" \
   "$work/coord2.log" || { cat "$work/coord2.log"; fail "the restart did not adopt @$latest again"; }
 echo "restart: $(grep -o "fabric: snapshot @$latest from [^,]*" "$work/coord2.log" | head -1)"
+# The workers are matched against the fabric the sweeps will use: the adopted snapshot.
+grep -q "workers this database knows, against @$latest)" "$work/coord2.log" ||
+  { cat "$work/coord2.log"; fail "the workers were not matched against the adopted @$latest"; }
 
 # 7. A sweep after the restart is traced through the adopted snapshot's tables, not the file's:
 # simulated workers named after the fabric's hosts, a cover sweep. Its stored paths must all name
