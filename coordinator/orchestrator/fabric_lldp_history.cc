@@ -99,7 +99,14 @@ WorkerPart workerPart(const LldpWorkerReply& r) {
     p.finding = none.findings.front();
     return p;
   } else {
-    p.line.outcome = "answered";
+    // lldpd could not be asked on a host with RoCE NICs: they are in the answer, each with why
+    // (as the single call stores them), and the worker's line says so.
+    const Status& asked = r.outcome.lldp->status;
+    p.line.outcome = asked.ok() ? "answered" : "skipped";
+    if (!asked.ok()) {
+      p.line.detail = "no LLDP answer from " + r.worker + ": " + asked.message() +
+                      (asked.fix().empty() ? "" : " (fix: " + asked.fix() + ")");
+    }
     for (const auto& n : r.outcome.lldp->nics) {
       ++p.line.nics;
       p.line.with_neighbour += n.neighbour ? 1 : 0;

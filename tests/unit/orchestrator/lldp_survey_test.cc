@@ -200,6 +200,23 @@ TEST_F(LldpAllTest, FindingsAreAgainstThePreviousSnapshotForEveryHostThatAnswere
   EXPECT_EQ(h3->switchPortName(), "leaf02[Ethernet1]");
 }
 
+TEST_F(LldpAllTest, ARoceHostWhoseLldpdIsDownIsSkippedWithItsNicsAsTheSingleCallStoresThem) {
+  // The worker answers its NICs, each with why there is no neighbour, and the host's status.
+  fabric::DiscoverOutcome down = lldpAnswer("h1", {nic("mlx5_0", "", "")});
+  down.lldp->status = failedPrecondition("lldpd is not running (lldpcli: unable to connect)",
+                                         "start it: `systemctl enable --now lldpd`");
+  down.lldp->nics[0].reason = "mlx5_0/1: lldpd is not running (lldpcli: unable to connect)";
+  auto all = recorder_.recordLldpAll({reply("h1", down)});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(line(*all, "h1").outcome, "skipped");
+  EXPECT_EQ(line(*all, "h1").nics, 1u);
+  EXPECT_EQ(line(*all, "h1").detail,
+            "no LLDP answer from h1: lldpd is not running (lldpcli: unable to connect) (fix: start "
+            "it: `systemctl enable --now lldpd`)");
+  EXPECT_THAT(kinds(all->record), ElementsAre("no_neighbour"));
+  EXPECT_EQ(all->record.snapshot.outcome, "ok");
+}
+
 TEST_F(LldpAllTest, NoAnswerAtAllIsSkippedOrFailedAndNothingOnlineStoresNothing) {
   auto skipped = recorder_.recordLldpAll({reply("h1", noLldpd()), reply("h2", noLldpd())});
   ASSERT_TRUE(skipped.ok());
