@@ -99,8 +99,8 @@ WorkerPart workerPart(const LldpWorkerReply& r) {
     p.finding = none.findings.front();
     return p;
   } else {
-    // lldpd could not be asked on a host with RoCE NICs: they are in the answer, each with why
-    // (as the single call stores them), and the worker's line says so.
+    // An answer. When lldpd could not be asked on a host with RoCE NICs, they are in it, each
+    // with why (merged as the single call stores them), and the worker's line says skipped.
     const Status& asked = r.outcome.lldp->status;
     p.line.outcome = asked.ok() ? "answered" : "skipped";
     if (!asked.ok()) {
@@ -128,8 +128,8 @@ std::string surveyDetail(const std::vector<LldpWorkerLine>& lines) {
     if (outcome == "answered") continue;
     rest += (rest.empty() ? "" : ", ") + std::to_string(n) + " " + outcome;
   }
-  return std::to_string(by["answered"]) + " of " + std::to_string(lines.size()) + " workers " +
-         "answered" + (rest.empty() ? "" : " (" + rest + ")");
+  return std::to_string(by["answered"]) + " of " + std::to_string(lines.size()) +
+         " workers answered" + (rest.empty() ? "" : " (" + rest + ")");
 }
 
 }  // namespace
