@@ -16,6 +16,7 @@
 #include "cli/control.h"
 #include "cli/fabric_cli.h"
 #include "cli/fabric_lldp.h"
+#include "cli/fabric_stored.h"
 #include "cli/output.h"
 #include "common/fabric/discovery.h"
 #include "common/fabric/fabric.h"
@@ -54,7 +55,9 @@ struct FabricArgs {
   std::string file, old_file, new_file;
   std::string switch_name;
   std::string src, dst;
-  std::string worker;  // discover --worker NAME: through the coordinator
+  std::string worker;            // discover --worker NAME: through the coordinator
+  bool all_workers = false;      // discover --lldp --all-workers: every online worker at once
+  uint32_t max_concurrency = 0;  // with --all-workers: workers asked at once; 0 = all
   double deadline_seconds = 120;
   uint32_t limit = 20;  // history
   // discover --lldp (RoCE, cli/fabric_lldp.h)
@@ -145,49 +148,6 @@ std::string switchTable(const Fabric& f, const fabric::Node& s) {
 }
 
 // ------------------------------------------------------------------ stored snapshots
-
-std::string findingsTable(const google::protobuf::RepeatedPtrField<pb::FabricFinding>& findings) {
-  std::vector<std::vector<std::string>> rows{{"FINDING", "SWITCH", "PORT", "DETAIL"}};
-  for (const auto& x : findings) {
-    rows.push_back(
-        {x.kind(), x.switch_name(), x.port() != 0 ? std::to_string(x.port()) : "", x.message()});
-  }
-  return renderTable(rows);
-}
-
-// A stored snapshot as JSON: its row, its findings and its document (docs/fabric.md).
-nlohmann::json storedJson(const pb::FabricSnapshot& s) {
-  nlohmann::json findings = nlohmann::json::array();
-  for (const auto& x : s.findings()) {
-    findings.push_back({{"kind", x.kind()},
-                        {"switch", x.switch_name()},
-                        {"port", x.port()},
-                        {"message", x.message()}});
-  }
-  nlohmann::json j = {{"id", s.id()},
-                      {"taken_ms", s.taken_ms()},
-                      {"worker", s.worker()},
-                      {"source", s.source()},
-                      {"outcome", s.outcome()},
-                      {"detail", s.detail()},
-                      {"switches", s.switches()},
-                      {"hosts", s.hosts()},
-                      {"links", s.links()},
-                      {"previous_id", s.previous_id()},
-                      {"findings", std::move(findings)}};
-  if (!s.snapshot_json().empty()) {
-    j["snapshot"] = nlohmann::json::parse(s.snapshot_json(), nullptr, false);
-  }
-  return j;
-}
-
-std::string storedHeader(const pb::FabricSnapshot& s) {
-  return "snapshot @" + std::to_string(s.id()) + " from " + s.worker() + ", " +
-         formatLocalTime(s.taken_ms()) + ": " + s.outcome() +
-         (s.detail().empty() ? "" : " (" + s.detail() + ")") +
-         (s.previous_id() != 0 ? ", diffed against @" + std::to_string(s.previous_id()) : "") +
-         "\n";
-}
 
 // One snapshot argument: a FILE, or a stored snapshot (@ID, latest, previous) fetched from the
 // coordinator. On failure the error is printed and `rc` holds the exit code.
@@ -339,7 +299,43 @@ int runFabricHistory(const FabricArgs& a, const ClientOptions& o) {
   return kExitOk;
 }
 
+// `fabric discover --lldp --all-workers` (fabric_lldp_all.cc), its flags checked.
+int runFabricDiscoverAll(const FabricArgs& a, const ClientOptions& conn) {
+  if (!a.worker.empty()) {
+    return fabricFail("discover",
+                      invalidArgument("--worker " + a.worker +
+                                          " and --all-workers: one asks one worker, the "
+                                          "other every online worker",
+                                      "give one of them"));
+  }
+  if (!a.lldp) {
+    return fabricFail(
+        "discover",
+        invalidArgument("--all-workers asks each worker's lldpd (RoCE) and needs --lldp",
+                        "add --lldp; an InfiniBand subnet is walked from one port: --worker NAME"));
+  }
+  if (!a.lldp_json.empty() || !a.lldp_socket.empty() || !a.host.empty() || a.sysfs_root != "/") {
+    return fabricFail(
+        "discover",
+        invalidArgument("--lldp-json, --lldp-socket, --host and --sysfs-root are this host's: "
+                        "--all-workers asks each worker's own lldpd",
+                        "drop them (a worker's are its own `gdrmesh worker` options)"));
+  }
+  LldpAllArgs l;
+  l.ca = a.ca;
+  l.deadline_seconds = a.deadline_seconds;
+  l.max_concurrency = a.max_concurrency;
+  l.save = a.save;
+  l.output = a.output;
+  return runLldpDiscoverAll(l, conn);
+}
+
 int runFabricDiscover(const FabricArgs& a, const ClientOptions& conn) {
+  if (a.all_workers) return runFabricDiscoverAll(a, conn);
+  if (a.max_concurrency != 0) {
+    return fabricFail("discover", invalidArgument("--max-concurrency bounds --all-workers",
+                                                  "add --lldp --all-workers, or drop it"));
+  }
   if (!a.worker.empty()) return runFabricDiscoverOn(a, conn);
   if (a.lldp) {
     LldpDiscoverArgs l;
@@ -553,14 +549,15 @@ void addFabricOutput(CLI::App* cmd, FabricArgs* a) {
       ->check(CLI::IsMember({"table", "json"}));
 }
 
-// `fabric discover`: here, on a worker through the coordinator (--worker), or from LLDP (--lldp).
+// `fabric discover`: here, on a worker through the coordinator (--worker), or from LLDP (--lldp),
+// on every online worker at once (--lldp --all-workers).
 void registerFabricDiscover(CLI::App* fab, const std::shared_ptr<FabricArgs>& a, Action* action) {
   // Its connection options are needed only when it talks to the coordinator (--worker).
   auto conn = std::make_shared<ClientOptions>();
   auto* cmd = fab->add_subcommand(
       "discover",
       "Walk the subnet from a local InfiniBand port (needs umad access, root), or on a worker "
-      "through the coordinator (--worker)");
+      "through the coordinator (--worker); RoCE: --lldp, on every worker: --lldp --all-workers");
   cmd->add_option("--ca", a->ca, "local HCA to start from (default: the first)");
   cmd->add_option("--port", a->ca_port, "its port (default: the first active)");
   cmd->add_option("--timeout-ms", a->timeout_ms, "per management datagram (default 500)")
@@ -570,8 +567,14 @@ void registerFabricDiscover(CLI::App* fab, const std::shared_ptr<FabricArgs>& a,
   cmd->add_option("--worker", a->worker,
                   "discover on this worker through the coordinator, which stores the snapshot "
                   "and its findings (admin)");
+  cmd->add_flag("--all-workers", a->all_workers,
+                "with --lldp: ask every online worker through the coordinator at once, which "
+                "stores their answers as one snapshot (admin)");
+  cmd->add_option("--max-concurrency", a->max_concurrency,
+                  "with --all-workers: workers asked at once (default 0: all)");
   cmd->add_option("--deadline", a->deadline_seconds,
-                  "with --worker: seconds the whole discovery may take (default 120)")
+                  "with --worker or --all-workers: seconds the whole discovery may take "
+                  "(default 120)")
       ->check(CLI::Range(1.0, 3600.0));
   cmd->add_flag("--lldp", a->lldp,
                 "RoCE: map each RoCE NIC to its switch port from lldpd (an estimate: no "
@@ -585,7 +588,7 @@ void registerFabricDiscover(CLI::App* fab, const std::shared_ptr<FabricArgs>& a,
   cmd->add_option("--sysfs-root", a->sysfs_root,
                   "with --lldp: read the RDMA devices under this root (recorded trees)");
   addFabricOutput(cmd, a.get());
-  addConnectionOptions(cmd, conn.get(), [a] { return !a->worker.empty(); });
+  addConnectionOptions(cmd, conn.get(), [a] { return !a->worker.empty() || a->all_workers; });
   cmd->callback(
       [action, a, conn] { *action = [a, conn] { return runFabricDiscover(*a, *conn); }; });
 }

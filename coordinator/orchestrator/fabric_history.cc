@@ -99,31 +99,36 @@ std::vector<fabric::Finding> linksBelowPeers(const fabric::Fabric& f) {
   return out;
 }
 
+FabricRecord noFabricRecord(const std::string& worker, const fabric::DiscoverOutcome& outcome) {
+  FabricRecord rec;
+  const Code code = outcome.status.code();
+  const bool skipped = code == Code::kFailedPrecondition || code == Code::kUnimplemented ||
+                       code == Code::kNotFound || code == Code::kPermissionDenied;
+  const std::string what = outcome.asked_lldp             ? "no LLDP answer from "
+                           : code == Code::kUnimplemented ? "no fabric discovery on "
+                           : skipped                      ? "no InfiniBand device on "
+                                                          : "fabric discovery failed on ";
+  rec.snapshot.worker = worker;
+  rec.snapshot.outcome = skipped ? "skipped" : "failed";
+  rec.snapshot.detail =
+      what + worker + ": " + outcome.status.message() +
+      (outcome.status.fix().empty() ? "" : " (fix: " + outcome.status.fix() + ")");
+  rec.findings.push_back(
+      FabricFindingRecord{skipped ? "no_fabric" : "discovery_failed", "", 0, rec.snapshot.detail});
+  return rec;
+}
+
 FabricRecorder::FabricRecorder(FabricHistory& store, Clock& clock) : store_(store), clock_(clock) {}
 
 Result<FabricRecord> FabricRecorder::record(const std::string& worker,
                                             const fabric::DiscoverOutcome& outcome) {
   MutexLock lock(record_mu_);
-  const ComponentLog log = fabricHistoryLog(clock_);
   FabricRecord rec;
   if (!outcome.status.ok()) {
     // No fabric from this worker: a row and one finding that say why, never an error.
-    const Code code = outcome.status.code();
-    const bool skipped = code == Code::kFailedPrecondition || code == Code::kUnimplemented ||
-                         code == Code::kNotFound || code == Code::kPermissionDenied;
-    const std::string what = outcome.asked_lldp             ? "no LLDP answer from "
-                             : code == Code::kUnimplemented ? "no fabric discovery on "
-                             : skipped                      ? "no InfiniBand device on "
-                                                            : "fabric discovery failed on ";
-    rec.snapshot.worker = worker;
-    rec.snapshot.outcome = skipped ? "skipped" : "failed";
-    rec.snapshot.detail =
-        what + worker + ": " + outcome.status.message() +
-        (outcome.status.fix().empty() ? "" : " (fix: " + outcome.status.fix() + ")");
-    rec.findings.push_back(FabricFindingRecord{skipped ? "no_fabric" : "discovery_failed", "", 0,
-                                               rec.snapshot.detail});
+    rec = noFabricRecord(worker, outcome);
   } else if (outcome.lldp) {
-    GDR_ASSIGN_OR_RETURN(rec, recordLldp(worker, *outcome.lldp));
+    GDR_ASSIGN_OR_RETURN(rec, mergeLldp(worker, {*outcome.lldp}));
   } else {
     rec.snapshot = snapshotOf(worker, outcome.fabric);
     // The previous ok InfiniBand snapshot, from any worker: one fabric, whoever looked at it.
@@ -136,12 +141,18 @@ Result<FabricRecord> FabricRecorder::record(const std::string& worker,
           rec.findings.push_back(findingRecord(x));
         }
       } else {
-        log.warn("fabric snapshot @" + std::to_string(prev->id) +
-                 " cannot be read, not diffed: " + before.status().toString());
+        fabricHistoryLog(clock_).warn("fabric snapshot @" + std::to_string(prev->id) +
+                                      " cannot be read, not diffed: " + before.status().toString());
       }
     }
     for (const auto& x : linksBelowPeers(outcome.fabric)) rec.findings.push_back(findingRecord(x));
   }
+  GDR_RETURN_IF_ERROR(store(worker, rec));
+  return rec;
+}
+
+Status FabricRecorder::store(const std::string& worker, FabricRecord& rec) {
+  const ComponentLog log = fabricHistoryLog(clock_);
   rec.snapshot.taken_ms = clock_.unixMs();
   GDR_ASSIGN_OR_RETURN(rec.snapshot.id, store_.recordFabricSnapshot(rec.snapshot, rec.findings));
   const std::string at = "fabric snapshot @" + std::to_string(rec.snapshot.id) + " from " + worker;
@@ -159,7 +170,7 @@ Result<FabricRecord> FabricRecorder::record(const std::string& worker,
                                                     {"switch", x.switch_name},
                                                     {"port", x.port}});
   }
-  return rec;
+  return Status();
 }
 
 Result<FabricRecord> FabricRecorder::resolve(const std::string& ref) {

@@ -1,10 +1,13 @@
 // The ControlService's fabric calls: discovery on a worker and the stored snapshots.
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <future>
 #include <memory>
+#include <vector>
 
 #include "convert.h"
+#include "coordinator/orchestrator/lldp_survey.h"
 #include "coordinator/service/control_service.h"
 #include "coordinator/service/service_common.h"
 #include "gdrmesh/v1/gdrmesh.grpc.pb.h"
@@ -92,6 +95,37 @@ grpc::Status CoordinatorServer::ControlServiceImpl::DiscoverFabric(
         {{"snapshot", rec->snapshot.id}});
   }
   fabricToProto(*rec, true, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorServer::ControlServiceImpl::DiscoverLldpAll(
+    grpc::ServerContext* ctx, const pb::FabricLldpAllRequest* req,
+    pb::FabricLldpAllResponse* resp) {
+  if (auto st = allow(ctx, Access::kAdmin, "DiscoverLldpAll"); !st.ok()) return st;
+  if (!s_.fabric_) return toGrpc(noFabricHistory());
+  if (req->deadline_seconds() < 0 || req->deadline_seconds() > 3600) {
+    return toGrpc(invalidArgument(
+        "deadline_seconds: " + std::to_string(req->deadline_seconds()) + " is out of range",
+        "give 1 to 3600 seconds (--deadline), or 0 for the default 120"));
+  }
+  LldpSurveyOptions o;
+  o.ca = req->ca();
+  o.deadline_seconds = req->deadline_seconds() > 0 ? req->deadline_seconds() : 120;
+  o.max_concurrency = req->max_concurrency();
+  const Clock::TimePoint t0 = s_.clock_.now();
+  const std::vector<LldpWorkerReply> replies = surveyLldp(s_.registry_, s_.clock_, o);
+  auto all = s_.fabric_->recordLldpAll(replies);
+  if (!all.ok()) return toGrpc(all.status().withContext("storing the LLDP snapshot"));
+  resp->set_seconds(std::chrono::duration<double>(s_.clock_.now() - t0).count());
+  fabricToProto(all->record, true, resp->mutable_snapshot());
+  for (const LldpWorkerLine& l : all->workers) {
+    pb::FabricLldpWorker* w = resp->add_workers();
+    w->set_worker(l.worker);
+    w->set_outcome(l.outcome);
+    w->set_nics(static_cast<uint32_t>(l.nics));
+    w->set_with_neighbour(static_cast<uint32_t>(l.with_neighbour));
+    w->set_detail(l.detail);
+  }
   return grpc::Status::OK;
 }
 

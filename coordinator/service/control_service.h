@@ -64,6 +64,14 @@ class CoordinatorServer::ControlServiceImpl final : public ::gdrmesh::v1::Contro
                               const ::gdrmesh::v1::FabricDiscoverRequest* req,
                               ::gdrmesh::v1::FabricSnapshot* resp) override;
 
+  // `gdrmesh fabric discover --lldp --all-workers`: every online worker asked at once
+  // (orchestrator/lldp_survey.h), the answers stored as one LLDP snapshot
+  // (FabricRecorder::recordLldpAll); a worker without an answer is a finding and a line of the
+  // response, never an error of the call.
+  grpc::Status DiscoverLldpAll(grpc::ServerContext* ctx,
+                               const ::gdrmesh::v1::FabricLldpAllRequest* req,
+                               ::gdrmesh::v1::FabricLldpAllResponse* resp) override;
+
   grpc::Status ListFabricSnapshots(grpc::ServerContext* ctx,
                                    const ::gdrmesh::v1::ListFabricSnapshotsRequest* req,
                                    ::gdrmesh::v1::ListFabricSnapshotsResponse* resp) override;

@@ -10,6 +10,8 @@
 #      with the switch side's MAC as chassis ID, and say it is an estimate;
 #   2. through a real coordinator and a real worker (both in the host namespace):
 #      `fabric discover --worker h0001 --lldp` stores the snapshot (source lldp, no findings);
+#      then `fabric discover --lldp --all-workers` with two simulated workers beside it stores
+#      one snapshot: h0001 answered (its NIC on leaf07[Ethernet12]), the others skipped;
 #   3. the switch's lldpd stops (it sends a shutdown LLDPDU): polled until the NIC has no
 #      neighbour; `gdrmesh fabric diff` of the two snapshots must be a neighbour_gone finding
 #      naming leaf07[Ethernet12], and so must the coordinator's next stored snapshot.
@@ -46,7 +48,7 @@ cleanup() {
 trap cleanup EXIT
 fail() {
   echo "FAIL: $*"
-  for f in lldpd-sw.log lldpd-h.log discover.err coord.log worker.log; do
+  for f in lldpd-sw.log lldpd-h.log discover.err coord.log worker.log sim.log; do
     echo "--- $f"
     tail -20 "$work/$f" 2>/dev/null || true
   done
@@ -166,6 +168,35 @@ assert snap["format"] == "gdrmesh-fabric-lldp/1", snap
 assert [l["switch"]["port"] for l in snap["links"]] == ["Ethernet12"], snap["links"]
 assert snap["links"][0]["host"]["name"] == "h0001 roce0", snap["links"]
 EOF2
+
+# 2b. Every worker at once: the real worker beside two simulated ones (which cannot ask lldpd).
+"${in_h[@]}" "$gdrmesh" worker --simulate 2 --coordinator "$GDRMESH_COORDINATOR" --insecure \
+  >"$work/sim.log" 2>&1 &
+sim_pid=$!
+pids+=("$sim_pid")
+for _ in $(seq 1 300); do [[ "$(online)" == 3 ]] && break; sleep 0.1; done
+[[ "$(online)" == 3 ]] || fail "the simulated workers did not register"
+rc=0
+"${in_h[@]}" "$gdrmesh" fabric discover --lldp --all-workers -o json >"$work/all.json" \
+  2>"$work/all.err" || rc=$?
+[[ "$rc" == 1 ]] || fail "fabric discover --lldp --all-workers: exit $rc, want 1 (the simulated workers' findings): $(cat "$work/all.json" "$work/all.err")"
+python3 - "$work/all.json" <<'EOF3' || fail "all-workers snapshot: $(cat "$work/all.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ws = {w["worker"]: w for w in d["workers"]}
+assert len(ws) == 3, ws
+assert ws["h0001"] == {"worker": "h0001", "outcome": "answered", "nics": 1, "with_neighbour": 1}, ws
+assert sorted(w["outcome"] for n, w in ws.items() if n != "h0001") == ["skipped", "skipped"], ws
+assert d["outcome"] == "ok" and d["worker"] == "all workers" and d["source"] == "lldp", d
+assert d["previous_id"] > 0, d  # diffed against the single call's snapshot: nothing changed
+assert sorted({f["kind"] for f in d["findings"]}) == ["no_fabric"] and len(d["findings"]) == 2, d
+snap = d["snapshot"]
+assert snap["answered"] == ["h0001"], snap
+assert [(l["host"]["name"], l["switch"]["name"], l["switch"]["port"]) for l in snap["links"]] == \
+    [("h0001 roce0", "leaf07", "Ethernet12")], snap["links"]
+EOF3
+kill "$sim_pid"
+wait "$sim_pid" 2>/dev/null || true
 
 # 3. The switch's lldpd stops (shutdown LLDPDU): the neighbour goes, the diff names the port.
 kill "$sw_pid"
