@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -40,8 +41,16 @@ namespace {
 // accepted yet, as ListResults does) and the sweeps of the SweepManager.
 class CoordinatorStatusSource final : public StatusSource {
  public:
-  CoordinatorStatusSource(CoordinatorServer& server, ResultRecords& store, Clock& clock)
-      : server_(server), store_(store), clock_(clock) {}
+  // `fabric` (null: none) and `lldp` (null: none): the coordinator's fabric, what the fabric
+  // view's host tables are drawn on.
+  CoordinatorStatusSource(CoordinatorServer& server, ResultRecords& store, Clock& clock,
+                          std::shared_ptr<FabricSource> fabric,
+                          std::shared_ptr<const fabric::EthFabric> lldp)
+      : server_(server),
+        store_(store),
+        clock_(clock),
+        fabric_(std::move(fabric)),
+        lldp_(std::move(lldp)) {}
   std::vector<WorkerSummary> workers() override {
     std::vector<WorkerSummary> out;
     for (const auto& e : server_.registry().list()) {
@@ -96,11 +105,17 @@ class CoordinatorStatusSource final : public StatusSource {
     return server_.history().compare(a, b, tolerance_pct);
   }
   int64_t unixMs() override { return clock_.unixMs(); }
+  // The fabric of now for every sweep (a stored sweep keeps no snapshot of its own).
+  FabricOfSweep fabricOf(const std::string& /*id*/) override {
+    return {fabric_ ? fabric_->current() : nullptr, lldp_};
+  }
 
  private:
   CoordinatorServer& server_;
   ResultRecords& store_;
   Clock& clock_;
+  const std::shared_ptr<FabricSource> fabric_;
+  const std::shared_ptr<const fabric::EthFabric> lldp_;
 };
 
 // Removes the database files a failed start created (the database did not exist before it):
@@ -596,7 +611,8 @@ int serve(const CoordinatorArgs& a, CoordinatorSetup& s, DatabaseHolder* holder,
   }
   cleanup.keep();
   announceListening(a, s, *port, holder, startup_log);
-  CoordinatorStatusSource source(server, store, clock);
+  CoordinatorStatusSource source(server, store, clock, s.opts.sweeps.fabric_source,
+                                 s.opts.sweeps.lldp_fabric);
   StatusHttpServer http(source, clock, s.http_gate);
   if (!a.http.empty()) {
     auto hp = http.start(a.http);

@@ -216,6 +216,7 @@
     margin: 0,
     selected: null,   // [src, dst] host names
     pendingPair: null,  // from the URL hash, opened once the sweep is drawn
+    onlySwitch: '',   // the fabric view's switch filter (#switch=NAME, or a click on a switch)
   };
 
   function fmtDuration(sec) {
@@ -652,11 +653,17 @@
 
   function renderFabric(fab) {
     const c = fab.counts;
-    const total = fab.links.length;
+    const total = c.not_ok + c.not_covered + c.ok;
     $('fabric-head').replaceChildren(total ?
         el('span', {id: 'fabric-counts'}, total + ' links: ' + c.not_ok + ' not ok, ' + c.not_covered +
             ' not covered, ' + c.ok + ' ok' + (c.not_ok ? ' \u2013 the sweep fails on them' : '')) :
+        fab.lldp ?
+        el('span', {id: 'fabric-counts'}, 'RoCE fabric known from LLDP: no switch tables or counters, ' +
+            'so no link verdicts; the host switch ports below are estimates') :
         el('span', {}, 'no link verdicts (a sweep on a discovered fabric with a fabric_reader has them)'));
+    $('fabric-filter').replaceChildren(...(fab.switch ? [
+      el('span', {id: 'fabric-only'}, 'Only switch ' + fab.switch + ' '),
+      switchButton('', 'show every switch')] : []));
     const nodes = fab.nodes.map((n) => el('tr', {'data-node': n.name, class: n.not_ok ? 'link-fail' : n.ok ? 'link-ok' : 'link-uncovered'},
         el('td', {class: 'mono'}, n.name), el('td', {class: 'r'}, String(n.links)),
         el('td', {class: 'r'}, String(n.not_ok)), el('td', {class: 'r'}, String(n.not_covered)),
@@ -669,6 +676,91 @@
         el('td', {class: 'small mono'}, end(l.a) + ' \u2194 ' + end(l.b)),
         el('td', {class: 'small'}, l.evidence.join('; ') || '-')));
     tableBody('fabric-links', links, 4);
+    renderSwitchHosts(fab.switch_hosts);
+    renderLldpPorts(fab.lldp);
+  }
+
+  // A button that filters the fabric view to one switch ('' = every switch).
+  function switchButton(name, label) {
+    const b = el('button', {type: 'button', class: 'switch-pick', 'data-pick-switch': name}, label || name);
+    b.addEventListener('click', () => showSwitch(name));
+    return b;
+  }
+
+  function suspectText(s) {
+    return s ? s.kind + ' ' + s.name + ', score ' + fmtNum(s.score, 2) : '';
+  }
+
+  function unplacedItems(list, lldp) {
+    return list.map((u) => el('li', {'data-unplaced': u.end}, el('span', {class: 'mono'}, u.end), ': ' +
+        (lldp ? u.tests + (u.tests === 1 ? ' test, ' : ' tests, ') + u.failed + ' failed' :
+                u.pass + ' PASS, ' + u.fail + ' FAIL, ' + u.skip + ' SKIP') +
+        ' \u2013 ' + u.why + (lldp ? ' (' + u.estimate + ')' : '')));
+  }
+
+  // InfiniBand: each switch (worst first) with the hosts cabled to it and their verdicts.
+  function renderSwitchHosts(t) {
+    $('fabric-hosts-part').hidden = !t;
+    if (!t) return;
+    const rows = [];
+    t.switches.forEach((s, i) => {
+      rows.push(el('tr', {class: 'switch-row ' + (s.fail ? 'link-fail' : 'link-ok'), 'data-switch': s.name,
+                          'data-rank': String(i)},
+          el('td', {}, switchButton(s.name)),
+          el('td', {colspan: '3', class: 'small'}, s.hosts + ' hosts, ' + s.hosts_failing + ' with a FAIL, ' +
+              s.suspects + ' named by a suspect (' + s.guid + ')'),
+          el('td', {class: 'r'}, String(s.pass)), el('td', {class: 'r'}, String(s.fail)),
+          el('td', {class: 'r'}, String(s.skip)), el('td', {})));
+      for (const r of s.rows) {
+        rows.push(el('tr', {class: 'host-row ' + (r.fail ? 'link-fail' : 'link-ok'), 'data-host': r.host,
+                            'data-of-switch': s.name},
+            el('td', {}), el('td', {class: 'mono'}, r.host),
+            el('td', {class: 'mono'}, r.hca + ' port ' + r.hca_port),
+            el('td', {class: 'r'}, String(r.switch_port)),
+            el('td', {class: 'r'}, String(r.pass)), el('td', {class: 'r'}, String(r.fail)),
+            el('td', {class: 'r'}, String(r.skip)), el('td', {class: 'small'}, suspectText(r.suspect))));
+      }
+    });
+    tableBody('fabric-switch-hosts', rows, 8);
+    const un = unplacedItems(t.unplaced, false);
+    $('fabric-hosts-unplaced').replaceChildren(...(un.length ? un : [el('li', {class: 'small'}, 'none')]));
+  }
+
+  // RoCE (LLDP): each host switch port, the switch_port suspects first; every line an estimate.
+  function renderLldpPorts(t) {
+    $('fabric-lldp-part').hidden = !t;
+    if (!t) return;
+    setText('fabric-lldp-estimate', t.estimate);
+    const rows = t.ports.map((p, i) => el('tr', {'data-port': p.switch_port, 'data-rank': String(i),
+        class: p.suspect ? 'link-fail' : p.tests === 0 ? 'link-uncovered' : p.failed ? 'link-slow' : 'link-ok'},
+        el('td', {}, switchButton(p.switch)), el('td', {class: 'mono'}, p.port),
+        el('td', {class: 'mono'}, p.nic + '/' + p.nic_port), el('td', {class: 'mono'}, p.netdev || '-'),
+        el('td', {class: 'r'}, String(p.tests)), el('td', {class: 'r'}, String(p.failed)),
+        el('td', {class: 'small'}, suspectText(p.suspect)), el('td', {class: 'small estimate'}, p.estimate)));
+    tableBody('fabric-lldp', rows, 8);
+    const un = unplacedItems(t.unplaced, true);
+    $('fabric-lldp-unplaced').replaceChildren(...(un.length ? un : [el('li', {class: 'small'}, 'none')]));
+  }
+
+  async function refreshFabric(id) {
+    // The fabric view is its own request: a failure of it leaves the sweep shown, and says so.
+    const q = sweep.onlySwitch ? '?switch=' + encodeURIComponent(sweep.onlySwitch) : '';
+    try {
+      renderFabric(await getJson('/api/sweeps/' + encodeURIComponent(id) + '/fabric' + q));
+    } catch (e) {
+      $('fabric-head').replaceChildren(el('span', {class: 'reason'}, 'Cannot show the fabric: ' + e.message));
+    }
+  }
+
+  // A click on a switch: the fabric view of that switch only ('' = every switch), kept in the URL.
+  function showSwitch(name) {
+    const rep = sweep.report;
+    if (!rep) return;
+    sweep.onlySwitch = name;
+    const id = rep.progress.id;
+    history.replaceState(null, '', '#sweep=' + encodeURIComponent(id) +
+        (name ? '&switch=' + encodeURIComponent(name) : ''));
+    refreshFabric(id);
   }
 
   // Opens a pair the way a person does: a click at the centre of its cell.
@@ -705,18 +797,14 @@
     sweep.shownKey = key;
     if (!sweep.selected) $('pair-detail').hidden = true;
     renderSweepReport(rep);
-    // The fabric view is its own request: a failure of it leaves the sweep shown, and says so.
-    try {
-      renderFabric(await getJson('/api/sweeps/' + encodeURIComponent(chosen.id) + '/fabric'));
-    } catch (e) {
-      $('fabric-head').replaceChildren(el('span', {class: 'reason'}, 'Cannot show the fabric: ' + e.message));
-    }
+    await refreshFabric(chosen.id);
   }
 
   function readHash() {
     const h = new URLSearchParams(location.hash.replace(/^#/, ''));
     const id = h.get('sweep');
     const pair = h.get('pair');
+    sweep.onlySwitch = h.get('switch') || '';
     if (id) {
       const sel = $('sweep-pick');
       if (![...sel.options].some((o) => o.value === id)) sel.append(el('option', {value: id}, id));
@@ -779,6 +867,7 @@
     $('sweep-form').addEventListener('change', () => {
       sweep.shownKey = '';
       sweep.selected = null;
+      sweep.onlySwitch = '';
       refresh();
     });
     $('sweep-form').addEventListener('submit', (ev) => { ev.preventDefault(); refresh(); });

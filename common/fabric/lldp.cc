@@ -619,14 +619,10 @@ std::vector<Finding> diffEthFabrics(const EthFabric& before, const EthFabric& af
 
 // ------------------------------------------------------------------ coverage
 
-namespace {
-
-const EthLink* lldpEnd(const EthFabric& f, const std::string& host, const std::string& nic) {
+const EthLink* ethLinkOfEnd(const EthFabric& f, const std::string& host, const std::string& nic) {
   const EthLink* l = f.linkOf(host, nic);
   return l != nullptr ? l : (nic.empty() ? nullptr : f.linkOf(host, ""));
 }
-
-}  // namespace
 
 EthCoverage estimateEthCoverage(const EthFabric& f, const std::vector<EthTestEnds>& tests) {
   EthCoverage c;
@@ -635,8 +631,8 @@ EthCoverage estimateEthCoverage(const EthFabric& f, const std::vector<EthTestEnd
   c.ports_known = all_ports.size();
   for (const auto& t : tests) {
     ++c.tests;
-    const EthLink* a = lldpEnd(f, t.host_a, t.nic_a);
-    const EthLink* b = lldpEnd(f, t.host_b, t.nic_b);
+    const EthLink* a = ethLinkOfEnd(f, t.host_a, t.nic_a);
+    const EthLink* b = ethLinkOfEnd(f, t.host_b, t.nic_b);
     for (const EthLink* e : {a, b}) {
       if (e == nullptr) continue;
       ++c.switch_ports[e->switchPortName()];
@@ -692,8 +688,8 @@ std::vector<EthPortSuspect> ethPortSuspects(const EthFabric& f,
   for (size_t i = 0; i < tests.size(); ++i) {
     const bool bad = i < failed.size() && failed[i];
     failed_total += bad ? 1 : 0;
-    const EthLink* a = lldpEnd(f, tests[i].host_a, tests[i].nic_a);
-    const EthLink* b = lldpEnd(f, tests[i].host_b, tests[i].nic_b);
+    const EthLink* a = ethLinkOfEnd(f, tests[i].host_a, tests[i].nic_a);
+    const EthLink* b = ethLinkOfEnd(f, tests[i].host_b, tests[i].nic_b);
     for (const EthLink* e : {a, b}) {
       if (e == nullptr) continue;
       Tally& t = ports[e->switchPortName()];

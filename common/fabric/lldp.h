@@ -172,6 +172,11 @@ struct EthTestEnds {
   std::string host_b, nic_b;
 };
 
+// The link a test's end (host, NIC) is cabled by, as the coverage and the suspects below find it:
+// the host's NIC named `nic`, else (a NIC not in the snapshot, or none named) the host's first
+// linked NIC; nullptr when the host has none.
+const EthLink* ethLinkOfEnd(const EthFabric& f, const std::string& host, const std::string& nic);
+
 // Which switch ports the tests' ends are cabled to. A test between two NICs of one switch stays
 // within it (as far as LLDP tells); one between switches crosses the unknown fabric between them.
 // An estimate: ECMP picks the path between switches, and nothing says which inter-switch links

@@ -256,4 +256,22 @@ ParsedQuery<SweepQuery> parseSweepQuery(const QueryParams& p) {
   return q;
 }
 
+ParsedQuery<FabricQuery> parseFabricQuery(const QueryParams& p) {
+  if (auto e = checkParams(p, {"switch"})) return *e;
+  FabricQuery q;
+  if (!has(p, "switch")) return q;
+  q.only_switch = value(p, "switch");
+  const bool control = std::any_of(q.only_switch.begin(), q.only_switch.end(), [](char c) {
+    return std::iscntrl(static_cast<unsigned char>(c)) != 0;
+  });
+  if (q.only_switch.empty() || q.only_switch.size() > 256 || control) {
+    return ParamError{"switch",
+                      "switch '" + cleanText(q.only_switch, 80) +
+                          "' is empty, longer than 256 characters or holds control characters",
+                      "give a switch's name as the fabric view lists it (its node description, "
+                      "or an LLDP switch's name or chassis ID)"};
+  }
+  return q;
+}
+
 }  // namespace gdrmesh

@@ -62,6 +62,13 @@ struct SweepQuery {
 };
 ParsedQuery<SweepQuery> parseSweepQuery(const QueryParams& p);
 
+// /api/sweeps/ID/fabric: switch (a switch's name: 1-256 characters, no control characters;
+// "" = every switch).
+struct FabricQuery {
+  std::string only_switch;
+};
+ParsedQuery<FabricQuery> parseFabricQuery(const QueryParams& p);
+
 // Path ids: a sweep id (A-Z a-z 0-9 - _ . :, 1-128) and a test id (1-128, no control
 // characters).
 bool validSweepId(const std::string& id);

@@ -305,13 +305,14 @@ class StatusHttpServer::Impl {
                 });
     server_.Get(R"(/api/sweeps/([^/]+)/fabric)",
                 [this](const httplib::Request& req, httplib::Response& res) {
-                  if (auto e = parseNoParams(req.params)) return sendParamError(res, *e);
+                  auto parsed = parseFabricQuery(req.params);
+                  if (auto* e = std::get_if<ParamError>(&parsed)) return sendParamError(res, *e);
+                  const std::string& only = std::get<FabricQuery>(parsed).only_switch;
                   std::string id = req.matches[1];
                   if (!resolveSweepId(id, res)) return;
-                  // Its links only: no verdicts are needed for the fabric view.
                   auto report = source_.sweep(id);
                   if (!report.ok()) return sendStatus(res, report.status());
-                  sendJson(res, 200, sweepFabricJson(*report));
+                  sendFabricView(res, *report, only);
                 });
     server_.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
       if (auto e = parseNoParams(req.params)) return sendParamError(res, *e);
@@ -409,6 +410,23 @@ class StatusHttpServer::Impl {
           if (!out.empty() && !sink.write(out.data(), out.size())) return false;
           return read(*st).ok();  // false: httplib closes the connection
         });
+  }
+
+  // The fabric view of `report`: its links, and the hosts under each switch of the fabric the
+  // source names for it (fabric_hosts.h); 404 when a `switch` filter names nothing in it.
+  void sendFabricView(httplib::Response& res, const SweepReportData& report,
+                      const std::string& only_switch) {
+    const FabricHostTables hosts = fabricHostTables(
+        source_.fabricOf(report.progress.id), source_.workers(), report.verdicts, report.suspects);
+    json view = sweepFabricJson(report, hosts, only_switch);
+    if (!only_switch.empty() && !fabricViewShows(view)) {
+      return sendError(res, 404, "switch",
+                       "no switch '" + cleanText(only_switch, 80) +
+                           "' in the fabric view of sweep " + report.progress.id,
+                       "give a switch the view lists (/api/sweeps/" + report.progress.id +
+                           "/fabric without switch=)");
+    }
+    sendJson(res, 200, view);
   }
 
   // The newest sweep that has ended; unless `ended_only`, the newest of any state when none has.

@@ -22,7 +22,9 @@
 //                         (all) &offset=N (0) &limit=1..10000 (1000) of the verdicts kept
 //   GET /api/sweeps/latest  the newest sweep that has ended (else the newest); 404 when none
 //   GET /api/sweeps/ID/fabric  (or latest/fabric) the sweep's links' verdicts worst first, a
-//                         summary per switch and its link suspects (sweepFabricJson)
+//                         summary per switch, its link suspects, and the hosts under each switch
+//                         (InfiniBand) or each host switch port (RoCE, LLDP: estimates);
+//                         ?switch=NAME: only that switch (sweepFabricJson)
 //   GET /metrics          Prometheus text format: workers up, the latest ended sweep's counts,
 //                         per-link bandwidth and verdict, suspect scores
 //   GET /healthz          "ok"
@@ -50,6 +52,7 @@
 #include "common/status.h"
 #include "coordinator/http/api_query.h"
 #include "coordinator/http/request_gate.h"
+#include "coordinator/orchestrator/fabric_hosts.h"
 #include "coordinator/orchestrator/history.h"
 #include "coordinator/orchestrator/sweep_manager.h"
 #include "coordinator/orchestrator/sweep_types.h"
@@ -81,6 +84,10 @@ class StatusSource {
                                           double tolerance_pct) = 0;
   // Now (unix ms): what `since=30d` counts back from.
   virtual int64_t unixMs() = 0;
+  // The fabric sweep `id`'s host tables are drawn on (fabric_hosts.h); both null: none. The
+  // coordinator answers its fabric of now for every sweep: the InfiniBand snapshot FabricSource
+  // holds, or the LLDP snapshot it started with.
+  virtual FabricOfSweep fabricOf(const std::string& id) = 0;
 };
 
 // The JSON forms served by the API (exposed for tests and other outputs).
@@ -101,8 +108,14 @@ nlohmann::json sweepJson(const SweepReportData& report, VerdictFilter filter,
 // {sweep, state, verdict, reason, counts{not_ok, not_covered, ok}, links[{link, verdict,
 // severity, fails, a{name, guid, port}, b{...}, evidence}] worst first (then by name),
 // nodes[{name, links, not_ok, not_covered, ok, worst}] (each end's switch or host) worst first,
-// suspects[] of kind link}.
-nlohmann::json sweepFabricJson(const SweepReportData& report);
+// suspects[] of kind link, fabric (the host tables' snapshot or null), switch (the filter or
+// null), switch_hosts{switches[], unplaced[]} or null, lldp{estimate, ports[], unplaced[]} or
+// null}. `only_switch` (not ""): links, nodes and host rows of that switch only; counts and
+// suspects stay the sweep's.
+nlohmann::json sweepFabricJson(const SweepReportData& report, const FabricHostTables& hosts = {},
+                               const std::string& only_switch = "");
+// Whether a fabric view has any row to show (a `switch` filter that names nothing has none).
+bool fabricViewShows(const nlohmann::json& view);
 // The compact matrix of a sweep: {hosts[], cells[[src, dst, verdict, value, unit, reason]],
 // best{unit: value}}, src and dst indexing hosts (WORKER, or WORKER/NIC when results name NICs).
 nlohmann::json sweepMatrixJson(const std::vector<PairVerdict>& verdicts);

@@ -10,8 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "common/fabric/counters.h"
-#include "common/fabric/fabric.h"
 #include "common/json.h"
 #include "common/units.h"
 #include "coordinator/encoding/sweep_json.h"
@@ -214,82 +212,6 @@ json sweepJson(const SweepReportData& report, VerdictFilter filter, VerdictPage 
   for (const auto& f : report.figures) j["figures"].push_back(json(toJson(f)));
   j["matrix"] = sweepMatrixJson(report.verdicts);
   return j;
-}
-
-json sweepFabricJson(const SweepReportData& report) {
-  const SweepProgress& p = report.progress;
-  std::vector<const LinkVerdictRecord*> ranked;
-  for (const auto& l : report.links) ranked.push_back(&l);
-  std::stable_sort(ranked.begin(), ranked.end(), [](const auto* a, const auto* b) {
-    const int sa = fabric::linkVerdictSeverity(a->verdict);
-    const int sb = fabric::linkVerdictSeverity(b->verdict);
-    return sa != sb ? sa > sb : a->link < b->link;
-  });
-  struct NodeCounts {
-    size_t links = 0, not_ok = 0, not_covered = 0, ok = 0;
-    int worst = 0;
-    std::string worst_verdict = fabric::kLinkOk;
-  };
-  std::map<std::string, NodeCounts> nodes;
-  json counts{{"not_ok", 0}, {"not_covered", 0}, {"ok", 0}};
-  json links = json::array();
-  for (const LinkVerdictRecord* l : ranked) {
-    const int severity = fabric::linkVerdictSeverity(l->verdict);
-    const bool fails = fabric::linkVerdictFails(l->verdict);
-    const bool uncovered = l->verdict == fabric::kLinkNotCovered;
-    const char* key = fails ? "not_ok" : uncovered ? "not_covered" : "ok";
-    counts[key] = counts[key].get<size_t>() + 1;
-    for (const std::string* name : {&l->switch_name, &l->remote_name}) {
-      NodeCounts& n = nodes[*name];
-      ++n.links;
-      n.not_ok += fails ? 1 : 0;
-      n.not_covered += uncovered ? 1 : 0;
-      n.ok += !fails && !uncovered ? 1 : 0;
-      if (severity > n.worst) {
-        n.worst = severity;
-        n.worst_verdict = l->verdict;
-      }
-    }
-    links.push_back(
-        {{"link", l->link},
-         {"verdict", l->verdict},
-         {"severity", severity},
-         {"fails", fails},
-         {"a",
-          {{"name", l->switch_name}, {"guid", fabric::guidHex(l->switch_guid)}, {"port", l->port}}},
-         {"b",
-          {{"name", l->remote_name},
-           {"guid", fabric::guidHex(l->remote_guid)},
-           {"port", l->remote_port}}},
-         {"evidence", l->evidence}});
-  }
-  std::vector<std::pair<std::string, NodeCounts>> by_node(nodes.begin(), nodes.end());
-  std::stable_sort(by_node.begin(), by_node.end(), [](const auto& a, const auto& b) {
-    if (a.second.worst != b.second.worst) return a.second.worst > b.second.worst;
-    return a.second.not_ok > b.second.not_ok;
-  });
-  json node_json = json::array();
-  for (const auto& [name, n] : by_node) {
-    node_json.push_back({{"name", name},
-                         {"links", n.links},
-                         {"not_ok", n.not_ok},
-                         {"not_covered", n.not_covered},
-                         {"ok", n.ok},
-                         {"worst", n.worst_verdict}});
-  }
-  json suspects = json::array();
-  for (const auto& s : report.suspects) {
-    if (s.kind != "link") continue;
-    suspects.push_back(json(toJson(s)));
-  }
-  return {{"sweep", p.id},
-          {"state", toString(p.state)},
-          {"verdict", p.verdict.empty() ? json(nullptr) : json(p.verdict)},
-          {"reason", p.reason},
-          {"counts", counts},
-          {"links", links},
-          {"nodes", node_json},
-          {"suspects", suspects}};
 }
 
 std::string metricsText(const std::vector<WorkerSummary>& workers,

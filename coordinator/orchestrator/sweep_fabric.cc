@@ -52,16 +52,15 @@ fabric::HostMatch SweepFabric::match(const std::vector<WorkerStatus>& workers) c
   return fabric::matchHosts(fabric_, hosts, hosts_);
 }
 
-namespace {
-
-// The first active port of an HCA (the one a test on it uses), as fabric::findEndpoint picks it.
-fabric::Endpoint fabricEndpointOf(const fabric::Node* n) {
-  if (n == nullptr) return {};
-  for (const fabric::Port& p : n->ports) {
-    if (p.state == "Active") return {n, &p};
+fabric::Endpoint hcaTestEndpoint(const fabric::Node* hca) {
+  if (hca == nullptr) return {};
+  for (const fabric::Port& p : hca->ports) {
+    if (p.state == "Active") return {hca, &p};
   }
-  return {n, n->ports.size() == 1 ? n->ports.data() : nullptr};
+  return {hca, hca->ports.size() == 1 ? hca->ports.data() : nullptr};
 }
+
+namespace {
 
 // Rows of the same (initiator worker, nic, target worker, nic) share their paths: each row's
 // first row of its pair (sorted keys, stable: the first in row order); -1 for a row left out by
@@ -114,7 +113,7 @@ class PathEndpointCache {
     auto it = endpoints_.find(key);
     if (it == endpoints_.end()) {
       const fabric::Node* hca = match_.hcaFor(index_, rows_.str(worker), rows_.str(nic));
-      it = endpoints_.emplace(key, fabricEndpointOf(hca)).first;
+      it = endpoints_.emplace(key, hcaTestEndpoint(hca)).first;
     }
     return it->second;
   }

@@ -108,6 +108,10 @@ class SweepFabric {
   std::vector<DirectedLink> inter_switch_;  // every directed inter-switch link, sorted
 };
 
+// The port of an HCA a test on it is traced from (fabric::findEndpoint's pick): its first Active
+// port, else its only port; {} for a null HCA.
+fabric::Endpoint hcaTestEndpoint(const fabric::Node* hca);
+
 // The directed inter-switch links of a path: each hop's out port whose cable leads to a switch.
 std::vector<DirectedLink> interSwitchLinks(const std::vector<fabric::Hop>& hops);
 // The links a row's data crossed: the forward path's (initiator to target) for write, send and

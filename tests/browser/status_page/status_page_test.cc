@@ -16,6 +16,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -25,8 +27,10 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/fabric/lldp.h"
 #include "common/units.h"
 #include "coordinator/http/status_http_server.h"
+#include "tests/support/fabric_trees.h"
 #include "tests/support/temp_dir.h"
 
 namespace gdrmesh {
@@ -285,7 +289,63 @@ SweepReportData fabricSweep() {
                   {"1,234 symbol errors on leaf01[5] during round 0 = 4,442/h (threshold 120/h)"}),
       linkVerdict("leaf02", 0x1002, 3, "spine02", 0x2002, 2, "not_covered",
                   {"no test of the sweep crossed it, in either direction"})};
-  r.suspects = {{"link", "leaf01[5] <-> spine01[2]", 0.9, {"1,234 symbol errors on leaf01[5]"}}};
+  r.suspects = {{"link", "leaf01[5] <-> spine01[2]", 0.9, {"1,234 symbol errors on leaf01[5]"}},
+                {"host", "h04", 1.25, {"failed with 3 of 3 partners"}}};
+  // On the fabric of fabricOf("sw-fabric"): h01 h02 under leaf01, h03 h04 under leaf02, where
+  // every test fails; old-c has no HCA.
+  r.verdicts = {verdict("h01/mlx5_0", "h02/mlx5_0", 1 << 20, VerdictKind::kPass, 190),
+                verdict("h01/mlx5_0", "h03/mlx5_0", 1 << 20, VerdictKind::kFail, 40),
+                verdict("h02/mlx5_0", "h04/mlx5_0", 1 << 20, VerdictKind::kFail, 41),
+                verdict("h03/mlx5_0", "h04/mlx5_0", 1 << 20, VerdictKind::kFail, 42),
+                verdict("h04/mlx5_0", "h01/mlx5_0", 1 << 20, VerdictKind::kFail, 43),
+                verdict("h02/mlx5_0", "old-c", 1 << 20, VerdictKind::kSkip, 0)};
+  return r;
+}
+
+fabric::LldpHost roceHost(const std::string& host, const std::string& sw, const std::string& port) {
+  fabric::LldpHost h;
+  h.host = host;
+  fabric::LldpNic n;
+  n.device = "mlx5_0";
+  n.netdev = "ens1f0np0";
+  n.link_layer = "Ethernet";
+  fabric::LldpNeighbour nb;
+  nb.interface = n.netdev;
+  nb.chassis_name = sw;
+  nb.chassis_id = sw == "leaf07" ? "b6:d3:b8:84:e8:07" : "b6:d3:b8:84:e8:08";
+  nb.chassis_id_type = "mac";
+  nb.port_id = port;
+  n.neighbour = nb;
+  h.nics.push_back(n);
+  return h;
+}
+
+// The RoCE fabric of sw-roce, known from LLDP: r1 r2 on leaf07, r3 r4 on leaf08.
+std::shared_ptr<const fabric::EthFabric> roceFabric() {
+  return std::make_shared<const fabric::EthFabric>(fabric::buildEthFabric(
+      {roceHost("r1", "leaf07", "Ethernet1"), roceHost("r2", "leaf07", "Ethernet2"),
+       roceHost("r3", "leaf08", "Ethernet1"), roceHost("r4", "leaf08", "Ethernet2")},
+      kT0));
+}
+
+// sw-roce: a sweep on that fabric; every test of r1 fails, its switch port is the suspect.
+SweepReportData roceSweep() {
+  SweepReportData r;
+  r.progress = sweepProgress("sw-roce", SweepState::kFinished);
+  r.verdicts = {verdict("r1/mlx5_0", "r2/mlx5_0", 1 << 20, VerdictKind::kFail, 30),
+                verdict("r1/mlx5_0", "r3/mlx5_0", 1 << 20, VerdictKind::kFail, 31),
+                verdict("r2/mlx5_0", "r3/mlx5_0", 1 << 20, VerdictKind::kPass, 180),
+                verdict("r3/mlx5_0", "r4/mlx5_0", 1 << 20, VerdictKind::kPass, 181),
+                verdict("r4/mlx5_0", "r1/mlx5_0", 1 << 20, VerdictKind::kFail, 32),
+                verdict("r9/mlx5_0", "r3/mlx5_0", 1 << 20, VerdictKind::kSkip, 0)};
+  r.suspects = {{"switch_port",
+                 "leaf07[Ethernet1]",
+                 1.0,
+                 {std::string("host switch port leaf07[Ethernet1] of r1 mlx5_0 (") +
+                  fabric::kLldpEstimate + ")"}},
+                {"host", "r1", 2.0, {"failed with 3 of 3 partners"}}};
+  r.notes = {std::string("fabric coverage (") + fabric::kLldpEstimate +
+             ", from LLDP): 4 of 4 host switch ports carried tests"};
   return r;
 }
 
@@ -330,6 +390,7 @@ class FakeSource : public StatusSource {
     if (id == "sw-done") return doneSweep();
     if (id == "sw-big") return bigSweep();
     if (id == "sw-fabric") return fabricSweep();
+    if (id == "sw-roce") return roceSweep();
     if (id == "sw-running") {
       SweepReportData r;
       r.progress = sweepProgress("sw-running", SweepState::kRunning);
@@ -363,6 +424,18 @@ class FakeSource : public StatusSource {
     return compareSweepResults(a, fakeResults(), b, fakeResults(), tolerance_pct);
   }
   int64_t unixMs() override { return kT0 + 60000; }
+  // sw-fabric ran on a two-level InfiniBand tree (2 leaves of 2 hosts, 2 spines), sw-roce on a
+  // RoCE fabric known from LLDP; the others on none.
+  FabricOfSweep fabricOf(const std::string& id) override {
+    if (id == "sw-fabric") {
+      return {
+          std::make_shared<const SweepFabric>(testing::twoLevelTree(2, 2, 2),
+                                              std::map<std::string, std::string>{}, "fabric.json"),
+          nullptr};
+    }
+    if (id == "sw-roce") return {nullptr, roceFabric()};
+    return {};
+  }
   HistoryQuery lastHistory() {
     std::lock_guard<std::mutex> lock(mu_);
     return last_history_;
@@ -1093,6 +1166,218 @@ TEST_F(StatusPageTest, ChromiumShowsTheBadLinkFirstInRedAndUncoveredLinksAsSuch)
   const std::string png = std::string(GDRMESH_BROWSER_OUT_DIR) + "/status_page_fabric.png";
   runChromium(chromium, dir,
               "--window-size=1280,1600 --virtual-time-budget=5000 --screenshot='" + png + "'", url,
+              &rc);
+  EXPECT_TRUE(std::filesystem::exists(png));
+}
+
+// The hosts under each switch of an InfiniBand sweep: the leaf whose hosts all fail first, its
+// worst host first, the host with no HCA listed with why; ?switch= shows one switch.
+TEST_F(StatusPageTest, FabricViewTablesTheHostsUnderEachSwitchWorstFirst) {
+  json j = getJson("/api/sweeps/sw-fabric/fabric");
+  EXPECT_EQ(j["fabric"], "fabric.json");
+  EXPECT_TRUE(j["switch"].is_null());
+  EXPECT_TRUE(j["lldp"].is_null());
+  ASSERT_TRUE(j["switch_hosts"].is_object()) << j.dump();
+  const json& sw = j["switch_hosts"]["switches"];
+  ASSERT_EQ(sw.size(), 2U) << j.dump();
+  EXPECT_EQ(sw[0]["name"], "leaf02");
+  EXPECT_EQ(sw[0]["guid"], "0x0000000000001002");
+  EXPECT_EQ(sw[0]["hosts"], 2);
+  EXPECT_EQ(sw[0]["hosts_failing"], 2);
+  EXPECT_EQ(sw[0]["suspects"], 1);
+  EXPECT_EQ(sw[0]["pass"], 0);
+  EXPECT_EQ(sw[0]["fail"], 5);  // h04's 3 and h03's 2
+  ASSERT_EQ(sw[0]["rows"].size(), 2U);
+  const json& h04 = sw[0]["rows"][0];
+  EXPECT_EQ(h04["host"], "h04");
+  EXPECT_EQ(h04["hca"], "h04 mlx5_0");
+  EXPECT_EQ(h04["hca_port"], 1);
+  EXPECT_EQ(h04["switch_port"], 2);
+  EXPECT_EQ(h04["fail"], 3);
+  EXPECT_EQ(h04["suspect"]["kind"], "host");
+  EXPECT_EQ(h04["suspect"]["score"], 1.25);
+  EXPECT_EQ(sw[0]["rows"][1]["host"], "h03");
+  EXPECT_TRUE(sw[0]["rows"][1]["suspect"].is_null());
+  EXPECT_EQ(sw[1]["name"], "leaf01");
+  EXPECT_EQ(sw[1]["pass"], 2);
+  EXPECT_EQ(sw[1]["fail"], 3);
+  EXPECT_EQ(sw[1]["skip"], 1);
+  const json& unplaced = j["switch_hosts"]["unplaced"];
+  ASSERT_EQ(unplaced.size(), 1U);
+  EXPECT_EQ(unplaced[0]["end"], "old-c");
+  EXPECT_EQ(unplaced[0]["skip"], 1);
+  EXPECT_THAT(str(unplaced[0], "why"), HasSubstr("worker old-c is matched to no HCA"));
+
+  j = getJson("/api/sweeps/sw-fabric/fabric?switch=leaf01");
+  EXPECT_EQ(j["switch"], "leaf01");
+  ASSERT_EQ(j["switch_hosts"]["switches"].size(), 1U);
+  EXPECT_EQ(j["switch_hosts"]["switches"][0]["name"], "leaf01");
+  EXPECT_TRUE(j["switch_hosts"]["unplaced"].empty());
+  ASSERT_EQ(j["links"].size(), 2U);  // leaf01's links only; the counts stay the sweep's
+  EXPECT_EQ(j["links"][0]["link"], "leaf01[5] <-> spine01[2]");
+  EXPECT_EQ(j["counts"]["not_covered"], 1);
+  ASSERT_EQ(j["nodes"].size(), 1U);
+  EXPECT_EQ(j["nodes"][0]["name"], "leaf01");
+  json e = getJson("/api/sweeps/sw-fabric/fabric?switch=leaf09", 404);
+  EXPECT_EQ(str(e, "parameter"), "switch");
+  EXPECT_THAT(str(e, "error"), HasSubstr("no switch 'leaf09'"));
+  EXPECT_EQ(str(getJson("/api/sweeps/sw-fabric/fabric?switch=", 400), "parameter"), "switch");
+  // A sweep on no fabric: no host tables.
+  j = getJson("/api/sweeps/sw-done/fabric");
+  EXPECT_TRUE(j["fabric"].is_null());
+  EXPECT_TRUE(j["switch_hosts"].is_null());
+  EXPECT_TRUE(j["lldp"].is_null());
+}
+
+// A sweep on a RoCE fabric known from LLDP: its host switch ports, the switch_port suspect
+// first, every line labelled as the CLI labels it.
+TEST_F(StatusPageTest, FabricViewListsLldpHostSwitchPortsSuspectFirstAsEstimates) {
+  json j = getJson("/api/sweeps/sw-roce/fabric");
+  EXPECT_EQ(j["fabric"], "lldp");
+  EXPECT_TRUE(j["switch_hosts"].is_null());
+  EXPECT_TRUE(j["links"].empty());
+  ASSERT_TRUE(j["lldp"].is_object()) << j.dump();
+  EXPECT_EQ(j["lldp"]["estimate"], fabric::kLldpEstimate);
+  const json& ports = j["lldp"]["ports"];
+  ASSERT_EQ(ports.size(), 4U) << j.dump();
+  std::vector<std::string> order;
+  for (const json& p : ports) {
+    order.push_back(str(p, "switch_port"));
+    EXPECT_EQ(p["estimate"], fabric::kLldpEstimate) << p.dump();
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"leaf07[Ethernet1]", "leaf07[Ethernet2]",
+                                             "leaf08[Ethernet1]", "leaf08[Ethernet2]"}));
+  EXPECT_EQ(ports[0]["switch"], "leaf07");
+  EXPECT_EQ(ports[0]["port"], "Ethernet1");
+  EXPECT_EQ(ports[0]["chassis_id"], "b6:d3:b8:84:e8:07");
+  EXPECT_EQ(ports[0]["nic"], "r1 mlx5_0");
+  EXPECT_EQ(ports[0]["nic_port"], 1);
+  EXPECT_EQ(ports[0]["netdev"], "ens1f0np0");
+  EXPECT_EQ(ports[0]["tests"], 3);
+  EXPECT_EQ(ports[0]["failed"], 3);
+  EXPECT_EQ(ports[0]["suspect"]["kind"], "switch_port");
+  EXPECT_EQ(ports[1]["tests"], 2);
+  EXPECT_EQ(ports[1]["failed"], 1);
+  EXPECT_TRUE(ports[1]["suspect"].is_null());
+  EXPECT_EQ(ports[2]["tests"], 4);  // r3: with r1, r2, r4 and the skipped r9
+  ASSERT_EQ(j["lldp"]["unplaced"].size(), 1U);
+  EXPECT_EQ(j["lldp"]["unplaced"][0]["end"], "r9/mlx5_0");
+  EXPECT_EQ(j["lldp"]["unplaced"][0]["estimate"], fabric::kLldpEstimate);
+  EXPECT_THAT(str(j["lldp"]["unplaced"][0], "why"), HasSubstr("not in the LLDP snapshot"));
+  j = getJson("/api/sweeps/sw-roce/fabric?switch=leaf08");
+  ASSERT_EQ(j["lldp"]["ports"].size(), 2U);
+  EXPECT_EQ(j["lldp"]["ports"][0]["switch"], "leaf08");
+}
+
+// Where `wanted` appear in `dom`, in that order; "" when all do.
+std::string notInOrder(const std::string& dom, const std::vector<std::string>& wanted) {
+  size_t at = 0;
+  for (const auto& w : wanted) {
+    const size_t found = dom.find(w, at);
+    if (found == std::string::npos)
+      return "  not found (in order) after offset " + std::to_string(at) + ": " + w + "\n";
+    at = found + w.size();
+  }
+  return "";
+}
+
+size_t occurrences(const std::string& dom, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = dom.find(what); at != std::string::npos; at = dom.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_F(StatusPageTest, ChromiumShowsTheHostsUnderEachSwitchWorstSwitchFirst) {
+  const std::string chromium = findChromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (apt-get install -y chromium)";
+  TempDir dir;
+  const std::string base = "http://127.0.0.1:" + std::to_string(port_) + "/#sweep=sw-fabric";
+  int rc = 0;
+  std::string dom = runChromium(chromium, dir, "--virtual-time-budget=5000 --dump-dom", base, &rc);
+  ASSERT_EQ(rc, 0) << readFile(dir.path() + "/chromium.log");
+  EXPECT_EQ(
+      missingIn(dom, {"id=\"shown-sweep\">sw-fabric<", "data-js-errors=\"0\""},
+                {"Cannot refresh", "Cannot show the fabric", "id=\"fabric-hosts-part\" hidden"}),
+      "")
+      << dom;
+  // leaf02 (every test of its hosts failed) first, h04 (3 FAILs, the host suspect) before h03,
+  // then leaf01; old-c, which has no HCA, listed with why.
+  EXPECT_EQ(
+      notInOrder(
+          dom,
+          {"<tr class=\"switch-row link-fail\" data-switch=\"leaf02\" data-rank=\"0\">",
+           ">2 hosts, 2 with a FAIL, 1 named by a suspect (0x0000000000001002)</td><td "
+           "class=\"r\">0</td><td class=\"r\">5</td>",
+           "data-host=\"h04\" data-of-switch=\"leaf02\"><td></td><td class=\"mono\">h04</td><td "
+           "class=\"mono\">h04 mlx5_0 port 1</td><td class=\"r\">2</td><td class=\"r\">0</td><td "
+           "class=\"r\">3</td><td class=\"r\">0</td><td class=\"small\">host h04, score 1.25</td>",
+           "data-host=\"h03\" data-of-switch=\"leaf02\"",
+           "<tr class=\"switch-row link-fail\" data-switch=\"leaf01\" data-rank=\"1\">",
+           "data-host=\"h01\" data-of-switch=\"leaf01\"", "data-unplaced=\"old-c\"",
+           "worker old-c is matched to no HCA of fabric.json"}),
+      "")
+      << dom;
+  // The RoCE table stays hidden on an InfiniBand sweep.
+  EXPECT_NE(dom.find("id=\"fabric-lldp-part\" hidden"), std::string::npos);
+  EXPECT_EQ(consoleLines(readFile(dir.path() + "/chromium.log")), "");
+  const std::string png = std::string(GDRMESH_BROWSER_OUT_DIR) + "/status_page_switch_hosts.png";
+  runChromium(chromium, dir,
+              "--window-size=1280,2000 --virtual-time-budget=5000 --screenshot='" + png + "'", base,
+              &rc);
+  EXPECT_TRUE(std::filesystem::exists(png));
+
+  // #switch=leaf01 (what a click on leaf01 puts in the URL): that switch alone.
+  dom = runChromium(chromium, dir, "--virtual-time-budget=5000 --dump-dom", base + "&switch=leaf01",
+                    &rc);
+  ASSERT_EQ(rc, 0) << readFile(dir.path() + "/chromium.log");
+  EXPECT_EQ(
+      missingIn(
+          dom,
+          {"id=\"fabric-only\">Only switch leaf01 <", "data-pick-switch=\"\">show every switch<",
+           "data-switch=\"leaf01\" data-rank=\"0\"", "data-host=\"h02\""},
+          {"data-switch=\"leaf02\"", "data-unplaced=\"old-c\"", "Cannot show the fabric"}),
+      "")
+      << dom;
+}
+
+TEST_F(StatusPageTest, ChromiumShowsLldpHostSwitchPortsEachLabelledAsAnEstimate) {
+  const std::string chromium = findChromium();
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (apt-get install -y chromium)";
+  TempDir dir;
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/#sweep=sw-roce";
+  int rc = 0;
+  const std::string dom =
+      runChromium(chromium, dir, "--virtual-time-budget=5000 --dump-dom", url, &rc);
+  ASSERT_EQ(rc, 0) << readFile(dir.path() + "/chromium.log");
+  const std::string estimate = std::string(fabric::kLldpEstimate);
+  EXPECT_EQ(missingIn(dom,
+                      {"id=\"shown-sweep\">sw-roce<", "data-js-errors=\"0\"",
+                       "id=\"fabric-lldp-estimate\">" + estimate + "<",
+                       "RoCE fabric known from LLDP: no switch tables or counters"},
+                      {"Cannot refresh", "Cannot show the fabric", "no link verdicts (",
+                       "id=\"fabric-lldp-part\" hidden"}),
+            "")
+      << dom;
+  // The switch_port suspect first, then by failed tests, switch and port; each line an estimate.
+  EXPECT_EQ(notInOrder(
+                dom, {"<tr data-port=\"leaf07[Ethernet1]\" data-rank=\"0\" class=\"link-fail\"><td>"
+                      "<button type=\"button\" class=\"switch-pick\" data-pick-switch=\"leaf07\">"
+                      "leaf07</button></td><td class=\"mono\">Ethernet1</td><td class=\"mono\">r1 "
+                      "mlx5_0/1</td><td class=\"mono\">ens1f0np0</td><td class=\"r\">3</td><td "
+                      "class=\"r\">3</td><td class=\"small\">switch_port leaf07[Ethernet1], score "
+                      "1.00</td><td class=\"small estimate\">" +
+                          estimate + "</td>",
+                      "<tr data-port=\"leaf07[Ethernet2]\" data-rank=\"1\" class=\"link-slow\">",
+                      "<tr data-port=\"leaf08[Ethernet1]\" data-rank=\"2\" class=\"link-slow\">",
+                      "<tr data-port=\"leaf08[Ethernet2]\" data-rank=\"3\" class=\"link-slow\">",
+                      "data-unplaced=\"r9/mlx5_0\""}),
+            "")
+      << dom;
+  EXPECT_EQ(occurrences(dom, "<td class=\"small estimate\">" + estimate + "</td>"), 4U) << dom;
+  EXPECT_EQ(consoleLines(readFile(dir.path() + "/chromium.log")), "");
+  const std::string png = std::string(GDRMESH_BROWSER_OUT_DIR) + "/status_page_lldp.png";
+  runChromium(chromium, dir,
+              "--window-size=1280,2000 --virtual-time-budget=5000 --screenshot='" + png + "'", url,
               &rc);
   EXPECT_TRUE(std::filesystem::exists(png));
 }

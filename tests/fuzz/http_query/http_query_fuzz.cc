@@ -8,6 +8,7 @@
 //   - an unknown or repeated parameter is always refused;
 //   - a refusal names the parameter (one the request gave, or a required one it lacks) and
 //     says what is wrong and the fix.
+#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -133,6 +134,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (const auto* q = accepted(p, sweep, {"verdicts", "offset", "limit"})) {
     checkLimit(q->page.limit);
     if (q->page.offset > gdrmesh::kApiMaxOffset) std::abort();
+  }
+
+  auto fabric_view = gdrmesh::parseFabricQuery(p);
+  if (const auto* q = accepted(p, fabric_view, {"switch"})) {
+    if (q->only_switch.size() > 256) std::abort();
+    for (char c : q->only_switch) {
+      if (std::iscntrl(static_cast<unsigned char>(c)) != 0) std::abort();
+    }
   }
   return 0;
 }

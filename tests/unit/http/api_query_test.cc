@@ -126,6 +126,17 @@ TEST(ApiQuery, CompareAndSweepPages) {
   EXPECT_EQ(std::get<uint32_t>(parseLimitOnly({}, 20)), 20u);
   EXPECT_EQ(refused(parseLimitOnly({{"limit", "0"}}, 20)).parameter, "limit");
 
+  auto f = parseFabricQuery({});
+  ASSERT_TRUE(std::holds_alternative<FabricQuery>(f));
+  EXPECT_EQ(std::get<FabricQuery>(f).only_switch, "");
+  f = parseFabricQuery({{"switch", "MF0;leaf07:MQM8790/U1"}});
+  ASSERT_TRUE(std::holds_alternative<FabricQuery>(f));
+  EXPECT_EQ(std::get<FabricQuery>(f).only_switch, "MF0;leaf07:MQM8790/U1");
+  for (const std::string& bad : {std::string(), std::string("leaf\n07"), std::string(257, 'x')}) {
+    EXPECT_EQ(refused(parseFabricQuery({{"switch", bad}})).parameter, "switch") << bad;
+  }
+  EXPECT_EQ(refused(parseFabricQuery({{"limit", "3"}})).parameter, "limit");
+
   EXPECT_TRUE(validSweepId("s-20261123-1:a.b_c"));
   EXPECT_FALSE(validSweepId(""));
   EXPECT_FALSE(validSweepId("s/1"));
