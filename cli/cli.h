@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli/tls_args.h"
+#include "common/result.h"
 
 namespace gdrmesh::cli {
 
@@ -27,6 +28,9 @@ enum ExitCode {
   kExitInternal = 5,
   kExitInterrupted = 130
 };
+
+// A command's bad input: prints "gdrmesh CMD: message" and its fix to stderr; kExitUsage.
+int usageFailure(const char* cmd, const Status& st);
 
 // A subcommand's body, run after parsing; returns the exit code.
 using Action = std::function<int()>;

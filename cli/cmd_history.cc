@@ -21,12 +21,6 @@
 namespace gdrmesh::cli {
 namespace {
 
-int usage(const char* cmd, const Status& st) {
-  std::fprintf(stderr, "gdrmesh %s: %s\n", cmd, st.message().c_str());
-  if (!st.fix().empty()) std::fprintf(stderr, "  fix: %s\n", st.fix().c_str());
-  return kExitUsage;
-}
-
 void printResults(const ClientOptions& o, const std::vector<TestResult>& rows) {
   if (o.output == "json") {
     nlohmann::json j = nlohmann::json::array();
@@ -103,7 +97,7 @@ Result<pb::HistoryRequest> historyRequest(const HistoryArgs& a, int64_t now_ms) 
 
 int runHistory(const ClientOptions& o, const HistoryArgs& a) {
   auto req = historyRequest(a, nowUnixMs());
-  if (!req.ok()) return usage("history", req.status());
+  if (!req.ok()) return usageFailure("history", req.status());
   auto stub = connectControl(o);
   grpc::ClientContext ctx;
   setDeadline(&ctx, 60);
@@ -143,7 +137,7 @@ Result<pb::ListActionsRequest> actionsRequest(const ActionsArgs& a, int64_t now_
 
 int runActions(const ClientOptions& o, const ActionsArgs& a) {
   auto req = actionsRequest(a, nowUnixMs());
-  if (!req.ok()) return usage("actions", req.status());
+  if (!req.ok()) return usageFailure("actions", req.status());
   auto stub = connectControl(o);
   grpc::ClientContext ctx;
   setDeadline(&ctx, 60);
@@ -200,7 +194,7 @@ int runCompare(const ClientOptions& o, const CompareArgs& a) {
   req.set_b(a.b);
   if (!a.tolerance.empty()) {
     auto t = parseTolerance(a.tolerance);
-    if (!t.ok()) return usage("compare", t.status());
+    if (!t.ok()) return usageFailure("compare", t.status());
     req.set_tolerance_pct(*t);
   }
   auto stub = connectControl(o);

@@ -16,12 +16,6 @@
 namespace gdrmesh::cli {
 namespace {
 
-int usage(const char* cmd, const Status& st) {
-  std::fprintf(stderr, "gdrmesh %s: %s\n", cmd, st.message().c_str());
-  if (!st.fix().empty()) std::fprintf(stderr, "  fix: %s\n", st.fix().c_str());
-  return kExitUsage;
-}
-
 // `-o csv` of a report: one row per verdict.
 std::string verdictsCsv(const SweepReportData& r) {
   std::vector<OrderedJson> rows;
@@ -98,16 +92,16 @@ int runSweep(const ClientOptions& o, const RunArgs& a) {
   std::string pairs_text, config_text;
   if (!a.sweep.pairs_file.empty()) {
     auto t = readTextFile(a.sweep.pairs_file, "--pairs-file");
-    if (!t.ok()) return usage("sweep run", t.status());
+    if (!t.ok()) return usageFailure("sweep run", t.status());
     pairs_text = *t;
   }
   if (!a.sweep.config.empty()) {
     auto t = readTextFile(a.sweep.config, "--config");
-    if (!t.ok()) return usage("sweep run", t.status());
+    if (!t.ok()) return usageFailure("sweep run", t.status());
     config_text = *t;
   }
   auto spec = buildSweepSpec(a.sweep, a.test, pairs_text, config_text);
-  if (!spec.ok()) return usage("sweep run", spec.status());
+  if (!spec.ok()) return usageFailure("sweep run", spec.status());
 
   blockTerminationSignals();  // before gRPC starts threads: Ctrl-C only stops following
   auto stub = connectControl(o);
@@ -161,12 +155,14 @@ struct ShowArgs {
 int runShow(const ClientOptions& o, const std::string& id, const ShowArgs& a) {
   const bool results = a.results;
   if (a.matrix && o.output != "table") {
-    return usage("sweep show", invalidArgument("--matrix: the matrix is drawn as text",
-                                               "drop -o json/csv (they hold every verdict)"));
+    return usageFailure("sweep show",
+                        invalidArgument("--matrix: the matrix is drawn as text",
+                                        "drop -o json/csv (they hold every verdict)"));
   }
   if (a.matrix && !a.verdicts.empty() && a.verdicts != "all") {
-    return usage("sweep show", invalidArgument("--matrix: the matrix is drawn from every verdict",
-                                               "drop --verdicts " + a.verdicts));
+    return usageFailure("sweep show",
+                        invalidArgument("--matrix: the matrix is drawn from every verdict",
+                                        "drop --verdicts " + a.verdicts));
   }
   auto stub = connectControl(o);
   pb::SweepReport resp;
@@ -216,7 +212,7 @@ int runJudge(const ClientOptions& o, const JudgeArgs& a) {
   req.set_baseline(a.baseline);
   if (!a.config.empty()) {
     auto t = readTextFile(a.config, "--config");
-    if (!t.ok()) return usage("sweep judge", t.status());
+    if (!t.ok()) return usageFailure("sweep judge", t.status());
     req.set_config_yaml(*t);
   }
   req.mutable_page()->set_verdicts(verdictFilter(a.verdicts, o, true));

@@ -19,8 +19,8 @@ constexpr double kMadToSd = 1.4826;  // MAD x this = the standard deviation of a
 constexpr double kMinSpread = 0.01;  // on the log scale: 1 %
 
 // Tests compared with each other: size, op, mode, memory kinds, and which figure.
-using GroupKey = std::tuple<uint64_t, int, int, int, int, bool>;
-GroupKey groupOf(const JudgeRow& r, bool latency) {
+using OutlierGroup = std::tuple<uint64_t, int, int, int, int, bool>;
+OutlierGroup outlierGroupOf(const JudgeRow& r, bool latency) {
   return {r.message_size,
           static_cast<int>(r.op),
           static_cast<int>(r.mode),
@@ -117,7 +117,7 @@ std::map<Entity, Flagged> judgeEntities(const std::map<Entity, Samples>& entitie
   return out;
 }
 
-std::string groupName(const GroupKey& g) {
+std::string outlierGroupName(const OutlierGroup& g) {
   const auto& [size, op, mode, mi, mt, latency] = g;
   std::string s = formatSize(size) + " " + toString(static_cast<Op>(op));
   if (latency) s += " latency";
@@ -317,7 +317,7 @@ OutlierFindings findOutliers(const JudgeRows& rows, const OutlierOptions& o) {
   if (!o.detect) return out;
 
   // The sweep's own tests per group and figure; the retests apart.
-  std::map<GroupKey, std::vector<size_t>> groups;
+  std::map<OutlierGroup, std::vector<size_t>> groups;
   std::vector<size_t> retests;
   for (size_t i = 0; i < rows.size(); ++i) {
     const JudgeRow& r = rows[i];
@@ -327,14 +327,14 @@ OutlierFindings findOutliers(const JudgeRows& rows, const OutlierOptions& o) {
     }
     if (r.initiator.worker == r.target.worker) continue;  // loopback: no partner
     for (const bool latency : {false, true}) {
-      if (hasFigure(r, latency)) groups[groupOf(r, latency)].push_back(i);
+      if (hasFigure(r, latency)) groups[outlierGroupOf(r, latency)].push_back(i);
     }
   }
 
   OutlierSuspects suspects;
   for (const auto& [g, members] : groups) {
     const bool latency = std::get<5>(g);
-    const std::string group = groupName(g);
+    const std::string group = outlierGroupName(g);
     OutlierGroupSamples samples = outlierGroupSamples(rows, members, latency);
     const OutlierEndpoints flagged =
         flagOutlierEndpoints(rows, samples, latency, group, o, suspects);
