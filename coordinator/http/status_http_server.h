@@ -2,7 +2,8 @@
 // in the binary) and its read-only JSON API. It knows nothing of gRPC: the coordinator hands it
 // a StatusSource.
 //
-//   GET /                 the page (also /index.html, /app.js, /style.css)
+//   GET /                 the page (also /index.html, /style.css and its ES modules /app.js,
+//                         /dom.js, /fabric.js: web/CMakeLists.txt lists them)
 //   GET /api/workers      JSON array, the shape of `gdrmesh workers -o json`
 //   GET /api/results      JSON array of toJson(TestResult), newest first;
 //                         ?limit=1..10000 (50) &worker=NAME &status=passed|failed|skipped|error

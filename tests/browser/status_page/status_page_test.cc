@@ -905,11 +905,27 @@ TEST_F(StatusPageTest, PageIsEmbeddedAndSelfContained) {
   // Nothing is fetched from outside the coordinator.
   EXPECT_THAT(res->body, Not(HasSubstr("http://")));
   EXPECT_THAT(res->body, Not(HasSubstr("https://")));
+  // The page loads its scripts as ES modules: app.js imports dom.js and fabric.js.
+  EXPECT_THAT(res->body, HasSubstr("<script type=\"module\" src=\"/app.js\">"));
   auto js = cli.Get("/app.js");
   ASSERT_TRUE(js);
-  EXPECT_THAT(js->get_header_value("Content-Type"), HasSubstr("javascript"));
   EXPECT_THAT(js->body, HasSubstr("emulated (not RDMA)"));
-  EXPECT_THAT(js->body, Not(HasSubstr("innerHTML")));
+  EXPECT_THAT(js->body, HasSubstr("from './dom.js'"));
+  EXPECT_THAT(js->body, HasSubstr("from './fabric.js'"));
+  for (const char* path : {"/app.js", "/dom.js", "/fabric.js"}) {
+    auto script = cli.Get(path);
+    ASSERT_TRUE(script) << path;
+    EXPECT_EQ(script->status, 200) << path;
+    // A module script of another MIME type is refused by the browser.
+    EXPECT_THAT(script->get_header_value("Content-Type"), HasSubstr("text/javascript")) << path;
+    EXPECT_THAT(script->get_header_value("Content-Security-Policy"),
+                HasSubstr("default-src 'self'"))
+        << path;
+    // API values go into the page as text, never as HTML.
+    EXPECT_THAT(script->body, Not(HasSubstr("innerHTML"))) << path;
+    EXPECT_THAT(script->body, Not(HasSubstr("outerHTML"))) << path;
+    EXPECT_THAT(script->body, Not(HasSubstr("insertAdjacentHTML"))) << path;
+  }
   auto css = cli.Get("/style.css");
   ASSERT_TRUE(css);
   EXPECT_THAT(css->get_header_value("Content-Type"), HasSubstr("text/css"));
