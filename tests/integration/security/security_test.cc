@@ -152,6 +152,10 @@ TEST_F(TlsClusterTest, AReaderListsFabricSnapshotsButOnlyAnAdminDiscovers) {
   auto r = c_.cli({"fabric", "discover", "--worker", "a", "--tls-dir", reader});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("DiscoverFabric needs an admin credential"), std::string::npos) << r.err;
+  // Asking every worker at once is as much an admin's call as asking one.
+  r = c_.cli({"fabric", "discover", "--lldp", "--all-workers", "--tls-dir", reader});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("DiscoverLldpAll needs an admin credential"), std::string::npos) << r.err;
   r = c_.cli({"fabric", "history", "-o", "json", "--tls-dir", reader});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(json::parse(r.out).empty()) << r.out;
