@@ -15,19 +15,9 @@ dir="$(mktemp -d /tmp/gdrmesh-idle-XXXXXX)"
 sim=""
 coord=""
 trap 'kill $sim $coord 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"' EXIT
-export GDRMESH_INSECURE=1
-coord_tls=(--insecure)
-sim_tls=()
-if [[ "$tls" == "1" ]]; then
-  unset GDRMESH_INSECURE
-  "$bin" certs init --dir "$dir/pki" >/dev/null
-  "$bin" certs issue --dir "$dir/pki" --role coordinator --name coordinator --san 127.0.0.1 >/dev/null
-  "$bin" certs issue --dir "$dir/pki" --role admin --name bench >/dev/null
-  "$bin" certs issue --dir "$dir/pki" --role simulator --name sim >/dev/null
-  coord_tls=(--tls-dir "$dir/pki/coordinator")
-  sim_tls=(--tls-dir "$dir/pki/sim")
-  export GDRMESH_TLS_DIR="$dir/pki/bench"
-fi
+# shellcheck source=lib_tls.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_tls.sh"
+bench_tls "$tls" "$bin" "$dir"
 env "$@" "$bin" coordinator --listen 127.0.0.1:0 --db "$dir/r.db" --port-file "$dir/port" \
   "${coord_tls[@]}" >"$dir/coord.log" 2>&1 &
 coord=$!

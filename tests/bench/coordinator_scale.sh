@@ -22,19 +22,9 @@ dir="$(mktemp -d /tmp/gdrmesh-scale-XXXXXX)"
 trap 'kill $sim $coord 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"' EXIT
 
 # Plaintext on loopback, asked for explicitly; GDRMESH_TLS=1 measures over mutual TLS instead.
-export GDRMESH_INSECURE=1
-coord_tls=(--insecure)
-sim_tls=()
-if [[ "${GDRMESH_TLS:-}" == "1" ]]; then
-  unset GDRMESH_INSECURE
-  "$bin" certs init --dir "$dir/pki" >/dev/null
-  "$bin" certs issue --dir "$dir/pki" --role coordinator --name coordinator --san 127.0.0.1 >/dev/null
-  "$bin" certs issue --dir "$dir/pki" --role admin --name bench >/dev/null
-  "$bin" certs issue --dir "$dir/pki" --role simulator --name sim >/dev/null
-  coord_tls=(--tls-dir "$dir/pki/coordinator")
-  sim_tls=(--tls-dir "$dir/pki/sim")
-  export GDRMESH_TLS_DIR="$dir/pki/bench"
-fi
+# shellcheck source=lib_tls.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_tls.sh"
+bench_tls "${GDRMESH_TLS:-}" "$bin" "$dir"
 http_args=()
 [[ "${GDRMESH_BENCH_HTTP:-}" == "1" ]] && http_args=(--http 127.0.0.1:0)
 "$bin" coordinator --listen 127.0.0.1:0 --db "$dir/r.db" --port-file "$dir/port" "${coord_tls[@]}" "${http_args[@]}" \
